@@ -1,0 +1,229 @@
+/*
+ * binning.h -- value -> bin index, shared by the CPU backend (C11) and the
+ * CUDA kernels, so that both backends bin every value identically.
+ *
+ * The rules are NumPy's (numpy/lib/_histograms_impl.py): bin k holds
+ * e[k] <= x < e[k+1], the last bin is closed, values outside [e[0], e[n]] and
+ * NaN are dropped.  For equal-width bins NumPy estimates k from
+ * (x - e[0]) * n / (e[n] - e[0]) and then corrects it by one step using the
+ * edges; we do the same with edges recomputed from a formula that the Python
+ * layer verified to reproduce np.linspace's edges bit for bit.
+ *
+ * Floating-point here must not be contracted into FMAs: the device side uses
+ * the _rn intrinsics, the host side is compiled with -ffp-contract=off.
+ */
+#ifndef GPUSYNC_BINNING_H
+#define GPUSYNC_BINNING_H
+
+#include "gpusync/gpusync.h"
+#include "gpusync/tuning.h"
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define GS_HD __host__ __device__ __forceinline__
+#else
+#define GS_HD static inline
+#endif
+
+/* Replicas (a power of two <= GS_HIST_MAX_REPLICAS) of a shared-memory
+ * histogram of nbins 32-bit counters (64-bit sums when weighted) that fit one
+ * block; 0 when not even one copy fits in `smem_optin` bytes. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    gs_hist_replicas(int64_t nbins, int weighted, int64_t smem_optin);
+
+/* Everything a kernel needs to bin a value, passed by value (1.1 KB). */
+typedef struct gs_binner {
+    int32_t kind;
+    int32_t closed_top;
+    int32_t arith_f32;
+    int32_t edges_f32;
+    int64_t nbins;
+    int64_t offset;
+    double start, step, stop, scale, lo;
+    const double *edges; /* GS_BINS_EDGES: memory the executing side can read */
+    int32_t lut[256];
+} gs_binner;
+
+GS_HD float gs_fmul(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+GS_HD float gs_fadd(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+GS_HD double gs_dmul(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+GS_HD double gs_dadd(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+/* Edge k of a GS_BINS_UNIFORM description, exactly as np.linspace made it. */
+GS_HD double gs_uniform_edge(const gs_binner *b, int64_t k)
+{
+    if (k >= b->nbins)
+        return b->stop;
+    if (b->arith_f32)
+        return (double)gs_fadd(gs_fmul((float)k, (float)b->step), (float)b->start);
+    double e = gs_dadd(gs_dmul((double)k, b->step), b->start);
+    return b->edges_f32 ? (double)(float)e : e;
+}
+
+GS_HD void gs_binner_init(gs_binner *b, const gs_hist_bins *bins, const double *edges)
+{
+    memset(b, 0, sizeof *b);
+    b->kind = (int32_t)bins->kind;
+    b->closed_top = bins->closed_top;
+    b->arith_f32 = bins->arith_f32;
+    b->edges_f32 = bins->edges_f32;
+    b->nbins = bins->nbins;
+    b->offset = bins->offset;
+    b->start = bins->start;
+    b->step = bins->step;
+    b->stop = bins->stop;
+    b->scale = bins->scale;
+    b->edges = edges;
+    if (bins->kind == GS_BINS_LUT)
+        memcpy(b->lut, bins->lut, sizeof b->lut);
+    b->lo = bins->kind == GS_BINS_UNIFORM ? gs_uniform_edge(b, 0) : 0.0;
+}
+
+/* IEEE half -> float, exact (host and device alike). */
+GS_HD float gs_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112u) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do {
+            man <<= 1;
+            e++;
+        } while (!(man & 0x400u));
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* GS_BINS_DIRECT: integer values (as 64-bit two's complement). */
+GS_HD int64_t gs_bin_direct(const gs_binner *b, uint64_t x)
+{
+    uint64_t d = x - (uint64_t)b->offset;
+    if (d < (uint64_t)b->nbins)
+        return (int64_t)d;
+    return (b->closed_top && d == (uint64_t)b->nbins) ? b->nbins - 1 : -1;
+}
+
+/* GS_BINS_UNIFORM and GS_BINS_EDGES on a value converted to double. */
+GS_HD int64_t gs_bin_real(const gs_binner *b, double x)
+{
+    const int64_t n = b->nbins;
+    if (b->kind == GS_BINS_UNIFORM) {
+        if (!(x >= b->lo && x <= b->stop))
+            return -1; /* outside, or NaN */
+        int64_t k = (int64_t)((x - b->lo) * b->scale);
+        if (k >= n)
+            k = n - 1;
+        if (x < gs_uniform_edge(b, k))
+            k--;
+        else if (k != n - 1 && x >= gs_uniform_edge(b, k + 1))
+            k++;
+        return k;
+    }
+    const double *e = b->edges;
+    if (!(x >= e[0]))
+        return -1;
+    if (x >= e[n])
+        return x == e[n] ? n - 1 : -1;
+    int64_t lo = 0, hi = n; /* e[lo] <= x < e[hi] */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (e[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Bin of element i of an array of dtype `dt` (host or device pointer `p`).
+ * The 8-bit dtypes use the LUT or DIRECT on the raw byte. */
+GS_HD int64_t gs_bin_of(const gs_binner *b, const void *p, int dt, int64_t i)
+{
+    switch (dt) {
+    case GS_BOOL:
+    case GS_INT8:
+    case GS_UINT8: {
+        uint8_t v = ((const uint8_t *)p)[i];
+        return b->kind == GS_BINS_LUT ? b->lut[v] : gs_bin_direct(b, v);
+    }
+    case GS_INT16: {
+        int16_t v = ((const int16_t *)p)[i];
+        return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, (uint64_t)(int64_t)v) : gs_bin_real(b, (double)v);
+    }
+    case GS_UINT16: {
+        uint16_t v = ((const uint16_t *)p)[i];
+        return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, v) : gs_bin_real(b, (double)v);
+    }
+    case GS_INT32: {
+        int32_t v = ((const int32_t *)p)[i];
+        return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, (uint64_t)(int64_t)v) : gs_bin_real(b, (double)v);
+    }
+    case GS_UINT32: {
+        uint32_t v = ((const uint32_t *)p)[i];
+        return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, v) : gs_bin_real(b, (double)v);
+    }
+    case GS_INT64: {
+        int64_t v = ((const int64_t *)p)[i];
+        return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, (uint64_t)v) : gs_bin_real(b, (double)v);
+    }
+    case GS_UINT64: {
+        uint64_t v = ((const uint64_t *)p)[i];
+        return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, v) : gs_bin_real(b, (double)v);
+    }
+    case GS_FLOAT16:
+        return gs_bin_real(b, (double)gs_half_to_float(((const uint16_t *)p)[i]));
+    case GS_FLOAT32:
+        return gs_bin_real(b, (double)((const float *)p)[i]);
+    default:
+        return gs_bin_real(b, ((const double *)p)[i]);
+    }
+}
+
+/* A weight as double (weights are float32 or float64; the Python layer
+ * converts other dtypes first). */
+GS_HD double gs_weight_of(const void *w, int dt, int64_t i)
+{
+    return dt == GS_FLOAT32 ? (double)((const float *)w)[i] : ((const double *)w)[i];
+}
+
+#endif /* GPUSYNC_BINNING_H */

@@ -1,0 +1,70 @@
+/* Status messages, names and the auto-strategy predicate shared by both backends. */
+#include "gpusync/gpusync.h"
+#include "gpusync/tuning.h"
+#include "binning.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char gs_errmsg[1024];
+
+const char *gs_last_error(void) { return gs_errmsg; }
+
+gs_status gs_fail(gs_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(gs_errmsg, sizeof gs_errmsg, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+static const char *const strategy_names[GS_STRATEGY_COUNT] = {
+    "auto", "global", "shared", "warp", "cluster",
+};
+
+const char *gs_strategy_name(gs_strategy s)
+{
+    return (s >= 0 && s < GS_STRATEGY_COUNT) ? strategy_names[s] : "?";
+}
+
+gs_strategy gs_strategy_from_name(const char *name)
+{
+    for (int s = 0; s < GS_STRATEGY_COUNT; s++)
+        if (strcmp(name, strategy_names[s]) == 0)
+            return (gs_strategy)s;
+    return GS_STRATEGY_COUNT;
+}
+
+size_t gs_dtype_size(gs_dtype dt)
+{
+    static const size_t sizes[GS_DTYPE_COUNT] = {1, 1, 1, 2, 2, 4, 4, 8, 8, 2, 4, 8};
+    return (dt >= 0 && dt < GS_DTYPE_COUNT) ? sizes[dt] : 0;
+}
+
+int gs_hist_replicas(int64_t nbins, int weighted, int64_t smem_optin)
+{
+    int64_t counter = weighted ? 8 : 4;
+    int r = GS_HIST_MAX_REPLICAS;
+    while (r > 1 && nbins * r * counter > GS_HIST_SMEM_BUDGET)
+        r /= 2;
+    /* one copy may still fit when it takes a whole SM's opt-in budget
+     * (less the 1 KB lookup table every histogram kernel keeps) */
+    return nbins * r * counter <= smem_optin - GS_HIST_STATIC_SMEM ? r : 0;
+}
+
+gs_strategy gs_hist_auto_strategy(const gs_hist_shape *s)
+{
+    if (s->cc_major == 0) /* CPU threads */
+        return s->nbins <= GS_CPU_PRIVATE_MAX_BINS ? GS_STRATEGY_SHARED : GS_STRATEGY_GLOBAL;
+    int64_t counter = s->weighted ? 8 : 4;
+    int r = gs_hist_replicas(s->nbins, s->weighted, s->smem_per_block_optin);
+    if (r >= GS_HIST_AUTO_MIN_REPLICAS)
+        return GS_STRATEGY_SHARED;
+    if (r >= 1)
+        return GS_STRATEGY_WARP;
+    if (s->cc_major >= 9 && s->nbins * counter <= GS_HIST_CLUSTER_MAX * s->smem_per_block_optin)
+        return GS_STRATEGY_CLUSTER;
+    return GS_STRATEGY_GLOBAL;
+}

@@ -1,0 +1,228 @@
+/*
+ * CPU backend: histogram / bincount on POSIX threads.
+ *
+ * Strategies, mirroring the CUDA ones where they mean something on CPU threads:
+ *   shared  each thread counts into a private histogram; the private copies
+ *           are summed at the end (privatization, seed 001 ex 4.4);
+ *   global  every thread updates one shared histogram of C11 atomics
+ *           (relaxed order: counting needs atomicity, not ordering);
+ *   warp    like global, but a run of equal bins in a thread's slice is
+ *           merged first and added with one atomic (the CPU analogue of
+ *           warp aggregation: fewer atomics on skewed data);
+ *   cluster needs thread-block clusters: rejected.
+ * 8-bit inputs are first counted per raw byte value (four interleaved
+ * sub-counters break the store-to-load chain on repeated values) and then
+ * folded through the bin mapping, which makes them a single fast pass.
+ */
+#include "binning.h"
+#include "gpusync/tuning.h"
+#include "parallel.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const gs_binner *b;
+    const gs_array *x, *w;
+    int weighted;
+    gs_strategy strategy;
+    /* shared: per-thread private histograms; global/warp: shared atomics */
+    void *priv;
+    int64_t nbins;
+    _Atomic uint64_t *acount;
+    _Atomic double *asum;
+} hist_job;
+
+static void atomic_add_double(_Atomic double *p, double v)
+{
+    double old = atomic_load_explicit(p, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(p, &old, old + v, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+    }
+}
+
+static int is_8bit(gs_dtype dt) { return dt == GS_BOOL || dt == GS_INT8 || dt == GS_UINT8; }
+
+/* 8-bit input: count (or sum weights) per raw byte value into agg[256]. */
+static void byte_pass(const gs_array *x, const gs_array *w, int64_t begin, int64_t end, uint64_t *cnt, double *sum)
+{
+    const uint8_t *p = (const uint8_t *)x->data;
+    const int64_t s = x->stride;
+    if (w) {
+        for (int64_t i = begin; i < end; i++)
+            sum[p[i * s]] += gs_weight_of(w->data, w->dtype, i * w->stride);
+        return;
+    }
+    uint64_t c[4][256];
+    memset(c, 0, sizeof c);
+    int64_t i = begin;
+    if (s == 1) {
+        for (; i + 4 <= end; i += 4) {
+            c[0][p[i]]++;
+            c[1][p[i + 1]]++;
+            c[2][p[i + 2]]++;
+            c[3][p[i + 3]]++;
+        }
+    }
+    for (; i < end; i++)
+        c[0][p[i * s]]++;
+    for (int v = 0; v < 256; v++)
+        cnt[v] += c[0][v] + c[1][v] + c[2][v] + c[3][v];
+}
+
+static void hist_slice(void *ctx, int tid, int64_t begin, int64_t end)
+{
+    hist_job *j = (hist_job *)ctx;
+    const gs_binner *b = j->b;
+    const gs_array *x = j->x, *w = j->w;
+
+    if (is_8bit(x->dtype)) { /* fold per-byte aggregates through the mapping */
+        uint64_t cnt[256] = {0};
+        double sum[256] = {0};
+        byte_pass(x, w, begin, end, cnt, sum);
+        for (int v = 0; v < 256; v++) {
+            uint8_t raw = (uint8_t)v;
+            int64_t k = gs_bin_of(b, &raw, x->dtype, 0);
+            if (k < 0 || (w ? sum[v] == 0.0 : cnt[v] == 0))
+                continue;
+            if (j->strategy == GS_STRATEGY_SHARED) {
+                if (w)
+                    ((double *)j->priv)[tid * j->nbins + k] += sum[v];
+                else
+                    ((uint64_t *)j->priv)[tid * j->nbins + k] += cnt[v];
+            } else if (w) {
+                atomic_add_double(&j->asum[k], sum[v]);
+            } else {
+                atomic_fetch_add_explicit(&j->acount[k], cnt[v], memory_order_relaxed);
+            }
+        }
+        return;
+    }
+
+    if (j->strategy == GS_STRATEGY_SHARED) {
+        if (w) {
+            double *h = (double *)j->priv + tid * j->nbins;
+            for (int64_t i = begin; i < end; i++) {
+                int64_t k = gs_bin_of(b, x->data, x->dtype, i * x->stride);
+                if (k >= 0)
+                    h[k] += gs_weight_of(w->data, w->dtype, i * w->stride);
+            }
+        } else {
+            uint64_t *h = (uint64_t *)j->priv + tid * j->nbins;
+            for (int64_t i = begin; i < end; i++) {
+                int64_t k = gs_bin_of(b, x->data, x->dtype, i * x->stride);
+                if (k >= 0)
+                    h[k]++;
+            }
+        }
+        return;
+    }
+
+    const int aggregate = j->strategy == GS_STRATEGY_WARP;
+    int64_t run_bin = -1;
+    uint64_t run_n = 0;
+    double run_w = 0.0;
+    for (int64_t i = begin; i < end; i++) {
+        int64_t k = gs_bin_of(b, x->data, x->dtype, i * x->stride);
+        if (k < 0)
+            continue;
+        double wi = w ? gs_weight_of(w->data, w->dtype, i * w->stride) : 0.0;
+        if (aggregate && k == run_bin) {
+            run_n++;
+            run_w += wi;
+            continue;
+        }
+        if (run_bin >= 0) {
+            if (w)
+                atomic_add_double(&j->asum[run_bin], run_w);
+            else
+                atomic_fetch_add_explicit(&j->acount[run_bin], run_n, memory_order_relaxed);
+        }
+        run_bin = k;
+        run_n = 1;
+        run_w = wi;
+    }
+    if (run_bin >= 0) {
+        if (w)
+            atomic_add_double(&j->asum[run_bin], run_w);
+        else
+            atomic_fetch_add_explicit(&j->acount[run_bin], run_n, memory_order_relaxed);
+    }
+}
+
+gs_status gs_cpu_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins, gs_array *out,
+                           gs_strategy strategy, void *stream, gs_strategy *used)
+{
+    (void)stream;
+    const int64_t nb = bins->nbins;
+    const int weighted = w != NULL;
+    if (strategy == GS_STRATEGY_CLUSTER)
+        return gs_fail(GS_ERR_UNSUPPORTED_DEVICE,
+                       "strategy 'cluster' needs thread-block clusters (a CUDA GPU of compute capability >= 9.0); "
+                       "the cpu backend has none");
+    if (strategy == GS_STRATEGY_AUTO) {
+        gs_hist_shape shape = {x->length, nb, weighted, (int)gs_dtype_size(x->dtype), 0, 0, 0};
+        strategy = gs_hist_auto_strategy(&shape);
+    }
+    *used = strategy;
+
+    int nthreads = gs_cpu_threads_for(x->length);
+    if (strategy == GS_STRATEGY_SHARED && nthreads > 1 && (double)nthreads * nb * 8 > 2e9)
+        nthreads = 1; /* private copies would not fit: count on one thread */
+
+    gs_binner b;
+    gs_binner_init(&b, bins, bins->edges);
+    hist_job job = {&b, x, w, weighted, strategy, NULL, nb, NULL, NULL};
+    const size_t bytes = (size_t)nb * 8;
+    gs_status st = GS_OK;
+
+    if (strategy == GS_STRATEGY_SHARED) {
+        job.priv = calloc((size_t)nthreads, bytes > 0 ? bytes : 1);
+        if (!job.priv)
+            return gs_fail(GS_ERR_NO_MEMORY, "cannot allocate %d private histograms of %lld bins", nthreads,
+                           (long long)nb);
+    } else if (weighted) {
+        job.asum = (_Atomic double *)malloc(bytes > 0 ? bytes : 1);
+        if (!job.asum)
+            return gs_fail(GS_ERR_NO_MEMORY, "cannot allocate %lld bins", (long long)nb);
+        for (int64_t k = 0; k < nb; k++)
+            atomic_init(&job.asum[k], 0.0);
+    } else {
+        job.acount = (_Atomic uint64_t *)malloc(bytes > 0 ? bytes : 1);
+        if (!job.acount)
+            return gs_fail(GS_ERR_NO_MEMORY, "cannot allocate %lld bins", (long long)nb);
+        for (int64_t k = 0; k < nb; k++)
+            atomic_init(&job.acount[k], 0);
+    }
+
+    gs_cpu_parallel_for(x->length, nthreads, hist_slice, &job);
+
+    if (weighted) {
+        double *o = (double *)out->data;
+        for (int64_t k = 0; k < nb; k++) {
+            double s = 0.0;
+            if (job.priv)
+                for (int t = 0; t < nthreads; t++)
+                    s += ((double *)job.priv)[t * nb + k];
+            else
+                s = atomic_load_explicit(&job.asum[k], memory_order_relaxed);
+            o[k * out->stride] = s;
+        }
+    } else {
+        int64_t *o = (int64_t *)out->data;
+        for (int64_t k = 0; k < nb; k++) {
+            uint64_t s = 0;
+            if (job.priv)
+                for (int t = 0; t < nthreads; t++)
+                    s += ((uint64_t *)job.priv)[t * nb + k];
+            else
+                s = atomic_load_explicit(&job.acount[k], memory_order_relaxed);
+            o[k * out->stride] = (int64_t)s;
+        }
+    }
+    free(job.priv);
+    free((void *)job.asum);
+    free((void *)job.acount);
+    return st;
+}

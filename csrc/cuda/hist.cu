@@ -1,0 +1,192 @@
+/*
+ * Histogram dispatch (CUDA backend): validates the call, resolves `auto`,
+ * stages host inputs through device memory, uploads non-uniform edges, zeroes
+ * the output and hands the launch to one strategy file.  It never touches
+ * elements itself; the kernels never choose a strategy.
+ */
+#include "internal.cuh"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Host inputs are copied to the device in chunks of this many bytes, so that
+ * inputs of any size need bounded device memory (the histogram is additive). */
+#define GS_STAGE_BYTES ((int64_t)256 << 20)
+
+#define GS_DEBUG_ENV "GPUSYNC_DEBUG"
+
+int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads)
+{
+    const int64_t es = (int64_t)gs_dtype_size((gs_dtype)l->xdtype);
+    const int64_t per_thread = (16 / es) * GS_HIST_VEC_UNROLL; /* one full unrolled step */
+    int64_t work = (l->n + threads * per_thread - 1) / (threads * per_thread);
+    int64_t g = resident < work ? resident : work;
+    if (g < 1)
+        g = 1;
+    if (g <= l->n / GS_HIST_MAX_ELEMS_PER_BLOCK)
+        g = l->n / GS_HIST_MAX_ELEMS_PER_BLOCK + 1;
+    return g < 0x7fffffff ? g : 0x7fffffff;
+}
+
+static gs_status run_strategy(gs_strategy s, const gs_hist_launch *l)
+{
+    switch (s) {
+    case GS_STRATEGY_GLOBAL: return gs_hist_global_launch(l);
+    case GS_STRATEGY_SHARED: return gs_hist_shared_launch(l);
+    case GS_STRATEGY_WARP: return gs_hist_warp_launch(l);
+    case GS_STRATEGY_CLUSTER: return gs_hist_cluster_launch(l);
+    default: return gs_fail(GS_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)s);
+    }
+}
+
+/* Check that `s` can run this problem on this device; resolve auto. */
+static gs_status resolve_strategy(gs_strategy *s, const gs_hist_bins *bins, int64_t n, int weighted, gs_dtype dt,
+                                  const gs_device_info *dev)
+{
+    const int64_t nb = bins->nbins;
+    if (*s == GS_STRATEGY_AUTO) {
+        gs_hist_shape shape = {n,         nb, weighted, (int)gs_dtype_size(dt), dev->major,
+                               dev->shared_memory_per_block_optin, dev->shared_memory_per_multiprocessor};
+        *s = gs_hist_auto_strategy(&shape);
+    }
+    if (*s == GS_STRATEGY_SHARED && gs_hist_replicas(nb, weighted, dev->shared_memory_per_block_optin) == 0) {
+        int64_t max = (dev->shared_memory_per_block_optin - GS_HIST_STATIC_SMEM) / (weighted ? 8 : 4);
+        return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                       "strategy 'shared' holds at most %lld bins%s in one block's shared memory on %s; got %lld "
+                       "(use 'cluster', 'global' or 'auto')",
+                       (long long)max, weighted ? " with weights" : "", dev->name, (long long)nb);
+    }
+    if (*s == GS_STRATEGY_CLUSTER) {
+        if (dev->major < 9 || !dev->cluster_launch)
+            return gs_fail(GS_ERR_UNSUPPORTED_DEVICE,
+                           "strategy 'cluster' needs thread-block clusters (compute capability >= 9.0); "
+                           "device %d (%s) has compute capability %d.%d",
+                           dev->ordinal, dev->name, dev->major, dev->minor);
+        int64_t max = gs_hist_cluster_max_bins(dev, weighted);
+        if (nb > max)
+            return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                           "strategy 'cluster' holds at most %lld bins%s on %s; got %lld (use 'global' or 'auto')",
+                           (long long)max, weighted ? " with weights" : "", dev->name, (long long)nb);
+    }
+    return GS_OK;
+}
+
+extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins,
+                                       gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used)
+{
+    const int64_t nb = bins->nbins;
+    const int weighted = w != NULL;
+    const int on_host = x->device == GS_HOST;
+    if (nb < 0 || x->length < 0)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "negative length");
+    if ((out->device == GS_HOST) != on_host || (w && w->device != x->device) ||
+        (!on_host && out->device != x->device))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "x, weights and out must all be on the host or all on device %d",
+                       x->device);
+    if (out->stride != 1 || out->length != nb)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "out must be contiguous with nbins elements");
+    if (on_host && (x->stride != 1 || (w && w->stride != 1)))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
+    if (w && w->dtype != GS_FLOAT32 && w->dtype != GS_FLOAT64)
+        return gs_fail(GS_ERR_TYPE, "weights must be float32 or float64 at the C API");
+
+    int dev_ord = x->device;
+    if (on_host && cudaGetDevice(&dev_ord) != cudaSuccess)
+        return gs_cuda_fail(cudaGetLastError(), "cudaGetDevice", __FILE__, __LINE__);
+    gs_device_guard guard(dev_ord);
+    if (guard.err != cudaSuccess)
+        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    const gs_device_info *dev;
+    gs_status st = gs_cuda_device(dev_ord, &dev);
+    if (st != GS_OK)
+        return st;
+    st = resolve_strategy(&strategy, bins, x->length, weighted, x->dtype, dev);
+    if (st != GS_OK)
+        return st;
+    *used = strategy;
+    if (getenv(GS_DEBUG_ENV))
+        fprintf(stderr, "[gpusync] histogram n=%lld nbins=%lld kind=%d weighted=%d strategy=%s device=%d%s\n",
+                (long long)x->length, (long long)nb, (int)bins->kind, weighted, gs_strategy_name(strategy), dev_ord,
+                on_host ? " (host input staged)" : "");
+
+    cudaStream_t s = (cudaStream_t)stream;
+    const size_t out_bytes = (size_t)nb * 8, xes = gs_dtype_size(x->dtype), wes = w ? gs_dtype_size(w->dtype) : 0;
+    void *d_out = on_host ? NULL : out->data, *d_x = NULL, *d_w = NULL;
+    double *d_edges = NULL;
+    int64_t chunk = 0;
+    gs_hist_launch l;
+    memset(&l, 0, sizeof l);
+
+    if (nb == 0)
+        return GS_OK;
+    if (on_host)
+        GS_CUDA_GOTO(cudaMallocAsync(&d_out, out_bytes, s));
+    GS_CUDA_GOTO(cudaMemsetAsync(d_out, 0, out_bytes, s));
+    if (bins->kind == GS_BINS_EDGES) {
+        /* the edges come from host memory; this copy may wait for the stream */
+        GS_CUDA_GOTO(cudaMallocAsync((void **)&d_edges, (size_t)(nb + 1) * sizeof(double), s));
+        GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, bins->edges, (size_t)(nb + 1) * sizeof(double),
+                                     cudaMemcpyHostToDevice, s));
+    }
+    gs_binner_init(&l.binner, bins, d_edges);
+    l.xdtype = x->dtype;
+    l.wdtype = w ? w->dtype : GS_FLOAT64;
+    l.out = d_out;
+    l.stream = s;
+    l.dev = dev;
+
+    if (!on_host) {
+        l.x = x->data;
+        l.n = x->length;
+        l.xstride = x->stride;
+        l.w = w ? w->data : NULL;
+        l.wstride = w ? w->stride : 0;
+        if (x->length > 0) {
+            st = run_strategy(strategy, &l);
+            if (st != GS_OK)
+                goto fail;
+        }
+    } else {
+        chunk = GS_STAGE_BYTES / (int64_t)xes;
+        if (chunk > x->length)
+            chunk = x->length;
+        if (chunk > 0) {
+            GS_CUDA_GOTO(cudaMallocAsync(&d_x, (size_t)chunk * xes, s));
+            if (w)
+                GS_CUDA_GOTO(cudaMallocAsync(&d_w, (size_t)chunk * wes, s));
+        }
+        for (int64_t off = 0; off < x->length; off += chunk) {
+            const int64_t cnt = x->length - off < chunk ? x->length - off : chunk;
+            GS_CUDA_GOTO(cudaMemcpyAsync(d_x, (const char *)x->data + off * xes, (size_t)cnt * xes,
+                                         cudaMemcpyHostToDevice, s));
+            if (w)
+                GS_CUDA_GOTO(cudaMemcpyAsync(d_w, (const char *)w->data + off * wes, (size_t)cnt * wes,
+                                             cudaMemcpyHostToDevice, s));
+            l.x = d_x;
+            l.n = cnt;
+            l.xstride = 1;
+            l.w = d_w;
+            l.wstride = 1;
+            st = run_strategy(strategy, &l);
+            if (st != GS_OK)
+                goto fail;
+        }
+        GS_CUDA_GOTO(cudaMemcpyAsync(out->data, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
+        GS_CUDA_GOTO(cudaStreamSynchronize(s));
+    }
+
+fail:
+    if (d_edges)
+        cudaFreeAsync(d_edges, s);
+    if (on_host) {
+        if (d_x)
+            cudaFreeAsync(d_x, s);
+        if (d_w)
+            cudaFreeAsync(d_w, s);
+        if (d_out)
+            cudaFreeAsync(d_out, s);
+        if (st != GS_OK)
+            cudaStreamSynchronize(s);
+    }
+    return st;
+}

@@ -1,0 +1,216 @@
+/*
+ * Min/max of a device array (needed when `range` or bincount's length must be
+ * read from the data: a documented host synchronization), and the kernel
+ * that writes equal-width bin edges on the device (so that a histogram of a
+ * device array with bins and range given never waits for the host).
+ *
+ * Min/max runs in two launches: every block reduces its share and writes one
+ * partial pair; a single block reduces the partials.  The order is fixed,
+ * the result exact.  NaN propagates (NumPy's min/max).
+ */
+#include "internal.cuh"
+
+#define MM_THREADS 512
+#define MM_MAX_BLOCKS 1024
+
+template <class T> struct mm_traits {
+    using key = T;
+    __device__ static key load(const T *p, int64_t i) { return p[i]; }
+    __device__ static bool less(key a, key b) { return a < b; }
+};
+template <> struct mm_traits<gs_f16> {
+    using key = float;
+    __device__ static key load(const gs_f16 *p, int64_t i) { return gs_half_to_float(p[i].bits); }
+    __device__ static bool less(key a, key b) { return a < b || (a != a && b == b); }
+};
+template <> struct mm_traits<float> {
+    using key = float;
+    __device__ static key load(const float *p, int64_t i) { return p[i]; }
+    __device__ static bool less(key a, key b) { return a < b || (a != a && b == b); }
+};
+template <> struct mm_traits<double> {
+    using key = double;
+    __device__ static key load(const double *p, int64_t i) { return p[i]; }
+    __device__ static bool less(key a, key b) { return a < b || (a != a && b == b); }
+};
+
+/* Block reduction of (lo, hi) pairs; the result is valid in thread 0. */
+template <class K, class Tr> __device__ void block_minmax(K &lo, K &hi)
+{
+    __shared__ K slo[MM_THREADS / 32], shi[MM_THREADS / 32];
+    for (int o = 16; o > 0; o >>= 1) {
+        K a = __shfl_down_sync(0xffffffffu, lo, o), b = __shfl_down_sync(0xffffffffu, hi, o);
+        if (Tr::less(a, lo))
+            lo = a;
+        if (Tr::less(hi, b))
+            hi = b;
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) {
+        slo[warp] = lo;
+        shi[warp] = hi;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        const int nw = blockDim.x >> 5;
+        lo = slo[lane < nw ? lane : 0];
+        hi = shi[lane < nw ? lane : 0];
+        for (int o = 16; o > 0; o >>= 1) {
+            K a = __shfl_down_sync(0xffffffffu, lo, o), b = __shfl_down_sync(0xffffffffu, hi, o);
+            if (Tr::less(a, lo))
+                lo = a;
+            if (Tr::less(hi, b))
+                hi = b;
+        }
+    }
+}
+
+template <class T>
+__global__ void __launch_bounds__(MM_THREADS) minmax_partial(const T *x, int64_t n, int64_t s, typename mm_traits<T>::key *part)
+{
+    using Tr = mm_traits<T>;
+    using K = typename Tr::key;
+    K lo = Tr::load(x, 0), hi = lo;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        K v = Tr::load(x, i * s);
+        if (Tr::less(v, lo))
+            lo = v;
+        if (Tr::less(hi, v))
+            hi = v;
+    }
+    block_minmax<K, Tr>(lo, hi);
+    if (threadIdx.x == 0) {
+        part[2 * blockIdx.x] = lo;
+        part[2 * blockIdx.x + 1] = hi;
+    }
+}
+
+template <class T> __global__ void __launch_bounds__(MM_THREADS) minmax_final(typename mm_traits<T>::key *part, int nparts)
+{
+    using Tr = mm_traits<T>;
+    using K = typename Tr::key;
+    K lo = part[0], hi = part[1];
+    for (int i = threadIdx.x; i < nparts; i += blockDim.x) {
+        if (Tr::less(part[2 * i], lo))
+            lo = part[2 * i];
+        if (Tr::less(hi, part[2 * i + 1]))
+            hi = part[2 * i + 1];
+    }
+    block_minmax<K, Tr>(lo, hi);
+    if (threadIdx.x == 0) {
+        part[0] = lo;
+        part[1] = hi;
+    }
+}
+
+struct mm_args {
+    const gs_array *x;
+    void *out2;
+    cudaStream_t s;
+    int sms;
+};
+
+template <class T> static gs_status minmax_launch(const mm_args *a)
+{
+    using K = typename mm_traits<T>::key;
+    const int64_t n = a->x->length;
+    int64_t blocks = (n + MM_THREADS - 1) / MM_THREADS;
+    if (blocks > MM_MAX_BLOCKS)
+        blocks = MM_MAX_BLOCKS;
+    if (blocks > (int64_t)a->sms * 4)
+        blocks = (int64_t)a->sms * 4;
+    K *part = NULL, host[2];
+    gs_status st = GS_OK;
+    GS_CUDA_GOTO(cudaMallocAsync((void **)&part, sizeof(K) * 2 * blocks, a->s));
+    minmax_partial<T><<<(unsigned)blocks, MM_THREADS, 0, a->s>>>((const T *)a->x->data, n, a->x->stride, part);
+    GS_CUDA_GOTO(cudaGetLastError());
+    minmax_final<T><<<1, MM_THREADS, 0, a->s>>>(part, (int)blocks);
+    GS_CUDA_GOTO(cudaGetLastError());
+    GS_CUDA_GOTO(cudaMemcpyAsync(host, part, sizeof host, cudaMemcpyDeviceToHost, a->s));
+    GS_CUDA_GOTO(cudaStreamSynchronize(a->s));
+    if (sizeof(K) == sizeof(T)) {
+        memcpy(a->out2, host, sizeof host);
+    } else { /* float16: the float key is exact; convert back to half bits */
+        for (int i = 0; i < 2; i++) {
+            float f = (float)host[i];
+            uint32_t b;
+            memcpy(&b, &f, 4);
+            /* exact for values that came from halves: re-pack sign/exponent/mantissa */
+            uint16_t sign = (uint16_t)((b >> 16) & 0x8000u), h;
+            int e = (int)((b >> 23) & 0xff) - 127 + 15;
+            uint32_t m = b & 0x7fffffu;
+            if (((b >> 23) & 0xff) == 0xff)
+                h = (uint16_t)(sign | 0x7c00u | (m ? 0x200u : 0));
+            else if (f == 0.0f)
+                h = sign;
+            else if (e >= 1)
+                h = (uint16_t)(sign | (e << 10) | (m >> 13));
+            else /* subnormal half */
+                h = (uint16_t)(sign | ((m | 0x800000u) >> (14 - e)));
+            memcpy((char *)a->out2 + 2 * i, &h, 2);
+        }
+    }
+fail:
+    if (part)
+        cudaFreeAsync(part, a->s);
+    return st;
+}
+
+extern "C" gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream)
+{
+    if (x->length <= 0)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "zero-size array has no minimum or maximum");
+    if (x->device == GS_HOST)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax: the CUDA backend needs a device array");
+    gs_device_guard guard(x->device);
+    if (guard.err != cudaSuccess)
+        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    const gs_device_info *dev;
+    gs_status st = gs_cuda_device(x->device, &dev);
+    if (st != GS_OK)
+        return st;
+    mm_args a = {x, out2, (cudaStream_t)stream, dev->multiprocessors};
+    switch (x->dtype) {
+    case GS_BOOL:
+    case GS_UINT8: return minmax_launch<uint8_t>(&a);
+    case GS_INT8: return minmax_launch<int8_t>(&a);
+    case GS_INT16: return minmax_launch<int16_t>(&a);
+    case GS_UINT16: return minmax_launch<uint16_t>(&a);
+    case GS_INT32: return minmax_launch<int32_t>(&a);
+    case GS_UINT32: return minmax_launch<uint32_t>(&a);
+    case GS_INT64: return minmax_launch<int64_t>(&a);
+    case GS_UINT64: return minmax_launch<uint64_t>(&a);
+    case GS_FLOAT16: return minmax_launch<gs_f16>(&a);
+    case GS_FLOAT32: return minmax_launch<float>(&a);
+    case GS_FLOAT64: return minmax_launch<double>(&a);
+    default: return gs_fail(GS_ERR_TYPE, "minmax: unsupported dtype %d", (int)x->dtype);
+    }
+}
+
+template <class E> __global__ void uniform_edges_kernel(gs_binner b, E *out, int64_t s)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k <= b.nbins; k += (int64_t)gridDim.x * blockDim.x)
+        out[k * s] = (E)gs_uniform_edge(&b, k);
+}
+
+extern "C" gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
+{
+    if (bins->kind != GS_BINS_UNIFORM || out->length != bins->nbins + 1 || out->device == GS_HOST ||
+        (out->dtype != GS_FLOAT32 && out->dtype != GS_FLOAT64))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "uniform_edges: bad arguments");
+    gs_device_guard guard(out->device);
+    if (guard.err != cudaSuccess)
+        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    gs_binner b;
+    gs_binner_init(&b, bins, NULL);
+    int64_t blocks = (bins->nbins + 256) / 256;
+    if (blocks > 4096)
+        blocks = 4096;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (out->dtype == GS_FLOAT32)
+        uniform_edges_kernel<float><<<(unsigned)blocks, 256, 0, s>>>(b, (float *)out->data, out->stride);
+    else
+        uniform_edges_kernel<double><<<(unsigned)blocks, 256, 0, s>>>(b, (double *)out->data, out->stride);
+    GS_CUDA_CHECK(cudaGetLastError());
+    return GS_OK;
+}

@@ -1,0 +1,134 @@
+/* CUDA backend: errors, device facts, and the gs_backend_ops table. */
+#include "internal.cuh"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+gs_status gs_cuda_fail(cudaError_t err, const char *what, const char *file, int line)
+{
+    cudaGetLastError(); /* clear a non-sticky error so the next call starts clean */
+    const char *base = strrchr(file, '/');
+    gs_status st = (err == cudaErrorMemoryAllocation) ? GS_ERR_NO_MEMORY
+                   : (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) ? GS_ERR_NO_CUDA
+                   : (err == cudaErrorCooperativeLaunchTooLarge) ? GS_ERR_NO_COOPERATIVE
+                                                                  : GS_ERR_CUDA;
+    return gs_fail(st, "%s: %s (%s at %s:%d)", cudaGetErrorName(err), cudaGetErrorString(err), what,
+                   base ? base + 1 : file, line);
+}
+
+#define GS_MAX_DEVICES 64
+static gs_device_info g_devices[GS_MAX_DEVICES];
+static int g_device_ready[GS_MAX_DEVICES];
+static pthread_mutex_t g_device_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static gs_status query_device(int d, gs_device_info *info)
+{
+    cudaDeviceProp p;
+    GS_CUDA_CHECK(cudaGetDeviceProperties(&p, d));
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->ordinal = d;
+    info->major = p.major;
+    info->minor = p.minor;
+    info->multiprocessors = p.multiProcessorCount;
+    info->warp_size = p.warpSize;
+    info->max_threads_per_block = p.maxThreadsPerBlock;
+    info->max_threads_per_multiprocessor = p.maxThreadsPerMultiProcessor;
+    info->shared_memory_per_block = (int64_t)p.sharedMemPerBlock;
+    info->shared_memory_per_block_optin = (int64_t)p.sharedMemPerBlockOptin;
+    info->shared_memory_per_multiprocessor = (int64_t)p.sharedMemPerMultiprocessor;
+    info->l2_cache_bytes = p.l2CacheSize;
+    info->total_memory_bytes = (int64_t)p.totalGlobalMem;
+    int v = 0;
+    GS_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, d));
+    info->memory_clock_khz = v;
+    GS_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrGlobalMemoryBusWidth, d));
+    info->memory_bus_width_bits = v;
+    GS_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, d));
+    info->clock_khz = v;
+    GS_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, d));
+    info->cooperative_launch = v;
+    info->cluster_launch = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, d) == cudaSuccess)
+        info->cluster_launch = v;
+    else
+        cudaGetLastError();
+    return GS_OK;
+}
+
+gs_status gs_cuda_device(int ordinal, const gs_device_info **info)
+{
+    if (ordinal < 0 || ordinal >= GS_MAX_DEVICES)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "no CUDA device %d", ordinal);
+    gs_status st = GS_OK;
+    pthread_mutex_lock(&g_device_lock);
+    if (!g_device_ready[ordinal]) {
+        st = query_device(ordinal, &g_devices[ordinal]);
+        g_device_ready[ordinal] = st == GS_OK;
+    }
+    pthread_mutex_unlock(&g_device_lock);
+    *info = &g_devices[ordinal];
+    return st;
+}
+
+static int cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+static int cuda_available(void)
+{
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+        gs_cuda_fail(err, "cudaGetDeviceCount", __FILE__, __LINE__);
+        return 0;
+    }
+    if (n == 0) {
+        gs_fail(GS_ERR_NO_CUDA, "no CUDA device found");
+        return 0;
+    }
+    return 1;
+}
+
+static gs_status cuda_device_info(int ordinal, gs_device_info *out)
+{
+    if (ordinal < 0 || ordinal >= cuda_device_count())
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "no CUDA device %d (this machine has %d)", ordinal,
+                       cuda_device_count());
+    const gs_device_info *info;
+    gs_status st = gs_cuda_device(ordinal, &info);
+    if (st == GS_OK)
+        *out = *info;
+    return st;
+}
+
+static int cuda_pointer_device(const void *p)
+{
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return GS_HOST;
+    }
+    return (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) ? a.device : GS_HOST;
+}
+
+extern "C" {
+gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins, gs_array *out,
+                            gs_strategy strategy, void *stream, gs_strategy *used);
+gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream);
+gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream);
+}
+
+static const gs_backend_ops cuda_ops = {
+    "cuda", cuda_available, cuda_device_count, cuda_device_info, cuda_pointer_device, gs_cuda_histogram,
+    gs_cuda_minmax,   gs_cuda_uniform_edges,
+};
+
+extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

@@ -1,0 +1,195 @@
+/*
+ * gpusync.h -- the plain C API that both backends implement.
+ *
+ * Only C types cross this seam: 64-bit sizes, enums, a stream as void*.
+ * The CUDA backend (csrc/cuda/) and the CPU backend (csrc/cpu/) each export a
+ * gs_backend_ops table; the Python binding (csrc/python/) picks one per call.
+ * A build without CUDA links csrc/common/cuda_stub.c, whose table answers
+ * GS_ERR_NO_CUDA to everything.
+ *
+ * Every call returns a gs_status.  On failure a message for this thread is
+ * kept and returned by gs_last_error() until the next failure.
+ */
+#ifndef GPUSYNC_H
+#define GPUSYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gs_status {
+    GS_OK = 0,
+    GS_ERR_INVALID_ARGUMENT = 1, /* a bad value: ValueError */
+    GS_ERR_TYPE = 2,             /* a bad kind of argument (dtype): TypeError */
+    GS_ERR_NO_MEMORY = 3,        /* host or device allocation failed: MemoryError */
+    GS_ERR_NO_CUDA = 4,          /* built without CUDA, or no driver / device */
+    GS_ERR_UNSUPPORTED_DEVICE = 5, /* the strategy needs a newer GPU (e.g. clusters: sm_90) */
+    GS_ERR_OVERFLOW = 6,         /* a count or size would overflow its type */
+    GS_ERR_DEADLOCK = 7,         /* a bounded spin loop timed out */
+    GS_ERR_NO_COOPERATIVE = 8,   /* cooperative launch unavailable or grid not co-resident */
+    GS_ERR_CUDA = 9              /* any other CUDA runtime error; message has its text */
+} gs_status;
+
+typedef enum gs_dtype {
+    GS_BOOL = 0,
+    GS_INT8,
+    GS_UINT8,
+    GS_INT16,
+    GS_UINT16,
+    GS_INT32,
+    GS_UINT32,
+    GS_INT64,
+    GS_UINT64,
+    GS_FLOAT16,
+    GS_FLOAT32,
+    GS_FLOAT64,
+    GS_DTYPE_COUNT
+} gs_dtype;
+
+/* Where an array lives: GS_HOST, or a CUDA device ordinal >= 0. */
+#define GS_HOST (-1)
+
+/* A 1-D strided view.  stride is in elements and may be negative or zero
+ * only when length <= 1.  data must be aligned to the element size. */
+typedef struct gs_array {
+    void *data;
+    int64_t length;
+    int64_t stride;
+    gs_dtype dtype;
+    int device;
+} gs_array;
+
+typedef enum gs_strategy {
+    GS_STRATEGY_AUTO = 0,
+    GS_STRATEGY_GLOBAL,  /* one global atomic per element (seed 001 ex 4.3) */
+    GS_STRATEGY_SHARED,  /* per-block privatized histogram in shared memory (ex 4.4) */
+    GS_STRATEGY_WARP,    /* warp-aggregated updates via __match_any_sync */
+    GS_STRATEGY_CLUSTER, /* histogram spread over a thread-block cluster's DSMEM (sm_90+) */
+    GS_STRATEGY_COUNT
+} gs_strategy;
+
+/* How a value becomes a bin index. */
+typedef enum gs_bins_kind {
+    /* bin = x - offset for offset <= x < offset + nbins; when closed_top,
+     * x == offset + nbins also lands in the last bin (NumPy's closed last
+     * bin for integer data on unit-width integer edges).  Integer inputs. */
+    GS_BINS_DIRECT = 0,
+    /* 8-bit inputs: lut[raw byte] is the bin, or -1 to drop the value. */
+    GS_BINS_LUT = 1,
+    /* Equal-width bins whose edges obey a formula that reproduces NumPy's
+     * np.linspace edges bit for bit (the caller verified it):
+     *   e(k) = cast_edge(arith(start + k * step)) for k < nbins, e(nbins) = stop
+     * where arith is float32 arithmetic when arith_f32 else float64, and
+     * cast_edge rounds to float32 when edges_f32.  A value x (converted to
+     * double) is kept when e(0) <= x <= e(nbins); its bin is estimated as
+     * (x - e(0)) * scale and corrected by comparing with e(k), e(k+1), as
+     * NumPy does, so the result depends only on the edges. */
+    GS_BINS_UNIFORM = 2,
+    /* Sorted edges (nbins + 1 doubles, non-decreasing): bin k holds
+     * edges[k] <= x < edges[k+1], the last bin is closed, NaN is dropped. */
+    GS_BINS_EDGES = 3
+} gs_bins_kind;
+
+typedef struct gs_hist_bins {
+    gs_bins_kind kind;
+    int64_t nbins;
+    /* GS_BINS_DIRECT */
+    int64_t offset;
+    int closed_top;
+    /* GS_BINS_LUT: 256 entries, host memory */
+    const int32_t *lut;
+    /* GS_BINS_UNIFORM */
+    double start, step, stop, scale;
+    int arith_f32, edges_f32;
+    /* GS_BINS_EDGES: nbins + 1 entries, host memory */
+    const double *edges;
+} gs_hist_bins;
+
+typedef struct gs_device_info {
+    char name[256];
+    int ordinal;
+    int major, minor;
+    int multiprocessors;
+    int warp_size;
+    int max_threads_per_block;
+    int max_threads_per_multiprocessor;
+    int64_t shared_memory_per_block;
+    int64_t shared_memory_per_block_optin;
+    int64_t shared_memory_per_multiprocessor;
+    int64_t l2_cache_bytes;
+    int64_t total_memory_bytes;
+    int memory_clock_khz;
+    int memory_bus_width_bits;
+    int clock_khz;
+    int cooperative_launch;
+    int cluster_launch;
+} gs_device_info;
+
+typedef struct gs_backend_ops {
+    const char *name;
+
+    /* Nonzero when the backend can run here (a driver and a device for CUDA);
+     * otherwise a reason is left in gs_last_error(). */
+    int (*available)(void);
+    int (*device_count)(void);
+    gs_status (*device_info)(int ordinal, gs_device_info *info);
+    /* The device that owns a pointer, or GS_HOST for host or unknown memory. */
+    int (*pointer_device)(const void *p);
+
+    /* Zero `out` (nbins elements, int64 counts without weights, float64 sums
+     * with weights) and accumulate the histogram of `x` into it.
+     * x, weights and out live on the same device (or all on the host; the
+     * CUDA backend stages host arrays through device memory).  x must not
+     * overlap out.  `strategy` is resolved (auto -> a concrete one) and the
+     * one used is written to *used.  Work is enqueued on `stream`; the call
+     * returns without waiting when every array is on the device. */
+    gs_status (*histogram)(const gs_array *x, const gs_array *weights, const gs_hist_bins *bins,
+                           gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
+
+    /* Min and max of x (NaN propagates, as in NumPy) written to out2[0], out2[1]
+     * as two host elements of x's dtype.  Synchronizes with the stream. */
+    gs_status (*minmax)(const gs_array *x, void *out2, void *stream);
+
+    /* Fill out (float32 or float64, nbins + 1 elements, same device as the
+     * work) with the edges of a GS_BINS_UNIFORM description.  Asynchronous. */
+    gs_status (*uniform_edges)(const gs_hist_bins *bins, gs_array *out, void *stream);
+} gs_backend_ops;
+
+const gs_backend_ops *gs_cpu_backend(void);
+const gs_backend_ops *gs_cuda_backend(void);
+
+/* Which strategy `auto` picks: a pure function of the problem's shape and the
+ * device, kept apart so that tests can check it without a GPU.  Thresholds
+ * live in csrc/include/gpusync/tuning.h with the measurements behind them. */
+typedef struct gs_hist_shape {
+    int64_t n;            /* elements */
+    int64_t nbins;
+    int weighted;
+    int elem_bytes;       /* input element size */
+    int cc_major;         /* 0 for the CPU backend */
+    int64_t smem_per_block_optin;
+    int64_t smem_per_sm;
+} gs_hist_shape;
+gs_strategy gs_hist_auto_strategy(const gs_hist_shape *shape);
+
+const char *gs_strategy_name(gs_strategy s);
+/* GS_STRATEGY_COUNT when the name is unknown. */
+gs_strategy gs_strategy_from_name(const char *name);
+size_t gs_dtype_size(gs_dtype dt);
+
+/* The message of this thread's last failure ("" if none). */
+const char *gs_last_error(void);
+/* Record a failure; returns `status` so callers can `return gs_fail(...)`. */
+gs_status gs_fail(gs_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUSYNC_H */

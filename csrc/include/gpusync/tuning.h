@@ -1,0 +1,55 @@
+/*
+ * tuning.h -- every launch-shape and strategy threshold, in one place, with
+ * the measurement behind it.  Numbers come from benchmarks/histogram.py on an
+ * NVIDIA H200 (132 SMs, 227 KB opt-in shared memory per block); the results
+ * are committed under benchmarks/results/.
+ */
+#ifndef GPUSYNC_TUNING_H
+#define GPUSYNC_TUNING_H
+
+/* Threads per block of the privatized (shared / warp / cluster) histogram
+ * kernels.  1024 threads x 2 blocks = 2048 threads per SM, the occupancy that
+ * keeps enough 16-byte loads in flight to reach the read ceiling. */
+#define GS_HIST_BLOCK_THREADS 1024
+/* Threads per block of the global-atomic kernel (no shared memory). */
+#define GS_HIST_GLOBAL_THREADS 256
+
+/* Shared-memory bytes one block may use for its private copies of the
+ * histogram.  Two 1024-thread blocks per SM must fit in the 228 KB of an
+ * sm_90 SM, so ~100 KB per block.  The shared strategy keeps R replicas of
+ * every bin (R a power of two, at most 32), laid out [bin][R], so that lane l
+ * of a warp always updates replica l % R: with R = 32 every lane owns its
+ * bank and no two lanes ever update the same word, whatever the data. */
+#define GS_HIST_SMEM_BUDGET (100 * 1024)
+#define GS_HIST_MAX_REPLICAS 32
+/* Static shared memory of every histogram kernel (the 8-bit lookup table). */
+#define GS_HIST_STATIC_SMEM 1024
+
+/* Elements of 16-byte vector loads each thread issues before using any of
+ * them (memory-level parallelism). */
+#define GS_HIST_VEC_UNROLL 2
+
+/* Per-block shared-memory counters are 32-bit; the launcher keeps the
+ * elements one block (or one cluster) may see below this. */
+#define GS_HIST_MAX_ELEMS_PER_BLOCK ((int64_t)1 << 31)
+
+/* Thread-block clusters (sm_90): up to this many blocks share one histogram
+ * through distributed shared memory; 8 is the portable maximum. */
+#define GS_HIST_CLUSTER_MAX 8
+
+/* auto: below this many elements a histogram is launch-bound and the grid is
+ * shrunk to one block per `GS_HIST_SMALL_ELEMS_PER_BLOCK` elements. */
+#define GS_HIST_SMALL_ELEMS_PER_BLOCK (64 * 1024)
+
+/* auto: the shared strategy needs at least this many replicas to beat
+ * warp aggregation on skewed data; with fewer, bins are many and auto picks
+ * the warp-aggregated kernel (equal bins in a warp merged before the atomic). */
+#define GS_HIST_AUTO_MIN_REPLICAS 2
+
+/* CPU backend: inputs shorter than this run on the calling thread. */
+#define GS_CPU_PARALLEL_MIN 65536
+/* CPU backend: private per-thread histograms above this many bins cost more
+ * memory and merge time than atomics save; auto uses `global` beyond it. */
+#define GS_CPU_PRIVATE_MAX_BINS (1 << 20)
+
+#endif /* GPUSYNC_TUNING_H */

@@ -1,0 +1,426 @@
+/*
+ * gpusync._core: the CPython + NumPy C API binding of the C API (gpusync.h).
+ *
+ * Arrays arrive either as 1-D NumPy arrays (host memory) or as device
+ * descriptors (ptr, length, stride_in_elements, dtype_code, device) built by
+ * gpusync/_arrays.py from __cuda_array_interface__ / DLPack.  The GIL is
+ * released around every backend call.  gs_raise() is the only place where a
+ * gs_status becomes a Python exception.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define PY_ARRAY_UNIQUE_SYMBOL gpusync_ARRAY_API
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include "gpusync/gpusync.h"
+#include "gpusync/tuning.h"
+
+static PyObject *GpusyncError, *CudaError, *DeadlockError, *UnsupportedDeviceError, *NoCudaError,
+    *CooperativeLaunchError;
+
+/* The one mapping from status codes to exceptions. */
+static PyObject *gs_raise(gs_status st)
+{
+    PyObject *type;
+    switch (st) {
+    case GS_ERR_INVALID_ARGUMENT: type = PyExc_ValueError; break;
+    case GS_ERR_TYPE: type = PyExc_TypeError; break;
+    case GS_ERR_NO_MEMORY: type = PyExc_MemoryError; break;
+    case GS_ERR_NO_CUDA: type = NoCudaError; break;
+    case GS_ERR_UNSUPPORTED_DEVICE: type = UnsupportedDeviceError; break;
+    case GS_ERR_OVERFLOW: type = PyExc_OverflowError; break;
+    case GS_ERR_DEADLOCK: type = DeadlockError; break;
+    case GS_ERR_NO_COOPERATIVE: type = CooperativeLaunchError; break;
+    default: type = CudaError; break;
+    }
+    const char *msg = gs_last_error();
+    PyErr_SetString(type, msg && msg[0] ? msg : "gpusync: unknown error");
+    return NULL;
+}
+
+static const gs_backend_ops *backend_by_name(const char *name)
+{
+    if (strcmp(name, "cuda") == 0)
+        return gs_cuda_backend();
+    if (strcmp(name, "cpu") == 0)
+        return gs_cpu_backend();
+    PyErr_Format(PyExc_ValueError, "unknown backend '%s': expected 'cuda' or 'cpu'", name);
+    return NULL;
+}
+
+static int dtype_from_numpy(int typenum, gs_dtype *dt)
+{
+    switch (typenum) {
+    case NPY_BOOL: *dt = GS_BOOL; return 1;
+    case NPY_BYTE: *dt = GS_INT8; return 1;
+    case NPY_UBYTE: *dt = GS_UINT8; return 1;
+    case NPY_SHORT: *dt = GS_INT16; return 1;
+    case NPY_USHORT: *dt = GS_UINT16; return 1;
+    case NPY_INT: *dt = GS_INT32; return 1;
+    case NPY_UINT: *dt = GS_UINT32; return 1;
+    case NPY_LONG: *dt = sizeof(long) == 8 ? GS_INT64 : GS_INT32; return 1;
+    case NPY_ULONG: *dt = sizeof(long) == 8 ? GS_UINT64 : GS_UINT32; return 1;
+    case NPY_LONGLONG: *dt = GS_INT64; return 1;
+    case NPY_ULONGLONG: *dt = GS_UINT64; return 1;
+    case NPY_HALF: *dt = GS_FLOAT16; return 1;
+    case NPY_FLOAT: *dt = GS_FLOAT32; return 1;
+    case NPY_DOUBLE: *dt = GS_FLOAT64; return 1;
+    default: return 0;
+    }
+}
+
+/* An argument that is a host NumPy array or a device descriptor tuple. */
+typedef struct {
+    gs_array a;
+    PyObject *owner; /* borrowed: the caller keeps the array alive */
+    int writable;
+} gs_arg;
+
+static int parse_array(PyObject *obj, gs_arg *out, const char *what)
+{
+    memset(out, 0, sizeof *out);
+    if (PyArray_Check(obj)) {
+        PyArrayObject *arr = (PyArrayObject *)obj;
+        if (PyArray_NDIM(arr) != 1) {
+            PyErr_Format(PyExc_ValueError, "%s: expected a 1-D array, got %d dimensions", what, PyArray_NDIM(arr));
+            return 0;
+        }
+        if (!dtype_from_numpy(PyArray_TYPE(arr), &out->a.dtype)) {
+            PyErr_Format(PyExc_TypeError, "%s: unsupported dtype %R", what, (PyObject *)PyArray_DESCR(arr));
+            return 0;
+        }
+        npy_intp isz = PyArray_ITEMSIZE(arr), st = PyArray_STRIDE(arr, 0);
+        if (!PyArray_ISALIGNED(arr) || st % isz != 0) {
+            PyErr_Format(PyExc_ValueError, "%s: array is not aligned", what);
+            return 0;
+        }
+        out->a.data = PyArray_DATA(arr);
+        out->a.length = PyArray_DIM(arr, 0);
+        out->a.stride = out->a.length > 1 ? st / isz : 1;
+        out->a.device = GS_HOST;
+        out->writable = PyArray_ISWRITEABLE(arr);
+        out->owner = obj;
+        return 1;
+    }
+    unsigned long long ptr;
+    long long len, stride;
+    int dt, dev;
+    if (!PyTuple_Check(obj) || !PyArg_ParseTuple(obj, "KLLii", &ptr, &len, &stride, &dt, &dev)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: expected a 1-D NumPy array or a device descriptor", what);
+        return 0;
+    }
+    if (dt < 0 || dt >= GS_DTYPE_COUNT || len < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: bad device descriptor", what);
+        return 0;
+    }
+    out->a.data = (void *)(uintptr_t)ptr;
+    out->a.length = len;
+    out->a.stride = stride;
+    out->a.dtype = (gs_dtype)dt;
+    out->a.device = dev;
+    out->writable = 1;
+    out->owner = obj;
+    return 1;
+}
+
+static int parse_strategy(const char *name, gs_strategy *s)
+{
+    *s = gs_strategy_from_name(name);
+    if (*s == GS_STRATEGY_COUNT) {
+        PyErr_Format(PyExc_ValueError, "unknown strategy '%s'", name);
+        return 0;
+    }
+    return 1;
+}
+
+/* bins: (kind, nbins, offset, closed_top, lut, start, step, stop, scale,
+ *        arith_f32, edges_f32, edges) -- lut a bytes object of 256 int32 or
+ * None, edges a contiguous float64 NumPy array or None. */
+typedef struct {
+    gs_hist_bins b;
+    Py_buffer lut;
+    PyArrayObject *edges; /* owned */
+} bins_arg;
+
+static void bins_release(bins_arg *ba)
+{
+    if (ba->lut.obj)
+        PyBuffer_Release(&ba->lut);
+    Py_XDECREF(ba->edges);
+}
+
+static int parse_bins(PyObject *t, bins_arg *ba)
+{
+    memset(ba, 0, sizeof *ba);
+    int kind, closed, af32, ef32;
+    long long nbins, offset;
+    PyObject *lut, *edges;
+    if (!PyArg_ParseTuple(t, "iLLiOddddiiO", &kind, &nbins, &offset, &closed, &lut, &ba->b.start, &ba->b.step,
+                          &ba->b.stop, &ba->b.scale, &af32, &ef32, &edges))
+        return 0;
+    ba->b.kind = (gs_bins_kind)kind;
+    ba->b.nbins = nbins;
+    ba->b.offset = offset;
+    ba->b.closed_top = closed;
+    ba->b.arith_f32 = af32;
+    ba->b.edges_f32 = ef32;
+    if (kind == GS_BINS_LUT) {
+        if (PyObject_GetBuffer(lut, &ba->lut, PyBUF_SIMPLE) < 0)
+            return 0;
+        if (ba->lut.len != 256 * 4) {
+            PyErr_SetString(PyExc_ValueError, "lut must hold 256 int32");
+            bins_release(ba);
+            return 0;
+        }
+        ba->b.lut = (const int32_t *)ba->lut.buf;
+    }
+    if (kind == GS_BINS_EDGES) {
+        ba->edges = (PyArrayObject *)PyArray_FROM_OTF(edges, NPY_DOUBLE, NPY_ARRAY_IN_ARRAY);
+        if (!ba->edges)
+            return 0;
+        if (PyArray_NDIM(ba->edges) != 1 || PyArray_DIM(ba->edges, 0) != nbins + 1) {
+            PyErr_SetString(PyExc_ValueError, "edges must hold nbins + 1 values");
+            bins_release(ba);
+            return 0;
+        }
+        ba->b.edges = (const double *)PyArray_DATA(ba->edges);
+    }
+    if (kind < GS_BINS_DIRECT || kind > GS_BINS_EDGES || nbins < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad bins description");
+        bins_release(ba);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *py_histogram(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend, *strategy_name;
+    PyObject *xo, *wo, *oo, *bo;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOOOOsK", &backend, &xo, &wo, &oo, &bo, &strategy_name, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_strategy strategy, used = GS_STRATEGY_AUTO;
+    gs_arg x, w, out;
+    bins_arg bins;
+    if (!ops || !parse_strategy(strategy_name, &strategy) || !parse_array(xo, &x, "x") ||
+        (wo != Py_None && !parse_array(wo, &w, "weights")) || !parse_array(oo, &out, "out"))
+        return NULL;
+    if (!out.writable) {
+        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
+        return NULL;
+    }
+    if (!parse_bins(bo, &bins))
+        return NULL;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->histogram(&x.a, wo == Py_None ? NULL : &w.a, &bins.b, &out.a, strategy, (void *)(uintptr_t)stream,
+                        &used);
+    Py_END_ALLOW_THREADS
+    bins_release(&bins);
+    if (st != GS_OK)
+        return gs_raise(st);
+    return PyUnicode_FromString(gs_strategy_name(used));
+}
+
+static PyObject *py_minmax(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *xo;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOK", &backend, &xo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_arg x;
+    if (!ops || !parse_array(xo, &x, "x"))
+        return NULL;
+    char buf[16];
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->minmax(&x.a, buf, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    return PyBytes_FromStringAndSize(buf, (Py_ssize_t)(2 * gs_dtype_size(x.a.dtype)));
+}
+
+static PyObject *py_uniform_edges(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *bo, *oo;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOOK", &backend, &bo, &oo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_arg out;
+    bins_arg bins;
+    if (!ops || !parse_array(oo, &out, "out") || !parse_bins(bo, &bins))
+        return NULL;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->uniform_edges(&bins.b, &out.a, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    bins_release(&bins);
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_available(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    if (!PyArg_ParseTuple(args, "s", &backend))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = ops->available();
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(Ns)", PyBool_FromLong(ok), ok ? "" : gs_last_error());
+}
+
+static PyObject *py_device_count(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    if (!PyArg_ParseTuple(args, "s", &backend))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    return ops ? PyLong_FromLong(ops->device_count()) : NULL;
+}
+
+static PyObject *py_pointer_device(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    unsigned long long ptr;
+    if (!PyArg_ParseTuple(args, "sK", &backend, &ptr))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    return ops ? PyLong_FromLong(ops->pointer_device((const void *)(uintptr_t)ptr)) : NULL;
+}
+
+static PyObject *py_device_info(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int ordinal;
+    if (!PyArg_ParseTuple(args, "i", &ordinal))
+        return NULL;
+    gs_device_info d;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gs_cuda_backend()->device_info(ordinal, &d);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    return Py_BuildValue(
+        "{s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:O,s:O}", "name", d.name, "ordinal",
+        d.ordinal, "compute_capability", d.major, d.minor, "multiprocessors", d.multiprocessors, "warp_size",
+        d.warp_size, "max_threads_per_block", d.max_threads_per_block, "max_threads_per_multiprocessor",
+        d.max_threads_per_multiprocessor, "shared_memory_per_block", (long long)d.shared_memory_per_block,
+        "shared_memory_per_block_optin", (long long)d.shared_memory_per_block_optin,
+        "shared_memory_per_multiprocessor", (long long)d.shared_memory_per_multiprocessor, "l2_cache_bytes",
+        (long long)d.l2_cache_bytes, "total_memory_bytes", (long long)d.total_memory_bytes, "memory_clock_khz",
+        d.memory_clock_khz, "memory_bus_width_bits", d.memory_bus_width_bits, "clock_khz", d.clock_khz,
+        "cooperative_launch", d.cooperative_launch ? Py_True : Py_False, "cluster_launch",
+        d.cluster_launch ? Py_True : Py_False);
+}
+
+static PyObject *py_hist_auto_strategy(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"n", "nbins", "weighted", "elem_bytes", "cc_major", "smem_per_block_optin",
+                            "smem_per_sm", NULL};
+    gs_hist_shape s = {0, 0, 0, 1, 0, 0, 0};
+    long long n, nbins, optin = 0, per_sm = 0;
+    int weighted = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LL|piiLL", names, &n, &nbins, &weighted, &s.elem_bytes,
+                                     &s.cc_major, &optin, &per_sm))
+        return NULL;
+    s.n = n;
+    s.nbins = nbins;
+    s.weighted = weighted;
+    s.smem_per_block_optin = optin;
+    s.smem_per_sm = per_sm;
+    return PyUnicode_FromString(gs_strategy_name(gs_hist_auto_strategy(&s)));
+}
+
+static PyObject *py_raise_status(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int st;
+    const char *msg;
+    if (!PyArg_ParseTuple(args, "is", &st, &msg))
+        return NULL;
+    gs_fail((gs_status)st, "%s", msg);
+    return gs_raise((gs_status)st);
+}
+
+static PyMethodDef methods[] = {
+    {"histogram", py_histogram, METH_VARARGS,
+     "histogram(backend, x, weights, out, bins, strategy, stream) -> strategy used"},
+    {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
+    {"uniform_edges", py_uniform_edges, METH_VARARGS, "uniform_edges(backend, bins, out, stream)"},
+    {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
+    {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
+    {"pointer_device", py_pointer_device, METH_VARARGS, "pointer_device(backend, ptr) -> ordinal or -1"},
+    {"device_info", py_device_info, METH_VARARGS, "device_info(ordinal) -> dict"},
+    {"hist_auto_strategy", (PyCFunction)(void (*)(void))py_hist_auto_strategy, METH_VARARGS | METH_KEYWORDS,
+     "the strategy `auto` picks for a histogram of this shape on this device"},
+    {"_raise_status", py_raise_status, METH_VARARGS, "test hook: raise the exception for a status code"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "gpusync._core", NULL, -1, methods};
+
+static PyObject *new_exc(PyObject *m, const char *name, PyObject *bases, const char *doc)
+{
+    char full[128];
+    snprintf(full, sizeof full, "gpusync.%s", name);
+    PyObject *e = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
+    if (e && PyModule_AddObjectRef(m, name, e) < 0) {
+        Py_DECREF(e);
+        return NULL;
+    }
+    return e;
+}
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    import_array();
+    PyObject *m = PyModule_Create(&moduledef), *b = NULL;
+    if (!m)
+        return NULL;
+    if (!(GpusyncError = new_exc(m, "GpusyncError", NULL, "Base class of gpusync's own errors.")))
+        goto fail;
+    if (!(b = PyTuple_Pack(2, GpusyncError, PyExc_RuntimeError)) ||
+        !(CudaError = new_exc(m, "CudaError", b, "A CUDA runtime error; the message has CUDA's text.")) ||
+        !(DeadlockError = new_exc(m, "DeadlockError", b, "A bounded device spin loop timed out.")) ||
+        !(NoCudaError = new_exc(m, "NoCudaError", b, "The CUDA backend cannot run here.")))
+        goto fail;
+    Py_CLEAR(b);
+    if (!(b = PyTuple_Pack(2, GpusyncError, PyExc_ValueError)) ||
+        !(UnsupportedDeviceError =
+              new_exc(m, "UnsupportedDeviceError", b, "The strategy needs a feature this device lacks.")) ||
+        !(CooperativeLaunchError =
+              new_exc(m, "CooperativeLaunchError", b, "The grid cannot be co-resident or launched cooperatively.")))
+        goto fail;
+    Py_CLEAR(b);
+    if (PyModule_AddIntConstant(m, "HIST_BLOCK_THREADS", GS_HIST_BLOCK_THREADS) < 0 ||
+        PyModule_AddIntConstant(m, "HIST_CLUSTER_MAX", GS_HIST_CLUSTER_MAX) < 0)
+        goto fail;
+    return m;
+fail:
+    Py_XDECREF(b);
+    Py_DECREF(m);
+    return NULL;
+}

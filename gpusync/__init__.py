@@ -1,0 +1,38 @@
+"""gpusync: GPU synchronization techniques as fast, NumPy-compatible functions.
+
+    import gpusync as gs
+    counts, edges = gs.histogram(a, bins=256, range=(0, 256), strategy="auto")
+
+Every function takes NumPy arrays (computed on the GPU when one is present,
+else on CPU threads) or device arrays (CuPy, PyTorch, Numba; anything with
+``__cuda_array_interface__`` or ``__dlpack__``), used in place.
+"""
+from ._core import (  # noqa: F401
+    CooperativeLaunchError,
+    CudaError,
+    DeadlockError,
+    GpusyncError,
+    NoCudaError,
+    UnsupportedDeviceError,
+)
+from ._backend import backend, cuda_available, device_info, use_backend  # noqa: F401
+from ._histogram import STRATEGIES as HISTOGRAM_STRATEGIES  # noqa: F401
+from ._histogram import bincount, histogram  # noqa: F401
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "histogram",
+    "bincount",
+    "backend",
+    "use_backend",
+    "cuda_available",
+    "device_info",
+    "HISTOGRAM_STRATEGIES",
+    "GpusyncError",
+    "CudaError",
+    "DeadlockError",
+    "NoCudaError",
+    "UnsupportedDeviceError",
+    "CooperativeLaunchError",
+]

@@ -1,0 +1,247 @@
+"""Array interop: NumPy on the host, CuPy / PyTorch / Numba (or anything with
+``__cuda_array_interface__`` or ``__dlpack__``) on the device.
+
+Device arrays are used in place: we read their pointer, length, stride and
+dtype, and hand the C core a descriptor tuple ``(ptr, length, stride, dtype
+code, device)``.  Results are allocated with the input's own library, on the
+input's device and stream, so that a CuPy input gives a CuPy result, a PyTorch
+tensor a tensor, and so on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+
+# gs_dtype codes (csrc/include/gpusync/gpusync.h)
+_DTYPE_CODES = {
+    np.dtype(np.bool_): 0,
+    np.dtype(np.int8): 1,
+    np.dtype(np.uint8): 2,
+    np.dtype(np.int16): 3,
+    np.dtype(np.uint16): 4,
+    np.dtype(np.int32): 5,
+    np.dtype(np.uint32): 6,
+    np.dtype(np.int64): 7,
+    np.dtype(np.uint64): 8,
+    np.dtype(np.float16): 9,
+    np.dtype(np.float32): 10,
+    np.dtype(np.float64): 11,
+}
+
+_KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
+
+
+def dtype_code(dt) -> int:
+    return _DTYPE_CODES[np.dtype(dt).newbyteorder("=")]
+
+
+def supported_dtype(dt) -> bool:
+    dt = np.dtype(dt)
+    return dt.isnative and dt.newbyteorder("=") in _DTYPE_CODES
+
+
+class DeviceArray:
+    """A 1-D (flattened) view of a device array: what the C core needs."""
+
+    __slots__ = ("obj", "lib", "ptr", "length", "stride", "dtype", "device", "stream", "shape")
+
+    def __init__(self, obj, lib, ptr, length, stride, dtype, device, stream, shape):
+        self.obj, self.lib, self.ptr, self.length, self.stride = obj, lib, ptr, length, stride
+        self.dtype, self.device, self.stream, self.shape = dtype, device, stream, shape
+
+    @property
+    def size(self):
+        return self.length
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def desc(self, dtype=None):
+        """Descriptor tuple for the C core (dtype overrides, e.g. bool as uint8)."""
+        dt = self.dtype if dtype is None else np.dtype(dtype)
+        return (self.ptr, self.length, self.stride, dtype_code(dt), self.device)
+
+    def to_host(self) -> np.ndarray:
+        return Lib.of(self.lib).to_host(self.obj).reshape(-1)
+
+
+def _lib_name(obj) -> str:
+    mod = type(obj).__module__.split(".")[0]
+    return mod if mod in ("cupy", "torch", "numba") else "other"
+
+
+def _cai_view(obj, name):
+    cai = obj.__cuda_array_interface__
+    shape = tuple(int(s) for s in cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    if not supported_dtype(dtype):
+        raise TypeError(f"{name}: unsupported dtype {dtype}")
+    ptr = int(cai["data"][0])
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    strides = cai.get("strides")
+    isz = dtype.itemsize
+    if strides is None or n <= 1:
+        stride = 1
+    else:
+        # a flat view exists when the array is C-contiguous, or 1-D strided
+        contiguous = tuple(int(s) for s in strides) == tuple(
+            int(isz * np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))
+        )
+        if contiguous:
+            stride = 1
+        elif len([s for s in shape if s != 1]) == 1:
+            axis = next(i for i, s in enumerate(shape) if s != 1)
+            if strides[axis] % isz:
+                raise ValueError(f"{name}: device array is not aligned")
+            stride = int(strides[axis]) // isz
+        else:
+            return None  # needs a copy
+    lib = _lib_name(obj)
+    device = _device_of(obj, lib, ptr)
+    stream = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
+    if stream is None:
+        stream = Lib.of(lib).current_stream(device)
+    return DeviceArray(obj, lib, ptr, n, stride, dtype, device, int(stream), shape)
+
+
+def _device_of(obj, lib, ptr):
+    if lib == "cupy":
+        return int(obj.device.id)
+    if lib == "torch":
+        return int(obj.device.index)
+    dev = _core.pointer_device("cuda", ptr) if ptr else 0
+    return dev if dev >= 0 else 0
+
+
+def as_input(obj, name):
+    """Return a NumPy array (host) or a DeviceArray (device) for `obj`."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    if hasattr(obj, "__cuda_array_interface__"):
+        view = _cai_view(obj, name)
+        if view is None:  # non-contiguous N-d: let the owner library flatten it
+            view = _cai_view(Lib.of(_lib_name(obj)).ravel(obj), name)
+        return view
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        dev_type, _ = obj.__dlpack_device__()
+        if dev_type in (_KDLCPU, _KDLCUDAHOST):
+            return np.from_dlpack(obj)
+        if dev_type in (_KDLCUDA, _KDLCUDAMANAGED):
+            for lib in ("cupy", "torch"):
+                mod = _import(lib)
+                if mod is not None:
+                    return as_input(mod.from_dlpack(obj), name)
+            raise TypeError(f"{name}: a DLPack CUDA array needs CuPy or PyTorch installed to be read in place")
+    return np.asarray(obj)
+
+
+def _import(name):
+    try:
+        return __import__(name)
+    except Exception:
+        return None
+
+
+class Lib:
+    """The few operations gpusync needs from an array library."""
+
+    _cache: dict = {}
+
+    @classmethod
+    def of(cls, name):
+        if name not in cls._cache:
+            impl = {"cupy": _CuPy, "torch": _Torch, "numba": _Numba}.get(name)
+            if impl is None:  # an unknown CAI producer: answer with CuPy, else PyTorch
+                for cand in ("cupy", "torch"):
+                    if _import(cand) is not None:
+                        return cls.of(cand)
+                raise TypeError("results for this device array need CuPy or PyTorch installed")
+            cls._cache[name] = impl()
+        return cls._cache[name]
+
+
+class _CuPy:
+    def __init__(self):
+        import cupy
+
+        self.cp = cupy
+
+    def current_stream(self, device):
+        with self.cp.cuda.Device(device):
+            return self.cp.cuda.get_current_stream().ptr
+
+    def empty(self, n, dtype, device):
+        with self.cp.cuda.Device(device):
+            return self.cp.empty(n, dtype=dtype)
+
+    def from_host(self, a, device):
+        with self.cp.cuda.Device(device):
+            return self.cp.asarray(a)
+
+    def astype(self, a, dtype):
+        return a.astype(dtype, copy=False)
+
+    def ravel(self, a):
+        return self.cp.ravel(a)
+
+    def to_host(self, a):
+        return self.cp.asnumpy(a)
+
+
+class _Torch:
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+
+    def _dt(self, dtype):
+        return getattr(self.torch, {"bool": "bool"}.get(np.dtype(dtype).name, np.dtype(dtype).name))
+
+    def current_stream(self, device):
+        return self.torch.cuda.current_stream(device).cuda_stream
+
+    def empty(self, n, dtype, device):
+        return self.torch.empty(n, dtype=self._dt(dtype), device=f"cuda:{device}")
+
+    def from_host(self, a, device):
+        return self.torch.as_tensor(a, device=f"cuda:{device}")
+
+    def astype(self, a, dtype):
+        return a.to(self._dt(dtype))
+
+    def ravel(self, a):
+        return a.reshape(-1).contiguous()
+
+    def to_host(self, a):
+        return a.detach().cpu().numpy()
+
+
+class _Numba:
+    def __init__(self):
+        from numba import cuda
+
+        self.cuda = cuda
+
+    def current_stream(self, device):
+        return 0
+
+    def empty(self, n, dtype, device):
+        with self.cuda.gpus[device]:
+            return self.cuda.device_array(n, dtype=dtype)
+
+    def from_host(self, a, device):
+        with self.cuda.gpus[device]:
+            return self.cuda.to_device(np.ascontiguousarray(a))
+
+    def astype(self, a, dtype):
+        if np.dtype(a.dtype) == np.dtype(dtype):
+            return a
+        return self.from_host(a.copy_to_host().astype(dtype), _device_of(a, "numba", 0))
+
+    def ravel(self, a):
+        return a.ravel()
+
+    def to_host(self, a):
+        return a.copy_to_host()

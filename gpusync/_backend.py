@@ -1,0 +1,84 @@
+"""Which backend runs: CUDA when a driver and a device exist, else the CPU."""
+from __future__ import annotations
+
+import os
+import threading
+
+from . import _core
+
+_lock = threading.Lock()
+_state = {"current": None}
+
+
+def cuda_available() -> bool:
+    """True when the CUDA backend can run here (built with CUDA, driver, device)."""
+    ok, _ = _core.available("cuda")
+    return bool(ok)
+
+
+def _default() -> str:
+    forced = os.environ.get("GPUSYNC_BACKEND", "").strip().lower()
+    if forced in ("cpu", "cuda"):
+        return forced
+    return "cuda" if cuda_available() else "cpu"
+
+
+def backend() -> str:
+    """The backend gpusync's functions run on now: ``"cuda"`` or ``"cpu"``."""
+    with _lock:
+        if _state["current"] is None:
+            _state["current"] = _default()
+        return _state["current"]
+
+
+def _set(name: str) -> None:
+    with _lock:
+        _state["current"] = name
+
+
+class use_backend:
+    """Force a backend: ``gs.use_backend("cpu")`` switches for the process;
+    ``with gs.use_backend("cpu"): ...`` switches for the block and restores the
+    previous backend on exit.  Asking for ``"cuda"`` where it cannot run raises
+    :class:`gpusync.NoCudaError` with the reason."""
+
+    def __init__(self, name: str):
+        if name not in ("cpu", "cuda"):
+            raise ValueError(f"backend must be 'cpu' or 'cuda', got {name!r}")
+        if name == "cuda":
+            ok, why = _core.available("cuda")
+            if not ok:
+                raise _core.NoCudaError(f"the CUDA backend cannot run here: {why}")
+        self._previous = backend()
+        _set(name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _set(self._previous)
+        return False
+
+
+def device_info(device: int = 0) -> dict:
+    """Properties of CUDA device `device` (name, compute capability, SMs, shared
+    memory per block / per SM, max threads, L2, memory clock and bus width,
+    warp size).  On the CPU backend: a description of the host threads."""
+    if backend() == "cpu":
+        return {"backend": "cpu", "name": _cpu_name(), "threads": os.cpu_count() or 1}
+    info = _core.device_info(device)
+    info["backend"] = "cuda"
+    return info
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "cpu"

@@ -1,0 +1,342 @@
+"""histogram and bincount: NumPy's semantics in Python, counting in C/CUDA.
+
+NumPy compatibility lives here: the edges come from ``np.histogram_bin_edges``
+itself (called on a two-element proxy [min, max] of the input's dtype, or on
+an empty one when ``range`` is given), so edges, dtypes and error messages
+are NumPy's own.  Then we describe to the core how a value becomes a bin:
+
+* ``LUT``     8-bit inputs: the bin of each of the 256 byte values;
+* ``DIRECT``  integers on unit-width integer edges (and bincount): x - offset;
+* ``UNIFORM`` equal-width bins whose edges a closed formula reproduces bit for
+              bit (verified here), so kernels need no edge array;
+* ``EDGES``   anything else: binary search in the edges.
+
+Implicit host synchronizations are marked ``# synchronize!``.
+"""
+from __future__ import annotations
+
+import operator
+import warnings
+
+import numpy as np
+
+from . import _arrays, _backend, _core
+from ._arrays import DeviceArray, Lib
+
+STRATEGIES = ("auto", "global", "shared", "warp", "cluster")
+
+_DIRECT, _LUT, _UNIFORM, _EDGES = 0, 1, 2, 3
+_EXACT_INT = 2.0**53
+
+
+def _check_strategy(strategy):
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(repr(s) for s in STRATEGIES)}; got {strategy!r}")
+    return strategy
+
+
+def _check_dtype(dt, name, func):
+    if not _arrays.supported_dtype(dt):
+        raise TypeError(
+            f"{func}: {name} has dtype {dt}, which is not supported "
+            "(bool, integer and float16/32/64 arrays are)"
+        )
+
+
+def _bins_tuple(kind, nbins, offset=0, closed=0, lut=None, start=0.0, step=0.0, stop=0.0, scale=0.0,
+                arith_f32=0, edges_f32=0, edges=None):
+    return (kind, int(nbins), int(offset), int(closed), lut, float(start), float(step), float(stop),
+            float(scale), int(arith_f32), int(edges_f32), edges)
+
+
+def _reference_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """NumPy's bin of each value (-1 when dropped): e[k] <= v < e[k+1], last closed."""
+    n = len(edges) - 1
+    v = values.astype(np.result_type(values.dtype, edges.dtype), copy=False)
+    k = np.searchsorted(edges, v, side="right") - 1
+    k[v == edges[-1]] = n - 1
+    k[~((v >= edges[0]) & (v <= edges[-1]))] = -1
+    return k
+
+
+def _direct_offset(edges: np.ndarray):
+    """Offset when the edges are consecutive integers e0, e0+1, ..., e0+n (exact)."""
+    if edges.dtype.kind not in "fiu" or len(edges) < 2:
+        return None
+    e0 = edges[0]
+    if not np.isfinite(e0) or e0 != np.floor(e0) or abs(float(e0)) + len(edges) >= _EXACT_INT:
+        return None
+    expect = (np.arange(len(edges), dtype=np.float64) + float(e0)).astype(edges.dtype)
+    return int(e0) if np.array_equal(edges, expect) else None
+
+
+def _uniform_formula(edges: np.ndarray):
+    """(start, step, stop, arith_f32, edges_f32) of a formula that reproduces
+    `edges` bit for bit in the kernels (see gs_uniform_edge), or None."""
+    if edges.dtype not in (np.float32, np.float64) or len(edges) < 2:
+        return None
+    n = len(edges) - 1
+    first, last = edges[0], edges[-1]
+    if not (np.isfinite(first) and np.isfinite(last)) or not last > first:
+        return None
+    k = np.arange(n + 1, dtype=np.float64)
+    for adt in (edges.dtype, np.dtype(np.float64)):
+        start, stop = adt.type(first), adt.type(last)
+        step = (stop - start) / adt.type(n)
+        with np.errstate(all="ignore"):
+            y = k.astype(adt) * step + start
+        y[-1] = stop
+        y = y.astype(edges.dtype)
+        if np.array_equal(y, edges):
+            return float(start), float(step), float(stop), adt == np.float32, edges.dtype == np.float32
+    return None
+
+
+def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
+    """The core's bin description for values of `x_dtype` and these edges."""
+    n = len(edges) - 1
+    if x_dtype.itemsize == 1:  # every byte value's bin, computed by NumPy's rules
+        vals = np.arange(256, dtype=np.uint8).view(x_dtype)
+        lut = _reference_bins(vals, edges).astype(np.int32)
+        # unit-width integer edges on unsigned bytes: x - offset, no table
+        off = _direct_offset(edges) if x_dtype.kind in "ub" else None
+        if off is not None and 0 <= off <= 255:
+            direct = np.full(256, -1, dtype=np.int64)
+            raw = np.arange(256)
+            d = raw - off
+            direct[(d >= 0) & (d < n)] = d[(d >= 0) & (d < n)]
+            direct[d == n] = n - 1
+            if np.array_equal(direct, lut):
+                return _bins_tuple(_DIRECT, n, offset=off, closed=1)
+        return _bins_tuple(_LUT, n, lut=lut.tobytes())
+    if x_dtype.kind in "iu":
+        off = _direct_offset(edges)
+        if off is not None:
+            return _bins_tuple(_DIRECT, n, offset=off, closed=1)
+    if uniform:
+        f = _uniform_formula(edges)
+        if f is not None:
+            start, step, stop, af32, ef32 = f
+            scale = n / (float(edges[-1]) - float(edges[0]))
+            return _bins_tuple(_UNIFORM, n, start=start, step=step, stop=stop, scale=scale,
+                               arith_f32=af32, edges_f32=ef32)
+    return _bins_tuple(_EDGES, n, edges=np.ascontiguousarray(edges, dtype=np.float64))
+
+
+def _minmax(x, be):
+    """(min, max) as NumPy scalars of x's dtype.  # synchronize! (device input)"""
+    if isinstance(x, DeviceArray):
+        raw = _core.minmax("cuda", x.desc(), x.stream)
+        lo, hi = np.frombuffer(raw, dtype=x.dtype)
+        return lo, hi
+    return x.min(), x.max()
+
+
+def _prepare(a, weights, func):
+    """Normalise a and weights: flattened host arrays or device views."""
+    x = _arrays.as_input(a, "a")
+    w = None if weights is None else _arrays.as_input(weights, "weights")
+    _check_dtype(x.dtype, "a", func)
+    if w is not None:
+        if tuple(w.shape) != tuple(x.shape):
+            raise ValueError("weights should have the same shape as a.")
+        if w.dtype.kind == "c" or not (w.dtype.kind in "biuf"):
+            raise TypeError(f"{func}: weights has dtype {w.dtype}, which is not supported "
+                            "(bool, integer and float weights are)")
+    return x, w
+
+
+def _flat_host(x):
+    return np.ascontiguousarray(x).reshape(-1)
+
+
+def _run(be, x, w, nbins, bins_desc, strategy, x_dtype=None):
+    """Run the core on host arrays or device views; return (out, strategy used)."""
+    weighted = w is not None
+    out_dtype = np.float64 if weighted else np.int64
+    if isinstance(x, DeviceArray):
+        if be == "cpu":  # forced CPU backend with a device input: copy, count, copy back
+            xh = x.to_host().view(x_dtype) if x_dtype is not None else x.to_host()
+            wh = None if w is None else w.to_host()
+            out, used = _run(be, xh, wh, nbins, bins_desc, strategy)
+            return Lib.of(x.lib).from_host(out, x.device), used
+        if w is not None and not isinstance(w, DeviceArray):
+            raise ValueError("weights: a is a device array but weights is a host array; put both on one device")
+        if w is not None and w.device != x.device:
+            raise ValueError(f"weights: on device {w.device}, but a is on device {x.device}")
+        lib = Lib.of(x.lib)
+        wd = None
+        if w is not None:
+            if w.dtype not in (np.float32, np.float64):
+                w = _arrays.as_input(lib.astype(w.obj, np.float64), "weights")
+            wd = w.desc()
+        out = lib.empty(nbins, out_dtype, x.device)
+        od = _arrays.as_input(out, "out").desc()
+        used = _core.histogram("cuda", x.desc(x_dtype), wd, od, bins_desc, strategy, x.stream)
+        return out, used
+    if isinstance(w, DeviceArray):
+        raise ValueError("weights: a is a host array but weights is a device array; put both on one side")
+    xh = _flat_host(x)
+    if x_dtype is not None:
+        xh = xh.view(x_dtype)
+    wh = None
+    if w is not None:
+        wh = _flat_host(w)
+        if wh.dtype not in (np.float32, np.float64):
+            wh = wh.astype(np.float64)
+    out = np.empty(nbins, dtype=out_dtype)
+    used = _core.histogram(be, xh, wh, out, bins_desc, strategy, 0)
+    return out, used
+
+
+last_strategy = {"histogram": None, "bincount": None}
+
+
+def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="auto"):
+    """Compute the histogram of `a`, exactly like :func:`numpy.histogram`.
+
+    Parameters are NumPy's: `bins` is a number of equal-width bins, a
+    monotonically increasing array of edges, or a NumPy bin-estimator name;
+    `range` is ``(min, max)``; values outside it and NaN are ignored; the last
+    bin is closed ``[e[n-1], e[n]]``.  `weights` (same shape as `a`) makes the
+    result a weighted sum of `weights.dtype`; `density` normalises it.
+
+    `strategy` picks the synchronization technique of the counting kernel:
+    ``"global"`` (one global atomic per element), ``"shared"`` (per-block
+    privatized histogram in shared memory, replicated per lane), ``"warp"``
+    (warp-aggregated updates with ``__match_any_sync``), ``"cluster"``
+    (histogram spread over a thread-block cluster's distributed shared memory;
+    compute capability >= 9.0) or ``"auto"``.  All give identical integer
+    counts.  Weighted sums in float are accumulated in float64 with atomics:
+    exact for integer weights, not bit-reproducible run to run for float
+    weights (the order of additions varies).
+
+    Returns ``(hist, bin_edges)`` as NumPy arrays for host input; for a CuPy /
+    PyTorch / Numba input, arrays of that library on the input's device.  With
+    a device input and `bins` and `range` given (equal-width bins), the work is
+    enqueued on the input's stream and the call does not wait.  When the range
+    comes from the data (``range=None``) or `bins` is a string, the call reads
+    the data's min/max first.  # synchronize!
+    """
+    func = "histogram"
+    _check_strategy(strategy)
+    be = _backend.backend()
+    x, w = _prepare(a, weights, func)
+    x_dtype = None
+    if x.dtype == np.bool_:
+        warnings.warn(f"Converting input from {x.dtype} to {np.uint8} for compatibility.", RuntimeWarning,
+                      stacklevel=2)
+        x_dtype = np.dtype(np.uint8)
+        if isinstance(x, np.ndarray):
+            x = x.astype(np.uint8)
+            x_dtype = None
+    dt = x_dtype or x.dtype
+    host_flat = _flat_host(x) if isinstance(x, np.ndarray) else None
+
+    # bin edges, from NumPy itself
+    if isinstance(bins, str):
+        data = host_flat if host_flat is not None else x.to_host().view(dt)  # synchronize!
+        wt = None
+        if w is not None:
+            wt = _flat_host(w) if isinstance(w, np.ndarray) else w.to_host()
+        edges = np.histogram_bin_edges(data, bins=bins, range=range, weights=wt)
+        uniform = True
+    else:
+        if hasattr(bins, "__cuda_array_interface__") or (
+            hasattr(bins, "__dlpack__") and not isinstance(bins, np.ndarray)
+        ):
+            bv = _arrays.as_input(bins, "bins")
+            bins = bv.to_host() if isinstance(bv, DeviceArray) else bv
+        if np.ndim(bins) == 0 and range is None and not isinstance(bins, (str, bytes)):
+            size = x.size
+            if size:
+                lo, hi = _minmax(host_flat if host_flat is not None else x, be)
+                if x_dtype is not None:  # device bool viewed as uint8
+                    lo, hi = np.uint8(lo), np.uint8(hi)
+                proxy = np.array([lo, hi], dtype=dt)
+            else:
+                proxy = np.empty(0, dtype=dt)
+        else:
+            proxy = np.empty(0, dtype=dt)
+        edges = np.histogram_bin_edges(proxy, bins=bins, range=range)
+        uniform = np.ndim(bins) == 0
+
+    nbins = len(edges) - 1
+    desc = _describe_bins(np.dtype(dt), edges, uniform)
+    out, used = _run(be, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
+    last_strategy["histogram"] = used
+
+    device = isinstance(x, DeviceArray)
+    if w is not None and np.dtype(w.dtype) != np.float64:
+        out = Lib.of(x.lib).astype(out, w.dtype) if device else out.astype(w.dtype)
+    edges_out = _edges_for(x, edges, desc) if device else edges
+    if density:
+        db = np.array(np.diff(edges), float)
+        if device:
+            db = Lib.of(x.lib).from_host(db, x.device)
+        return out / db / out.sum(), edges_out
+    return out, edges_out
+
+
+def _edges_for(x: DeviceArray, edges: np.ndarray, desc):
+    """The edges as an array of the input's library, made on the device when a
+    formula describes them (no host copy, no wait)."""
+    lib = Lib.of(x.lib)
+    if desc[0] == _UNIFORM and edges.dtype in (np.float32, np.float64) and _backend.backend() == "cuda":
+        out = lib.empty(len(edges), edges.dtype, x.device)
+        _core.uniform_edges("cuda", desc, _arrays.as_input(out, "edges").desc(), x.stream)
+        return out
+    return lib.from_host(edges, x.device)
+
+
+def bincount(x, weights=None, minlength=0, *, strategy="auto"):
+    """Count occurrences of each value in a non-negative integer array, exactly
+    like :func:`numpy.bincount`.
+
+    The result has ``max(x.max() + 1, minlength)`` bins: int64 counts, or
+    float64 sums of `weights`.  Negative values raise ValueError.  `strategy`
+    as in :func:`histogram`.  Reading the maximum makes the call wait for a
+    device input.  # synchronize!
+    """
+    func = "bincount"
+    _check_strategy(strategy)
+    if minlength is None:
+        raise TypeError("use 0 instead of None for minlength")
+    minlength = operator.index(minlength)
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    be = _backend.backend()
+    xa = _arrays.as_input(x, "x")
+    wa = None if weights is None else _arrays.as_input(weights, "weights")
+    for arr in (xa,) + (() if wa is None else (wa,)):
+        nd = len(arr.shape) if isinstance(arr, DeviceArray) else arr.ndim
+        if nd == 0:
+            raise ValueError("object of too small depth for desired array")
+        if nd > 1:
+            raise ValueError("object too deep for desired array")
+    if xa.dtype.kind not in "biu" or not _arrays.supported_dtype(xa.dtype):
+        np.bincount(np.zeros(1, dtype=xa.dtype))  # NumPy's own TypeError for this dtype
+        raise TypeError(f"Cannot cast array data from {xa.dtype!r} to dtype('int64') according to the rule 'safe'")
+    n = xa.size
+    if wa is not None and wa.size != n:
+        raise ValueError("The weights and list don't have the same length.")
+    if wa is not None and (wa.dtype.kind not in "biuf"):
+        raise TypeError(f"bincount: weights has dtype {wa.dtype}, which is not supported")
+    weighted = wa is not None
+    device = isinstance(xa, DeviceArray)
+    if n == 0:
+        out = np.zeros(minlength, dtype=np.float64 if weighted else np.int64)
+        return Lib.of(xa.lib).from_host(out, xa.device) if device else out
+    lo, hi = _minmax(xa, be)  # synchronize! (device input)
+    if lo < 0:
+        raise ValueError("'list' argument must have no negative elements")
+    nbins = max(int(hi) + 1, minlength)
+    x_dtype = np.dtype(np.uint8) if xa.dtype == np.bool_ else None
+    desc = _bins_tuple(_DIRECT, nbins, offset=0, closed=0)
+    xin = xa if device else _flat_host(xa)
+    if x_dtype is not None and not device:
+        xin = xin.view(np.uint8)
+        x_dtype = None
+    out, used = _run(be, xin, wa, nbins, desc, strategy, x_dtype)
+    last_strategy["bincount"] = used
+    return out
