@@ -14,6 +14,10 @@
 #define GS_STAGE_BYTES ((int64_t)256 << 20)
 
 #define GS_DEBUG_ENV "GPUSYNC_DEBUG"
+/* Override the number of blocks of the histogram kernels (for the seed's
+ * block-count sweep in benchmarks/histogram.py); still raised to what keeps
+ * 32-bit block counters from overflowing. */
+#define GS_GRID_ENV "GPUSYNC_HIST_GRID"
 
 int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads)
 {
@@ -21,6 +25,9 @@ int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads)
     const int64_t per_thread = (16 / es) * GS_HIST_VEC_UNROLL; /* one full unrolled step */
     int64_t work = (l->n + threads * per_thread - 1) / (threads * per_thread);
     int64_t g = resident < work ? resident : work;
+    const char *force = getenv(GS_GRID_ENV); /* block-count sweeps (benchmarks) */
+    if (force && atoll(force) > 0)
+        g = atoll(force);
     if (g < 1)
         g = 1;
     if (g <= l->n / GS_HIST_MAX_ELEMS_PER_BLOCK)

@@ -1,0 +1,348 @@
+"""Histogram benchmark: gpusync's strategies side by side with NumPy, CuPy,
+PyTorch and CUB on one GPU, in one run, against the read ceiling measured in
+the same run.
+
+    python benchmarks/histogram.py [--out benchmarks/results] [--quick]
+
+Writes <out>/latest.json (rows merged with other benchmarks' rows),
+<out>/histogram.md (table), <out>/histogram_speed.png (bar chart: speed
+relative to gpusync:auto, like seed 001's figure) and
+<out>/histogram_blocks.png (the seed's block-count sweep).
+
+Timing: CUDA events around each call, median of several runs after a warm-up
+(METHOD.md).  Small cases are also timed as CUDA-graph replays, which removes
+the host's launch overhead and leaves device time.  NumPy is timed on the host
+with perf_counter.  Every gpusync result is checked against NumPy's.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import gpusync as gs  # noqa: E402
+
+GIB = 1 << 30
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+class Timer:
+    def __init__(self, cp):
+        self.cp = cp
+
+    def gpu(self, fn, reps=10, inner=1):
+        """Median ms per call: events around `inner` back-to-back calls."""
+        cp = self.cp
+        fn()
+        cp.cuda.Device().synchronize()
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+        ts = []
+        for _ in range(reps):
+            s.record()
+            for _ in range(inner):
+                fn()
+            e.record()
+            e.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(s, e) / inner)
+        return median(ts)
+
+    def graph(self, fn, reps=10, inner=20):
+        """Median ms per call of `inner` calls captured in one CUDA graph."""
+        cp = self.cp
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            fn()
+            stream.synchronize()
+            stream.begin_capture()
+            for _ in range(inner):
+                fn()
+            g = stream.end_capture()
+            g.launch()
+            stream.synchronize()
+            s, e = cp.cuda.Event(), cp.cuda.Event()
+            ts = []
+            for _ in range(reps):
+                s.record(stream)
+                g.launch(stream)
+                e.record(stream)
+                e.synchronize()
+                ts.append(cp.cuda.get_elapsed_time(s, e) / inner)
+        return median(ts)
+
+    @staticmethod
+    def host(fn, reps=3):
+        fn()
+        ts = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t) * 1e3)
+        return median(ts)
+
+
+READ_KERNEL = r"""
+extern "C" __global__ void read_xor(const uint4 *a, long long n, unsigned *out) {
+    unsigned s = 0;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        uint4 v = __ldcs(a + i); s ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (s == 0x9e3779b9u) out[0] = s;
+}
+"""
+
+
+def read_ceiling(cp, timer, buf):
+    k = cp.RawKernel(READ_KERNEL, "read_xor")
+    out = cp.zeros(1, cp.uint32)
+    n = buf.nbytes // 16
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    ms = timer.gpu(lambda: k((sms * 8,), (512,), (buf, np.int64(n), out)), reps=20)
+    return buf.nbytes / ms / 1e6
+
+
+def build_cub(outdir):
+    so = os.path.join(outdir, "libcubhelper.so")
+    src = os.path.join(HERE, "cub_helper.cu")
+    if not os.path.exists(so) or os.path.getmtime(so) < os.path.getmtime(src):
+        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-Xcompiler", "-fPIC", "-shared", src, "-o", so], check=True)
+    lib = ctypes.CDLL(so)
+    for name, lt in (("cub_hist_u8", ctypes.c_int), ("cub_hist_f32", ctypes.c_float), ("cub_hist_i32", ctypes.c_int)):
+        f = getattr(lib, name)
+        f.restype = ctypes.c_double
+        f.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, lt, lt, ctypes.c_void_p, ctypes.c_int]
+    return lib
+
+
+def make_text(cp, n, seed=0):
+    """Text-like bytes: mostly lowercase letters and spaces (ASCII < 128)."""
+    table = np.empty(1000, np.uint8)
+    table[:170] = ord(" ")
+    table[170:900] = [ord("a") + i % 26 for i in range(730)]
+    table[900:960] = [ord("A") + i % 26 for i in range(60)]
+    table[960:] = ord(".")
+    rs = cp.random.RandomState(seed)
+    return cp.asarray(table)[rs.randint(0, 1000, n, dtype=cp.int32)]
+
+
+def seed_text_host(n=5_700_000):
+    rng = np.random.default_rng(0)
+    return rng.choice(np.frombuffer(b"  etaoinshrdlucmfwypvbgkqjxz ETAOIN.,", dtype=np.uint8), size=n).astype(np.uint8)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--quick", action="store_true", help="smaller inputs (smoke test)")
+    ap.add_argument("--no-numpy-large", action="store_true", help="skip NumPy on the 1 GiB inputs")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    import cupy as cp
+
+    try:
+        import torch
+    except Exception:  # pragma: no cover
+        torch = None
+    try:
+        from tqdm import tqdm
+    except Exception:  # pragma: no cover
+        def tqdm(x, **k):
+            return x
+
+    gs.use_backend("cuda")
+    info = gs.device_info()
+    timer = Timer(cp)
+    big = (GIB // 16) if args.quick else GIB
+    f32n = (1 << 24) if args.quick else (1 << 28)
+    cub = build_cub(args.out)
+    strategies = ["auto", "global", "shared", "warp"] + (["cluster"] if info["compute_capability"][0] >= 9 else [])
+
+    rows, checks = [], []
+    uni = cp.random.randint(0, 256, big, dtype=cp.uint8)
+    ceiling = read_ceiling(cp, timer, uni)
+    print(f"device {info['name']}  read ceiling {ceiling:.0f} GB/s", flush=True)
+
+    cases = []
+    cases.append(("u8-256-uniform-1GiB", "histogram", lambda: uni, 256, (0, 256)))
+    cases.append(("u8-256-text-1GiB", "histogram", lambda: make_text(cp, big), 256, (0, 256)))
+    cases.append(("u8-256-same-1GiB", "histogram", lambda: cp.full(big, ord("e"), cp.uint8), 256, (0, 256)))
+    cases.append(("f32-100-range-256M", "histogram", lambda: cp.random.random(f32n, dtype=cp.float32), 100, (0, 1)))
+    cases.append(("i32-bincount-65536-256M", "bincount", lambda: cp.random.randint(0, 65536, f32n, dtype=cp.int32),
+                  65536, (0, 65536)))
+    cases.append(("u8-128-text-5.7M", "histogram", lambda: cp.asarray(seed_text_host()), 128, (0, 128)))
+
+    def add(case, op, impl, ms, nbytes, ok=None):
+        row = {"op": op, "case": case, "impl": impl, "ms": round(ms, 5), "gbps": round(nbytes / ms / 1e6, 1)}
+        if ok is not None:
+            row["correct"] = bool(ok)
+        rows.append(row)
+
+    for case, op, make, bins, rng in tqdm(cases, desc="cases"):
+        x = make()
+        cp.cuda.Device().synchronize()
+        nbytes = x.nbytes
+        small = x.size < (1 << 24)
+        reps = 20 if small else 7
+        inner = 20 if small else 1
+        host = cp.asnumpy(x)
+        ref = np.bincount(host, minlength=bins) if op == "bincount" else \
+            np.histogram(host, bins=bins, range=rng)[0] if host.dtype != np.uint8 else \
+            np.bincount(host, minlength=256)[: rng[1]].copy()
+        if op == "histogram" and host.dtype == np.uint8 and rng[1] < 256:
+            ref[-1] += np.count_nonzero(host == rng[1])  # NumPy's closed last bin
+
+        for s in strategies:
+            if op == "bincount":
+                fn = lambda s=s: gs.bincount(x, minlength=bins, strategy=s)  # noqa: E731
+            else:
+                fn = lambda s=s: gs.histogram(x, bins=bins, range=rng, strategy=s)  # noqa: E731
+            try:
+                got = fn()
+                got = got if op == "bincount" else got[0]
+                ok = np.array_equal(cp.asnumpy(got), ref)
+                slow = s == "global" and not small
+                ms = timer.gpu(fn, reps=3 if slow else reps, inner=inner)
+                add(case, op, f"gpusync:{s}", ms, nbytes, ok)
+                checks.append((case, s, ok))
+                if small and op == "histogram":
+                    add(case, op, f"gpusync:{s}(graph)", timer.graph(fn, reps=reps), nbytes, ok)
+            except (ValueError, gs.GpusyncError) as e:
+                print(f"  {case} gpusync:{s}: {e}")
+
+        # peers
+        if op == "histogram":
+            add(case, op, "cupy:histogram", timer.gpu(lambda: cp.histogram(x, bins=bins, range=rng), reps, inner),
+                nbytes)
+        if x.dtype != cp.float32:
+            add(case, op, "cupy:bincount", timer.gpu(lambda: cp.bincount(x, minlength=bins), reps, inner), nbytes)
+        if torch is not None:
+            t = torch.as_tensor(x, device="cuda")
+            if x.dtype != cp.float32:
+                add(case, op, "torch:bincount", timer.gpu(lambda: torch.bincount(t, minlength=bins), reps, inner),
+                    nbytes)
+            try:
+                tf = t if t.dtype.is_floating_point else None
+                if tf is not None:
+                    add(case, op, "torch:histc",
+                        timer.gpu(lambda: torch.histc(tf, bins=bins, min=rng[0], max=rng[1]), reps, inner), nbytes)
+            except RuntimeError as e:
+                print(f"  torch.histc: {e}")
+        hout = np.zeros(bins, np.int64)
+        fn = {"uint8": cub.cub_hist_u8, "float32": cub.cub_hist_f32, "int32": cub.cub_hist_i32}[x.dtype.name]
+        ms = fn(x.data.ptr, x.size, bins, rng[0], rng[1], hout.ctypes.data, reps)
+        if ms > 0:
+            add(case, op, "cub", ms, nbytes)
+        if not (args.no_numpy_large and x.size >= (1 << 28)):
+            npfn = (lambda: np.bincount(host, minlength=bins)) if op == "bincount" else \
+                (lambda: np.histogram(host, bins=bins, range=rng))
+            add(case, op, "numpy", Timer.host(npfn, reps=3 if small else 1), nbytes)
+        del x, host
+        cp.get_default_memory_pool().free_all_blocks()
+
+    # seed 001's block-count sweep: shared vs global atomics on 64 MiB of uniform bytes
+    sweep = []
+    xs = uni[: 64 << 20]
+    for blocks in [1, 2, 4, 8, 16, 32, 66, 132, 264, 528, 1056, 2112]:
+        os.environ["GPUSYNC_HIST_GRID"] = str(blocks)
+        for s in ("global", "shared"):
+            ms = timer.gpu(lambda s=s: gs.histogram(xs, bins=256, range=(0, 256), strategy=s), reps=3)
+            sweep.append({"blocks": blocks, "strategy": s, "ms": round(ms, 4)})
+    del os.environ["GPUSYNC_HIST_GRID"]
+
+    write_results(args.out, info, ceiling, rows, sweep)
+    bad = [c for c in checks if not c[2]]
+    if bad:
+        print("MISMATCH against NumPy:", bad)
+        sys.exit(1)
+
+
+def write_results(outdir, info, ceiling, rows, sweep):
+    path = os.path.join(outdir, "latest.json")
+    data = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            data = json.load(f)
+    ops = {r["op"] for r in rows}
+    kept = [r for r in data.get("rows", []) if r["op"] not in ops]
+    data["device"] = info["name"]
+    data["date"] = datetime.date.today().isoformat()
+    data.setdefault("ceilings", {})["read_gbps"] = round(ceiling, 1)
+    data["rows"] = kept + rows
+    data.setdefault("sweeps", {})["histogram_blocks_u8_64MiB"] = sweep
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
+
+    lines = [f"# Histogram benchmark: {info['name']}, {data['date']}", "",
+             f"Read ceiling (1 GiB, 16-byte loads): **{ceiling:.0f} GB/s**", "",
+             "| case | impl | ms | GB/s | % of read ceiling | vs gpusync:auto |", "|---|---|---:|---:|---:|---:|"]
+    auto = {r["case"]: r["ms"] for r in rows if r["impl"] == "gpusync:auto"}
+    for r in rows:
+        rel = auto.get(r["case"], float("nan")) / r["ms"]
+        lines.append(f"| {r['case']} | {r['impl']} | {r['ms']:.4f} | {r['gbps']:.0f} | "
+                     f"{100 * r['gbps'] / ceiling:.0f}% | {rel:.2f}x |")
+    with open(os.path.join(outdir, "histogram.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    try:
+        plot(outdir, rows, sweep, ceiling)
+    except Exception as e:  # plots are a convenience; the numbers are in the JSON
+        print("plot failed:", e)
+
+
+def plot(outdir, rows, sweep, ceiling):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    impls = list(dict.fromkeys(r["impl"] for r in rows if "(graph)" not in r["impl"]))
+    auto = {r["case"]: r["ms"] for r in rows if r["impl"] == "gpusync:auto"}
+    fig, ax = plt.subplots(figsize=(14, 6))
+    width = 0.8 / len(impls)
+    for i, impl in enumerate(impls):
+        vals = []
+        for c in cases:
+            m = [r["ms"] for r in rows if r["case"] == c and r["impl"] == impl]
+            vals.append(auto[c] / m[0] if m and c in auto else 0)
+        ax.bar(np.arange(len(cases)) + i * width, vals, width, label=impl)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(np.arange(len(cases)) + 0.4)
+    ax.set_xticklabels(cases, rotation=15)
+    ax.set_ylabel("speed relative to gpusync:auto (higher is faster)")
+    ax.set_title("Histogram: every implementation relative to gpusync:auto")
+    ax.legend(ncol=4, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "histogram_speed.png"), dpi=110)
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for s in ("global", "shared"):
+        pts = [(p["blocks"], p["ms"]) for p in sweep if p["strategy"] == s]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"gpusync:{s}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("blocks")
+    ax.set_ylabel("ms (64 MiB of uniform bytes, 256 bins)")
+    ax.set_title("Block-count sweep (seed 001): global atomics vs shared-memory privatization")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "histogram_blocks.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()

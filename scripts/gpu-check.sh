@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Build in place, run the whole test suite (GPU tests included), run
+# compute-sanitizer (memcheck, racecheck) over the GPU histogram tests, and run
+# the benchmarks.  For a GPU machine with no network (the lent device).
+#
+#   scripts/gpu-check.sh [OUTDIR]        (default: $OUT, else ./gpu-check-out)
+#
+# Environment: GPUSYNC_CUDA_ARCHS (default 90 here: build only what this GPU
+# runs), SKIP_BENCH=1, SKIP_SANITIZER=1, BENCH_ARGS (extra benchmark args).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-gpu-check-out}}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+export GPUSYNC_CUDA_ARCHS=${GPUSYNC_CUDA_ARCHS:-90}
+status=0
+step() { echo; echo "=== $* ($(date +%T))"; }
+
+step "build (sm_${GPUSYNC_CUDA_ARCHS})"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
+t0=$(date +%s)
+if ! python3 setup.py build_ext --inplace >"$out/build.log" 2>&1; then
+    tail -40 "$out/build.log"; echo "BUILD FAILED"; exit 1
+fi
+echo "built in $(( $(date +%s) - t0 )) s"
+python3 -c "import gpusync as gs; print(gs.backend(), gs.device_info()['name'])"
+
+step "pytest (all, GPU included)"
+python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$out/pytest.log" | tail -25
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+if [ -z "${SKIP_SANITIZER:-}" ]; then
+    for tool in memcheck racecheck; do
+        step "compute-sanitizer --tool $tool (GPU histogram tests)"
+        compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
+            python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu.py -m "gpu and not slow" \
+            -k "cupy_in_cupy_out and (uint8 or float32 or int64) or strided or weights or cluster or torch" \
+            >"$out/sanitizer-$tool.log" 2>&1
+        rc=$?
+        tail -5 "$out/sanitizer-$tool.log"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -2
+        [ $rc -eq 0 ] || { echo "$tool: exit $rc"; status=1; }
+    done
+fi
+
+if [ -z "${SKIP_BENCH:-}" ]; then
+    step "benchmarks"
+    python3 benchmarks/histogram.py --out "$out" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log" | tail -60
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+step "done: status $status"
+exit $status

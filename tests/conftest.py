@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+
+import gpusync as gs
+
+HAS_CUDA = gs.cuda_available()
+
+BACKENDS = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_CUDA:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """Run the test body on each backend (the CUDA one only with a GPU)."""
+    with gs.use_backend(request.param):
+        yield request.param
+
+
+def strategies_for(backend):
+    """Every histogram strategy that can run on this backend."""
+    s = ["auto", "global", "shared", "warp"]
+    if backend == "cuda" and gs.device_info()["compute_capability"][0] >= 9:
+        s.append("cluster")
+    return s
+
+
+def assert_raises_like_numpy(np_call, gs_call):
+    """gpusync raises the same exception type with the same message as NumPy."""
+    with pytest.raises(Exception) as np_exc:
+        np_call()
+    with pytest.raises(type(np_exc.value)) as gs_exc:
+        gs_call()
+    assert str(gs_exc.value) == str(np_exc.value)
+
+
+def random_array(rng, dtype, n, low=None, high=None):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, n).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo = info.min if low is None else low
+        hi = info.max if high is None else high
+        return rng.integers(lo, hi, n, dtype=dtype, endpoint=True)
+    return (rng.standard_normal(n) * 10).astype(dtype)

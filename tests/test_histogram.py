@@ -1,0 +1,209 @@
+"""gs.histogram against np.histogram: dtypes x strategies x sizes, weights,
+density, edges, NaN/inf, errors (run on every available backend)."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import gpusync as gs
+from conftest import assert_raises_like_numpy, random_array, strategies_for
+
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+          np.float16, np.float32, np.float64]
+SIZES = [0, 1, 31, 33, 1000, 10**6]
+
+
+def check(a, **kw):
+    """gs.histogram(a, **kw) equals np.histogram(a, **kw) (or raises alike)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np_kw = {k: v for k, v in kw.items() if k != "strategy"}
+        try:
+            ref_h, ref_e = np.histogram(a, **np_kw)
+        except Exception:
+            assert_raises_like_numpy(lambda: np.histogram(a, **np_kw), lambda: gs.histogram(a, **kw))
+            return None
+        h, e = gs.histogram(a, **kw)
+    assert h.dtype == ref_h.dtype and e.dtype == ref_e.dtype
+    np.testing.assert_array_equal(e, ref_e)
+    if h.dtype.kind == "f":
+        np.testing.assert_allclose(h, ref_h, rtol=1e-12, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(h, ref_h)
+    return h
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", SIZES)
+def test_dtypes_sizes_strategies(backend, dtype, n):
+    rng = np.random.default_rng(n + 7)
+    a = random_array(rng, dtype, n)
+    for s in strategies_for(backend):
+        check(a, bins=17, strategy=s)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64])
+def test_range_and_many_bins(backend, dtype):
+    rng = np.random.default_rng(3)
+    a = random_array(rng, dtype, 100_003, low=-50 if np.dtype(dtype).kind == "i" else None,
+                     high=300 if np.dtype(dtype).itemsize > 1 else None)
+    for s in strategies_for(backend):
+        for bins, rng_ in [(256, (0, 256)), (128, (0, 128)), (10, (-3.5, 7.25)), (1000, None), (3, (5, 5))]:
+            check(a, bins=bins, range=rng_, strategy=s)
+
+
+def test_every_byte_value(backend):
+    """All 256 values of each 8-bit type, on edges that hit values exactly."""
+    for dt in (np.uint8, np.int8):
+        a = np.arange(256, dtype=np.uint8).view(dt).repeat(3)
+        for bins, r in [(256, (0, 256)), (255, (0, 255)), (7, (-10, 100)), (1, None), (64, (-128, 127.5))]:
+            for s in strategies_for(backend):
+                check(a, bins=bins, range=r, strategy=s)
+
+
+def test_non_contiguous_and_nd(backend):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((300, 41))
+    check(a, bins=12)
+    check(a[:, 3], bins=12)
+    check(a[::-3, ::2], bins=[-2, -1, 0, 0.5, 3])
+    b = np.arange(1000, dtype=np.int32)[::7]
+    check(b, bins=10, range=(0, 1000))
+
+
+def test_edges_array(backend):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal(50_001).astype(np.float32)
+    for edges in ([-1, 0, 1], [-np.inf, 0, np.inf], [0, 0, 1, 1, 2], np.linspace(-3, 3, 1001),
+                  np.array([-2, -1.5, 0.25, 0.3, 4], dtype=np.float32), [1, 2, 3]):
+        for s in strategies_for(backend):
+            check(a, bins=edges, strategy=s)
+    ints = rng.integers(-10, 10, 10_000)
+    check(ints, bins=[-5, 0, 3, 9])
+    check(ints, bins=np.arange(-10, 11))
+
+
+def test_weights_and_density(backend):
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal(20_000)
+    for wdt in (np.float64, np.float32, np.int32, np.int64, np.uint8, np.bool_, np.float16):
+        w = random_array(rng, wdt, a.size, low=0, high=5) if np.dtype(wdt).kind in "iu" else (
+            rng.random(a.size).astype(wdt) if wdt != np.bool_ else rng.random(a.size) > 0.5)
+        for s in strategies_for(backend):
+            h, e = gs.histogram(a, bins=20, weights=w, strategy=s)
+            ref, ref_e = np.histogram(a, bins=20, weights=w)
+            assert h.dtype == ref.dtype
+            tol = 1e-3 if wdt in (np.float32, np.float16) else 1e-9
+            np.testing.assert_allclose(h.astype(float), ref.astype(float), rtol=tol, atol=tol)
+            np.testing.assert_array_equal(e, ref_e)
+    for kw in ({}, {"weights": rng.random(a.size)}, {"bins": [-1, 0, 0.5, 2]}):
+        h, e = gs.histogram(a, density=True, **kw)
+        ref, _ = np.histogram(a, density=True, **kw)
+        np.testing.assert_allclose(h, ref, rtol=1e-10)
+
+
+def test_nan_inf(backend):
+    a = np.array([np.nan, 1.0, 2.0, np.inf, -np.inf, 3.0, np.nan])
+    for s in strategies_for(backend):
+        check(a, bins=3, range=(0, 4), strategy=s)
+        check(a, bins=[-np.inf, 0, 2, np.inf], strategy=s)
+        check(a.astype(np.float32), bins=[0, 1, 2, 3], strategy=s)
+    assert_raises_like_numpy(lambda: np.histogram(a), lambda: gs.histogram(a))
+    b = np.array([1.0, np.inf])
+    assert_raises_like_numpy(lambda: np.histogram(b), lambda: gs.histogram(b))
+
+
+def test_bool_input_warns_like_numpy(backend):
+    a = np.array([True, False, True, True])
+    with pytest.warns(RuntimeWarning, match="Converting input from bool"):
+        h, e = gs.histogram(a, bins=2)
+    with pytest.warns(RuntimeWarning):
+        ref, ref_e = np.histogram(a, bins=2)
+    np.testing.assert_array_equal(h, ref)
+    np.testing.assert_array_equal(e, ref_e)
+
+
+def test_string_bins(backend):
+    a = np.random.default_rng(2).standard_normal(5000)
+    for b in ("auto", "fd", "sturges", "sqrt"):
+        check(a, bins=b)
+
+
+def test_float_edge_exactness(backend):
+    """Values sitting exactly on float32 / float64 edges land where NumPy puts them."""
+    for dt in (np.float32, np.float64, np.float16):
+        _, e = np.histogram(np.zeros(0, dt), bins=37, range=(np.float64(-1.3), 2.9))
+        a = np.concatenate([e, np.nextafter(e, np.inf), np.nextafter(e, -np.inf)]).astype(dt)
+        for s in strategies_for(backend):
+            check(a, bins=37, range=(-1.3, 2.9), strategy=s)
+            check(a, bins=37, strategy=s)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.histogram([1, 2], bins=0),
+        lambda m: m.histogram([1, 2], bins=-3),
+        lambda m: m.histogram([1, 2], bins=2.5),
+        lambda m: m.histogram([1, 2], bins=[2, 1]),
+        lambda m: m.histogram([1, 2], bins=[[1, 2]]),
+        lambda m: m.histogram([1, 2], range=(2, 1)),
+        lambda m: m.histogram([1, 2], range=(0, np.inf)),
+        lambda m: m.histogram([1, 2], range=(np.nan, 1)),
+        lambda m: m.histogram([1, 2], weights=[1, 2, 3]),
+        lambda m: m.histogram(np.array([1e30, 1e30], np.float32) + np.array([0, 1e24], np.float32),
+                              bins=10**8),
+    ],
+)
+def test_errors_match_numpy(backend, call):
+    assert_raises_like_numpy(lambda: call(np), lambda: call(gs))
+
+
+def test_bad_dtypes_and_strategy(backend):
+    for bad in (np.array([1 + 2j]), np.array(["a", "b"]), np.array([object()], dtype=object)):
+        with pytest.raises(TypeError, match="a has dtype"):
+            gs.histogram(bad)
+    with pytest.raises(TypeError, match="weights"):
+        gs.histogram([1, 2], weights=np.array([1j, 2j]))
+    for bad in ("fastest", None, 3):
+        with pytest.raises(ValueError, match="strategy must be one of"):
+            gs.histogram([1, 2], strategy=bad)
+
+
+def test_empty(backend):
+    check(np.zeros(0), bins=5)
+    check(np.zeros(0, np.uint8), bins=5, range=(0, 10))
+    check(np.zeros(0), bins=[0, 1, 2])
+    check(np.zeros(0), bins=4, weights=np.zeros(0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    a=st.one_of(
+        hnp.arrays(st.sampled_from([np.float32, np.float64]), st.integers(0, 300),
+                   elements=st.floats(allow_nan=True, allow_infinity=True, width=32)),
+        hnp.arrays(st.sampled_from([np.uint8, np.int8, np.int16, np.int32, np.int64]), st.integers(0, 300)),
+    ),
+    bins=st.integers(1, 40),
+    lo=st.floats(-1e3, 1e3),
+    width=st.floats(1e-3, 1e4),
+    strategy=st.sampled_from(["auto", "global", "shared", "warp"]),
+)
+def test_property_matches_numpy(a, bins, lo, width, strategy):
+    """For any data and range, counts equal NumPy's and sum to the kept values."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            ref = np.histogram(a, bins=bins, range=(lo, lo + width))
+        except ValueError as e:
+            with pytest.raises(ValueError, match=str(e)[:20]):
+                gs.histogram(a, bins=bins, range=(lo, lo + width), strategy=strategy)
+            return
+        h, e = gs.histogram(a, bins=bins, range=(lo, lo + width), strategy=strategy)
+    np.testing.assert_array_equal(h, ref[0])
+    np.testing.assert_array_equal(e, ref[1])
+    kept = np.count_nonzero((a.astype(e.dtype) >= e[0]) & (a.astype(e.dtype) <= e[-1]))
+    assert h.sum() == kept
