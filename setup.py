@@ -12,7 +12,12 @@ Environment:
                       this nvcc supports from sm_75 up.
   GPUSYNC_NO_CUDA=1   build the CPU-only backend even if nvcc is present.
   CUDA_HOME           where the toolkit lives (else nvcc on PATH).
+  GPUSYNC_CUDA_OBJDIR keep/reuse the nvcc objects in this folder, named by a
+                      hash of their sources and flags (a rebuild with nothing
+                      changed, or a build on another machine with the same
+                      toolkit, skips nvcc).
 """
+import hashlib
 import os
 import re
 import shutil
@@ -79,19 +84,26 @@ class BuildExt(build_ext):
     def compile_cuda(self, nvcc):
         archs, gencode = cuda_archs(nvcc)
         sources = sorted(glob(os.path.join(CSRC, "cuda", "*.cu")))
-        outdir = os.path.join(self.build_temp, "cuda")
+        outdir = os.environ.get("GPUSYNC_CUDA_OBJDIR") or os.path.join(self.build_temp, "cuda")
         os.makedirs(outdir, exist_ok=True)
         inc = os.path.join(CSRC, "include")
         base = [nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-I", inc, "--expt-relaxed-constexpr", *gencode]
         if os.environ.get("GPUSYNC_PTXAS_VERBOSE"):
             base.append("-Xptxas=-v")
+        headers = sorted(glob(os.path.join(CSRC, "cuda", "*.cuh")) + glob(os.path.join(CSRC, "common", "*.h"))
+                         + glob(os.path.join(inc, "gpusync", "*")))
+        common = hashlib.sha1(" ".join(base[1:]).encode())
+        for h in headers:
+            with open(h, "rb") as f:
+                common.update(f.read())
         jobs = []
         for src in sources:
-            obj = os.path.join(outdir, os.path.splitext(os.path.basename(src))[0] + ".o")
-            deps = [src] + glob(os.path.join(CSRC, "cuda", "*.cuh")) + glob(os.path.join(CSRC, "common", "*.h"))
-            deps += glob(os.path.join(inc, "gpusync", "*"))
-            stale = not os.path.exists(obj) or os.path.getmtime(obj) < max(os.path.getmtime(d) for d in deps)
-            jobs.append((src, obj, stale))
+            key = common.copy()
+            with open(src, "rb") as f:
+                key.update(f.read())
+            stem = os.path.splitext(os.path.basename(src))[0]
+            obj = os.path.join(outdir, f"{stem}-{key.hexdigest()[:16]}.o")
+            jobs.append((src, obj, not os.path.exists(obj)))
         print(f"gpusync: nvcc for sm_{', sm_'.join(map(str, archs))} (+PTX {archs[-1]}), {len(sources)} files")
         t0 = time.time()
 

@@ -13,6 +13,7 @@ out=${1:-${OUT:-gpu-check-out}}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 export GPUSYNC_CUDA_ARCHS=${GPUSYNC_CUDA_ARCHS:-90}
+export GPUSYNC_CUDA_OBJDIR=${GPUSYNC_CUDA_OBJDIR:-$PWD/.cuda-objs}  # objects built elsewhere are reused when up to date
 status=0
 step() { echo; echo "=== $* ($(date +%T))"; }
 
