@@ -269,7 +269,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     device = isinstance(x, DeviceArray)
     if w is not None and np.dtype(w.dtype) != np.float64:
         out = Lib.of(x.lib).astype(out, w.dtype) if device else out.astype(w.dtype)
-    edges_out = _edges_for(x, edges, desc) if device else edges
+    edges_out = _edges_for(x, edges, uniform) if device else edges
     if density:
         db = np.array(np.diff(edges), float)
         if device:
@@ -278,11 +278,16 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     return out, edges_out
 
 
-def _edges_for(x: DeviceArray, edges: np.ndarray, desc):
-    """The edges as an array of the input's library, made on the device when a
-    formula describes them (no host copy, no wait)."""
+def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
+    """The edges as an array of the input's library, written on the device by
+    a kernel when a formula describes them (no host copy, no wait: capturable
+    in a CUDA graph); copied from the host otherwise."""
     lib = Lib.of(x.lib)
-    if desc[0] == _UNIFORM and edges.dtype in (np.float32, np.float64) and _backend.backend() == "cuda":
+    f = _uniform_formula(edges) if uniform and _backend.backend() == "cuda" else None
+    if f is not None:
+        start, step, stop, af32, ef32 = f
+        desc = _bins_tuple(_UNIFORM, len(edges) - 1, start=start, step=step, stop=stop, arith_f32=af32,
+                           edges_f32=ef32)
         out = lib.empty(len(edges), edges.dtype, x.device)
         _core.uniform_edges("cuda", desc, _arrays.as_input(out, "edges").desc(), x.stream)
         return out

@@ -29,17 +29,17 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS)
 #ifndef GS_NO_CLUSTERS
     using S = typename std::conditional<W, double, unsigned>::type;
     extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int32_t lut[256];
+    __shared__ gs_smem_bins sb;
     S *h = (S *)smem;
     cg::cluster_group cl = cg::this_cluster();
     const int slice = 1 << sshift;
     for (int i = threadIdx.x; i < slice; i += blockDim.x)
         h[i] = 0;
-    gs_load_lut(b, lut);
+    gs_bins_prepare(b, sb);
     cl.sync();
 
     gs_for_each(x, n, xs, [&](T v, int64_t i, bool ok) {
-        const int64_t k = ok ? gs_dbin(b, lut, v) : -1;
+        const int64_t k = ok ? gs_dbin(b, sb, v) : -1;
         if (k < 0)
             return;
         S *dst = cl.map_shared_rank(h, (unsigned)(k >> sshift));

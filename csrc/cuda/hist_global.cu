@@ -11,10 +11,10 @@ __global__ void __launch_bounds__(GS_HIST_GLOBAL_THREADS)
     hist_global_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, const void *__restrict__ w,
                        int64_t ws, int wdt, void *out)
 {
-    __shared__ int32_t lut[256];
-    gs_load_lut(b, lut);
+    __shared__ gs_smem_bins sb;
+    gs_bins_prepare(b, sb);
     gs_for_each(x, n, xs, [&](T v, int64_t i, bool ok) {
-        const int64_t k = ok ? gs_dbin(b, lut, v) : -1;
+        const int64_t k = ok ? gs_dbin(b, sb, v) : -1;
         if (k < 0)
             return;
         if constexpr (W)

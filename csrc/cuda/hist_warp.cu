@@ -24,17 +24,17 @@ __global__ void hist_warp_kernel(gs_binner b, const T *__restrict__ x, int64_t n
     using C = typename std::conditional<W, double, unsigned long long>::type;
     using S = typename std::conditional<W, double, unsigned>::type;
     extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int32_t lut[256];
+    __shared__ gs_smem_bins sb;
     S *h = (S *)smem;
     const int64_t nb = b.nbins;
     const unsigned lane = threadIdx.x & 31;
     if constexpr (SMEM)
         for (int64_t i = threadIdx.x; i < nb; i += blockDim.x)
             h[i] = 0;
-    gs_load_lut(b, lut);
+    gs_bins_prepare(b, sb);
 
-    gs_for_each(x, n, xs, [&](T v, int64_t i, bool ok) {
-        const long long k = ok ? (long long)gs_dbin(b, lut, v) : -1;
+    auto one = [&](T v, int64_t i, bool ok) {
+        const int k = ok ? (int)gs_dbin(b, sb, v) : -1;
         const unsigned peers = __match_any_sync(0xffffffffu, k);
         const unsigned leader = __ffs(peers) - 1;
         if constexpr (W) {
@@ -60,6 +60,14 @@ __global__ void hist_warp_kernel(gs_binner b, const T *__restrict__ x, int64_t n
             else
                 atomicAdd((C *)out + k, (C)__popc(peers));
         }
+    };
+    /* Vectors are walked element by element without unrolling: ptxas 13.0
+     * fails register allocation (C7600) on 16 unrolled __match_any_sync
+     * rounds of the 8-bit instantiation, and matching dominates anyway. */
+    gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t i0, bool ok) {
+#pragma unroll 1
+        for (int e = 0; e < 16 / (int)sizeof(T); e++)
+            one(r.e[e], i0 + e, ok);
     });
 
     if constexpr (SMEM) {

@@ -91,57 +91,157 @@ struct gs_f16 {
     uint16_t bits;
 };
 
-/* Bin of one value: 8-bit inputs use the LUT (in shared memory, `lut`) or
- * DIRECT on the raw byte; wider integers DIRECT or the real-valued rules. */
-__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const int32_t *lut, uint8_t v)
+/*
+ * Per-block bin tables in shared memory, filled once at kernel start by
+ * gs_bins_prepare(): the 8-bit lookup table, or the edges (as double and as
+ * float) when there are at most GS_HIST_SMEM_EDGES of them.  Equal-width
+ * edges are computed from the verified formula, so no edge array ever has to
+ * be copied from the host for them.
+ */
+struct gs_smem_bins {
+    union {
+        int32_t lut[256];
+        double e[GS_HIST_SMEM_EDGES];
+    };
+    float ef[GS_HIST_SMEM_EDGES];
+};
+
+__device__ __forceinline__ bool gs_edges_in_smem(const gs_binner &b)
 {
-    return b.kind == GS_BINS_LUT ? (int64_t)lut[v] : gs_bin_direct(&b, v);
-}
-#define GS_INT_BIN(T, WIDEN)                                                                                  \
-    __device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const int32_t *, T v)                     \
-    {                                                                                                         \
-        return b.kind == GS_BINS_DIRECT ? gs_bin_direct(&b, (uint64_t)(WIDEN)v) : gs_bin_real(&b, (double)v);  \
-    }
-GS_INT_BIN(int16_t, int64_t)
-GS_INT_BIN(uint16_t, uint64_t)
-GS_INT_BIN(int32_t, int64_t)
-GS_INT_BIN(uint32_t, uint64_t)
-GS_INT_BIN(int64_t, int64_t)
-GS_INT_BIN(uint64_t, uint64_t)
-#undef GS_INT_BIN
-__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const int32_t *, gs_f16 v)
-{
-    return gs_bin_real(&b, (double)gs_half_to_float(v.bits));
-}
-__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const int32_t *, float v)
-{
-    return gs_bin_real(&b, (double)v);
-}
-__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const int32_t *, double v)
-{
-    return gs_bin_real(&b, v);
+    return (b.kind == GS_BINS_UNIFORM || b.kind == GS_BINS_EDGES) && b.nbins < GS_HIST_SMEM_EDGES;
 }
 
-/* Copy the LUT (8-bit inputs) into shared memory; every kernel calls this
- * first, and it ends with __syncthreads(). */
-__device__ __forceinline__ void gs_load_lut(const gs_binner &b, int32_t *lut)
+/* Ends with __syncthreads(). */
+__device__ __forceinline__ void gs_bins_prepare(const gs_binner &b, gs_smem_bins &s)
 {
-    if (b.kind == GS_BINS_LUT)
+    if (b.kind == GS_BINS_LUT) {
         for (int i = threadIdx.x; i < 256; i += blockDim.x)
-            lut[i] = b.lut[i];
+            s.lut[i] = b.lut[i];
+    } else if (gs_edges_in_smem(b)) {
+        for (int i = threadIdx.x; i <= b.nbins; i += blockDim.x) {
+            const double e = b.kind == GS_BINS_UNIFORM ? gs_uniform_edge(&b, i) : b.edges[i];
+            s.e[i] = e;
+            s.ef[i] = (float)e; /* exact whenever edges_f32 (only then used) */
+        }
+    }
     __syncthreads();
 }
 
+/* Correct an estimate k of x's bin with the edges e[0..n] (e[0] <= x <= e[n]):
+ * the result is the k with e[k] <= x < e[k+1], or n - 1 for x == e[n]. */
+template <class E>
+__device__ __forceinline__ int gs_correct(const E *e, int n, E x, int k)
+{
+    k = k < 0 ? 0 : (k > n - 1 ? n - 1 : k);
+    while (x < e[k])
+        k--;
+    while (k < n - 1 && x >= e[k + 1])
+        k++;
+    return k;
+}
+
+/* Equal-width bins with edges in shared memory: estimate, then correct. */
+__device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs_smem_bins &s, float x)
+{
+    const int n = (int)b.nbins;
+    if (!(x >= s.ef[0] && x <= s.ef[n]))
+        return -1;
+    const float f = (x - s.ef[0]) * (float)b.scale; /* in [0, n(1+eps)]: below 2^23 */
+    const int k = __float_as_int(__fadd_rd(f, 8388608.0f)) - 0x4B000000; /* floor without a conversion */
+    return gs_correct(s.ef, n, x, k);
+}
+__device__ __forceinline__ int64_t gs_bin_uniform_d(const gs_binner &b, const gs_smem_bins &s, double x)
+{
+    const int n = (int)b.nbins;
+    if (!(x >= s.e[0] && x <= s.e[n]))
+        return -1;
+    const double f = (x - s.e[0]) * b.scale;
+    const int k = (int)(__double_as_longlong(__dadd_rd(f, 4503599627370496.0)) - 0x4330000000000000ll);
+    return gs_correct(s.e, n, x, k);
+}
+template <class E> __device__ __forceinline__ int64_t gs_bin_search(const E *e, int n, E x)
+{
+    if (!(x >= e[0]))
+        return -1;
+    if (x >= e[n])
+        return x == e[n] ? n - 1 : -1;
+    int lo = 0, hi = n;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (e[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A value whose conversion to float is exact (ints <= 16 bits, halves,
+ * floats): compare in float when the edges are float32. */
+__device__ __forceinline__ int64_t gs_bin_real_smem(const gs_binner &b, const gs_smem_bins &s, float xf, bool f_exact)
+{
+    if (!gs_edges_in_smem(b))
+        return gs_bin_real(&b, (double)xf);
+    if (f_exact && b.edges_f32)
+        return b.kind == GS_BINS_UNIFORM ? gs_bin_uniform_f(b, s, xf) : gs_bin_search(s.ef, (int)b.nbins, xf);
+    return b.kind == GS_BINS_UNIFORM ? gs_bin_uniform_d(b, s, (double)xf)
+                                     : gs_bin_search(s.e, (int)b.nbins, (double)xf);
+}
+__device__ __forceinline__ int64_t gs_bin_real_smem_d(const gs_binner &b, const gs_smem_bins &s, double x)
+{
+    if (!gs_edges_in_smem(b))
+        return gs_bin_real(&b, x);
+    return b.kind == GS_BINS_UNIFORM ? gs_bin_uniform_d(b, s, x) : gs_bin_search(s.e, (int)b.nbins, x);
+}
+
+/* Bin of one value.  8-bit inputs: LUT or DIRECT on the raw byte; wider
+ * integers: DIRECT or the real-valued rules; floats: real-valued rules. */
+__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, uint8_t v)
+{
+    return b.kind == GS_BINS_LUT ? (int64_t)s.lut[v] : gs_bin_direct(&b, v);
+}
+#define GS_INT_BIN(T, WIDEN, REAL)                                                                            \
+    __device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, T v)               \
+    {                                                                                                         \
+        return b.kind == GS_BINS_DIRECT ? gs_bin_direct(&b, (uint64_t)(WIDEN)v) : REAL;                      \
+    }
+GS_INT_BIN(int16_t, int64_t, gs_bin_real_smem(b, s, (float)v, true))
+GS_INT_BIN(uint16_t, uint64_t, gs_bin_real_smem(b, s, (float)v, true))
+GS_INT_BIN(int32_t, int64_t, gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(uint32_t, uint64_t, gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(int64_t, int64_t, gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(uint64_t, uint64_t, gs_bin_real_smem_d(b, s, (double)v))
+#undef GS_INT_BIN
+__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, gs_f16 v)
+{
+    return gs_bin_real_smem(b, s, gs_half_to_float(v.bits), true);
+}
+__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, float v)
+{
+    return gs_bin_real_smem(b, s, v, true);
+}
+__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, double v)
+{
+    return gs_bin_real_smem_d(b, s, v);
+}
+
 /*
- * Visit every element this thread owns in a grid-stride pass:
- * f(value, index, valid).  The trip count is the same for all 32 lanes of a
- * warp (invalid lanes get valid == false and a zero value), so f may use
- * warp-wide *_sync intrinsics with the full mask.  Contiguous inputs are read
- * with 16-byte vector loads, GS_HIST_VEC_UNROLL of them in flight per thread;
- * a misaligned head and the tail are read element by element.
+ * Visit every element this thread owns in a grid-stride pass.  The trip
+ * count is the same for all 32 lanes of a warp (invalid lanes get
+ * ok == false and a zero value), so callbacks may use warp-wide *_sync
+ * intrinsics with the full mask.  Contiguous inputs are read with 16-byte
+ * vector loads, GS_HIST_VEC_UNROLL of them in flight per thread: fvec(vec,
+ * first_index, ok) gets each whole vector; fone(value, index, ok) gets the
+ * elements of a misaligned head, the tail, and strided inputs.
  */
-template <class T, class F>
-__device__ __forceinline__ void gs_for_each(const T *__restrict__ x, int64_t n, int64_t stride, F &&f)
+template <class T> union gs_vec {
+    int4 v;
+    T e[16 / sizeof(T)];
+};
+
+template <class T, class F1, class FV>
+__device__ __forceinline__ void gs_for_each_vec(const T *__restrict__ x, int64_t n, int64_t stride, F1 &&fone,
+                                                FV &&fvec)
 {
     constexpr int V = 16 / sizeof(T);
     constexpr int U = GS_HIST_VEC_UNROLL;
@@ -153,7 +253,7 @@ __device__ __forceinline__ void gs_for_each(const T *__restrict__ x, int64_t n, 
         for (int64_t base = warp0; base < n; base += nth) {
             const int64_t i = base + lane;
             const bool ok = i < n;
-            f(ok ? x[i * stride] : T(), i, ok);
+            fone(ok ? x[i * stride] : T(), i, ok);
         }
         return;
     }
@@ -163,39 +263,42 @@ __device__ __forceinline__ void gs_for_each(const T *__restrict__ x, int64_t n, 
     for (int64_t base = warp0; base < head; base += nth) {
         const int64_t i = base + lane;
         const bool ok = i < head;
-        f(ok ? x[i] : T(), i, ok);
+        fone(ok ? x[i] : T(), i, ok);
     }
     const int4 *xv = reinterpret_cast<const int4 *>(x + head);
     const int64_t nv = (n - head) / V;
-    union vec {
-        int4 v;
-        T e[V];
-    };
     for (int64_t base = warp0; base < nv; base += (int64_t)U * nth) {
-        vec r[U];
+        gs_vec<T> r[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t j = base + lane + (int64_t)u * nth;
-            if (j < nv)
-                r[u].v = __ldcs(xv + j); /* streamed once: evict-first */
+            r[u].v = j < nv ? __ldcs(xv + j) : make_int4(0, 0, 0, 0); /* streamed once: evict-first */
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t j = base + lane + (int64_t)u * nth;
             const bool ok = j < nv;
-            if (__any_sync(0xffffffffu, ok)) {
-#pragma unroll
-                for (int e = 0; e < V; e++)
-                    f(ok ? r[u].e[e] : T(), head + j * V + e, ok);
-            }
+            if (__any_sync(0xffffffffu, ok))
+                fvec(r[u], head + j * V, ok);
         }
     }
     const int64_t done = head + nv * V;
     for (int64_t base = done + warp0; base < n; base += nth) {
         const int64_t i = base + lane;
         const bool ok = i < n;
-        f(ok ? x[i] : T(), i, ok);
+        fone(ok ? x[i] : T(), i, ok);
     }
+}
+
+/* The same, element by element: f(value, index, ok). */
+template <class T, class F>
+__device__ __forceinline__ void gs_for_each(const T *__restrict__ x, int64_t n, int64_t stride, F &&f)
+{
+    gs_for_each_vec(x, n, stride, f, [&](const gs_vec<T> &r, int64_t i0, bool ok) {
+#pragma unroll
+        for (int e = 0; e < 16 / (int)sizeof(T); e++)
+            f(r.e[e], i0 + e, ok);
+    });
 }
 
 /* A weight as double (float32 or float64 storage). */

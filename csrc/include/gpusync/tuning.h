@@ -22,8 +22,12 @@
  * bank and no two lanes ever update the same word, whatever the data. */
 #define GS_HIST_SMEM_BUDGET (100 * 1024)
 #define GS_HIST_MAX_REPLICAS 32
-/* Static shared memory of every histogram kernel (the 8-bit lookup table). */
-#define GS_HIST_STATIC_SMEM 1024
+/* Bin tables kept in shared memory by every histogram kernel: the 8-bit
+ * lookup table, or up to GS_HIST_SMEM_EDGES edges (as double and float), so
+ * that binning reads edges from shared memory, not from a formula or global
+ * memory.  GS_HIST_STATIC_SMEM is what that costs per block. */
+#define GS_HIST_SMEM_EDGES 513
+#define GS_HIST_STATIC_SMEM (GS_HIST_SMEM_EDGES * 12 + 16)
 
 /* Elements of 16-byte vector loads each thread issues before using any of
  * them (memory-level parallelism). */
