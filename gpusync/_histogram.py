@@ -15,6 +15,7 @@ Implicit host synchronizations are marked ``# synchronize!``.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import warnings
 
@@ -44,9 +45,9 @@ def _check_dtype(dt, name, func):
 
 
 def _bins_tuple(kind, nbins, offset=0, closed=0, lut=None, start=0.0, step=0.0, stop=0.0, scale=0.0,
-                arith_f32=0, edges_f32=0, edges=None):
+                margin=0.5, arith_f32=0, edges_f32=0, edges=None):
     return (kind, int(nbins), int(offset), int(closed), lut, float(start), float(step), float(stop),
-            float(scale), int(arith_f32), int(edges_f32), edges)
+            float(scale), float(margin), int(arith_f32), int(edges_f32), edges)
 
 
 def _reference_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -117,8 +118,14 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
         f = _uniform_formula(edges)
         if f is not None:
             start, step, stop, af32, ef32 = f
-            scale = n / (float(edges[-1]) - float(edges[0]))
-            return _bins_tuple(_UNIFORM, n, start=start, step=step, stop=stop, scale=scale,
+            e64 = edges.astype(np.float64)
+            scale = n / (e64[-1] - e64[0])
+            # how far the edges sit from their ideal positions k, in bins, plus
+            # the error of a float32 estimate (relative 2^-22, kept 4x wide):
+            # estimates farther than this from an integer need no correction
+            dev = float(np.max(np.abs((e64 - e64[0]) * scale - np.arange(n + 1))))
+            margin = min(0.5, dev + n * 2.0**-20 + 1e-7)
+            return _bins_tuple(_UNIFORM, n, start=start, step=step, stop=stop, scale=scale, margin=margin,
                                arith_f32=af32, edges_f32=ef32)
     return _bins_tuple(_EDGES, n, edges=np.ascontiguousarray(edges, dtype=np.float64))
 
@@ -240,7 +247,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
         if w is not None:
             wt = _flat_host(w) if isinstance(w, np.ndarray) else w.to_host()
         edges = np.histogram_bin_edges(data, bins=bins, range=range, weights=wt)
-        uniform = True
+        uniform, desc = True, None
     else:
         if hasattr(bins, "__cuda_array_interface__") or (
             hasattr(bins, "__dlpack__") and not isinstance(bins, np.ndarray)
@@ -258,11 +265,10 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
                 proxy = np.empty(0, dtype=dt)
         else:
             proxy = np.empty(0, dtype=dt)
-        edges = np.histogram_bin_edges(proxy, bins=bins, range=range)
-        uniform = np.ndim(bins) == 0
-
+        edges, desc, uniform = _plan(proxy, bins, range)
+    if desc is None:
+        desc = _describe_bins(np.dtype(dt), edges, uniform)
     nbins = len(edges) - 1
-    desc = _describe_bins(np.dtype(dt), edges, uniform)
     out, used = _run(be, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
     last_strategy["histogram"] = used
 
@@ -278,12 +284,68 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     return out, edges_out
 
 
+def _key(v):
+    """A cache key that keeps the value's type (NumPy's promotion depends on it)."""
+    if isinstance(v, (bool, int, float, np.integer, np.floating)):
+        return (type(v), v)
+    if isinstance(v, (tuple, list)) and len(v) == 2:
+        return tuple(_key(e) for e in v)
+    if isinstance(v, np.ndarray) and v.ndim == 1 and v.size <= 4096:
+        return (v.dtype.str, v.tobytes())
+    raise TypeError
+
+
+@functools.lru_cache(maxsize=512)
+def _plan_cached(proxy_dtype, proxy_bytes, bins_key, range_key, bins_h, range_h):
+    bins, range = bins_h.value, range_h.value
+    proxy = np.frombuffer(proxy_bytes, dtype=proxy_dtype)
+    edges = np.histogram_bin_edges(proxy, bins=bins, range=range)
+    edges.flags.writeable = False
+    uniform = np.ndim(bins) == 0
+    return edges, _describe_bins(np.dtype(proxy_dtype), edges, uniform), uniform
+
+
+def _plan(proxy, bins, range):
+    """(edges, bin description, uniform) for a proxy of the data; remembered
+    for repeated calls with the same dtype, bins and range (the NumPy edge
+    computation and the LUT cost ~100 us of host time per call)."""
+    try:
+        bk, rk = _key(bins if np.ndim(bins) == 0 else np.asarray(bins)), (None if range is None else _key(range))
+        args = (proxy.dtype.str, proxy.tobytes(), bk, rk)
+        edges, desc, uniform = _plan_cached(*args, _Hashed(bk, bins), _Hashed(rk, range))
+        return edges.copy(), desc, uniform
+    except TypeError:
+        pass
+    edges = np.histogram_bin_edges(proxy, bins=bins, range=range)
+    return edges, None, np.ndim(bins) == 0
+
+
+class _Hashed:
+    """Carries an unhashable value through lru_cache under a hashable key."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key, value):
+        self.key, self.value = key, value
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __eq__(self, other):
+        return self.key == other.key
+
+
+@functools.lru_cache(maxsize=256)
+def _formula_cached(dtype, data):
+    return _uniform_formula(np.frombuffer(data, dtype=dtype))
+
+
 def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
     """The edges as an array of the input's library, written on the device by
     a kernel when a formula describes them (no host copy, no wait: capturable
     in a CUDA graph); copied from the host otherwise."""
     lib = Lib.of(x.lib)
-    f = _uniform_formula(edges) if uniform and _backend.backend() == "cuda" else None
+    f = _formula_cached(edges.dtype.str, edges.tobytes()) if uniform and _backend.backend() == "cuda" else None
     if f is not None:
         start, step, stop, af32, ef32 = f
         desc = _bins_tuple(_UNIFORM, len(edges) - 1, start=start, step=step, stop=stop, arith_f32=af32,

@@ -43,7 +43,8 @@ typedef struct gs_binner {
     int32_t edges_f32;
     int64_t nbins;
     int64_t offset;
-    double start, step, stop, scale, lo;
+    double start, step, stop, scale, lo, margin;
+    float lo_f, stop_f, scale_f, margin_f; /* float copies for the float path */
     const double *edges; /* GS_BINS_EDGES: memory the executing side can read */
     int32_t lut[256];
 } gs_binner;
@@ -109,6 +110,11 @@ GS_HD void gs_binner_init(gs_binner *b, const gs_hist_bins *bins, const double *
     if (bins->kind == GS_BINS_LUT)
         memcpy(b->lut, bins->lut, sizeof b->lut);
     b->lo = bins->kind == GS_BINS_UNIFORM ? gs_uniform_edge(b, 0) : 0.0;
+    b->margin = bins->margin < 0.5 ? bins->margin : 0.5;
+    b->lo_f = (float)b->lo;
+    b->stop_f = (float)b->stop;
+    b->scale_f = (float)b->scale;
+    b->margin_f = (float)b->margin;
 }
 
 /* IEEE half -> float, exact (host and device alike). */
@@ -150,12 +156,16 @@ GS_HD int64_t gs_bin_real(const gs_binner *b, double x)
     if (b->kind == GS_BINS_UNIFORM) {
         if (!(x >= b->lo && x <= b->stop))
             return -1; /* outside, or NaN */
-        int64_t k = (int64_t)((x - b->lo) * b->scale);
+        const double f = (x - b->lo) * b->scale;
+        int64_t k = (int64_t)f;
+        const double fr = f - (double)k;
+        if (fr > b->margin && fr < 1.0 - b->margin && k < n)
+            return k; /* far from every edge (see gs_hist_bins.margin) */
         if (k >= n)
             k = n - 1;
-        if (x < gs_uniform_edge(b, k))
+        while (x < gs_uniform_edge(b, k))
             k--;
-        else if (k != n - 1 && x >= gs_uniform_edge(b, k + 1))
+        while (k < n - 1 && x >= gs_uniform_edge(b, k + 1))
             k++;
         return k;
     }

@@ -140,23 +140,35 @@ __device__ __forceinline__ int gs_correct(const E *e, int n, E x, int k)
     return k;
 }
 
-/* Equal-width bins with edges in shared memory: estimate, then correct. */
+/* Equal-width bins: estimate f = (x - e(0)) * scale.  Farther than `margin`
+ * from an integer, floor(f) is the bin (the host bounded the estimate's
+ * error and the edges' offsets from their ideal positions); near an integer
+ * (rare) the edges in shared memory settle it.  floor() by adding 2^23
+ * (2^52) rounding down: no conversion instruction on the common path. */
 __device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs_smem_bins &s, float x)
 {
     const int n = (int)b.nbins;
-    if (!(x >= s.ef[0] && x <= s.ef[n]))
+    if (!(x >= b.lo_f && x <= b.stop_f))
         return -1;
-    const float f = (x - s.ef[0]) * (float)b.scale; /* in [0, n(1+eps)]: below 2^23 */
-    const int k = __float_as_int(__fadd_rd(f, 8388608.0f)) - 0x4B000000; /* floor without a conversion */
+    const float f = (x - b.lo_f) * b.scale_f; /* in [0, n(1+eps)]: below 2^23 */
+    const float t = __fadd_rd(f, 8388608.0f);
+    const int k = __float_as_int(t) - 0x4B000000;
+    const float fr = f - (t - 8388608.0f);
+    if (fr > b.margin_f && fr < 1.0f - b.margin_f && k < n)
+        return k;
     return gs_correct(s.ef, n, x, k);
 }
 __device__ __forceinline__ int64_t gs_bin_uniform_d(const gs_binner &b, const gs_smem_bins &s, double x)
 {
     const int n = (int)b.nbins;
-    if (!(x >= s.e[0] && x <= s.e[n]))
+    if (!(x >= b.lo && x <= b.stop))
         return -1;
-    const double f = (x - s.e[0]) * b.scale;
-    const int k = (int)(__double_as_longlong(__dadd_rd(f, 4503599627370496.0)) - 0x4330000000000000ll);
+    const double f = (x - b.lo) * b.scale;
+    const double t = __dadd_rd(f, 4503599627370496.0);
+    const int k = (int)(__double_as_longlong(t) - 0x4330000000000000ll);
+    const double fr = f - (t - 4503599627370496.0);
+    if (fr > b.margin && fr < 1.0 - b.margin && k < n)
+        return k;
     return gs_correct(s.e, n, x, k);
 }
 template <class E> __device__ __forceinline__ int64_t gs_bin_search(const E *e, int n, E x)

@@ -136,7 +136,7 @@ static int parse_strategy(const char *name, gs_strategy *s)
 }
 
 /* bins: (kind, nbins, offset, closed_top, lut, start, step, stop, scale,
- *        arith_f32, edges_f32, edges) -- lut a bytes object of 256 int32 or
+ *        margin, arith_f32, edges_f32, edges) -- lut a bytes object of 256 int32 or
  * None, edges a contiguous float64 NumPy array or None. */
 typedef struct {
     gs_hist_bins b;
@@ -157,8 +157,8 @@ static int parse_bins(PyObject *t, bins_arg *ba)
     int kind, closed, af32, ef32;
     long long nbins, offset;
     PyObject *lut, *edges;
-    if (!PyArg_ParseTuple(t, "iLLiOddddiiO", &kind, &nbins, &offset, &closed, &lut, &ba->b.start, &ba->b.step,
-                          &ba->b.stop, &ba->b.scale, &af32, &ef32, &edges))
+    if (!PyArg_ParseTuple(t, "iLLiOdddddiiO", &kind, &nbins, &offset, &closed, &lut, &ba->b.start, &ba->b.step,
+                          &ba->b.stop, &ba->b.scale, &ba->b.margin, &af32, &ef32, &edges))
         return 0;
     ba->b.kind = (gs_bins_kind)kind;
     ba->b.nbins = nbins;

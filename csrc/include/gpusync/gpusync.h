@@ -101,8 +101,11 @@ typedef struct gs_hist_bins {
     int closed_top;
     /* GS_BINS_LUT: 256 entries, host memory */
     const int32_t *lut;
-    /* GS_BINS_UNIFORM */
-    double start, step, stop, scale;
+    /* GS_BINS_UNIFORM.  margin: a bound, in bins, on how far the estimate
+     * (x - e(0)) * scale (in float32 or float64) can be from an edge's true
+     * position; an estimate farther than margin from an integer needs no
+     * correction.  0.5 (or more) makes every estimate go through the edges. */
+    double start, step, stop, scale, margin;
     int arith_f32, edges_f32;
     /* GS_BINS_EDGES: nbins + 1 entries, host memory */
     const double *edges;
