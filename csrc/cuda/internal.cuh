@@ -128,9 +128,11 @@ __device__ __forceinline__ void gs_bins_prepare(const gs_binner &b, gs_smem_bins
 }
 
 /* Correct an estimate k of x's bin with the edges e[0..n] (e[0] <= x <= e[n]):
- * the result is the k with e[k] <= x < e[k+1], or n - 1 for x == e[n]. */
+ * the result is the k with e[k] <= x < e[k+1], or n - 1 for x == e[n].
+ * Taken only near an edge (rarely), so kept out of line: the hot loops stay
+ * small and within their register budget. */
 template <class E>
-__device__ __forceinline__ int gs_correct(const E *e, int n, E x, int k)
+__device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
 {
     k = k < 0 ? 0 : (k > n - 1 ? n - 1 : k);
     while (x < e[k])

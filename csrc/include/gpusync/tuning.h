@@ -13,6 +13,9 @@
 #define GS_HIST_BLOCK_THREADS 1024
 /* Threads per block of the global-atomic kernel (no shared memory). */
 #define GS_HIST_GLOBAL_THREADS 256
+/* ...and the blocks per SM the shared kernel is compiled for (caps it at 32
+ * registers; the float fast path otherwise takes 48, halving occupancy). */
+#define GS_HIST_BLOCKS_PER_SM 2
 
 /* Shared-memory bytes one block may use for its private copies of the
  * histogram.  Two 1024-thread blocks per SM must fit in the 228 KB of an
