@@ -44,6 +44,13 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
     done
 fi
 
+if [ -z "${SKIP_NCU:-}" ] && command -v ncu >/dev/null; then
+    step "ncu SpeedOfLight of the histogram kernels"
+    ncu --clock-control none --section SpeedOfLight -k regex:hist_ python3 scripts/ncu_hist.py \
+        >"$out/ncu.log" 2>&1 || echo "ncu failed (see ncu.log)"
+    grep -E "hist_|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput" "$out/ncu.log" | head -40
+fi
+
 if [ -z "${SKIP_BENCH:-}" ]; then
     step "benchmarks"
     python3 benchmarks/histogram.py --out "$out" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log" | tail -60
