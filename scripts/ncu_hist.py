@@ -1,8 +1,12 @@
 """One launch of each histogram case that falls short of the read ceiling, for
 `ncu` (scripts/gpu-check.sh runs it with the SpeedOfLight section)."""
+import os
+import sys
+
 import cupy as cp
 
-import gpusync as gs
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpusync as gs  # noqa: E402
 
 gs.use_backend("cuda")
 f = cp.random.random(1 << 28, dtype=cp.float32)
