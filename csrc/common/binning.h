@@ -149,6 +149,12 @@ GS_HD int64_t gs_bin_direct(const gs_binner *b, uint64_t x)
     return (b->closed_top && d == (uint64_t)b->nbins) ? b->nbins - 1 : -1;
 }
 
+/* 8-bit inputs: the LUT, or DIRECT on the raw byte. */
+GS_HD int64_t gs_bin_byte(const gs_binner *b, uint8_t v)
+{
+    return b->kind == GS_BINS_LUT ? b->lut[v] : gs_bin_direct(b, v);
+}
+
 /* GS_BINS_UNIFORM and GS_BINS_EDGES on a value converted to double. */
 GS_HD int64_t gs_bin_real(const gs_binner *b, double x)
 {
@@ -192,10 +198,8 @@ GS_HD int64_t gs_bin_of(const gs_binner *b, const void *p, int dt, int64_t i)
     switch (dt) {
     case GS_BOOL:
     case GS_INT8:
-    case GS_UINT8: {
-        uint8_t v = ((const uint8_t *)p)[i];
-        return b->kind == GS_BINS_LUT ? b->lut[v] : gs_bin_direct(b, v);
-    }
+    case GS_UINT8:
+        return gs_bin_byte(b, ((const uint8_t *)p)[i]);
     case GS_INT16: {
         int16_t v = ((const int16_t *)p)[i];
         return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, (uint64_t)(int64_t)v) : gs_bin_real(b, (double)v);

@@ -71,6 +71,36 @@ static void byte_pass(const gs_array *x, const gs_array *w, int64_t begin, int64
         cnt[v] += c[0][v] + c[1][v] + c[2][v] + c[3][v];
 }
 
+/* Private counts of integers on DIRECT bins (bincount): a loop per dtype,
+ * without the per-element dtype and mode tests of gs_bin_of. */
+#define DIRECT_LOOP(T, WIDEN)                                                                                 \
+    do {                                                                                                      \
+        const T *p = (const T *)x->data;                                                                      \
+        for (int64_t i = begin; i < end; i++) {                                                               \
+            const uint64_t d = (uint64_t)(WIDEN)p[i * s] - off;                                               \
+            if (d < nb)                                                                                       \
+                h[d]++;                                                                                       \
+            else if (closed && d == nb)                                                                       \
+                h[nb - 1]++;                                                                                  \
+        }                                                                                                     \
+    } while (0)
+
+static int direct_slice(const gs_binner *b, const gs_array *x, uint64_t *h, int64_t begin, int64_t end)
+{
+    const uint64_t off = (uint64_t)b->offset, nb = (uint64_t)b->nbins;
+    const int closed = b->closed_top;
+    const int64_t s = x->stride;
+    switch (x->dtype) {
+    case GS_INT16: DIRECT_LOOP(int16_t, int64_t); return 1;
+    case GS_UINT16: DIRECT_LOOP(uint16_t, uint64_t); return 1;
+    case GS_INT32: DIRECT_LOOP(int32_t, int64_t); return 1;
+    case GS_UINT32: DIRECT_LOOP(uint32_t, uint64_t); return 1;
+    case GS_INT64: DIRECT_LOOP(int64_t, int64_t); return 1;
+    case GS_UINT64: DIRECT_LOOP(uint64_t, uint64_t); return 1;
+    default: return 0;
+    }
+}
+
 static void hist_slice(void *ctx, int tid, int64_t begin, int64_t end)
 {
     hist_job *j = (hist_job *)ctx;
@@ -82,8 +112,7 @@ static void hist_slice(void *ctx, int tid, int64_t begin, int64_t end)
         double sum[256] = {0};
         byte_pass(x, w, begin, end, cnt, sum);
         for (int v = 0; v < 256; v++) {
-            uint8_t raw = (uint8_t)v;
-            int64_t k = gs_bin_of(b, &raw, x->dtype, 0);
+            int64_t k = gs_bin_byte(b, (uint8_t)v);
             if (k < 0 || (w ? sum[v] == 0.0 : cnt[v] == 0))
                 continue;
             if (j->strategy == GS_STRATEGY_SHARED) {
@@ -100,6 +129,9 @@ static void hist_slice(void *ctx, int tid, int64_t begin, int64_t end)
         return;
     }
 
+    if (j->strategy == GS_STRATEGY_SHARED && !w && b->kind == GS_BINS_DIRECT &&
+        direct_slice(b, x, (uint64_t *)j->priv + tid * j->nbins, begin, end))
+        return;
     if (j->strategy == GS_STRATEGY_SHARED) {
         if (w) {
             double *h = (double *)j->priv + tid * j->nbins;

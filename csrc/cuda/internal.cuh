@@ -212,7 +212,7 @@ __device__ __forceinline__ int64_t gs_bin_real_smem_d(const gs_binner &b, const 
  * integers: DIRECT or the real-valued rules; floats: real-valued rules. */
 __device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, uint8_t v)
 {
-    return b.kind == GS_BINS_LUT ? (int64_t)s.lut[v] : gs_bin_direct(&b, v);
+    return b.kind == GS_BINS_LUT ? (int64_t)s.lut[v] : gs_bin_direct(&b, v); /* LUT from shared memory */
 }
 #define GS_INT_BIN(T, WIDEN, REAL)                                                                            \
     __device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, T v)               \

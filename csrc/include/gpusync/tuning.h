@@ -44,10 +44,6 @@
  * through distributed shared memory; 8 is the portable maximum. */
 #define GS_HIST_CLUSTER_MAX 8
 
-/* auto: below this many elements a histogram is launch-bound and the grid is
- * shrunk to one block per `GS_HIST_SMALL_ELEMS_PER_BLOCK` elements. */
-#define GS_HIST_SMALL_ELEMS_PER_BLOCK (64 * 1024)
-
 /* auto: the shared strategy needs at least this many replicas to beat
  * warp aggregation on skewed data; with fewer, bins are many and auto picks
  * the warp-aggregated kernel (equal bins in a warp merged before the atomic). */
