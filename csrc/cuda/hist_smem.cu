@@ -23,6 +23,58 @@ template <class F> __device__ __forceinline__ void gs_each_byte(const int4 &v, F
             f((w[q] >> (8 * j)) & 0xffu);
 }
 
+/* Count 8-bit data into this lane's replica `mine` (replica stride
+ * 1 << shift words): identity, offset with a closed top, or lookup table.
+ * SHIFT >= 0 makes the stride a compile-time constant. */
+template <int SHIFT, class T, class F1>
+__device__ __forceinline__ void hist_bytes(const gs_binner &b, const gs_smem_bins &sb, const T *__restrict__ x,
+                                           int64_t n, int64_t xs, unsigned *mine, int rshift, F1 &one)
+{
+    const int sh = SHIFT >= 0 ? SHIFT : rshift;
+    auto add = [&](unsigned k) { atomicAdd_block(mine + (k << sh), 1u); };
+    if (b.kind == GS_BINS_LUT) {
+        gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+            if (ok)
+                gs_each_byte(r.v, [&](unsigned v) {
+                    const int k = sb.lut[v];
+                    if (k >= 0)
+                        add((unsigned)k);
+                });
+        });
+    } else if (b.offset == 0 && b.nbins >= 256) {
+        gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+            if (ok)
+                gs_each_byte(r.v, add);
+        });
+    } else if (b.offset >= 0 && b.offset <= 255) {
+        const unsigned off = (unsigned)b.offset, lim = (unsigned)(b.nbins + b.closed_top),
+                       last = (unsigned)b.nbins - 1;
+        gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+            if (ok)
+                gs_each_byte(r.v, [&](unsigned v) {
+                    const unsigned d = v - off;
+                    if (d < lim)
+                        add(min(d, last));
+                });
+        });
+    } else {
+        gs_for_each(x, n, xs, one);
+    }
+}
+
+/* float32 on equal-width float32 edges: the float estimate alone. */
+template <int SHIFT>
+__device__ __forceinline__ void hist_floats(const gs_binner &b, const gs_smem_bins &sb, const float *__restrict__ x,
+                                            int64_t n, int64_t xs, unsigned *mine, int rshift)
+{
+    const int sh = SHIFT >= 0 ? SHIFT : rshift;
+    gs_for_each(x, n, xs, [&](float v, int64_t, bool ok) {
+        const int k = ok ? (int)gs_bin_uniform_f(b, sb, v) : -1;
+        if (k >= 0)
+            atomicAdd_block(mine + (k << sh), 1u);
+    });
+}
+
 template <class T, bool W>
 __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     hist_shared_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, const void *__restrict__ w,
@@ -49,46 +101,22 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     };
     if constexpr (sizeof(T) == 1 && !W) {
         /* 8-bit fast path: 16 bytes per load, the bin mapping hoisted out of
-         * the loop (identity / offset with closed top / lookup table) */
-        auto add = [&](unsigned k) { atomicAdd_block(mine + (k << rshift), 1u); };
-        if (b.kind == GS_BINS_LUT) {
-            gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
-                if (ok)
-                    gs_each_byte(r.v, [&](unsigned v) {
-                        const int k = sb.lut[v];
-                        if (k >= 0)
-                            add((unsigned)k);
-                    });
-            });
-        } else if (b.offset == 0 && b.nbins >= 256) {
-            gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
-                if (ok)
-                    gs_each_byte(r.v, add);
-            });
-        } else if (b.offset >= 0 && b.offset <= 255) {
-            const unsigned off = (unsigned)b.offset, lim = (unsigned)(nb + b.closed_top), last = (unsigned)nb - 1;
-            gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
-                if (ok)
-                    gs_each_byte(r.v, [&](unsigned v) {
-                        const unsigned d = v - off;
-                        if (d < lim)
-                            add(min(d, last));
-                    });
-            });
-        } else {
-            gs_for_each(x, n, xs, one);
-        }
+         * the loop; 32 replicas (the usual case) get compile-time addressing */
+        if (rshift == 5)
+            hist_bytes<5>(b, sb, x, n, xs, (unsigned *)mine, 5, one);
+        else
+            hist_bytes<-1>(b, sb, x, n, xs, (unsigned *)mine, rshift, one);
     } else if constexpr (std::is_same<T, float>::value && !W) {
         /* float32 on equal-width float32 edges: the float estimate alone,
          * with the mode tests hoisted out of the loop */
-        if (b.kind == GS_BINS_UNIFORM && b.edges_f32 && gs_edges_in_smem(b))
-            gs_for_each(x, n, xs, [&](float v, int64_t, bool ok) {
-                const int k = ok ? (int)gs_bin_uniform_f(b, sb, v) : -1;
-                if (k >= 0)
-                    atomicAdd_block(mine + (k << rshift), 1u);
-            });
-        else
+        if (b.kind == GS_BINS_UNIFORM && b.edges_f32 && gs_edges_in_smem(b)) {
+            if (rshift == 5)
+                hist_floats<5>(b, sb, x, n, xs, (unsigned *)mine, 5);
+            else
+                hist_floats<-1>(b, sb, x, n, xs, (unsigned *)mine, rshift);
+        } else {
             gs_for_each(x, n, xs, one);
+        }
     } else {
         gs_for_each(x, n, xs, one);
     }
