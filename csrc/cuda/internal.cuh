@@ -150,14 +150,16 @@ __device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
 __device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs_smem_bins &s, float x)
 {
     const int n = (int)b.nbins;
-    if (!(x >= b.lo_f && x <= b.stop_f))
-        return -1;
-    const float f = (x - b.lo_f) * b.scale_f; /* in [0, n(1+eps)]: below 2^23 */
+    /* fast path without a range test: x below e(0) gives k < 0, above e(n)
+     * k >= n, NaN fails every comparison -- all go to the checked path */
+    const float f = (x - b.lo_f) * b.scale_f;
     const float t = __fadd_rd(f, 8388608.0f);
     const int k = __float_as_int(t) - 0x4B000000;
     const float fr = f - (t - 8388608.0f);
-    if (fr > b.margin_f && fr < 1.0f - b.margin_f && k < n)
+    if ((unsigned)k < (unsigned)n && fr > b.margin_f && fr < 1.0f - b.margin_f)
         return k;
+    if (!(x >= b.lo_f && x <= b.stop_f))
+        return -1;
     return gs_correct(s.ef, n, x, k);
 }
 __device__ __forceinline__ int64_t gs_bin_uniform_d(const gs_binner &b, const gs_smem_bins &s, double x)
