@@ -148,8 +148,15 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--quick", action="store_true", help="smaller inputs (smoke test)")
     ap.add_argument("--no-numpy-large", action="store_true", help="skip NumPy on the 1 GiB inputs")
+    ap.add_argument("--replot", action="store_true", help="only redraw the plots from <out>/latest.json")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.replot:
+        with open(os.path.join(args.out, "latest.json")) as f:
+            data = json.load(f)
+        rows = [r for r in data["rows"] if r["op"] in ("histogram", "bincount")]
+        plot(args.out, rows, data["sweeps"]["histogram_blocks_u8_64MiB"], data["ceilings"]["read_gbps"])
+        return
 
     import cupy as cp
 
@@ -314,8 +321,15 @@ def plot(outdir, rows, sweep, ceiling):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # device time: where a call was also timed as CUDA-graph replays (small
+    # cases, where Python's launch overhead would dominate), use that
+    best = {}
+    for r in rows:
+        key = (r["case"], r["impl"].replace("(graph)", ""))
+        best[key] = min(best.get(key, float("inf")), r["ms"])
+    rows = [{"case": c, "impl": i, "ms": ms} for (c, i), ms in best.items()]
     cases = list(dict.fromkeys(r["case"] for r in rows))
-    impls = list(dict.fromkeys(r["impl"] for r in rows if "(graph)" not in r["impl"]))
+    impls = list(dict.fromkeys(r["impl"] for r in rows))
     auto = {r["case"]: r["ms"] for r in rows if r["impl"] == "gpusync:auto"}
     fig, ax = plt.subplots(figsize=(14, 6))
     width = 0.8 / len(impls)
@@ -330,7 +344,7 @@ def plot(outdir, rows, sweep, ceiling):
     ax.set_xticks(np.arange(len(cases)) + 0.4)
     ax.set_xticklabels(cases, rotation=15)
     ax.set_ylabel("speed relative to gpusync:auto (higher is faster)")
-    ax.set_title("Histogram: every implementation relative to gpusync:auto")
+    ax.set_title("Histogram on one GPU: speed relative to gpusync:auto (device time; log scale)")
     ax.legend(ncol=4, fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "histogram_speed.png"), dpi=110)
