@@ -5,22 +5,12 @@ thread and on all cores.  Writes benchmarks/results/cpu.md.
 """
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpusync as gs  # noqa: E402
-
-
-def best(fn, reps=5):
-    fn()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return min(ts) * 1e3
+from gpusync.demo import best_of as best  # noqa: E402
 
 
 def main():

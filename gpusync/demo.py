@@ -19,7 +19,8 @@ def make_text(n: int = 5_700_000, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).choice(_ALPHABET, size=n).astype(np.uint8)
 
 
-def _best_of(fn, reps):
+def best_of(fn, reps=5):
+    """Best wall time of `reps` calls after one warm-up, in ms."""
     fn()
     ts = []
     for _ in range(reps):
@@ -35,7 +36,7 @@ def text_histogram(n: int = 5_700_000, reps: int = 5, verbose: bool = True) -> d
     (wall clock, end to end from a NumPy array to a NumPy result)."""
     text = make_text(n)
     ref, _ = np.histogram(text, bins=128, range=(0, 128))
-    t_np = _best_of(lambda: np.histogram(text, bins=128, range=(0, 128)), reps)
+    t_np = best_of(lambda: np.histogram(text, bins=128, range=(0, 128)), reps)
     be = _backend.backend()
     strategies = ["auto", "global", "shared", "warp"]
     if be == "cuda" and _backend.device_info()["compute_capability"][0] >= 9:
@@ -44,7 +45,7 @@ def text_histogram(n: int = 5_700_000, reps: int = 5, verbose: bool = True) -> d
     for s in strategies:
         got, _ = histogram(text, bins=128, range=(0, 128), strategy=s)
         ok = bool(np.array_equal(got, ref))
-        ms = _best_of(lambda: histogram(text, bins=128, range=(0, 128), strategy=s), reps)
+        ms = best_of(lambda: histogram(text, bins=128, range=(0, 128), strategy=s), reps)
         rows.append({"strategy": s, "ms": ms, "matches_numpy": ok})
     info = _backend.device_info()
     result = {"backend": be, "device": info["name"], "n": n, "numpy_ms": t_np, "rows": rows}
