@@ -12,6 +12,8 @@
  */
 #include "internal.cuh"
 
+#include <stdlib.h>
+
 /* f(byte) for each of the 16 bytes of a vector, in order. */
 template <class F> __device__ __forceinline__ void gs_each_byte(const int4 &v, F &&f)
 {
@@ -138,9 +140,12 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
 template <class T> static gs_status launch(const gs_hist_launch *l)
 {
     const int W = l->w != NULL;
-    const int R = gs_hist_replicas(l->binner.nbins, W, l->dev->shared_memory_per_block_optin);
+    int R = gs_hist_replicas(l->binner.nbins, W, l->dev->shared_memory_per_block_optin);
     if (R == 0)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "too many bins for strategy 'shared'");
+    const char *cap = getenv("GPUSYNC_HIST_REPLICAS"); /* tuning sweeps (scripts/tune_small.py) */
+    while (cap && atoi(cap) > 0 && R > atoi(cap))
+        R /= 2;
     int rshift = 0;
     while ((1 << rshift) < R)
         rshift++;
@@ -150,7 +155,15 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     GS_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int per_sm = 0;
     GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
-    const int64_t grid = gs_hist_grid(l, (int64_t)per_sm * l->dev->multiprocessors, threads);
+    const int64_t resident = (int64_t)per_sm * l->dev->multiprocessors;
+    int64_t grid = gs_hist_grid(l, resident, threads);
+    if (grid < resident && !getenv("GPUSYNC_HIST_GRID")) {
+        /* a small input: between half and one block per SM does best
+         * (benchmarks/results/tune_small.txt: 5.7 M bytes 9.8 us at 132 blocks
+         * against 11.1 us at 174; 1 M bytes 6.5 us at 66 against 7.6 at 32) */
+        const int64_t lo = (l->dev->multiprocessors + 1) / 2, hi = l->dev->multiprocessors;
+        grid = grid < lo ? lo : (grid > hi ? hi : grid);
+    }
     kern<<<(unsigned)grid, threads, smem, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, l->w,
                                                         l->wstride, l->wdtype, l->out, rshift);
     GS_CUDA_CHECK(cudaGetLastError());
