@@ -130,7 +130,7 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
     return _bins_tuple(_EDGES, n, edges=np.ascontiguousarray(edges, dtype=np.float64))
 
 
-def _minmax(x, be):
+def _minmax(x):
     """(min, max) as NumPy scalars of x's dtype.  # synchronize! (device input)"""
     if isinstance(x, DeviceArray):
         raw = _core.minmax("cuda", x.desc(), x.stream)
@@ -257,7 +257,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
         if np.ndim(bins) == 0 and range is None and not isinstance(bins, (str, bytes)):
             size = x.size
             if size:
-                lo, hi = _minmax(host_flat if host_flat is not None else x, be)
+                lo, hi = _minmax(host_flat if host_flat is not None else x)
                 if x_dtype is not None:  # device bool viewed as uint8
                     lo, hi = np.uint8(lo), np.uint8(hi)
                 proxy = np.array([lo, hi], dtype=dt)
@@ -365,7 +365,6 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto"):
     as in :func:`histogram`.  Reading the maximum makes the call wait for a
     device input.  # synchronize!
     """
-    func = "bincount"
     _check_strategy(strategy)
     if minlength is None:
         raise TypeError("use 0 instead of None for minlength")
@@ -394,7 +393,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto"):
     if n == 0:
         out = np.zeros(minlength, dtype=np.float64 if weighted else np.int64)
         return Lib.of(xa.lib).from_host(out, xa.device) if device else out
-    lo, hi = _minmax(xa, be)  # synchronize! (device input)
+    lo, hi = _minmax(xa)  # synchronize! (device input)
     if lo < 0:
         raise ValueError("'list' argument must have no negative elements")
     nbins = max(int(hi) + 1, minlength)
