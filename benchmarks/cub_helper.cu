@@ -1,7 +1,8 @@
-// CUB peer for benchmarks/histogram.py: cub::DeviceHistogram::HistogramEven
+// CUB / cuBLAS peers for the benchmarks: cub::DeviceHistogram::HistogramEven,
+// DeviceReduce::Sum, DeviceScan::InclusiveSum and cublas{S,D}dot,
 // on device pointers handed over from Python (ctypes), timed with CUDA events
 // (median of `reps` runs after a warm-up).  Built by the benchmark with nvcc:
-//   nvcc -O3 -arch=sm_90 -Xcompiler -fPIC -shared cub_helper.cu -o libcubhelper.so
+//   nvcc -O3 -arch=sm_90 -Xcompiler -fPIC -shared cub_helper.cu -o libcubhelper.so -lcublas
 #include <cub/cub.cuh>
 #include <algorithm>
 #include <vector>
@@ -51,4 +52,101 @@ extern "C" double cub_hist_f32(const float *d, long long n, int bins, float lo, 
 extern "C" double cub_hist_i32(const int *d, long long n, int bins, int lo, int hi, long long *out, int reps)
 {
     return time_hist(d, n, bins, lo, hi, out, reps);
+}
+
+// ---- reductions and scans: (a, b or NULL, n, host result, reps) -> median ms ----
+#include <cublas_v2.h>
+
+template <class F> static double time_reps(F &&f, int reps)
+{
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    std::vector<float> t;
+    for (int r = -1; r < reps; r++) {
+        cudaEventRecord(a);
+        f();
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        if (r >= 0) t.push_back(ms);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    if (cudaGetLastError() != cudaSuccess) return -1;
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+template <class T, class R> static double cub_sum(const T *d, long long n, R *host, int reps)
+{
+    R *out = nullptr;
+    void *tmp = nullptr;
+    size_t tb = 0;
+    cub::DeviceReduce::Sum(nullptr, tb, d, out, n);
+    if (cudaMalloc(&out, sizeof(R)) != cudaSuccess || cudaMalloc(&tmp, tb) != cudaSuccess) return -1;
+    double ms = time_reps([&] { cub::DeviceReduce::Sum(tmp, tb, d, out, n); }, reps);
+    cudaMemcpy(host, out, sizeof(R), cudaMemcpyDeviceToHost);
+    cudaFree(tmp);
+    cudaFree(out);
+    return ms;
+}
+
+extern "C" double cub_sum_f32(const float *a, const void *, long long n, float *host, int reps)
+{
+    return cub_sum(a, n, host, reps);
+}
+extern "C" double cub_sum_i32(const int *a, const void *, long long n, int *host, int reps)
+{
+    return cub_sum(a, n, host, reps);
+}
+
+template <class T> static double cub_scan(const T *d, long long n, T *host_last, int reps)
+{
+    T *out = nullptr;
+    void *tmp = nullptr;
+    size_t tb = 0;
+    cub::DeviceScan::InclusiveSum(nullptr, tb, d, out, n);
+    if (cudaMalloc(&out, sizeof(T) * n) != cudaSuccess || cudaMalloc(&tmp, tb) != cudaSuccess) return -1;
+    double ms = time_reps([&] { cub::DeviceScan::InclusiveSum(tmp, tb, d, out, n); }, reps);
+    cudaMemcpy(host_last, out + n - 1, sizeof(T), cudaMemcpyDeviceToHost);
+    cudaFree(tmp);
+    cudaFree(out);
+    return ms;
+}
+extern "C" double cub_scan_f32(const float *a, const void *, long long n, float *host, int reps)
+{
+    return cub_scan(a, n, host, reps);
+}
+extern "C" double cub_scan_i32(const int *a, const void *, long long n, int *host, int reps)
+{
+    return cub_scan(a, n, host, reps);
+}
+
+extern "C" double cublas_sdot(const float *a, const float *b, long long n, float *host, int reps)
+{
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return -1;
+    float *out;
+    cudaMalloc(&out, sizeof(float));
+    cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE);
+    double ms = time_reps([&] { cublasSdot_64(h, n, a, 1, b, 1, out); }, reps);
+    cudaMemcpy(host, out, sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(out);
+    cublasDestroy(h);
+    return ms;
+}
+extern "C" double cublas_ddot(const double *a, const double *b, long long n, double *host, int reps)
+{
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return -1;
+    double *out;
+    cudaMalloc(&out, sizeof(double));
+    cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE);
+    double ms = time_reps([&] { cublasDdot_64(h, n, a, 1, b, 1, out); }, reps);
+    cudaMemcpy(host, out, sizeof(double), cudaMemcpyDeviceToHost);
+    cudaFree(out);
+    cublasDestroy(h);
+    return ms;
 }

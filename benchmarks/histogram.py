@@ -17,13 +17,9 @@ with perf_counter.  Every gpusync result is checked against NumPy's.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import datetime
 import json
 import os
-import subprocess
 import sys
-import time
 
 import numpy as np
 
@@ -31,100 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import gpusync as gs  # noqa: E402
-
-GIB = 1 << 30
-
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
-
-
-class Timer:
-    def __init__(self, cp):
-        self.cp = cp
-
-    def gpu(self, fn, reps=10, inner=1):
-        """Median ms per call: events around `inner` back-to-back calls."""
-        cp = self.cp
-        fn()
-        cp.cuda.Device().synchronize()
-        s, e = cp.cuda.Event(), cp.cuda.Event()
-        ts = []
-        for _ in range(reps):
-            s.record()
-            for _ in range(inner):
-                fn()
-            e.record()
-            e.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(s, e) / inner)
-        return median(ts)
-
-    def graph(self, fn, reps=10, inner=20):
-        """Median ms per call of `inner` calls captured in one CUDA graph."""
-        cp = self.cp
-        stream = cp.cuda.Stream(non_blocking=True)
-        with stream:
-            fn()
-            stream.synchronize()
-            stream.begin_capture()
-            for _ in range(inner):
-                fn()
-            g = stream.end_capture()
-            g.launch()
-            stream.synchronize()
-            s, e = cp.cuda.Event(), cp.cuda.Event()
-            ts = []
-            for _ in range(reps):
-                s.record(stream)
-                g.launch(stream)
-                e.record(stream)
-                e.synchronize()
-                ts.append(cp.cuda.get_elapsed_time(s, e) / inner)
-        return median(ts)
-
-    @staticmethod
-    def host(fn, reps=3):
-        fn()
-        ts = []
-        for _ in range(reps):
-            t = time.perf_counter()
-            fn()
-            ts.append((time.perf_counter() - t) * 1e3)
-        return median(ts)
-
-
-READ_KERNEL = r"""
-extern "C" __global__ void read_xor(const uint4 *a, long long n, unsigned *out) {
-    unsigned s = 0;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-        uint4 v = __ldcs(a + i); s ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (s == 0x9e3779b9u) out[0] = s;
-}
-"""
-
-
-def read_ceiling(cp, timer, buf):
-    k = cp.RawKernel(READ_KERNEL, "read_xor")
-    out = cp.zeros(1, cp.uint32)
-    n = buf.nbytes // 16
-    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    ms = timer.gpu(lambda: k((sms * 8,), (512,), (buf, np.int64(n), out)), reps=20)
-    return buf.nbytes / ms / 1e6
-
-
-def build_cub(outdir):
-    so = os.path.join(os.environ.get("TMPDIR", "/tmp"), "gpusync_libcubhelper.so")
-    src = os.path.join(HERE, "cub_helper.cu")
-    if not os.path.exists(so) or os.path.getmtime(so) < os.path.getmtime(src):
-        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-Xcompiler", "-fPIC", "-shared", src, "-o", so], check=True)
-    lib = ctypes.CDLL(so)
-    for name, lt in (("cub_hist_u8", ctypes.c_int), ("cub_hist_f32", ctypes.c_float), ("cub_hist_i32", ctypes.c_int)):
-        f = getattr(lib, name)
-        f.restype = ctypes.c_double
-        f.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, lt, lt, ctypes.c_void_p, ctypes.c_int]
-    return lib
+from benchmarks.common import GIB, Timer, build_peers, merge_results, read_ceiling, speed_plot, table  # noqa: E402
 
 
 def make_text(cp, n, seed=0):
@@ -175,7 +78,7 @@ def main():
     timer = Timer(cp)
     big = (GIB // 16) if args.quick else GIB
     f32n = (1 << 24) if args.quick else (1 << 28)
-    cub = build_cub(args.out)
+    cub = build_peers()
     strategies = ["auto", "global", "shared", "warp"] + (["cluster"] if info["compute_capability"][0] >= 9 else [])
 
     rows, checks = [], []
@@ -283,32 +186,11 @@ def main():
 
 
 def write_results(outdir, info, ceiling, rows, sweep):
-    path = os.path.join(outdir, "latest.json")
-    data = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            data = json.load(f)
-    ops = {r["op"] for r in rows}
-    kept = [r for r in data.get("rows", []) if r["op"] not in ops]
-    data["device"] = info["name"]
-    data["date"] = datetime.date.today().isoformat()
-    data.setdefault("ceilings", {})["read_gbps"] = round(ceiling, 1)
-    data["rows"] = kept + rows
-    data.setdefault("sweeps", {})["histogram_blocks_u8_64MiB"] = sweep
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
-
-    lines = [f"# Histogram benchmark: {info['name']}, {data['date']}", "",
-             f"Read ceiling (1 GiB, 16-byte loads): **{ceiling:.0f} GB/s**", "",
-             "| case | impl | ms | GB/s | % of read ceiling | vs gpusync:auto |", "|---|---|---:|---:|---:|---:|"]
-    auto = {r["case"]: r["ms"] for r in rows if r["impl"] == "gpusync:auto"}
-    for r in rows:
-        rel = auto.get(r["case"], float("nan")) / r["ms"]
-        lines.append(f"| {r['case']} | {r['impl']} | {r['ms']:.4f} | {r['gbps']:.0f} | "
-                     f"{100 * r['gbps'] / ceiling:.0f}% | {rel:.2f}x |")
+    data = merge_results(outdir, info, rows, {"read_gbps": round(ceiling, 1)}, {"histogram_blocks_u8_64MiB": sweep})
+    text = table(f"Histogram benchmark: {info['name']}, {data['date']}", ceiling, rows)
     with open(os.path.join(outdir, "histogram.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        f.write(text)
+    print(text)
     try:
         plot(outdir, rows, sweep, ceiling)
     except Exception as e:  # plots are a convenience; the numbers are in the JSON
@@ -321,33 +203,8 @@ def plot(outdir, rows, sweep, ceiling):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    # device time: where a call was also timed as CUDA-graph replays (small
-    # cases, where Python's launch overhead would dominate), use that
-    best = {}
-    for r in rows:
-        key = (r["case"], r["impl"].replace("(graph)", ""))
-        best[key] = min(best.get(key, float("inf")), r["ms"])
-    rows = [{"case": c, "impl": i, "ms": ms} for (c, i), ms in best.items()]
-    cases = list(dict.fromkeys(r["case"] for r in rows))
-    impls = list(dict.fromkeys(r["impl"] for r in rows))
-    auto = {r["case"]: r["ms"] for r in rows if r["impl"] == "gpusync:auto"}
-    fig, ax = plt.subplots(figsize=(14, 6))
-    width = 0.8 / len(impls)
-    for i, impl in enumerate(impls):
-        vals = []
-        for c in cases:
-            m = [r["ms"] for r in rows if r["case"] == c and r["impl"] == impl]
-            vals.append(auto[c] / m[0] if m and c in auto else 0)
-        ax.bar(np.arange(len(cases)) + i * width, vals, width, label=impl)
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_yscale("log")
-    ax.set_xticks(np.arange(len(cases)) + 0.4)
-    ax.set_xticklabels(cases, rotation=15)
-    ax.set_ylabel("speed relative to gpusync:auto (higher is faster)")
-    ax.set_title("Histogram on one GPU: speed relative to gpusync:auto (device time; log scale)")
-    ax.legend(ncol=4, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(outdir, "histogram_speed.png"), dpi=110)
+    speed_plot(os.path.join(outdir, "histogram_speed.png"), rows,
+               "Histogram on one GPU: speed relative to gpusync:auto (device time; log scale)")
 
     fig, ax = plt.subplots(figsize=(8, 5))
     for s in ("global", "shared"):

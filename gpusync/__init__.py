@@ -2,6 +2,8 @@
 
     import gpusync as gs
     counts, edges = gs.histogram(a, bins=256, range=(0, 256), strategy="auto")
+    total = gs.sum(a, strategy="threadfence", deterministic=True)
+    stat, edges, binnumber = gs.binned_statistic(x, values, "std", bins=100)
 
 Every function takes NumPy arrays (computed on the GPU when one is present,
 else on CPU threads) or device arrays (CuPy, PyTorch, Numba; anything with
@@ -18,12 +20,22 @@ from ._core import (  # noqa: F401
 from ._backend import backend, cuda_available, device_info, use_backend  # noqa: F401
 from ._histogram import STRATEGIES as HISTOGRAM_STRATEGIES  # noqa: F401
 from ._histogram import bincount, histogram  # noqa: F401
+from ._reduce import STRATEGIES as REDUCE_STRATEGIES  # noqa: F401
+from ._reduce import dot, sum  # noqa: F401,A004
+from ._binstat import STATISTICS as BINNED_STATISTICS  # noqa: F401
+from ._binstat import BinnedStatisticResult, binned_statistic  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = [
     "histogram",
     "bincount",
+    "sum",
+    "dot",
+    "binned_statistic",
+    "BinnedStatisticResult",
+    "REDUCE_STRATEGIES",
+    "BINNED_STATISTICS",
     "backend",
     "use_backend",
     "cuda_available",

@@ -186,6 +186,9 @@ class _CuPy:
     def ravel(self, a):
         return self.cp.ravel(a)
 
+    def scalar(self, a):
+        return a.reshape(())
+
     def to_host(self, a):
         return self.cp.asnumpy(a)
 
@@ -213,6 +216,9 @@ class _Torch:
 
     def ravel(self, a):
         return a.reshape(-1).contiguous()
+
+    def scalar(self, a):
+        return a.reshape(())
 
     def to_host(self, a):
         return a.detach().cpu().numpy()
@@ -242,6 +248,9 @@ class _Numba:
 
     def ravel(self, a):
         return a.ravel()
+
+    def scalar(self, a):  # Numba has no 0-d device arrays: a host scalar
+        return a.copy_to_host()[0]
 
     def to_host(self, a):
         return a.copy_to_host()

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from . import _backend
+from . import _backend, _core
 from ._histogram import histogram
 
 _ALPHABET = np.frombuffer(b"  etaoinshrdlucmfwypvbgkqjxz ETAOIN.,", dtype=np.uint8)
@@ -58,3 +58,44 @@ def text_histogram(n: int = 5_700_000, reps: int = 5, verbose: bool = True) -> d
         top = sorted(((c, chr(i)) for i, c in enumerate(ref) if c), reverse=True)[:5]
         print("  most frequent:", ", ".join(f"{ch!r}: {c:,}" for c, ch in top))
     return result
+
+
+_COUNTER_KINDS = {"race": 0, "atomic": 1, "mutex": 2}
+
+
+def _counter(kind: str, blocks: int, threads: int) -> dict:
+    value, ms = _core.counter(_backend.backend(), _COUNTER_KINDS[kind], int(blocks), int(threads))
+    expected = int(blocks) * int(threads)
+    return {"kind": kind, "backend": _backend.backend(), "blocks": int(blocks), "threads": int(threads),
+            "expected": expected, "value": int(value), "lost": expected - int(value), "ms": ms}
+
+
+def race_counter(blocks: int = 256, threads: int = 256) -> dict:
+    """Seed 001: every one of blocks x threads threads adds 1 to one counter
+    with a plain load, add and store.  Returns the final ``value``, the
+    ``expected`` count, how many updates were ``lost`` and the time in ``ms``.
+    (On the CPU backend the increments are spread over the machine's
+    threads.)"""
+    return _counter("race", blocks, threads)
+
+
+def atomic_counter(blocks: int = 256, threads: int = 256) -> dict:
+    """The same with atomicAdd: nothing is lost."""
+    return _counter("atomic", blocks, threads)
+
+
+def mutex_counter(blocks: int = 256, threads: int = 256) -> dict:
+    """The same with every increment under a spin-lock mutex (compare-and-swap
+    to take it, fences, exchange to release it): nothing is lost, and every
+    thread waits its turn -- the price of a lock at one address."""
+    return _counter("mutex", blocks, threads)
+
+
+def counters(blocks: int = 256, threads: int = 256, verbose: bool = True) -> list:
+    """The three counters side by side (the table in docs/reductions.md)."""
+    rows = [race_counter(blocks, threads), atomic_counter(blocks, threads), mutex_counter(blocks, threads)]
+    if verbose:
+        print(f"{blocks} blocks x {threads} threads add 1 to one counter ({rows[0]['backend']}):")
+        for r in rows:
+            print(f"  {r['kind']:7s} value {r['value']:>10,}  lost {r['lost']:>10,}  {r['ms']:9.3f} ms")
+    return rows

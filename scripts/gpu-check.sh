@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Build in place, run the whole test suite (GPU tests included), run
-# compute-sanitizer (memcheck, racecheck) over the GPU histogram tests, and run
+# compute-sanitizer (memcheck, racecheck, synccheck) over a subset of the GPU
+# tests (lock time-outs raised to 30 s: instrumented spins are slow), and run
 # the benchmarks.  For a GPU machine with no network (the lent device).
 #
 #   scripts/gpu-check.sh [OUTDIR]        (default: $OUT, else ./gpu-check-out)
 #
 # Environment: GPUSYNC_CUDA_ARCHS (default 90 here: build only what this GPU
-# runs), SKIP_BENCH=1, SKIP_SANITIZER=1, BENCH_ARGS (extra benchmark args).
+# runs), SKIP_BENCH=1, SKIP_SANITIZER=1, SKIP_NCU=1, BENCHES (default
+# "histogram reduce"), BENCH_ARGS (extra benchmark args), PYTEST_ARGS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-check-out}}
@@ -27,19 +29,23 @@ echo "built in $(( $(date +%s) - t0 )) s"
 python3 -c "import gpusync as gs; print(gs.backend(), gs.device_info()['name'])"
 
 step "pytest (all, GPU included)"
-python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$out/pytest.log" | tail -25
+python3 -m pytest -q -p no:cacheprovider tests ${PYTEST_ARGS:-} 2>&1 | tee "$out/pytest.log" | tail -25
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 if [ -z "${SKIP_SANITIZER:-}" ]; then
-    for tool in memcheck racecheck; do
-        step "compute-sanitizer --tool $tool (GPU histogram tests)"
-        compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
-            python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu.py -m "gpu and not slow" \
-            -k "cupy_in_cupy_out and (uint8 or float32 or int64) or strided or weights or cluster or torch" \
-            >"$out/sanitizer-$tool.log" 2>&1
-        rc=$?
-        tail -5 "$out/sanitizer-$tool.log"
-        grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -2
+    # a subset that runs every kernel family once at modest sizes
+    sel_hist='cupy_in_cupy_out and (uint8 or float32 or int64) or strided or weights or cluster or torch'
+    sel_red='cupy_in_cupy_out and (float32 or int8) or misaligned or binned_statistic_device or counters or timeout'
+    for tool in memcheck racecheck synccheck; do
+        step "compute-sanitizer --tool $tool (GPU histogram, reduction, mutex tests)"
+        rc=0
+        GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
+            python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu.py -m "gpu and not slow" -k "$sel_hist" \
+            >"$out/sanitizer-$tool.log" 2>&1 || rc=$?
+        GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
+            python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu_reduce.py -m "gpu and not slow" -k "$sel_red" \
+            >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
+        grep -E "passed|failed|ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -6
         [ $rc -eq 0 ] || { echo "$tool: exit $rc"; status=1; }
     done
 fi
@@ -53,8 +59,10 @@ fi
 
 if [ -z "${SKIP_BENCH:-}" ]; then
     step "benchmarks"
-    python3 benchmarks/histogram.py --out "$out" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log" | tail -60
-    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    for b in ${BENCHES:-histogram reduce}; do
+        python3 benchmarks/$b.py --out "$out" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench-$b.log" | tail -45
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    done
 fi
 step "done: status $status"
 exit $status

@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Thread_local char gs_errmsg[1024];
@@ -21,8 +22,18 @@ gs_status gs_fail(gs_status status, const char *fmt, ...)
 }
 
 static const char *const strategy_names[GS_STRATEGY_COUNT] = {
-    "auto", "global", "shared", "warp", "cluster",
+    "auto",     "global",   "shared",   "warp", "cluster",  "atomic",   "mutex",       "two-pass", "threadfence",
+    "grid",     "lookback", "barrier",  "relaunch", "lock", "lockfree", "cooperative", "sense",
 };
+
+int64_t gs_spin_timeout_ns(void)
+{
+    const char *s = getenv("GPUSYNC_SPIN_TIMEOUT_MS");
+    double ms = s && *s ? atof(s) : 1000.0;
+    if (!(ms > 0))
+        ms = 1000.0;
+    return (int64_t)(ms * 1e6);
+}
 
 const char *gs_strategy_name(gs_strategy s)
 {

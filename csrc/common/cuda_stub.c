@@ -2,9 +2,11 @@
  * the CUDA backend exists but reports that it cannot run. */
 #include "gpusync/gpusync.h"
 
+#define NO_CUDA gs_fail(GS_ERR_NO_CUDA, "gpusync was built without CUDA (no nvcc at build time)")
+
 static int stub_available(void)
 {
-    gs_fail(GS_ERR_NO_CUDA, "gpusync was built without CUDA (no nvcc at build time)");
+    NO_CUDA;
     return 0;
 }
 static int stub_device_count(void) { return 0; }
@@ -15,29 +17,53 @@ static int stub_pointer_device(const void *p)
 }
 static gs_status stub_device_info(int ordinal, gs_device_info *info)
 {
-    (void)ordinal;
-    (void)info;
-    return gs_fail(GS_ERR_NO_CUDA, "gpusync was built without CUDA (no nvcc at build time)");
+    (void)ordinal, (void)info;
+    return NO_CUDA;
 }
 static gs_status stub_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *b, gs_array *out,
                                 gs_strategy s, void *stream, gs_strategy *used)
 {
     (void)x, (void)w, (void)b, (void)out, (void)s, (void)stream, (void)used;
-    return gs_fail(GS_ERR_NO_CUDA, "gpusync was built without CUDA (no nvcc at build time)");
+    return NO_CUDA;
 }
 static gs_status stub_minmax(const gs_array *x, void *out2, void *stream)
 {
     (void)x, (void)out2, (void)stream;
-    return gs_fail(GS_ERR_NO_CUDA, "gpusync was built without CUDA (no nvcc at build time)");
+    return NO_CUDA;
 }
 static gs_status stub_uniform_edges(const gs_hist_bins *b, gs_array *out, void *stream)
 {
     (void)b, (void)out, (void)stream;
-    return gs_fail(GS_ERR_NO_CUDA, "gpusync was built without CUDA (no nvcc at build time)");
+    return NO_CUDA;
+}
+static gs_status stub_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy s, int det,
+                             void *stream, gs_strategy *used)
+{
+    (void)a, (void)b, (void)out, (void)s, (void)det, (void)stream, (void)used;
+    return NO_CUDA;
+}
+static gs_status stub_binned_statistic(const gs_array *x, const gs_array *v, const double *e, int64_t nb, double top,
+                                       int stat, gs_array *res, gs_array *bn, gs_strategy s, void *stream,
+                                       gs_strategy *used)
+{
+    (void)x, (void)v, (void)e, (void)nb, (void)top, (void)stat, (void)res, (void)bn, (void)s, (void)stream,
+        (void)used;
+    return NO_CUDA;
+}
+static gs_status stub_counter(int kind, int64_t blocks, int threads, int64_t *value, double *ms)
+{
+    (void)kind, (void)blocks, (void)threads, (void)value, (void)ms;
+    return NO_CUDA;
+}
+static gs_status stub_test_deadlock(int64_t timeout_ns)
+{
+    (void)timeout_ns;
+    return NO_CUDA;
 }
 
 static const gs_backend_ops stub_ops = {
-    "cuda", stub_available, stub_device_count, stub_device_info, stub_pointer_device, stub_histogram, stub_minmax, stub_uniform_edges,
+    "cuda",      stub_available, stub_device_count,  stub_device_info,      stub_pointer_device, stub_histogram,
+    stub_minmax, stub_uniform_edges, stub_reduce, stub_binned_statistic, stub_counter,        stub_test_deadlock,
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

@@ -6,6 +6,13 @@
 
 gs_status gs_cpu_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins, gs_array *out,
                            gs_strategy strategy, void *stream, gs_strategy *used);
+gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy strategy, int deterministic,
+                        void *stream, gs_strategy *used);
+gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
+                                  double top, int statistic, gs_array *result, gs_array *binnumber,
+                                  gs_strategy strategy, void *stream, gs_strategy *used);
+gs_status gs_cpu_counter(int kind, int64_t blocks, int threads, int64_t *value, double *ms);
+gs_status gs_cpu_test_deadlock(int64_t timeout_ns);
 
 static int cpu_available(void) { return 1; }
 static int cpu_device_count(void) { return 0; }
@@ -77,7 +84,18 @@ static gs_status cpu_uniform_edges(const gs_hist_bins *bins, gs_array *out, void
 }
 
 static const gs_backend_ops cpu_ops = {
-    "cpu", cpu_available, cpu_device_count, cpu_device_info, cpu_pointer_device, gs_cpu_histogram, cpu_minmax, cpu_uniform_edges,
+    "cpu",
+    cpu_available,
+    cpu_device_count,
+    cpu_device_info,
+    cpu_pointer_device,
+    gs_cpu_histogram,
+    cpu_minmax,
+    cpu_uniform_edges,
+    gs_cpu_reduce,
+    gs_cpu_binned_statistic,
+    gs_cpu_counter,
+    gs_cpu_test_deadlock,
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

@@ -9,9 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Host inputs are copied to the device in chunks of this many bytes, so that
+/* Host inputs are copied to the device in chunks of GS_STAGE_BYTES, so that
  * inputs of any size need bounded device memory (the histogram is additive). */
-#define GS_STAGE_BYTES ((int64_t)256 << 20)
 
 #define GS_DEBUG_ENV "GPUSYNC_DEBUG"
 /* Override the number of blocks of the histogram kernels (for the seed's

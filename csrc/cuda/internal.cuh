@@ -57,6 +57,19 @@ struct gs_device_guard {
     }
 };
 
+/* The device a call runs on: the arrays' device, or the current one for
+ * host arrays (staged through it). */
+gs_status gs_cuda_call_device(int array_device, int *ordinal, const gs_device_info **info);
+
+/* Blocks of `kernel` (with `threads` threads and `smem` dynamic shared
+ * bytes) that fit on the whole device at once. */
+gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, const gs_device_info *dev,
+                                  int64_t *blocks);
+
+/* Read a device int (an error flag) after the stream's work: the stream is
+ * synchronized. */
+gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag);
+
 /* Launch shape of one strategy, computed by the dispatcher. */
 struct gs_hist_launch {
     gs_binner binner;     /* edges: device pointer when kind == EDGES */

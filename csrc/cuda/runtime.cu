@@ -72,6 +72,34 @@ gs_status gs_cuda_device(int ordinal, const gs_device_info **info)
     return st;
 }
 
+gs_status gs_cuda_call_device(int array_device, int *ordinal, const gs_device_info **info)
+{
+    int d = array_device;
+    if (d == GS_HOST)
+        GS_CUDA_CHECK(cudaGetDevice(&d));
+    *ordinal = d;
+    return gs_cuda_device(d, info);
+}
+
+gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, const gs_device_info *dev,
+                                  int64_t *blocks)
+{
+    int per_sm = 0;
+    GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+    if (per_sm < 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "a block of %d threads with %zu bytes of shared memory does not fit "
+                       "one multiprocessor of %s", threads, smem, dev->name);
+    *blocks = (int64_t)per_sm * dev->multiprocessors;
+    return GS_OK;
+}
+
+gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag)
+{
+    GS_CUDA_CHECK(cudaMemcpyAsync(flag, d_flag, sizeof(int), cudaMemcpyDeviceToHost, s));
+    GS_CUDA_CHECK(cudaStreamSynchronize(s));
+    return GS_OK;
+}
+
 static int cuda_device_count(void)
 {
     int n = 0;
@@ -124,11 +152,28 @@ gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, const gs_hist_
                             gs_strategy strategy, void *stream, gs_strategy *used);
 gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream);
 gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream);
+gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy strategy,
+                         int deterministic, void *stream, gs_strategy *used);
+gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
+                                   double top, int statistic, gs_array *result, gs_array *binnumber,
+                                   gs_strategy strategy, void *stream, gs_strategy *used);
+gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int64_t *value, double *ms);
+gs_status gs_cuda_test_deadlock(int64_t timeout_ns);
 }
 
 static const gs_backend_ops cuda_ops = {
-    "cuda", cuda_available, cuda_device_count, cuda_device_info, cuda_pointer_device, gs_cuda_histogram,
-    gs_cuda_minmax,   gs_cuda_uniform_edges,
+    "cuda",
+    cuda_available,
+    cuda_device_count,
+    cuda_device_info,
+    cuda_pointer_device,
+    gs_cuda_histogram,
+    gs_cuda_minmax,
+    gs_cuda_uniform_edges,
+    gs_cuda_reduce,
+    gs_cuda_binned_statistic,
+    gs_cuda_counter,
+    gs_cuda_test_deadlock,
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

@@ -272,6 +272,113 @@ static PyObject *py_uniform_edges(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_reduce(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend, *strategy_name;
+    PyObject *ao, *bo, *oo;
+    int det;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOOOspK", &backend, &ao, &bo, &oo, &strategy_name, &det, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_strategy strategy, used = GS_STRATEGY_AUTO;
+    gs_arg a, b, out;
+    if (!ops || !parse_strategy(strategy_name, &strategy) || !parse_array(ao, &a, "a") ||
+        (bo != Py_None && !parse_array(bo, &b, "b")) || !parse_array(oo, &out, "out"))
+        return NULL;
+    if (!out.writable) {
+        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
+        return NULL;
+    }
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->reduce(&a.a, bo == Py_None ? NULL : &b.a, &out.a, strategy, det, (void *)(uintptr_t)stream, &used);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    return PyUnicode_FromString(gs_strategy_name(used));
+}
+
+static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend, *strategy_name;
+    PyObject *xo, *vo, *eo, *ro, *no;
+    double top;
+    int stat;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOOOdiOOsK", &backend, &xo, &vo, &eo, &top, &stat, &ro, &no, &strategy_name,
+                          &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_strategy strategy, used = GS_STRATEGY_AUTO;
+    gs_arg x, v, r, bn;
+    if (!ops || !parse_strategy(strategy_name, &strategy) || !parse_array(xo, &x, "x") ||
+        !parse_array(vo, &v, "values") || !parse_array(ro, &r, "result") ||
+        (no != Py_None && !parse_array(no, &bn, "binnumber")))
+        return NULL;
+    PyArrayObject *edges = (PyArrayObject *)PyArray_FROM_OTF(eo, NPY_DOUBLE, NPY_ARRAY_IN_ARRAY);
+    if (!edges)
+        return NULL;
+    if (PyArray_NDIM(edges) != 1 || PyArray_DIM(edges, 0) < 2) {
+        Py_DECREF(edges);
+        PyErr_SetString(PyExc_ValueError, "edges must be 1-D with at least 2 values");
+        return NULL;
+    }
+    const int64_t nbins = PyArray_DIM(edges, 0) - 1;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->binned_statistic(&x.a, &v.a, (const double *)PyArray_DATA(edges), nbins, top, stat, &r.a,
+                               no == Py_None ? NULL : &bn.a, strategy, (void *)(uintptr_t)stream, &used);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(edges);
+    if (st != GS_OK)
+        return gs_raise(st);
+    return PyUnicode_FromString(gs_strategy_name(used));
+}
+
+static PyObject *py_counter(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    int kind, threads;
+    long long blocks;
+    if (!PyArg_ParseTuple(args, "siLi", &backend, &kind, &blocks, &threads))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    int64_t value = 0;
+    double ms = 0;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->counter(kind, blocks, threads, &value, &ms);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    return Py_BuildValue("(Ld)", (long long)value, ms);
+}
+
+static PyObject *py_test_deadlock(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    double ms;
+    if (!PyArg_ParseTuple(args, "sd", &backend, &ms))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->test_deadlock((int64_t)(ms * 1e6));
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_available(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -370,6 +477,13 @@ static PyMethodDef methods[] = {
      "histogram(backend, x, weights, out, bins, strategy, stream) -> strategy used"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
     {"uniform_edges", py_uniform_edges, METH_VARARGS, "uniform_edges(backend, bins, out, stream)"},
+    {"reduce", py_reduce, METH_VARARGS,
+     "reduce(backend, a, b or None, out, strategy, deterministic, stream) -> strategy used"},
+    {"binned_statistic", py_binned_statistic, METH_VARARGS,
+     "binned_statistic(backend, x, values, edges, top, stat, result, binnumber or None, strategy, stream)"},
+    {"counter", py_counter, METH_VARARGS, "counter(backend, kind, blocks, threads) -> (value, ms)"},
+    {"_test_deadlock", py_test_deadlock, METH_VARARGS,
+     "test hook: wait on a lock that is never released for `ms`; raises DeadlockError"},
     {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
     {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
     {"pointer_device", py_pointer_device, METH_VARARGS, "pointer_device(backend, ptr) -> ordinal or -1"},

@@ -68,6 +68,21 @@ typedef enum gs_strategy {
     GS_STRATEGY_SHARED,  /* per-block privatized histogram in shared memory (ex 4.4) */
     GS_STRATEGY_WARP,    /* warp-aggregated updates via __match_any_sync */
     GS_STRATEGY_CLUSTER, /* histogram spread over a thread-block cluster's DSMEM (sm_90+) */
+    /* reductions (sum, dot): how the blocks' results are combined */
+    GS_STRATEGY_ATOMIC,      /* each block atomically adds its result */
+    GS_STRATEGY_MUTEX,       /* each block adds its result under a spin lock (seed 001 ex 4.6) */
+    GS_STRATEGY_TWO_PASS,    /* partials to global memory, a second kernel finishes */
+    GS_STRATEGY_THREADFENCE, /* partials, __threadfence, atomic ticket: the last block finishes */
+    GS_STRATEGY_GRID,        /* one launch, finished after a grid barrier */
+    /* scans (cumsum) */
+    GS_STRATEGY_LOOKBACK, /* single pass, decoupled look-back */
+    GS_STRATEGY_BARRIER,  /* one persistent kernel with grid barriers */
+    GS_STRATEGY_RELAUNCH, /* kernel boundaries as the barrier */
+    /* grid barriers (barrier_benchmark) */
+    GS_STRATEGY_LOCK,        /* seed 000's counter barrier */
+    GS_STRATEGY_LOCKFREE,    /* seed 000's arrival/release arrays */
+    GS_STRATEGY_COOPERATIVE, /* cooperative groups grid.sync() */
+    GS_STRATEGY_SENSE,       /* ours: hierarchical sense-reversing */
     GS_STRATEGY_COUNT
 } gs_strategy;
 
@@ -159,7 +174,57 @@ typedef struct gs_backend_ops {
     /* Fill out (float32 or float64, nbins + 1 elements, same device as the
      * work) with the edges of a GS_BINS_UNIFORM description.  Asynchronous. */
     gs_status (*uniform_edges)(const gs_hist_bins *bins, gs_array *out, void *stream);
+
+    /* Sum of a (b == NULL) or dot product of a and b (same length, same
+     * dtype), written to out (one element of out->dtype, on a's device or
+     * host).  Floating inputs accumulate in float64; integer and bool inputs
+     * in uint64 that wraps, so the result cast to out->dtype is NumPy's
+     * (integers modulo 2^bits; bool out is "any nonzero").  With
+     * `deterministic` the result is bit-identical across runs and across
+     * the strategies that support it (two-pass, threadfence, grid: fixed
+     * tiles, fixed order); the others are then GS_ERR_INVALID_ARGUMENT for
+     * floating inputs.  Strategies that spin (mutex, grid) wait for the
+     * stream to check their time-out flag; the others return at once for
+     * device arrays. */
+    gs_status (*reduce)(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy strategy,
+                        int deterministic, void *stream, gs_strategy *used);
+
+    /* scipy.stats.binned_statistic for one statistic: x and values (float32
+     * or float64, same length and device), nbins + 1 increasing edges (host
+     * memory); a value x lands in bin k (0-based) when edges[k] <= x <
+     * edges[k+1], or in the last bin when edges[nbins] <= x <= top.
+     * result: nbins float64; binnumber: NULL or n int64 (SciPy's numbering:
+     * 0 below, 1..nbins, nbins + 1 above or NaN).  Synchronizes. */
+    gs_status (*binned_statistic)(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
+                                  double top, int statistic, gs_array *result, gs_array *binnumber,
+                                  gs_strategy strategy, void *stream, gs_strategy *used);
+
+    /* Teaching demo (seed 001): blocks x threads threads each add 1 to one
+     * counter, racing (kind 0), with atomics (1) or under a mutex (2).  The
+     * final value and the time in ms.  Synchronizes. */
+    gs_status (*counter)(int kind, int64_t blocks, int threads, int64_t *value, double *ms);
+
+    /* Test hook: try to take a lock that is never released, with this
+     * time-out; must return GS_ERR_DEADLOCK and leave the backend usable. */
+    gs_status (*test_deadlock)(int64_t timeout_ns);
 } gs_backend_ops;
+
+/* binned_statistic's statistics (scipy.stats.binned_statistic's names; var
+ * is std squared). */
+enum {
+    GS_STAT_COUNT = 0,
+    GS_STAT_SUM,
+    GS_STAT_MEAN,
+    GS_STAT_STD,
+    GS_STAT_VAR,
+    GS_STAT_MIN,
+    GS_STAT_MAX,
+    GS_STAT_KINDS
+};
+
+/* How long a device or CPU spin loop waits before it gives up (GS_ERR_DEADLOCK):
+ * GPUSYNC_SPIN_TIMEOUT_MS in the environment, else 1000 ms. */
+int64_t gs_spin_timeout_ns(void);
 
 const gs_backend_ops *gs_cpu_backend(void);
 const gs_backend_ops *gs_cuda_backend(void);

@@ -55,4 +55,24 @@
  * memory and merge time than atomics save; auto uses `global` beyond it. */
 #define GS_CPU_PRIVATE_MAX_BINS (1 << 20)
 
+/* Reductions (sum, dot).  Threads per block of every reduction kernel, and
+ * of the kernel or block that finishes the partials: fixed, because with
+ * deterministic=True the order of additions depends only on it. */
+#define GS_REDUCE_THREADS 256
+/* 16-byte loads per array each thread issues before using them. */
+#define GS_REDUCE_UNROLL 4
+/* deterministic=True: the input is cut into tiles of this many elements,
+ * each reduced in a fixed order to one partial, the partials in a fixed
+ * order -- the same bits whatever the grid, strategy or device. */
+#define GS_REDUCE_TILE 16384
+/* Host inputs are staged through device memory in chunks of this many bytes
+ * (a multiple of every tile's bytes). */
+#define GS_STAGE_BYTES ((int64_t)256 << 20)
+
+/* binned_statistic: threads per block, and the most bins whose state (40
+ * bytes each: count, three doubles and a lock) one block keeps in shared
+ * memory; more bins update global memory directly. */
+#define GS_BINSTAT_THREADS 512
+#define GS_BINSTAT_SMEM_BINS 2048
+
 #endif /* GPUSYNC_TUNING_H */

@@ -1,0 +1,189 @@
+"""What every benchmark shares: GPU timers (CUDA events, CUDA-graph replay),
+the read ceiling measured in the same run, the CUB/cuBLAS peer library, and
+merging rows into <out>/latest.json (each benchmark owns its ops' rows)."""
+from __future__ import annotations
+
+import ctypes
+import datetime
+import json
+import os
+import subprocess
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GIB = 1 << 30
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+class Timer:
+    def __init__(self, cp):
+        self.cp = cp
+
+    def gpu(self, fn, reps=10, inner=1):
+        """Median ms per call: events around `inner` back-to-back calls."""
+        cp = self.cp
+        fn()
+        cp.cuda.Device().synchronize()
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+        ts = []
+        for _ in range(reps):
+            s.record()
+            for _ in range(inner):
+                fn()
+            e.record()
+            e.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(s, e) / inner)
+        return median(ts)
+
+    def graph(self, fn, reps=10, inner=20):
+        """Median ms per call of `inner` calls captured in one CUDA graph."""
+        cp = self.cp
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            fn()
+            stream.synchronize()
+            stream.begin_capture()
+            for _ in range(inner):
+                fn()
+            g = stream.end_capture()
+            g.launch()
+            stream.synchronize()
+            s, e = cp.cuda.Event(), cp.cuda.Event()
+            ts = []
+            for _ in range(reps):
+                s.record(stream)
+                g.launch(stream)
+                e.record(stream)
+                e.synchronize()
+                ts.append(cp.cuda.get_elapsed_time(s, e) / inner)
+        return median(ts)
+
+    @staticmethod
+    def host(fn, reps=3):
+        fn()
+        ts = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t) * 1e3)
+        return median(ts)
+
+
+READ_KERNEL = r"""
+extern "C" __global__ void read_xor(const uint4 *a, long long n, unsigned *out) {
+    unsigned s = 0;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        uint4 v = __ldcs(a + i); s ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (s == 0x9e3779b9u) out[0] = s;
+}
+"""
+
+
+def read_ceiling(cp, timer, buf):
+    """GB/s of a plain 16-byte-load read of `buf` (1 GiB): the roof for reductions."""
+    k = cp.RawKernel(READ_KERNEL, "read_xor")
+    out = cp.zeros(1, cp.uint32)
+    n = buf.nbytes // 16
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    ms = timer.gpu(lambda: k((sms * 8,), (512,), (buf, np.int64(n), out)), reps=20)
+    return buf.nbytes / ms / 1e6
+
+
+_PEERS = {
+    "cub_hist_u8": (ctypes.c_int,), "cub_hist_f32": (ctypes.c_float,), "cub_hist_i32": (ctypes.c_int,),
+}
+
+
+def build_peers():
+    """CUB and cuBLAS entry points of cub_helper.cu (built once with nvcc)."""
+    so = os.path.join(os.environ.get("TMPDIR", "/tmp"), "gpusync_libcubhelper.so")
+    src = os.path.join(HERE, "cub_helper.cu")
+    if not os.path.exists(so) or os.path.getmtime(so) < os.path.getmtime(src):
+        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-Xcompiler", "-fPIC", "-shared", src, "-o", so, "-lcublas"],
+                       check=True)
+    lib = ctypes.CDLL(so)
+    for name, (lt,) in _PEERS.items():
+        f = getattr(lib, name)
+        f.restype = ctypes.c_double
+        f.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, lt, lt, ctypes.c_void_p, ctypes.c_int]
+    for name in ("cub_sum_f32", "cub_sum_i32", "cublas_sdot", "cublas_ddot", "cub_scan_f32", "cub_scan_i32"):
+        f = getattr(lib, name, None)
+        if f is not None:  # (ptr_a, ptr_b or 0, n, host result ptr, reps) -> ms
+            f.restype = ctypes.c_double
+            f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int]
+    return lib
+
+
+def merge_results(outdir, info, rows, ceilings=None, sweeps=None):
+    """Replace this benchmark's ops' rows in <outdir>/latest.json; keep the rest."""
+    path = os.path.join(outdir, "latest.json")
+    data = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            data = json.load(f)
+    ops = {r["op"] for r in rows}
+    kept = [r for r in data.get("rows", []) if r["op"] not in ops]
+    data["device"] = info["name"]
+    data["date"] = datetime.date.today().isoformat()
+    data.setdefault("ceilings", {}).update(ceilings or {})
+    data["rows"] = kept + rows
+    if sweeps:
+        data.setdefault("sweeps", {}).update(sweeps)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
+    return data
+
+
+def table(title, ceiling, rows, ref_impl="gpusync:auto"):
+    """Markdown table: ms, GB/s, % of the read ceiling, speed vs `ref_impl`."""
+    lines = [f"# {title}", "", f"Read ceiling (1 GiB, 16-byte loads): **{ceiling:.0f} GB/s**", "",
+             f"| case | impl | ms | GB/s | % of read ceiling | vs {ref_impl} |", "|---|---|---:|---:|---:|---:|"]
+    ref = {r["case"]: r["ms"] for r in rows if r["impl"] == ref_impl}
+    for r in rows:
+        rel = ref.get(r["case"], float("nan")) / r["ms"]
+        ok = "" if r.get("correct", True) else " **WRONG**"
+        lines.append(f"| {r['case']} | {r['impl']}{ok} | {r['ms']:.4f} | {r['gbps']:.0f} | "
+                     f"{100 * r['gbps'] / ceiling:.0f}% | {rel:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def speed_plot(path, rows, title, ref_impl="gpusync:auto"):
+    """Bar chart of speed relative to `ref_impl`, per case (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    best = {}
+    for r in rows:  # graph-replay rows count as the same implementation's device time
+        key = (r["case"], r["impl"].replace("(graph)", ""))
+        best[key] = min(best.get(key, float("inf")), r["ms"])
+    rows = [{"case": c, "impl": i, "ms": ms} for (c, i), ms in best.items()]
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    impls = list(dict.fromkeys(r["impl"] for r in rows))
+    ref = {r["case"]: r["ms"] for r in rows if r["impl"] == ref_impl}
+    fig, ax = plt.subplots(figsize=(14, 6))
+    width = 0.8 / len(impls)
+    for i, impl in enumerate(impls):
+        vals = []
+        for c in cases:
+            m = [r["ms"] for r in rows if r["case"] == c and r["impl"] == impl]
+            vals.append(ref[c] / m[0] if m and c in ref else 0)
+        ax.bar(np.arange(len(cases)) + i * width, vals, width, label=impl)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(np.arange(len(cases)) + 0.4)
+    ax.set_xticklabels(cases, rotation=15)
+    ax.set_ylabel(f"speed relative to {ref_impl} (higher is faster)")
+    ax.set_title(title)
+    ax.legend(ncol=4, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

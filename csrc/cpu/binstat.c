@@ -1,0 +1,203 @@
+/* binned_statistic (CPU backend).  shared: each thread keeps a private state
+ * per bin (no locks), then merges it into the global state under that bin's
+ * spin lock (the parallel Welford merge); global: every value takes its
+ * bin's lock.  The same rules as csrc/cuda/binstat.cu. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime in spin.h */
+#include "binning.h"
+#include "parallel.h"
+#include "spin.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t n;
+    double a, b;
+    int nan;
+} bstate;
+
+typedef struct {
+    const void *x, *v;
+    int64_t sx, sv;
+    int f32;
+    const double *e;
+    int64_t nb;
+    double top;
+    int stat;
+    int64_t *binnumber;
+    bstate *g;
+    atomic_int *locks, error;
+    int shared;
+    int64_t timeout;
+} bctx;
+
+static int64_t bin_number(const double *e, int64_t nb, double top, double x)
+{
+    if (x != x)
+        return nb + 1;
+    int64_t lo = 0, hi = nb + 1;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) >> 1;
+        if (e[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (lo == nb + 1 && x <= top) ? nb : lo;
+}
+
+static void update(bstate *s, int stat, double v)
+{
+    switch (stat) {
+    case GS_STAT_COUNT: s->n++; break;
+    case GS_STAT_SUM:
+    case GS_STAT_MEAN:
+        s->n++;
+        s->a += v;
+        break;
+    case GS_STAT_STD:
+    case GS_STAT_VAR: {
+        s->n++;
+        const double d = v - s->a;
+        s->a += d / (double)s->n;
+        s->b += d * (v - s->a);
+        break;
+    }
+    default:
+        if (v != v) {
+            s->nan = 1;
+        } else {
+            if (s->n == 0 || (stat == GS_STAT_MIN ? v < s->a : v > s->a))
+                s->a = v;
+            s->n++;
+        }
+    }
+}
+
+static void merge(bstate *g, const bstate *s, int stat)
+{
+    if (s->n == 0 && !s->nan)
+        return;
+    const uint64_t n = g->n + s->n;
+    if (stat == GS_STAT_SUM || stat == GS_STAT_MEAN) {
+        g->a += s->a;
+    } else if (stat == GS_STAT_STD || stat == GS_STAT_VAR) {
+        if (g->n == 0) {
+            g->a = s->a;
+            g->b = s->b;
+        } else if (s->n > 0) {
+            const double delta = s->a - g->a;
+            g->b += s->b + delta * delta * ((double)g->n * (double)s->n / (double)n);
+            g->a += delta * ((double)s->n / (double)n);
+        }
+    } else if (stat != GS_STAT_COUNT && s->n > 0 && (g->n == 0 || (stat == GS_STAT_MIN ? s->a < g->a : s->a > g->a))) {
+        g->a = s->a;
+    }
+    g->n = n;
+    g->nan |= s->nan;
+}
+
+static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
+{
+    (void)tid;
+    bctx *c = (bctx *)ctx;
+    bstate *mine = c->shared ? calloc((size_t)c->nb, sizeof(bstate)) : NULL;
+    if (c->shared && !mine) {
+        atomic_store(&c->error, 2);
+        return;
+    }
+    for (int64_t i = lo; i < hi; i++) {
+        const double x = c->f32 ? (double)((const float *)c->x)[i * c->sx] : ((const double *)c->x)[i * c->sx];
+        const int64_t k = bin_number(c->e, c->nb, c->top, x);
+        if (c->binnumber)
+            c->binnumber[i] = k;
+        if (k < 1 || k > c->nb)
+            continue;
+        const double v = c->f32 ? (double)((const float *)c->v)[i * c->sv] : ((const double *)c->v)[i * c->sv];
+        if (mine) {
+            update(&mine[k - 1], c->stat, v);
+        } else if (gs_spin_lock(&c->locks[k - 1], &c->error, c->timeout)) {
+            update(&c->g[k - 1], c->stat, v);
+            gs_spin_unlock(&c->locks[k - 1]);
+        }
+    }
+    if (mine) {
+        for (int64_t k = 0; k < c->nb; k++)
+            if (gs_spin_lock(&c->locks[k], &c->error, c->timeout)) {
+                merge(&c->g[k], &mine[k], c->stat);
+                gs_spin_unlock(&c->locks[k]);
+            }
+        free(mine);
+    }
+}
+
+gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
+                                  double top, int statistic, gs_array *result, gs_array *binnumber,
+                                  gs_strategy strategy, void *stream, gs_strategy *used)
+{
+    (void)stream;
+    if (statistic < 0 || statistic >= GS_STAT_KINDS)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "unknown statistic %d", statistic);
+    if (nbins < 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "nbins must be at least 1");
+    if (values->length != x->length || values->dtype != x->dtype ||
+        (x->dtype != GS_FLOAT32 && x->dtype != GS_FLOAT64))
+        return gs_fail(GS_ERR_TYPE, "x and values must have one length and one dtype, float32 or float64");
+    if (result->length != nbins || result->dtype != GS_FLOAT64 || result->stride != 1 ||
+        (binnumber && (binnumber->length != x->length || binnumber->dtype != GS_INT64 || binnumber->stride != 1)))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "result must be nbins float64, binnumber n int64, both contiguous");
+    if (strategy == GS_STRATEGY_AUTO)
+        strategy = nbins <= GS_CPU_PRIVATE_MAX_BINS ? GS_STRATEGY_SHARED : GS_STRATEGY_GLOBAL;
+    if (strategy != GS_STRATEGY_SHARED && strategy != GS_STRATEGY_GLOBAL)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic strategies are 'shared', 'global' and 'auto'; got '%s'",
+                       gs_strategy_name(strategy));
+    *used = strategy;
+    bctx c;
+    memset(&c, 0, sizeof c);
+    c.x = x->data;
+    c.v = values->data;
+    c.sx = x->stride;
+    c.sv = values->stride;
+    c.f32 = x->dtype == GS_FLOAT32;
+    c.e = edges;
+    c.nb = nbins;
+    c.top = top;
+    c.stat = statistic;
+    c.binnumber = binnumber ? (int64_t *)binnumber->data : NULL;
+    c.shared = strategy == GS_STRATEGY_SHARED;
+    c.timeout = gs_spin_timeout_ns();
+    atomic_init(&c.error, 0);
+    c.g = calloc((size_t)nbins, sizeof(bstate));
+    c.locks = calloc((size_t)nbins, sizeof(atomic_int));
+    if (!c.g || !c.locks) {
+        free(c.g);
+        free(c.locks);
+        return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for %lld bins", (long long)nbins);
+    }
+    if (x->length > 0)
+        gs_cpu_parallel_for(x->length, gs_cpu_threads_for(x->length), slice, &c);
+    double *out = (double *)result->data;
+    for (int64_t k = 0; k < nbins; k++) {
+        const bstate *s = &c.g[k];
+        const double n = (double)s->n;
+        switch (statistic) {
+        case GS_STAT_COUNT: out[k] = n; break;
+        case GS_STAT_SUM: out[k] = s->a; break;
+        case GS_STAT_MEAN: out[k] = s->n ? s->a / n : NAN; break;
+        case GS_STAT_STD: out[k] = s->n ? sqrt(s->b / n) : NAN; break;
+        case GS_STAT_VAR: out[k] = s->n ? s->b / n : NAN; break;
+        case GS_STAT_MIN: out[k] = s->n ? s->a : NAN; break;
+        default: out[k] = (s->nan || !s->n) ? NAN : s->a; break;
+        }
+    }
+    free(c.g);
+    free(c.locks);
+    const int err = atomic_load(&c.error);
+    if (err == 2)
+        return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for per-thread bins");
+    if (err)
+        return gs_fail(GS_ERR_DEADLOCK, "binned_statistic: a thread waited more than %.0f ms for a bin's lock",
+                       gs_spin_timeout_ns() / 1e6);
+    return GS_OK;
+}

@@ -1,0 +1,213 @@
+/* sum and dot (CPU backend): threads accumulate slices in double (floating
+ * inputs) or wrapping uint64 (integers, bool) and combine them with C11
+ * atomics, a spin lock, per-thread partials (two-pass), or partials plus an
+ * acq_rel ticket whose last holder adds them (threadfence).  With
+ * deterministic=True the partials are per fixed tile (GS_REDUCE_TILE), so
+ * the result does not depend on the number of threads. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime in spin.h */
+#include "../common/convert.h"
+#include "parallel.h"
+#include "spin.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const void *a, *b;
+    int64_t sa, sb;
+    gs_dtype dt;
+    int is_float, det, nthreads;
+    gs_strategy strategy;
+    _Atomic uint64_t acc; /* double bits or the integer sum */
+    atomic_int lock, error;
+    atomic_uint ticket;
+    double *fpart;
+    uint64_t *ipart;
+    int64_t nparts, n;
+} rctx;
+
+#define LOOP(T, CONV_T, CONV)                                                                                 \
+    do {                                                                                                      \
+        const T *pa = (const T *)c->a, *pb = (const T *)c->b;                                                 \
+        if (pb)                                                                                               \
+            for (int64_t i = lo; i < hi; i++)                                                                 \
+                s += (CONV_T)CONV(pa[i * c->sa]) * (CONV_T)CONV(pb[i * c->sb]);                               \
+        else                                                                                                  \
+            for (int64_t i = lo; i < hi; i++)                                                                 \
+                s += (CONV_T)CONV(pa[i * c->sa]);                                                             \
+    } while (0)
+#define ID(x) (x)
+#define NZ(x) ((x) != 0)
+#define SEXT(x) ((uint64_t)(int64_t)(x))
+
+static double range_f(const rctx *c, int64_t lo, int64_t hi)
+{
+    double s = 0;
+    switch (c->dt) {
+    case GS_FLOAT16: LOOP(uint16_t, double, gs_half_to_float); break;
+    case GS_FLOAT32: LOOP(float, double, ID); break;
+    default: LOOP(double, double, ID); break;
+    }
+    return s;
+}
+
+static uint64_t range_i(const rctx *c, int64_t lo, int64_t hi)
+{
+    uint64_t s = 0;
+    switch (c->dt) {
+    case GS_BOOL: LOOP(uint8_t, uint64_t, NZ); break;
+    case GS_INT8: LOOP(int8_t, uint64_t, SEXT); break;
+    case GS_UINT8: LOOP(uint8_t, uint64_t, ID); break;
+    case GS_INT16: LOOP(int16_t, uint64_t, SEXT); break;
+    case GS_UINT16: LOOP(uint16_t, uint64_t, ID); break;
+    case GS_INT32: LOOP(int32_t, uint64_t, SEXT); break;
+    case GS_UINT32: LOOP(uint32_t, uint64_t, ID); break;
+    default: LOOP(uint64_t, uint64_t, ID); break;
+    }
+    return s;
+}
+
+static void acc_add(rctx *c, double f, uint64_t u)
+{
+    if (!c->is_float) {
+        atomic_fetch_add(&c->acc, u);
+        return;
+    }
+    uint64_t old = atomic_load(&c->acc), nw;
+    do { /* double add as a compare-and-swap loop on its bits */
+        double d;
+        memcpy(&d, &old, 8);
+        d += f;
+        memcpy(&nw, &d, 8);
+    } while (!atomic_compare_exchange_weak(&c->acc, &old, nw));
+}
+
+/* Add the partials in order (the last thread in, or the caller). */
+static void finish(rctx *c)
+{
+    double f = 0;
+    uint64_t u = 0;
+    for (int64_t i = 0; i < c->nparts; i++) {
+        if (c->is_float)
+            f += c->fpart[i];
+        else
+            u += c->ipart[i];
+    }
+    acc_add(c, f, u);
+}
+
+static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
+{
+    rctx *c = (rctx *)ctx;
+    if (c->det) { /* lo, hi count tiles */
+        for (int64_t t = lo; t < hi; t++) {
+            const int64_t a = t * GS_REDUCE_TILE, b = a + GS_REDUCE_TILE < c->n ? a + GS_REDUCE_TILE : c->n;
+            if (c->is_float)
+                c->fpart[t] = range_f(c, a, b);
+            else
+                c->ipart[t] = range_i(c, a, b);
+        }
+    } else {
+        const double f = c->is_float ? range_f(c, lo, hi) : 0;
+        const uint64_t u = c->is_float ? 0 : range_i(c, lo, hi);
+        switch (c->strategy) {
+        case GS_STRATEGY_ATOMIC: acc_add(c, f, u); return;
+        case GS_STRATEGY_MUTEX:
+            if (gs_spin_lock(&c->lock, &c->error, gs_spin_timeout_ns())) {
+                uint64_t v = atomic_load_explicit(&c->acc, memory_order_relaxed); /* plain read under the lock */
+                if (c->is_float) {
+                    double d;
+                    memcpy(&d, &v, 8);
+                    d += f;
+                    memcpy(&v, &d, 8);
+                } else {
+                    v += u;
+                }
+                atomic_store_explicit(&c->acc, v, memory_order_relaxed);
+                gs_spin_unlock(&c->lock);
+            }
+            return;
+        default:
+            if (c->is_float)
+                c->fpart[tid] = f;
+            else
+                c->ipart[tid] = u;
+        }
+    }
+    if (c->strategy == GS_STRATEGY_THREADFENCE &&
+        atomic_fetch_add_explicit(&c->ticket, 1, memory_order_acq_rel) == (unsigned)c->nthreads - 1)
+        finish(c); /* the last thread: every partial is visible (acq_rel ticket) */
+}
+
+gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy strategy, int deterministic,
+                        void *stream, gs_strategy *used)
+{
+    (void)stream;
+    if (b && (b->length != a->length || b->dtype != a->dtype))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "dot: a and b must have the same length and dtype");
+    if (a->device != GS_HOST || (b && b->device != GS_HOST) || out->device != GS_HOST || out->length != 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "the cpu backend takes host arrays and one host output element");
+    const int is_float = gs_dtype_is_float(a->dtype);
+    if (strategy == GS_STRATEGY_AUTO)
+        strategy = GS_STRATEGY_TWO_PASS;
+    switch (strategy) {
+    case GS_STRATEGY_ATOMIC:
+    case GS_STRATEGY_MUTEX:
+        if (deterministic && is_float)
+            return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                           "strategy '%s' adds floating-point results in arrival order, so it cannot be "
+                           "deterministic; use 'two-pass', 'threadfence' or 'auto'",
+                           gs_strategy_name(strategy));
+        break;
+    case GS_STRATEGY_TWO_PASS:
+    case GS_STRATEGY_THREADFENCE: break;
+    case GS_STRATEGY_WARP:
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "strategy 'warp' needs the cuda backend (CPU threads have no warps)");
+    default:
+        return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                       "strategy '%s' is not a reduction strategy (atomic, mutex, two-pass, threadfence, warp, auto)",
+                       gs_strategy_name(strategy));
+    }
+    *used = strategy;
+    rctx c;
+    memset(&c, 0, sizeof c);
+    c.a = a->data;
+    c.b = b ? b->data : NULL;
+    c.sa = a->stride;
+    c.sb = b ? b->stride : 0;
+    c.dt = a->dtype;
+    c.is_float = is_float;
+    c.n = a->length;
+    c.strategy = strategy;
+    c.det = deterministic && (strategy == GS_STRATEGY_TWO_PASS || strategy == GS_STRATEGY_THREADFENCE);
+    atomic_init(&c.acc, 0);
+    atomic_init(&c.lock, 0);
+    atomic_init(&c.error, 0);
+    atomic_init(&c.ticket, 0);
+    const int64_t items = c.det ? (c.n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE : c.n;
+    c.nthreads = gs_cpu_threads_for(c.n);
+    if (c.nthreads > items)
+        c.nthreads = items > 0 ? (int)items : 1;
+    c.nparts = c.det ? items : c.nthreads;
+    void *parts = calloc((size_t)(c.nparts > 0 ? c.nparts : 1), 8);
+    if (!parts)
+        return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for %lld partials", (long long)c.nparts);
+    c.fpart = (double *)parts;
+    c.ipart = (uint64_t *)parts;
+    if (items > 0 && gs_cpu_parallel_for(items, c.nthreads, slice, &c) != 0) {
+        free(parts);
+        return gs_fail(GS_ERR_NO_MEMORY, "could not start CPU threads");
+    }
+    if (strategy == GS_STRATEGY_TWO_PASS)
+        finish(&c);
+    free(parts);
+    if (atomic_load(&c.error))
+        return gs_fail(GS_ERR_DEADLOCK, "sum/dot (mutex): a thread waited more than %.0f ms for the lock",
+                       gs_spin_timeout_ns() / 1e6);
+    const uint64_t acc = atomic_load(&c.acc);
+    double f;
+    memcpy(&f, &acc, 8);
+    gs_store_acc(out->data, out->dtype, f, acc);
+    return GS_OK;
+}

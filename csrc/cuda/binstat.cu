@@ -1,0 +1,360 @@
+/*
+ * binned_statistic (CUDA backend): per-bin state that one atomic cannot
+ * update, guarded by per-bin mutexes (seed 001 ex 4.5).
+ *
+ * A bin's state is (n, a, b, nan, lock):
+ *   count      n                      one atomicAdd, no lock
+ *   sum        a = sum                one atomicAdd, no lock
+ *   mean       n, a = sum             two words: under the bin's lock
+ *   std, var   n, a = mean, b = M2    Welford's update under the lock
+ *   min, max   n, a = extreme, nan    compare-and-set of a value plus flags
+ *
+ * shared: each block keeps every bin's state and lock in shared memory
+ *         (mutex_lock_block), then merges it into the global state under
+ *         the global per-bin locks (Chan et al.'s parallel Welford merge);
+ * global: every element takes the global lock of its bin.
+ * A last kernel turns the states into SciPy's results.  Every lock wait is
+ * bounded; a time-out sets the error flag, which the host reads.
+ */
+#include "internal.cuh"
+#include "gpusync/mutex.cuh"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+namespace {
+
+struct bin_state {
+    unsigned long long n;
+    double a, b;
+    int nan;
+    int lock;
+};
+
+struct binstat_args {
+    const void *x, *v;
+    int64_t n, sx, sv;
+    const double *edges; /* device, nbins + 1 */
+    int nbins;
+    double top;
+    int stat;
+    int64_t *binnumber; /* or NULL */
+    bin_state *g;       /* global state, nbins */
+    int *error;
+    unsigned long long timeout_ns;
+};
+
+/* SciPy's bin number: np.digitize(x, edges), then x in [e[n], top] moved to
+ * bin n.  0 below, 1..n inside, n + 1 above or NaN. */
+__device__ __forceinline__ int bin_number(const double *e, int nb, double top, double x)
+{
+    if (x != x)
+        return nb + 1;
+    int lo = 0, hi = nb + 1; /* first edge > x */
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (e[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (lo == nb + 1 && x <= top) ? nb : lo;
+}
+
+/* The update of one value; the caller holds the bin's lock when needed. */
+__device__ __forceinline__ void update_locked(volatile bin_state *s, int stat, double v)
+{
+    switch (stat) {
+    case GS_STAT_MEAN:
+        s->n = s->n + 1;
+        s->a = s->a + v;
+        break;
+    case GS_STAT_STD:
+    case GS_STAT_VAR: {
+        const unsigned long long n = s->n + 1;
+        const double d = v - s->a, mean = s->a + d / (double)n;
+        s->n = n;
+        s->a = mean;
+        s->b = s->b + d * (v - mean);
+        break;
+    }
+    default: { /* min, max */
+        if (v != v) {
+            s->nan = 1;
+        } else {
+            const double cur = s->a;
+            if (s->n == 0 || (stat == GS_STAT_MIN ? v < cur : v > cur))
+                s->a = v;
+            s->n = s->n + 1;
+        }
+    }
+    }
+}
+
+/* Add one value to a bin in shared (BLOCK) or global memory. */
+template <bool BLOCK> __device__ __forceinline__ void add_value(bin_state *s, int stat, double v, int *error,
+                                                               unsigned long long timeout)
+{
+    if (stat == GS_STAT_COUNT) {
+        atomicAdd(&s->n, 1ull);
+    } else if (stat == GS_STAT_SUM) {
+        atomicAdd(&s->a, v);
+    } else if (BLOCK ? gpusync::mutex_lock_block(&s->lock, error, timeout)
+                     : gpusync::mutex_lock(&s->lock, error, timeout)) {
+        update_locked(s, stat, v);
+        if (BLOCK)
+            gpusync::mutex_unlock_block(&s->lock);
+        else
+            gpusync::mutex_unlock(&s->lock);
+    }
+}
+
+/* Merge a block's state of one bin into the global state. */
+__device__ __forceinline__ void merge(bin_state *g, const bin_state &s, int stat, int *error,
+                                      unsigned long long timeout)
+{
+    if (stat == GS_STAT_COUNT) {
+        if (s.n)
+            atomicAdd(&g->n, s.n);
+        return;
+    }
+    if (stat == GS_STAT_SUM) {
+        if (s.a != 0.0 || s.a != s.a) /* nonzero or NaN */
+            atomicAdd(&g->a, s.a);
+        return;
+    }
+    if (s.n == 0 && !s.nan)
+        return;
+    if (!gpusync::mutex_lock(&g->lock, error, timeout))
+        return;
+    volatile bin_state *d = g;
+    const unsigned long long gn = d->n, n = gn + s.n;
+    if (stat == GS_STAT_MEAN) {
+        d->a = d->a + s.a;
+    } else if (stat == GS_STAT_STD || stat == GS_STAT_VAR) {
+        if (gn == 0) {
+            d->a = s.a;
+            d->b = s.b;
+        } else if (s.n > 0) { /* Chan et al.: combine (n, mean, M2) pairs */
+            const double delta = s.a - d->a, ga = d->a;
+            d->a = ga + delta * ((double)s.n / (double)n);
+            d->b = d->b + s.b + delta * delta * ((double)gn * (double)s.n / (double)n);
+        }
+    } else if (s.n > 0 && (gn == 0 || (stat == GS_STAT_MIN ? s.a < d->a : s.a > d->a))) {
+        d->a = s.a;
+    }
+    d->n = n;
+    if (s.nan)
+        d->nan = 1;
+    gpusync::mutex_unlock(&g->lock);
+}
+
+template <class T> __device__ __forceinline__ double ld(const void *p, int64_t i) { return (double)__ldg((const T *)p + i); }
+
+template <class T> __global__ void __launch_bounds__(GS_BINSTAT_THREADS) binstat_shared_kernel(binstat_args r)
+{
+    extern __shared__ double smem_d[];
+    double *e = smem_d;                                            /* nbins + 1 edges */
+    bin_state *st = reinterpret_cast<bin_state *>(e + ((r.nbins + 2) & ~1)); /* 16-byte aligned */
+    for (int i = threadIdx.x; i <= r.nbins; i += blockDim.x)
+        e[i] = r.edges[i];
+    for (int i = threadIdx.x; i < r.nbins; i += blockDim.x)
+        st[i] = bin_state{0, 0.0, 0.0, 0, 0};
+    __syncthreads();
+    const int64_t nth = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < r.n; i += nth) {
+        const int k = bin_number(e, r.nbins, r.top, ld<T>(r.x, i * r.sx));
+        if (r.binnumber)
+            r.binnumber[i] = k;
+        if (k >= 1 && k <= r.nbins)
+            add_value<true>(&st[k - 1], r.stat, r.stat == GS_STAT_COUNT ? 0.0 : ld<T>(r.v, i * r.sv), r.error,
+                            r.timeout_ns);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < r.nbins; i += blockDim.x)
+        merge(&r.g[i], st[i], r.stat, r.error, r.timeout_ns);
+}
+
+template <class T> __global__ void __launch_bounds__(GS_BINSTAT_THREADS) binstat_global_kernel(binstat_args r)
+{
+    const int64_t nth = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < r.n; i += nth) {
+        const int k = bin_number(r.edges, r.nbins, r.top, ld<T>(r.x, i * r.sx));
+        if (r.binnumber)
+            r.binnumber[i] = k;
+        if (k >= 1 && k <= r.nbins)
+            add_value<false>(&r.g[k - 1], r.stat, r.stat == GS_STAT_COUNT ? 0.0 : ld<T>(r.v, i * r.sv), r.error,
+                             r.timeout_ns);
+    }
+}
+
+__global__ void binstat_result_kernel(const bin_state *g, int nbins, int stat, double *out)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nbins)
+        return;
+    const bin_state s = g[i];
+    const double n = (double)s.n, nan = __longlong_as_double(0x7ff8000000000000ll);
+    double r;
+    switch (stat) {
+    case GS_STAT_COUNT: r = n; break;
+    case GS_STAT_SUM: r = s.a; break;
+    case GS_STAT_MEAN: r = s.n ? s.a / n : nan; break;
+    case GS_STAT_STD: r = s.n ? sqrt(s.b / n) : nan; break;
+    case GS_STAT_VAR: r = s.n ? s.b / n : nan; break;
+    case GS_STAT_MIN: r = s.n ? s.a : nan; break;         /* SciPy's min skips NaN */
+    default: r = (s.nan || !s.n) ? nan : s.a; break;      /* ...its max does not */
+    }
+    out[i] = r;
+}
+
+size_t shared_bytes(int nbins) { return (size_t)((nbins + 2) & ~1) * 8 + (size_t)nbins * sizeof(bin_state); }
+
+} // namespace
+
+extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array *values, const double *edges,
+                                              int64_t nbins, double top, int statistic, gs_array *result,
+                                              gs_array *binnumber, gs_strategy strategy, void *stream,
+                                              gs_strategy *used)
+{
+    const int on_host = x->device == GS_HOST;
+    if (statistic < 0 || statistic >= GS_STAT_KINDS)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "unknown statistic %d", statistic);
+    if (nbins < 1 || nbins > 0x3fffffff)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "nbins must be in 1..2^30");
+    if (values->length != x->length || values->dtype != x->dtype ||
+        (x->dtype != GS_FLOAT32 && x->dtype != GS_FLOAT64))
+        return gs_fail(GS_ERR_TYPE, "x and values must have one length and one dtype, float32 or float64");
+    if (values->device != x->device || result->device != x->device || (binnumber && binnumber->device != x->device))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "all arrays must be on the host or all on device %d", x->device);
+    if (result->length != nbins || result->stride != 1 || result->dtype != GS_FLOAT64 ||
+        (binnumber && (binnumber->length != x->length || binnumber->stride != 1 || binnumber->dtype != GS_INT64)))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "result must be nbins float64, binnumber n int64, both contiguous");
+    if (on_host && (x->stride != 1 || values->stride != 1))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
+
+    int ord;
+    const gs_device_info *dev;
+    gs_status st = gs_cuda_call_device(x->device, &ord, &dev);
+    if (st != GS_OK)
+        return st;
+    gs_device_guard guard(ord);
+    if (guard.err != cudaSuccess)
+        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    const size_t smem = shared_bytes((int)nbins);
+    const int fits = nbins <= GS_BINSTAT_SMEM_BINS && (int64_t)smem <= dev->shared_memory_per_block_optin;
+    if (strategy == GS_STRATEGY_AUTO)
+        strategy = fits ? GS_STRATEGY_SHARED : GS_STRATEGY_GLOBAL;
+    if (strategy != GS_STRATEGY_SHARED && strategy != GS_STRATEGY_GLOBAL)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic strategies are 'shared', 'global' and 'auto'; got '%s'",
+                       gs_strategy_name(strategy));
+    if (strategy == GS_STRATEGY_SHARED && !fits)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                       "strategy 'shared' keeps at most %d bins per block; got %lld (use 'global' or 'auto')",
+                       GS_BINSTAT_SMEM_BINS, (long long)nbins);
+    *used = strategy;
+    if (getenv("GPUSYNC_DEBUG"))
+        fprintf(stderr, "[gpusync] binned_statistic n=%lld nbins=%lld stat=%d strategy=%s device=%d\n",
+                (long long)x->length, (long long)nbins, statistic, gs_strategy_name(strategy), ord);
+
+    cudaStream_t s = (cudaStream_t)stream;
+    const size_t es = gs_dtype_size(x->dtype);
+    const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)es : x->length;
+    const int64_t maxn = x->length < chunk ? x->length : chunk;
+    bin_state *g = NULL;
+    double *d_edges = NULL, *d_res = NULL;
+    int *d_err = NULL, flag = 0;
+    void *d_x = NULL, *d_v = NULL;
+    int64_t *d_bn = NULL;
+    binstat_args r;
+    memset(&r, 0, sizeof r);
+    const void *kernel = strategy == GS_STRATEGY_SHARED
+                             ? (x->dtype == GS_FLOAT32 ? (const void *)binstat_shared_kernel<float>
+                                                       : (const void *)binstat_shared_kernel<double>)
+                             : (x->dtype == GS_FLOAT32 ? (const void *)binstat_global_kernel<float>
+                                                       : (const void *)binstat_global_kernel<double>);
+    const size_t dyn = strategy == GS_STRATEGY_SHARED ? smem : 0;
+    int64_t resident = 0;
+    if (dyn > 48 * 1024)
+        GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+    st = gs_cuda_resident_blocks(kernel, GS_BINSTAT_THREADS, dyn, dev, &resident);
+    if (st != GS_OK)
+        return st;
+
+    GS_CUDA_GOTO(cudaMallocAsync((void **)&g, (size_t)nbins * sizeof(bin_state) + 16, s));
+    d_err = (int *)((char *)g + (size_t)nbins * sizeof(bin_state));
+    GS_CUDA_GOTO(cudaMemsetAsync(g, 0, (size_t)nbins * sizeof(bin_state) + 16, s));
+    GS_CUDA_GOTO(cudaMallocAsync((void **)&d_edges, (size_t)(nbins + 1) * 8, s));
+    GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, edges, (size_t)(nbins + 1) * 8, cudaMemcpyHostToDevice, s));
+    if (on_host) {
+        GS_CUDA_GOTO(cudaMallocAsync((void **)&d_res, (size_t)nbins * 8, s));
+        if (maxn > 0) {
+            GS_CUDA_GOTO(cudaMallocAsync(&d_x, (size_t)maxn * es, s));
+            if (statistic != GS_STAT_COUNT)
+                GS_CUDA_GOTO(cudaMallocAsync(&d_v, (size_t)maxn * es, s));
+            if (binnumber)
+                GS_CUDA_GOTO(cudaMallocAsync((void **)&d_bn, (size_t)maxn * 8, s));
+        }
+    }
+    r.edges = d_edges;
+    r.nbins = (int)nbins;
+    r.top = top;
+    r.stat = statistic;
+    r.g = g;
+    r.error = d_err;
+    r.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
+    for (int64_t off = 0; off < x->length; off += chunk) {
+        const int64_t cnt = x->length - off < chunk ? x->length - off : chunk;
+        if (on_host) {
+            GS_CUDA_GOTO(cudaMemcpyAsync(d_x, (const char *)x->data + off * es, (size_t)cnt * es,
+                                         cudaMemcpyHostToDevice, s));
+            if (d_v)
+                GS_CUDA_GOTO(cudaMemcpyAsync(d_v, (const char *)values->data + off * es, (size_t)cnt * es,
+                                             cudaMemcpyHostToDevice, s));
+            r.x = d_x;
+            r.v = d_v ? d_v : d_x;
+            r.sx = r.sv = 1;
+            r.binnumber = d_bn;
+        } else {
+            r.x = x->data;
+            r.v = values->data;
+            r.sx = x->stride;
+            r.sv = values->stride;
+            r.binnumber = binnumber ? (int64_t *)binnumber->data : NULL;
+        }
+        r.n = cnt;
+        const int64_t work = (cnt + GS_BINSTAT_THREADS - 1) / GS_BINSTAT_THREADS;
+        const int64_t grid = resident < work ? resident : work;
+        void *args[] = {&r};
+        GS_CUDA_GOTO(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(GS_BINSTAT_THREADS), args, dyn, s));
+        if (on_host && binnumber)
+            GS_CUDA_GOTO(cudaMemcpyAsync((int64_t *)binnumber->data + off, d_bn, (size_t)cnt * 8,
+                                         cudaMemcpyDeviceToHost, s));
+    }
+    binstat_result_kernel<<<(unsigned)((nbins + 255) / 256), 256, 0, s>>>(g, (int)nbins, statistic,
+                                                                          on_host ? d_res : (double *)result->data);
+    GS_CUDA_GOTO(cudaGetLastError());
+    if (on_host)
+        GS_CUDA_GOTO(cudaMemcpyAsync(result->data, d_res, (size_t)nbins * 8, cudaMemcpyDeviceToHost, s));
+    st = gs_cuda_read_flag(d_err, s, &flag);
+    if (st == GS_OK && flag)
+        st = gs_fail(GS_ERR_DEADLOCK, "binned_statistic: a thread waited more than %.0f ms for a bin's lock",
+                     gs_spin_timeout_ns() / 1e6);
+fail:
+    if (d_x)
+        cudaFreeAsync(d_x, s);
+    if (d_v)
+        cudaFreeAsync(d_v, s);
+    if (d_bn)
+        cudaFreeAsync(d_bn, s);
+    if (d_res)
+        cudaFreeAsync(d_res, s);
+    if (d_edges)
+        cudaFreeAsync(d_edges, s);
+    if (g)
+        cudaFreeAsync(g, s);
+    if (st != GS_OK)
+        cudaStreamSynchronize(s);
+    return st;
+}

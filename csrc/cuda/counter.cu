@@ -1,0 +1,113 @@
+/*
+ * Seed 001's counter experiments (CUDA backend), and the mutex time-out test
+ * hook.  Every thread of blocks x threads adds 1 to one counter:
+ *   race    load, add, store with no synchronization: updates are lost
+ *   atomic  atomicAdd
+ *   mutex   the increment under gpusync::mutex_lock / mutex_unlock, every
+ *           thread contending (safe under independent thread scheduling)
+ */
+#include "internal.cuh"
+#include "gpusync/mutex.cuh"
+
+namespace {
+
+struct counter_ws {
+    unsigned long long count;
+    int lock;
+    int error;
+};
+
+__global__ void race_kernel(counter_ws *w)
+{
+    volatile unsigned long long *c = &w->count;
+    *c = *c + 1; /* read-modify-write that other threads interleave with */
+}
+
+__global__ void atomic_kernel(counter_ws *w) { atomicAdd(&w->count, 1ull); }
+
+__global__ void mutex_kernel(counter_ws *w, unsigned long long timeout_ns)
+{
+    if (gpusync::mutex_lock(&w->lock, &w->error, timeout_ns)) {
+        volatile unsigned long long *c = &w->count;
+        *c = *c + 1;
+        gpusync::mutex_unlock(&w->lock);
+    }
+}
+
+/* The lock is held (set to 1 by the host) and nobody releases it. */
+__global__ void stuck_kernel(counter_ws *w, unsigned long long timeout_ns)
+{
+    if (gpusync::mutex_lock(&w->lock, &w->error, timeout_ns))
+        gpusync::mutex_unlock(&w->lock);
+}
+
+} // namespace
+
+extern "C" gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int64_t *value, double *ms)
+{
+    if (kind < 0 || kind > 2)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "counter kind must be 0 (race), 1 (atomic) or 2 (mutex)");
+    int ord;
+    const gs_device_info *dev;
+    gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
+    if (st != GS_OK)
+        return st;
+    if (blocks < 1 || blocks > 0x7fffffff || threads < 1 || threads > dev->max_threads_per_block)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "blocks must be in 1..2^31-1 and threads in 1..%d",
+                       dev->max_threads_per_block);
+    counter_ws *w = NULL, h;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float t = 0;
+    const unsigned long long timeout = (unsigned long long)gs_spin_timeout_ns();
+    GS_CUDA_GOTO(cudaMalloc((void **)&w, sizeof *w));
+    GS_CUDA_GOTO(cudaMemset(w, 0, sizeof *w));
+    GS_CUDA_GOTO(cudaEventCreate(&e0));
+    GS_CUDA_GOTO(cudaEventCreate(&e1));
+    GS_CUDA_GOTO(cudaEventRecord(e0, 0));
+    if (kind == 0)
+        race_kernel<<<(unsigned)blocks, threads>>>(w);
+    else if (kind == 1)
+        atomic_kernel<<<(unsigned)blocks, threads>>>(w);
+    else
+        mutex_kernel<<<(unsigned)blocks, threads>>>(w, timeout);
+    GS_CUDA_GOTO(cudaGetLastError());
+    GS_CUDA_GOTO(cudaEventRecord(e1, 0));
+    GS_CUDA_GOTO(cudaEventSynchronize(e1));
+    GS_CUDA_GOTO(cudaEventElapsedTime(&t, e0, e1));
+    GS_CUDA_GOTO(cudaMemcpy(&h, w, sizeof h, cudaMemcpyDeviceToHost));
+    *value = (int64_t)h.count;
+    *ms = t;
+    if (h.error)
+        st = gs_fail(GS_ERR_DEADLOCK, "mutex counter: a thread waited more than %.0f ms for the lock", timeout / 1e6);
+fail:
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    if (w)
+        cudaFree(w);
+    return st;
+}
+
+extern "C" gs_status gs_cuda_test_deadlock(int64_t timeout_ns)
+{
+    int ord;
+    const gs_device_info *dev;
+    gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
+    if (st != GS_OK)
+        return st;
+    counter_ws *w = NULL, h;
+    const counter_ws init = {0, 1, 0}; /* lock already held */
+    GS_CUDA_GOTO(cudaMalloc((void **)&w, sizeof *w));
+    GS_CUDA_GOTO(cudaMemcpy(w, &init, sizeof init, cudaMemcpyHostToDevice));
+    stuck_kernel<<<2, 64>>>(w, (unsigned long long)timeout_ns);
+    GS_CUDA_GOTO(cudaGetLastError());
+    GS_CUDA_GOTO(cudaMemcpy(&h, w, sizeof h, cudaMemcpyDeviceToHost));
+    st = h.error ? gs_fail(GS_ERR_DEADLOCK, "test: the lock was never released; gave up after %.0f ms",
+                           timeout_ns / 1e6)
+                 : gs_fail(GS_ERR_CUDA, "test: a lock that is never released was taken");
+fail:
+    if (w)
+        cudaFree(w);
+    return st;
+}

@@ -1,0 +1,432 @@
+/*
+ * sum and dot (CUDA backend): every way of combining the blocks' results.
+ *
+ * Every strategy shares the first step: each thread accumulates its share
+ * of the elements (16-byte loads, GS_REDUCE_UNROLL in flight per array) in
+ * double (floating inputs) or wrapping uint64 (integer and bool inputs).  The
+ * strategies differ in how the per-block or per-warp results meet:
+ *
+ *   atomic       block result -> atomicAdd on one accumulator
+ *   mutex        block result -> added under a spin lock (mutex.cuh)
+ *   warp         no block step: warp shuffles, one atomicAdd per warp
+ *   two-pass     block result -> partials[block]; a second kernel adds them
+ *   threadfence  partials[block], __threadfence(), atomic ticket: the block
+ *                that draws the last ticket adds the partials
+ *
+ * With deterministic=True, two-pass and threadfence switch to fixed tiles
+ * (GS_REDUCE_TILE elements, one partial each, reduced in a fixed order by a
+ * fixed number of threads): the result no longer depends on the grid, the
+ * device or the strategy.
+ *
+ * All strategies add their result into a per-call workspace accumulator
+ * (host inputs arrive in chunks and add up there); a one-thread kernel
+ * converts it to the result dtype at the end.
+ */
+#include "internal.cuh"
+#include "../common/convert.h"
+#include "gpusync/mutex.cuh"
+#include "gpusync/reduce.cuh"
+
+#include <cuda_fp16.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+namespace {
+
+/* The per-call workspace (zeroed before the first kernel). */
+struct reduce_ws {
+    union {
+        double f;
+        unsigned long long i;
+    } acc;
+    unsigned int ticket;
+    int lock;
+    int error;
+    int pad;
+    unsigned long long result; /* the converted result, for host outputs */
+};
+#define GS_WS_PARTIALS_OFFSET 64 /* partials follow the header, 8-byte aligned */
+
+/* Storage tags whose conversion differs from their bits' type. */
+struct gs_bool8 {
+    uint8_t v;
+};
+
+/* Element -> accumulator. */
+__device__ __forceinline__ unsigned long long cv(gs_bool8 x) { return x.v != 0; }
+__device__ __forceinline__ unsigned long long cv(int8_t x) { return (unsigned long long)(long long)x; }
+__device__ __forceinline__ unsigned long long cv(uint8_t x) { return x; }
+__device__ __forceinline__ unsigned long long cv(int16_t x) { return (unsigned long long)(long long)x; }
+__device__ __forceinline__ unsigned long long cv(uint16_t x) { return x; }
+__device__ __forceinline__ unsigned long long cv(int32_t x) { return (unsigned long long)(long long)x; }
+__device__ __forceinline__ unsigned long long cv(uint32_t x) { return x; }
+__device__ __forceinline__ unsigned long long cv(int64_t x) { return (unsigned long long)x; }
+__device__ __forceinline__ unsigned long long cv(uint64_t x) { return x; }
+__device__ __forceinline__ double cv(gs_f16 x) { return (double)__half2float(__ushort_as_half(x.bits)); }
+__device__ __forceinline__ double cv(float x) { return (double)x; }
+__device__ __forceinline__ double cv(double x) { return x; }
+
+template <class T> using acc_of = decltype(cv(T()));
+
+template <bool DOT, class T> __device__ __forceinline__ void add(double &s, T x, T y)
+{
+    s = DOT ? fma(cv(x), cv(y), s) : s + cv(x);
+}
+template <bool DOT, class T> __device__ __forceinline__ void add(unsigned long long &s, T x, T y)
+{
+    s += DOT ? cv(x) * cv(y) : cv(x);
+}
+
+/* Accumulate elements lo <= i < hi that this thread owns: start, start +
+ * step, ...  Contiguous inputs (vec) go through 16-byte loads: a scalar
+ * head up to the first aligned address, whole vectors, a scalar tail. */
+template <class T, bool DOT, class A>
+__device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_t sa, const T *__restrict__ b,
+                                           int64_t sb, int64_t lo, int64_t hi, int64_t start, int64_t step, bool vec)
+{
+    if (!vec) {
+        for (int64_t i = lo + start; i < hi; i += step)
+            add<DOT>(s, a[i * sa], DOT ? b[i * sb] : T());
+        return;
+    }
+    constexpr int V = 16 / sizeof(T), U = GS_REDUCE_UNROLL;
+    int64_t hv = (int64_t)(((16 - ((uintptr_t)(a + lo) & 15)) & 15) / sizeof(T));
+    if (hv > hi - lo)
+        hv = hi - lo;
+    for (int64_t i = lo + start; i < lo + hv; i += step)
+        add<DOT>(s, a[i], DOT ? b[i] : T());
+    const int64_t v0 = lo + hv, nv = (hi - v0) / V;
+    const int4 *av = reinterpret_cast<const int4 *>(a + v0);
+    const int4 *bv = reinterpret_cast<const int4 *>(DOT ? b + v0 : a + v0);
+    for (int64_t j = start; j < nv; j += (int64_t)U * step) {
+        gs_vec<T> ra[U], rb[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t jj = j + u * step;
+            ra[u].v = jj < nv ? __ldcs(av + jj) : make_int4(0, 0, 0, 0); /* read once: evict first */
+            if (DOT)
+                rb[u].v = jj < nv ? __ldcs(bv + jj) : make_int4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (j + u * step < nv) {
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    add<DOT>(s, ra[u].e[e], DOT ? rb[u].e[e] : T());
+            }
+    }
+    for (int64_t i = v0 + nv * V + start; i < hi; i += step)
+        add<DOT>(s, a[i], DOT ? b[i] : T());
+}
+
+enum { MODE_ATOMIC, MODE_MUTEX, MODE_WARP, MODE_PARTIAL, MODE_THREADFENCE };
+
+template <class T> struct reduce_args {
+    const T *a, *b;
+    int64_t n, sa, sb;
+    int vec;
+    reduce_ws *ws;
+    unsigned long long timeout_ns;
+};
+
+__device__ __forceinline__ double *acc_ptr(reduce_ws *ws, double) { return &ws->acc.f; }
+__device__ __forceinline__ unsigned long long *acc_ptr(reduce_ws *ws, unsigned long long) { return &ws->acc.i; }
+
+template <class A> __device__ __forceinline__ A *partials_of(reduce_ws *ws)
+{
+    return reinterpret_cast<A *>(reinterpret_cast<char *>(ws) + GS_WS_PARTIALS_OFFSET);
+}
+
+/* Add partials[0..p) in a fixed order (GS_REDUCE_THREADS threads: thread t
+ * takes t, t + 256, ...; then a block reduction) into the accumulator. */
+template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t p)
+{
+    __shared__ A scratch[32];
+    const A *part = partials_of<A>(ws);
+    A s = A();
+    for (int64_t i = threadIdx.x; i < p; i += blockDim.x)
+        s += __ldcg(part + i); /* L2: written by other SMs */
+    s = gpusync::block_sum(s, scratch);
+    if (threadIdx.x == 0)
+        *acc_ptr(ws, A()) += s; /* the only writer; kernels on the stream run in order */
+}
+
+/* The block step of every strategy (deterministic=False). */
+template <class T, bool DOT, int MODE>
+__global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_kernel(reduce_args<T> r)
+{
+    using A = acc_of<T>;
+    __shared__ A scratch[32];
+    __shared__ bool last;
+    A s = A();
+    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nth = (int64_t)gridDim.x * blockDim.x;
+    accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, 0, r.n, tid, nth, r.vec);
+    A *acc = acc_ptr(r.ws, A());
+    if (MODE == MODE_WARP) {
+        s = gpusync::warp_sum(s);
+        if ((threadIdx.x & 31) == 0)
+            atomicAdd(acc, s);
+        return;
+    }
+    s = gpusync::block_sum(s, scratch);
+    if (threadIdx.x == 0) {
+        if (MODE == MODE_ATOMIC) {
+            atomicAdd(acc, s);
+        } else if (MODE == MODE_MUTEX) {
+            if (gpusync::mutex_lock(&r.ws->lock, &r.ws->error, r.timeout_ns)) {
+                volatile A *p = acc;
+                *p = *p + s;
+                gpusync::mutex_unlock(&r.ws->lock);
+            }
+        } else {
+            partials_of<A>(r.ws)[blockIdx.x] = s;
+        }
+    }
+    if (MODE == MODE_THREADFENCE) {
+        if (threadIdx.x == 0) {
+            __threadfence(); /* our partial is visible before our ticket is */
+            last = atomicAdd(&r.ws->ticket, 1u) == gridDim.x - 1;
+        }
+        __syncthreads();
+        if (last) {
+            __threadfence(); /* and we read the partials only after seeing every ticket */
+            finish<A>(r.ws, gridDim.x);
+            if (threadIdx.x == 0)
+                r.ws->ticket = 0; /* ready for the next chunk */
+        }
+    }
+}
+
+/* deterministic=True: one partial per fixed tile, in a fixed order. */
+template <class T, bool DOT, int MODE>
+__global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_args<T> r)
+{
+    using A = acc_of<T>;
+    __shared__ A scratch[32];
+    __shared__ bool last;
+    const int64_t tiles = (r.n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        A s = A();
+        const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
+        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec);
+        s = gpusync::block_sum(s, scratch);
+        if (threadIdx.x == 0)
+            partials_of<A>(r.ws)[t] = s;
+        __syncthreads(); /* scratch is reused by the next tile */
+    }
+    if (MODE == MODE_THREADFENCE) {
+        if (threadIdx.x == 0) {
+            __threadfence();
+            last = atomicAdd(&r.ws->ticket, 1u) == gridDim.x - 1;
+        }
+        __syncthreads();
+        if (last) {
+            __threadfence();
+            finish<A>(r.ws, tiles);
+            if (threadIdx.x == 0)
+                r.ws->ticket = 0;
+        }
+    }
+}
+
+/* two-pass: the second kernel (one block). */
+template <class A> __global__ void __launch_bounds__(GS_REDUCE_THREADS) finish_kernel(reduce_ws *ws, int64_t p)
+{
+    finish<A>(ws, p);
+}
+
+/* Convert the accumulator to the result dtype. */
+__global__ void store_kernel(reduce_ws *ws, void *out, int dtype, int is_float)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        gs_store_acc(out ? out : (void *)&ws->result, dtype, is_float ? ws->acc.f : 0.0, is_float ? 0 : ws->acc.i);
+}
+
+struct reduce_plan {
+    gs_strategy strategy;
+    int deterministic, dot;
+    reduce_ws *ws;
+    const gs_device_info *dev;
+    cudaStream_t stream;
+};
+
+template <class T, bool DOT>
+gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64_t n, int64_t sa, int64_t sb)
+{
+    using A = acc_of<T>;
+    reduce_args<T> r;
+    r.a = (const T *)a;
+    r.b = (const T *)b;
+    r.n = n;
+    r.sa = sa;
+    r.sb = sb;
+    r.vec = sa == 1 && (!DOT || (sb == 1 && ((uintptr_t)a & 15) == ((uintptr_t)b & 15)));
+    r.ws = p.ws;
+    r.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
+    const int threads = GS_REDUCE_THREADS;
+    const void *kernel;
+    if (p.deterministic) {
+        kernel = p.strategy == GS_STRATEGY_THREADFENCE ? (const void *)reduce_tiles_kernel<T, DOT, MODE_THREADFENCE>
+                                                       : (const void *)reduce_tiles_kernel<T, DOT, MODE_PARTIAL>;
+    } else {
+        switch (p.strategy) {
+        case GS_STRATEGY_ATOMIC: kernel = (const void *)reduce_kernel<T, DOT, MODE_ATOMIC>; break;
+        case GS_STRATEGY_MUTEX: kernel = (const void *)reduce_kernel<T, DOT, MODE_MUTEX>; break;
+        case GS_STRATEGY_WARP: kernel = (const void *)reduce_kernel<T, DOT, MODE_WARP>; break;
+        case GS_STRATEGY_THREADFENCE: kernel = (const void *)reduce_kernel<T, DOT, MODE_THREADFENCE>; break;
+        default: kernel = (const void *)reduce_kernel<T, DOT, MODE_PARTIAL>; break;
+        }
+    }
+    int64_t resident;
+    gs_status st = gs_cuda_resident_blocks(kernel, threads, 0, p.dev, &resident);
+    if (st != GS_OK)
+        return st;
+    const int64_t per_block = p.deterministic ? GS_REDUCE_TILE
+                                              : (int64_t)threads * (16 / (int64_t)sizeof(T)) * GS_REDUCE_UNROLL;
+    const int64_t work = (n + per_block - 1) / per_block;
+    const int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
+    void *args[] = {&r};
+    GS_CUDA_CHECK(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(threads), args, 0, p.stream));
+    if (p.strategy == GS_STRATEGY_TWO_PASS) {
+        const int64_t parts = p.deterministic ? work : grid;
+        finish_kernel<A><<<1, threads, 0, p.stream>>>(p.ws, parts);
+        GS_CUDA_CHECK(cudaGetLastError());
+    }
+    return GS_OK;
+}
+
+template <bool DOT>
+gs_status launch(const reduce_plan &p, gs_dtype dt, const void *a, const void *b, int64_t n, int64_t sa, int64_t sb)
+{
+    switch (dt) {
+    case GS_BOOL: return launch_typed<gs_bool8, DOT>(p, a, b, n, sa, sb);
+    case GS_INT8: return launch_typed<int8_t, DOT>(p, a, b, n, sa, sb);
+    case GS_UINT8: return launch_typed<uint8_t, DOT>(p, a, b, n, sa, sb);
+    case GS_INT16: return launch_typed<int16_t, DOT>(p, a, b, n, sa, sb);
+    case GS_UINT16: return launch_typed<uint16_t, DOT>(p, a, b, n, sa, sb);
+    case GS_INT32: return launch_typed<int32_t, DOT>(p, a, b, n, sa, sb);
+    case GS_UINT32: return launch_typed<uint32_t, DOT>(p, a, b, n, sa, sb);
+    case GS_INT64: return launch_typed<int64_t, DOT>(p, a, b, n, sa, sb);
+    case GS_UINT64: return launch_typed<uint64_t, DOT>(p, a, b, n, sa, sb);
+    case GS_FLOAT16: return launch_typed<gs_f16, DOT>(p, a, b, n, sa, sb);
+    case GS_FLOAT32: return launch_typed<float, DOT>(p, a, b, n, sa, sb);
+    case GS_FLOAT64: return launch_typed<double, DOT>(p, a, b, n, sa, sb);
+    default: return gs_fail(GS_ERR_TYPE, "unsupported input dtype %d", (int)dt);
+    }
+}
+
+} // namespace
+
+/* Partials the workspace must hold for n elements. */
+static int64_t partials_needed(const gs_device_info *dev, int64_t n, int det)
+{
+    if (det)
+        return (n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE + 1;
+    /* at most every SM full of the smallest blocks */
+    return (int64_t)dev->multiprocessors * (dev->max_threads_per_multiprocessor / 32) + 1;
+}
+
+extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy strategy,
+                                    int deterministic, void *stream, gs_strategy *used)
+{
+    const int on_host = a->device == GS_HOST;
+    if (b && (b->length != a->length || b->dtype != a->dtype))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "dot: a and b must have the same length and dtype");
+    if ((b && b->device != a->device) || out->device != a->device)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "a, b and out must all be on the host or all on device %d",
+                       a->device);
+    if (out->length != 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "out must hold one element");
+    if (on_host && (a->stride != 1 || (b && b->stride != 1)))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
+    const int is_float = gs_dtype_is_float(a->dtype);
+    if (strategy == GS_STRATEGY_AUTO)
+        strategy = GS_STRATEGY_THREADFENCE;
+    switch (strategy) {
+    case GS_STRATEGY_ATOMIC:
+    case GS_STRATEGY_MUTEX:
+    case GS_STRATEGY_WARP:
+        if (deterministic && is_float)
+            return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                           "strategy '%s' adds floating-point results in arrival order, so it cannot be "
+                           "deterministic; use 'two-pass', 'threadfence' or 'auto'",
+                           gs_strategy_name(strategy));
+        break;
+    case GS_STRATEGY_TWO_PASS:
+    case GS_STRATEGY_THREADFENCE: break;
+    default:
+        return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                       "strategy '%s' is not a reduction strategy (atomic, mutex, two-pass, threadfence, warp, auto)",
+                       gs_strategy_name(strategy));
+    }
+    const int det = deterministic && (strategy == GS_STRATEGY_TWO_PASS || strategy == GS_STRATEGY_THREADFENCE);
+    *used = strategy;
+
+    int ord;
+    const gs_device_info *dev;
+    gs_status st = gs_cuda_call_device(a->device, &ord, &dev);
+    if (st != GS_OK)
+        return st;
+    gs_device_guard guard(ord);
+    if (guard.err != cudaSuccess)
+        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+
+    const size_t es = gs_dtype_size(a->dtype);
+    const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)es : a->length;
+    const int64_t maxn = a->length < chunk ? a->length : chunk;
+    const size_t ws_bytes = GS_WS_PARTIALS_OFFSET + (size_t)partials_needed(dev, maxn, det) * 8;
+    cudaStream_t s = (cudaStream_t)stream;
+    reduce_plan p = {strategy, det, b != NULL, NULL, dev, s};
+    void *d_a = NULL, *d_b = NULL;
+    int flag = 0;
+    if (getenv("GPUSYNC_DEBUG"))
+        fprintf(stderr, "[gpusync] %s n=%lld dtype=%d strategy=%s deterministic=%d device=%d%s\n",
+                b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
+                on_host ? " (host input staged)" : "");
+
+    GS_CUDA_GOTO(cudaMallocAsync((void **)&p.ws, ws_bytes, s));
+    GS_CUDA_GOTO(cudaMemsetAsync(p.ws, 0, sizeof(reduce_ws), s));
+    if (!on_host) {
+        if (a->length > 0) {
+            st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
+                   : launch<false>(p, a->dtype, a->data, NULL, a->length, a->stride, 1);
+            if (st != GS_OK)
+                goto fail;
+        }
+    } else if (a->length > 0) {
+        GS_CUDA_GOTO(cudaMallocAsync(&d_a, (size_t)maxn * es, s));
+        if (b)
+            GS_CUDA_GOTO(cudaMallocAsync(&d_b, (size_t)maxn * es, s));
+        for (int64_t off = 0; off < a->length; off += chunk) {
+            const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
+            GS_CUDA_GOTO(cudaMemcpyAsync(d_a, (const char *)a->data + off * es, (size_t)cnt * es,
+                                         cudaMemcpyHostToDevice, s));
+            if (b)
+                GS_CUDA_GOTO(cudaMemcpyAsync(d_b, (const char *)b->data + off * es, (size_t)cnt * es,
+                                             cudaMemcpyHostToDevice, s));
+            st = b ? launch<true>(p, a->dtype, d_a, d_b, cnt, 1, 1) : launch<false>(p, a->dtype, d_a, NULL, cnt, 1, 1);
+            if (st != GS_OK)
+                goto fail;
+        }
+    }
+    store_kernel<<<1, 32, 0, s>>>(p.ws, on_host ? NULL : out->data, out->dtype, is_float);
+    GS_CUDA_GOTO(cudaGetLastError());
+    if (on_host) {
+        GS_CUDA_GOTO(cudaMemcpyAsync(out->data, &p.ws->result, gs_dtype_size(out->dtype), cudaMemcpyDeviceToHost, s));
+        GS_CUDA_GOTO(cudaStreamSynchronize(s));
+    }
+    if (strategy == GS_STRATEGY_MUTEX) {
+        st = gs_cuda_read_flag(&p.ws->error, s, &flag);
+        if (st == GS_OK && flag)
+            st = gs_fail(GS_ERR_DEADLOCK, "sum/dot (mutex): a block waited more than %.0f ms for the lock",
+                         gs_spin_timeout_ns() / 1e6);
+    }
+fail:
+    if (d_a)
+        cudaFreeAsync(d_a, s);
+    if (d_b)
+        cudaFreeAsync(d_b, s);
+    if (p.ws)
+        cudaFreeAsync(p.ws, s);
+    return st;
+}

@@ -1,0 +1,218 @@
+"""binned_statistic: ``scipy.stats.binned_statistic`` for one-dimensional x,
+with the per-bin state updated under per-bin mutexes.
+
+The edges and bin numbers follow SciPy's own rules (scipy/stats/
+_binned_statistic.py), reproduced here so that SciPy is not needed at run
+time: equal-width edges from ``np.linspace`` in x's float dtype, bin numbers
+from ``np.digitize``, and values "on" the last edge -- equal to it after
+``np.around`` to a precision derived from the smallest bin width -- moved
+into the last bin.  That last rule becomes one number, `top`: the largest
+value of x's dtype that SciPy still puts into the last bin.
+"""
+from __future__ import annotations
+
+import functools
+from collections import namedtuple
+
+import numpy as np
+
+from . import _arrays, _backend, _core
+from ._arrays import DeviceArray, Lib
+
+STATISTICS = ("count", "sum", "mean", "std", "var", "min", "max")
+STRATEGIES = ("auto", "shared", "global")
+
+BinnedStatisticResult = namedtuple("BinnedStatisticResult", ("statistic", "bin_edges", "binnumber"))
+
+last_strategy = {"binned_statistic": None}
+
+
+def _edges(xmin, xmax, x_dtype, bins, range_):
+    """SciPy's _bin_edges for one dimension."""
+    edges_dtype = x_dtype if np.issubdtype(x_dtype, np.floating) else np.dtype(float)
+    if np.ndim(bins) != 0:
+        return np.asarray(bins, edges_dtype)
+    if range_ is None:
+        smin, smax = float(xmin), float(xmax)
+    else:
+        if len(range_) != 2:
+            raise ValueError(f"range given for {len(range_)} dimensions; 1 required")
+        if range_[1] < range_[0]:
+            raise ValueError("In range, start must be <= stop")
+        smin, smax = float(range_[0]), float(range_[1])
+    if smin == smax:
+        smin, smax = smin - 0.5, smax + 0.5
+    return np.linspace(smin, smax, int(bins) + 1, dtype=edges_dtype)
+
+
+def _ordinal(v: np.ndarray) -> np.ndarray:
+    """Integers in the order of the floats (for a binary search over them)."""
+    it = np.int64 if v.dtype == np.float64 else np.int32
+    i = v.view(it).astype(np.int64)
+    sign = np.int64(np.iinfo(it).min)
+    return np.where(i < 0, sign - i, i)
+
+
+def _from_ordinal(o: int, dt: np.dtype):
+    it = np.int64 if dt == np.float64 else np.int32
+    sign = int(np.iinfo(it).min)
+    i = o if o >= 0 else sign - o
+    return np.array([i], dtype=it).view(dt)[0]
+
+
+def _top(edges: np.ndarray, x_dtype: np.dtype) -> float:
+    """The largest x (of x's dtype) that SciPy's on-edge rule puts into the
+    last bin: x >= e[-1] and around(x, d) == around(e[-1], d)."""
+    dmin = np.diff(edges).min()
+    if dmin == 0:
+        raise ValueError("The smallest edge difference is numerically 0.")
+    decimal = int(-np.log10(dmin)) + 6
+    return _top_cached(edges[-1:].tobytes(), edges.dtype.str, decimal, np.dtype(x_dtype).str)
+
+
+@functools.lru_cache(maxsize=256)
+def _top_cached(last_bytes, edges_dtype, decimal, x_dtype):
+    with np.errstate(all="ignore"):  # np.around overflows near the dtype's maximum: that is "not equal"
+        return _top_search(last_bytes, edges_dtype, decimal, x_dtype)
+
+
+def _top_search(last_bytes, edges_dtype, decimal, x_dtype):
+    last = np.frombuffer(last_bytes, dtype=edges_dtype)[0]
+    x_dtype = np.dtype(x_dtype)
+    target = np.around(last, decimal)
+    if x_dtype.kind == "f":
+        dt = np.dtype(x_dtype)
+
+        def ok(o):
+            t = _from_ordinal(o, dt)
+            return bool(t >= last and np.around(np.array([t], dt), decimal)[0] == target)
+
+        lo = int(_ordinal(np.array([last], dt))[0])  # e[-1] itself (exact in x's dtype)
+        if not ok(lo):
+            return float(last)
+        hi = int(_ordinal(np.array([np.finfo(dt).max], dt))[0])
+    else:
+        if not np.isfinite(last):
+            return float(last)
+        info = np.iinfo(x_dtype)
+        lo = int(np.ceil(last))
+        if lo > info.max:
+            return float(last)
+
+        def ok(t):
+            return bool(np.around(np.array([t], x_dtype), decimal)[0] == target)
+
+        if not ok(lo):
+            return float(last)
+        hi = int(info.max)
+    if ok(hi):
+        lo = hi
+    while hi - lo > 1:  # ok(lo), not ok(hi)
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return float(_from_ordinal(lo, np.dtype(x_dtype))) if x_dtype.kind == "f" else float(lo)
+
+
+def _minmax(x):
+    if isinstance(x, DeviceArray):
+        raw = _core.minmax("cuda", x.desc(), x.stream)  # synchronize!
+        return np.frombuffer(raw, dtype=x.dtype)
+    return x.min(), x.max()
+
+
+def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strategy="auto"):  # noqa: A002
+    """Compute a binned statistic, like ``scipy.stats.binned_statistic``.
+
+    `statistic` is ``"count"``, ``"sum"``, ``"mean"``, ``"std"``, ``"min"``,
+    ``"max"`` (SciPy's meanings: empty bins give 0 for count and sum, NaN for
+    the others; a NaN value makes its bin's sum, mean, std and max NaN, while
+    min skips it) or ``"var"`` (the square of ``"std"``; not in SciPy).
+    `bins` is a number of equal-width bins or the sequence of edges, `range`
+    ``(lower, upper)``; x outside the edges is not counted, and x equal to the
+    upper edge (to SciPy's rounding) falls into the last bin.
+
+    `strategy`: ``"shared"`` keeps every bin's state in each block's shared
+    memory, updated under per-bin shared-memory mutexes, and merges the
+    blocks' states under per-bin global mutexes (parallel Welford merge);
+    ``"global"`` takes the global per-bin mutex for every value; ``"auto"``.
+
+    Returns ``(statistic, bin_edges, binnumber)``: float64 per bin, the edges
+    (x's float dtype), and SciPy's int64 bin number of each value (0 below,
+    1..nbins, nbins + 1 above or NaN).  Device input gives device results.
+    The call waits for the GPU (it checks the mutexes' time-out flag).
+    """
+    if statistic not in STATISTICS:
+        if callable(statistic) or statistic == "median":
+            raise ValueError(f"statistic {statistic!r} is not supported by gpusync "
+                             f"(supported: {', '.join(STATISTICS)}); use scipy.stats.binned_statistic")
+        raise ValueError(f"invalid statistic {statistic!r}")
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        raise ValueError(f"binned_statistic: strategy must be one of {', '.join(map(repr, STRATEGIES))}; "
+                         f"got {strategy!r}")
+    xv = _arrays.as_input(x, "x")
+    vv = _arrays.as_input(values, "values")
+    for v, name in ((xv, "x"), (vv, "values")):
+        if not _arrays.supported_dtype(v.dtype):
+            raise TypeError(f"binned_statistic: {name} has dtype {v.dtype}, which is not supported")
+        if len(v.shape) != 1:
+            raise ValueError(f"binned_statistic: {name} must be 1-D; got shape {tuple(v.shape)}")
+    if vv.shape[0] != xv.shape[0]:
+        raise ValueError("The number of `values` elements must match the length of each `sample` dimension.")
+    on_device = isinstance(xv, DeviceArray)
+    if on_device != isinstance(vv, DeviceArray):
+        raise ValueError("binned_statistic: x and values must both be host arrays or both device arrays")
+    if on_device and vv.device != xv.device:
+        raise ValueError(f"binned_statistic: x on device {xv.device}, values on device {vv.device}")
+
+    x_dtype = np.dtype(xv.dtype)
+    n = xv.shape[0]
+    if range is None and n == 0:  # SciPy reads x's min and max even when it does not need them
+        raise ValueError("zero-size array to reduction operation minimum which has no identity")
+    lo = hi = None
+    if np.ndim(bins) == 0 and n:
+        lo, hi = _minmax(xv)
+        if x_dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):  # NaN makes min NaN
+            raise ValueError("x contains non-finite values.")
+    if np.ndim(bins) != 0 and np.ndim(bins) != 1:
+        raise ValueError("binned_statistic: bins must be an integer or a 1-D sequence of edges")
+    with np.errstate(invalid="ignore"):
+        edges = _edges(lo, hi, x_dtype, bins, range)
+    if len(edges) < 2:
+        raise ValueError("zero-size array to reduction operation minimum which has no identity")
+    top = _top(edges, x_dtype)
+    if not np.all(np.diff(edges) > 0):
+        raise ValueError("binned_statistic: bin edges must increase monotonically")
+    nb = len(edges) - 1
+
+    # one float dtype for both arrays at the C API (conversions are exact)
+    work = np.dtype(np.float32) if (x_dtype == np.float32 and np.dtype(vv.dtype) == np.float32) else np.dtype(np.float64)
+    be = _backend.backend()
+    stat_code = STATISTICS.index(statistic)
+    e64 = np.ascontiguousarray(edges, dtype=np.float64)
+    if on_device and be == "cuda":
+        lib = Lib.of(xv.lib)
+        xd = xv if xv.dtype == work else _arrays.as_input(lib.astype(xv.obj, work), "x")
+        vd = vv if vv.dtype == work else _arrays.as_input(lib.astype(vv.obj, work), "values")
+        result = lib.empty(nb, np.float64, xv.device)
+        binnumber = lib.empty(n, np.int64, xv.device)
+        used = _core.binned_statistic("cuda", xd.desc(), vd.desc(), e64, top, stat_code,
+                                      _arrays.as_input(result, "r").desc(),
+                                      _arrays.as_input(binnumber, "b").desc(), strategy, xv.stream)
+        last_strategy["binned_statistic"] = used
+        return BinnedStatisticResult(result, lib.from_host(edges, xv.device), binnumber)
+    xh = xv.to_host() if on_device else xv
+    vh = vv.to_host() if on_device else vv
+    xh = np.ascontiguousarray(xh, dtype=work)
+    vh = np.ascontiguousarray(vh, dtype=work)
+    result = np.empty(nb, np.float64)
+    binnumber = np.empty(n, np.int64)
+    used = _core.binned_statistic(be, xh, vh, e64, top, stat_code, result, binnumber, strategy, 0)
+    last_strategy["binned_statistic"] = used
+    if on_device:
+        lib = Lib.of(xv.lib)
+        return BinnedStatisticResult(lib.from_host(result, xv.device), lib.from_host(edges, xv.device),
+                                     lib.from_host(binnumber, xv.device))
+    return BinnedStatisticResult(result, edges, binnumber)

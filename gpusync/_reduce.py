@@ -1,0 +1,140 @@
+"""sum and dot: NumPy's result dtypes and overflow behaviour, reduced on the
+GPU (or CPU threads) with a selectable inter-block finishing technique."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import _arrays, _backend, _core
+from ._arrays import DeviceArray, Lib
+
+STRATEGIES = ("auto", "atomic", "mutex", "two-pass", "threadfence", "warp")
+DETERMINISTIC_STRATEGIES = ("auto", "two-pass", "threadfence")
+
+last_strategy = {"sum": None, "dot": None}
+
+
+def _check(strategy, func):
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        raise ValueError(f"{func}: strategy must be one of {', '.join(repr(s) for s in STRATEGIES)}; "
+                         f"got {strategy!r}")
+
+
+def _input(obj, name, func):
+    x = _arrays.as_input(obj, name)
+    if not _arrays.supported_dtype(x.dtype):
+        raise TypeError(f"{func}: {name} has dtype {x.dtype}, which is not supported "
+                        "(bool, integer and float16/32/64 arrays are)")
+    return x
+
+
+@functools.lru_cache(maxsize=None)
+def _sum_dtype(dt: np.dtype) -> np.dtype:
+    return np.add.reduce(np.zeros(1, dt)).dtype  # bool, small ints -> int64/uint64
+
+
+@functools.lru_cache(maxsize=None)
+def _dot_dtype(da: np.dtype, db: np.dtype) -> np.dtype:
+    return np.dot(np.zeros(1, da), np.zeros(1, db)).dtype
+
+
+def _host_flat(x: np.ndarray, dtype) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=dtype).reshape(-1)
+
+
+def _run(func, arrays, out_dtype, strategy, deterministic):
+    """Reduce host arrays or device views (all one kind) into one element."""
+    be = _backend.backend()
+    dev = [a for a in arrays if isinstance(a, DeviceArray)]
+    if dev and len(dev) != len(arrays):
+        raise ValueError(f"{func}: mix of host and device arrays; put both on one side")
+    if dev:
+        x = dev[0]
+        for other in dev[1:]:
+            if other.device != x.device:
+                raise ValueError(f"{func}: arrays on devices {x.device} and {other.device}")
+        lib = Lib.of(x.lib)
+        if be == "cpu":  # forced CPU backend with device input: copy, reduce, copy back
+            host = [a.to_host() for a in dev]
+            val = _run(func, host, out_dtype, strategy, deterministic)
+            return lib.scalar(lib.from_host(np.asarray([val]), x.device))
+        out = lib.empty(1, out_dtype, x.device)
+        descs = [a.desc() for a in dev]
+        used = _core.reduce("cuda", descs[0], descs[1] if len(descs) > 1 else None,
+                            _arrays.as_input(out, "out").desc(), strategy, bool(deterministic), x.stream)
+        last_strategy[func] = used
+        return lib.scalar(out)
+    out = np.empty(1, out_dtype)
+    used = _core.reduce(be, arrays[0], arrays[1] if len(arrays) > 1 else None, out, strategy,
+                        bool(deterministic), 0)
+    last_strategy[func] = used
+    return out[0]
+
+
+def sum(a, *, strategy="auto", deterministic=False):  # noqa: A001 - NumPy's name
+    """Sum of all elements of `a`, like ``np.sum(a)``.
+
+    The result dtype is NumPy's: bool and signed integers narrower than 64
+    bits give int64, unsigned ones uint64, floats keep their dtype.  Integer
+    sums are exact modulo 2^64 (NumPy's wrap-around).  float16 and float32
+    inputs are accumulated in float64 and rounded once at the end, so the
+    result is usually the correctly rounded sum -- more accurate than NumPy's
+    pairwise float32 sum.
+
+    `strategy` picks how the blocks' partial sums are combined: ``"atomic"``,
+    ``"mutex"`` (a spin lock), ``"two-pass"`` (second kernel), ``"threadfence"``
+    (the last block to finish adds the partials), ``"warp"`` (one atomic per
+    warp) or ``"auto"``.  With ``deterministic=True`` (strategies ``two-pass``,
+    ``threadfence`` and ``auto``) float results are bit-identical run to run,
+    between those strategies and across GPUs: fixed tiles, fixed order.
+
+    Host input gives a NumPy scalar; a CuPy / PyTorch input a 0-d array of
+    that library on its device, computed on its stream without waiting
+    (except strategy ``"mutex"``, which checks its lock time-out).
+    """
+    _check(strategy, "sum")
+    x = _input(a, "a", "sum")
+    if deterministic and strategy not in DETERMINISTIC_STRATEGIES and x.dtype.kind == "f":
+        raise ValueError(f"sum: strategy {strategy!r} cannot be deterministic for floating-point input; "
+                         f"use one of {', '.join(repr(s) for s in DETERMINISTIC_STRATEGIES)}")
+    out_dtype = _sum_dtype(x.dtype)
+    arrays = [x if isinstance(x, DeviceArray) else _host_flat(x, x.dtype)]
+    return _run("sum", arrays, out_dtype, strategy, deterministic)
+
+
+def _shape(x):
+    return tuple(x.shape)
+
+
+def dot(a, b, *, strategy="auto", deterministic=False):
+    """Dot product of two 1-D arrays, like ``np.dot(a, b)``.
+
+    The result dtype is ``np.dot``'s (the common dtype of `a` and `b`, so
+    int8 . int8 is int8 and wraps around like NumPy; bool . bool is "any
+    pair both true").  Inputs of different dtypes are cast to the common
+    dtype first.  Floating inputs accumulate in float64 (products of float32
+    are exact there).  `strategy` and `deterministic` as in :func:`sum`.
+    """
+    _check(strategy, "dot")
+    x, y = _input(a, "a", "dot"), _input(b, "b", "dot")
+    sx, sy = _shape(x), _shape(y)
+    if len(sx) != 1 or len(sy) != 1:
+        raise ValueError(f"dot: gpusync.dot takes two 1-D arrays; got shapes {sx} and {sy} "
+                         "(use np.matmul for matrices)")
+    if sx[0] != sy[0]:
+        raise ValueError(f"shapes {sx} and {sy} not aligned: {sx[0]} (dim 0) != {sy[0]} (dim 0)")
+    rt = _dot_dtype(np.dtype(x.dtype), np.dtype(y.dtype))
+    if deterministic and strategy not in DETERMINISTIC_STRATEGIES and rt.kind == "f":
+        raise ValueError(f"dot: strategy {strategy!r} cannot be deterministic for floating-point input; "
+                         f"use one of {', '.join(repr(s) for s in DETERMINISTIC_STRATEGIES)}")
+    arrays = []
+    for v in (x, y):
+        if isinstance(v, DeviceArray):
+            if v.dtype != rt:
+                v = _arrays.as_input(Lib.of(v.lib).astype(v.obj, rt), "a")
+            arrays.append(v)
+        else:
+            arrays.append(_host_flat(v, rt))
+    return _run("dot", arrays, rt, strategy, deterministic)
+

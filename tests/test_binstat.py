@@ -1,0 +1,96 @@
+"""gs.binned_statistic against scipy.stats.binned_statistic."""
+import numpy as np
+import pytest
+
+import gpusync as gs
+
+ss = pytest.importorskip("scipy.stats")
+
+SCIPY_STATS = ["count", "sum", "mean", "std", "min", "max"]
+
+
+def _check(x, v, stat, strategy="auto", **kw):
+    got = gs.binned_statistic(x, v, stat, strategy=strategy, **kw)
+    ref = ss.binned_statistic(x, v, stat, **kw)
+    np.testing.assert_array_equal(got.binnumber, ref.binnumber)
+    np.testing.assert_array_equal(got.bin_edges, ref.bin_edges)
+    assert got.bin_edges.dtype == ref.bin_edges.dtype
+    assert got.statistic.dtype == np.float64
+    np.testing.assert_allclose(got.statistic, ref.statistic, rtol=1e-9, atol=1e-9, equal_nan=True)
+    return got
+
+
+@pytest.mark.parametrize("stat", SCIPY_STATS)
+@pytest.mark.parametrize("n", [0, 1, 37, 1000, 100_003])
+def test_matches_scipy(backend, stat, n):
+    rng = np.random.default_rng(n)
+    x, v = rng.standard_normal(n), rng.standard_normal(n) * 5 + 2
+    for strategy in ("auto", "shared", "global"):
+        kw = {"strategy": strategy}
+        _check(x, v, stat, bins=7, range=(-1.5, 1.5), **kw)
+        if n:
+            _check(x, v, stat, bins=10, **kw)
+            _check(x, v, stat, bins=[-2, -0.5, 0, 0.1, 3], **kw)
+
+
+@pytest.mark.parametrize("stat", SCIPY_STATS)
+def test_dtypes_nan_and_edges(backend, stat):
+    rng = np.random.default_rng(1)
+    x32 = rng.random(50_000).astype(np.float32)
+    v = rng.standard_normal(50_000)
+    v[::997] = np.nan
+    _check(x32, v, stat, bins=33)
+    _check(x32, v.astype(np.float32), stat, bins=33)
+    xi = rng.integers(0, 50, 50_000)
+    _check(xi, v, stat, bins=10)
+    _check(xi, xi, stat, bins=[0, 10, 25, 49])  # int values, x on the last edge
+    # values at, and a hair above, the last edge land in the last bin (SciPy's rounding rule);
+    # non-finite x is allowed with explicit edges only
+    x = np.array([0.0, 0.5, 1.0, 1.0 + 1e-12, 1.0 + 1e-3, np.nan, -np.inf, np.inf])
+    _check(x, np.arange(8.0), stat, bins=[0, 0.25, 0.5, 0.75, 1.0])
+    _check(x.astype(np.float32), np.arange(8.0), stat, bins=[0, 0.25, 0.5, 0.75, 1.0])
+    with pytest.raises(ValueError, match="non-finite"):
+        gs.binned_statistic(x, np.arange(8.0), stat, bins=4, range=(0, 1))
+
+
+def test_var_is_std_squared(backend):
+    rng = np.random.default_rng(2)
+    x, v = rng.random(10_000), rng.standard_normal(10_000)
+    std = gs.binned_statistic(x, v, "std", bins=20).statistic
+    var = gs.binned_statistic(x, v, "var", bins=20).statistic
+    np.testing.assert_allclose(var, std ** 2, rtol=1e-12)
+
+
+def test_one_bin_takes_every_value(backend):
+    """All values in one bin: the per-bin lock is as contended as it gets."""
+    x = np.full(300_000, 0.25)
+    v = np.arange(300_000, dtype=np.float64)
+    for stat in SCIPY_STATS:
+        _check(x, v, stat, bins=4, range=(0, 1))
+
+
+def test_many_bins_uses_global(backend):
+    rng = np.random.default_rng(4)
+    x, v = rng.random(200_000), rng.standard_normal(200_000)
+    _check(x, v, "mean", bins=5000)
+    _check(x, v, "std", bins=5000)
+
+
+def test_bad_input(backend):
+    x = np.arange(10.0)
+    with pytest.raises(ValueError, match="invalid statistic"):
+        gs.binned_statistic(x, x, "nope")
+    with pytest.raises(ValueError, match="not supported"):
+        gs.binned_statistic(x, x, "median")
+    with pytest.raises(ValueError, match="must match"):
+        gs.binned_statistic(x, x[:5])
+    with pytest.raises(ValueError, match="start must be <= stop"):
+        gs.binned_statistic(x, x, range=(3, 1))
+    with pytest.raises(ValueError, match="numerically 0"):
+        gs.binned_statistic(x, x, bins=[0, 1, 1, 2])
+    with pytest.raises(ValueError, match="zero-size"):
+        gs.binned_statistic(np.array([]), np.array([]))
+    with pytest.raises(ValueError, match="strategy"):
+        gs.binned_statistic(x, x, strategy="warp")
+    with pytest.raises(ValueError, match="1-D"):
+        gs.binned_statistic(np.ones((2, 2)), np.ones((2, 2)))

@@ -1,0 +1,159 @@
+"""gs.sum and gs.dot against NumPy: every dtype, strategy and awkward size,
+result dtypes, overflow, accuracy, determinism, bad input, lock time-out."""
+import numpy as np
+import pytest
+
+import gpusync as gs
+from conftest import random_array
+
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+          np.float16, np.float32, np.float64]
+SIZES = [0, 1, 31, 33, 255, 257, 1023, 4097, 100_003]
+
+
+def reduce_strategies(backend):
+    s = ["auto", "atomic", "mutex", "two-pass", "threadfence"]
+    return s + (["warp"] if backend == "cuda" else [])
+
+
+def _close(got, ref, dtype, n):
+    dtype = np.dtype(dtype)
+    assert np.asarray(got).dtype == np.asarray(ref).dtype
+    if dtype.kind == "f":
+        tol = {2: 2e-3, 4: 1e-6, 8: 1e-12}[dtype.itemsize]
+        np.testing.assert_allclose(np.float64(got), np.float64(ref), rtol=tol, atol=tol * np.sqrt(max(n, 1)) * 10)
+    else:
+        assert got == ref
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", SIZES)
+def test_sum_matches_numpy(backend, dtype, n):
+    a = random_array(np.random.default_rng(n), dtype, n)
+    ref = np.sum(a)
+    for s in reduce_strategies(backend):
+        _close(gs.sum(a, strategy=s), ref, dtype, n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", [0, 1, 33, 1025, 70_001])
+def test_dot_matches_numpy(backend, dtype, n):
+    rng = np.random.default_rng(n + 7)
+    a, b = random_array(rng, dtype, n), random_array(rng, dtype, n)
+    if np.dtype(dtype) == np.float16:
+        a, b = (a / 8).astype(np.float16), (b / 8).astype(np.float16)
+    with np.errstate(over="ignore"):
+        ref = np.dot(a, b)
+    for s in reduce_strategies(backend):
+        got = gs.dot(a, b, strategy=s)
+        if np.dtype(dtype) == np.float16:  # NumPy accumulates float16 in float16
+            exact = np.float16(np.dot(a.astype(np.float64), b.astype(np.float64)))
+            assert got == exact
+        else:
+            _close(got, ref, dtype, n)
+
+
+def test_result_dtypes_follow_numpy(backend):
+    for dt in DTYPES:
+        a = np.ones(5, dt)
+        assert gs.sum(a).dtype == np.sum(a).dtype
+        assert gs.dot(a, a).dtype == np.dot(a, a).dtype
+    assert gs.dot(np.ones(3, np.int32), np.ones(3, np.float32)).dtype == np.float64
+    assert gs.dot(np.ones(3, np.int8), np.ones(3, np.float32)).dtype == np.float32
+    assert gs.dot(np.ones(3, bool), np.ones(3, np.int16)) == np.dot(np.ones(3, bool), np.ones(3, np.int16))
+
+
+def test_integer_overflow_wraps_like_numpy(backend):
+    a = np.full(1000, np.iinfo(np.int64).max, np.int64)
+    assert gs.sum(a) == np.sum(a)
+    u = np.full(70_000, np.iinfo(np.uint64).max, np.uint64)
+    assert gs.sum(u) == np.sum(u)
+    b = np.full(100_000, 100, np.int8)
+    with np.errstate(over="ignore"):
+        assert gs.dot(b, b) == np.dot(b, b)
+    assert gs.dot(np.array([True, False]), np.array([False, True])) == np.False_
+    assert gs.dot(np.array([True, True]), np.array([False, True])) == np.True_
+
+
+def test_strided_and_nd(backend):
+    a = np.arange(100_000, dtype=np.float64).reshape(400, 250)
+    assert gs.sum(a) == np.sum(a)
+    assert gs.sum(a[:, 3]) == np.sum(a[:, 3])
+    assert gs.dot(a[:, 3], a[::-1, 7]) == np.dot(a[:, 3], a[::-1, 7])
+    x = np.arange(1, 100_001, dtype=np.float32)
+    assert gs.dot(x[1:], x[:-1]) == np.float32(np.dot(x[1:].astype(np.float64), x[:-1].astype(np.float64)))
+
+
+def test_float32_more_accurate_than_numpy(backend):
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(2_000_000) * 1e3 + 1e4).astype(np.float32)
+    exact = np.sum(a.astype(np.float64))
+    ours = abs(float(gs.sum(a)) - exact)
+    numpys = abs(float(np.sum(a)) - exact)
+    assert ours <= numpys
+    assert ours <= 0.5 * np.spacing(np.float32(exact)) * 1.01  # one rounding of a float64 sum
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_deterministic_bit_identical(backend, dtype):
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal(1_234_567) * (1e6 if dtype != np.float16 else 1e3)).astype(dtype)
+    b = (rng.standard_normal(1_234_567)).astype(dtype)
+    sums = {gs.sum(a, strategy=s, deterministic=True).tobytes() for s in ("auto", "two-pass", "threadfence")
+            for _ in range(3)}
+    dots = {gs.dot(a, b, strategy=s, deterministic=True).tobytes() for s in ("auto", "two-pass", "threadfence")
+            for _ in range(3)}
+    assert len(sums) == 1 and len(dots) == 1
+
+
+def test_deterministic_rejects_order_dependent_strategies(backend):
+    a = np.ones(10, np.float32)
+    for s in ("atomic", "mutex"):
+        with pytest.raises(ValueError, match="deterministic"):
+            gs.sum(a, strategy=s, deterministic=True)
+    # exact integer sums are deterministic with every strategy
+    assert gs.sum(np.ones(10, np.int32), strategy="atomic", deterministic=True) == 10
+
+
+def test_bad_input(backend):
+    with pytest.raises(ValueError, match="strategy"):
+        gs.sum(np.ones(3), strategy="nope")
+    with pytest.raises(ValueError, match="not aligned"):
+        gs.dot(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="1-D"):
+        gs.dot(np.ones((2, 2)), np.ones((2, 2)))
+    with pytest.raises(TypeError, match="not supported"):
+        gs.sum(np.ones(3, np.complex64))
+    with pytest.raises(TypeError):
+        gs.sum(np.array(["a", "b"]))
+    if backend == "cpu":
+        with pytest.raises(ValueError, match="warp"):
+            gs.sum(np.ones(3), strategy="warp")
+    assert gs.sum(np.array([], np.float32)) == 0 and gs.sum(np.array([], np.float32)).dtype == np.float32
+    assert gs.dot(np.array([]), np.array([])) == 0.0
+
+
+def test_mutex_timeout_is_deadlock_error_and_next_call_works(backend):
+    with pytest.raises(gs.DeadlockError, match="never released"):
+        gs._core._test_deadlock(backend, 50.0)
+    a = np.arange(10_000, dtype=np.int64)
+    assert gs.sum(a, strategy="mutex") == np.sum(a)
+
+
+def test_last_strategy_reported(backend):
+    from gpusync import _reduce
+
+    gs.sum(np.ones(10), strategy="two-pass")
+    assert _reduce.last_strategy["sum"] == "two-pass"
+    gs.dot(np.ones(10), np.ones(10))
+    assert _reduce.last_strategy["dot"] in ("two-pass", "threadfence")
+
+
+def test_counters_demo(backend):
+    from gpusync import demo
+
+    rows = demo.counters(64, 128, verbose=False)
+    by = {r["kind"]: r for r in rows}
+    assert by["atomic"]["value"] == by["mutex"]["value"] == 64 * 128
+    assert 0 < by["race"]["value"] <= 64 * 128
+    assert by["race"]["lost"] == 64 * 128 - by["race"]["value"]
