@@ -132,7 +132,8 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     min skips it) or ``"var"`` (the square of ``"std"``; not in SciPy).
     `bins` is a number of equal-width bins or the sequence of edges, `range`
     ``(lower, upper)``; x outside the edges is not counted, and x equal to the
-    upper edge (to SciPy's rounding) falls into the last bin.
+    upper edge (to SciPy's rounding) falls into the last bin.  NaN in x is a
+    ValueError (as in current SciPy); infinite x needs explicit edges.
 
     `strategy`: ``"shared"`` keeps every bin's state in each block's shared
     memory, updated under per-bin shared-memory mutexes, and merges the
@@ -172,9 +173,12 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     if range is None and n == 0:  # SciPy reads x's min and max even when it does not need them
         raise ValueError("zero-size array to reduction operation minimum which has no identity")
     lo = hi = None
-    if np.ndim(bins) == 0 and n:
-        lo, hi = _minmax(xv)
-        if x_dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):  # NaN makes min NaN
+    if n and (np.ndim(bins) == 0 or x_dtype.kind == "f"):
+        lo, hi = _minmax(xv)  # NaN propagates into both
+        if x_dtype.kind == "f" and np.isnan(lo):
+            raise ValueError("The sample on which `values` is to be binned contains at least one NaN, and the "
+                             "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
+        if np.ndim(bins) == 0 and x_dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError("x contains non-finite values.")
     if np.ndim(bins) != 0 and np.ndim(bins) != 1:
         raise ValueError("binned_statistic: bins must be an integer or a 1-D sequence of edges")

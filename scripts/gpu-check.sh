@@ -39,11 +39,15 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
     for tool in memcheck racecheck synccheck; do
         step "compute-sanitizer --tool $tool (GPU histogram, reduction, mutex tests)"
         rc=0
+        sel=$sel_red
+        # racecheck cannot see locks built from atomics: the lock-protected
+        # updates of binned_statistic's shared-memory bins read as hazards
+        [ $tool = racecheck ] && sel="($sel_red) and not binned_statistic"
         GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
             python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu.py -m "gpu and not slow" -k "$sel_hist" \
             >"$out/sanitizer-$tool.log" 2>&1 || rc=$?
         GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
-            python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu_reduce.py -m "gpu and not slow" -k "$sel_red" \
+            python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu_reduce.py -m "gpu and not slow" -k "$sel" \
             >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
         grep -E "passed|failed|ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -6
         [ $rc -eq 0 ] || { echo "$tool: exit $rc"; status=1; }

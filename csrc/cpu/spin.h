@@ -15,31 +15,39 @@ static inline int64_t gs_now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* 1 when taken, 0 after waiting timeout_ns (or at once when *error is set). */
+/* The word counts hand-overs: even = free, odd = held (as in mutex.cuh).
+ * 1 when taken; 0 when the word stayed unchanged for timeout_ns (one
+ * holder never let go) or at once when *error is set. */
 static inline int gs_spin_lock(atomic_int *l, atomic_int *error, int64_t timeout_ns)
 {
     int64_t start = 0;
+    int seen = atomic_load_explicit(l, memory_order_relaxed), mark = 0;
     for (unsigned spins = 1;; spins++) {
-        int expected = 0;
-        if (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_weak_explicit(l, &expected, 1, memory_order_acquire, memory_order_relaxed))
+        if (!(seen & 1) &&
+            atomic_compare_exchange_weak_explicit(l, &seen, seen + 1, memory_order_acquire, memory_order_relaxed))
             return 1;
         if ((spins & 63) == 0) {
             if (error && atomic_load_explicit(error, memory_order_relaxed))
                 return 0;
             const int64_t now = gs_now_ns();
-            if (start == 0)
+            const int cur = atomic_load_explicit(l, memory_order_relaxed);
+            if (start == 0 || cur != mark) { /* first check, or the lock moved on */
                 start = now;
-            else if (now - start > timeout_ns) {
+                mark = cur;
+            } else if (now - start > timeout_ns) {
                 if (error)
                     atomic_store(error, 1);
                 return 0;
             }
             sched_yield();
         }
+        seen = atomic_load_explicit(l, memory_order_relaxed);
     }
 }
 
-static inline void gs_spin_unlock(atomic_int *l) { atomic_store_explicit(l, 0, memory_order_release); }
+static inline void gs_spin_unlock(atomic_int *l)
+{
+    atomic_store_explicit(l, atomic_load_explicit(l, memory_order_relaxed) + 1, memory_order_release);
+}
 
 #endif

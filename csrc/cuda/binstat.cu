@@ -39,6 +39,7 @@ struct binstat_args {
     int nbins;
     double top;
     int stat;
+    int replicas;       /* shared strategy: copies of the bins per block */
     int64_t *binnumber; /* or NULL */
     bin_state *g;       /* global state, nbins */
     int *error;
@@ -110,6 +111,33 @@ template <bool BLOCK> __device__ __forceinline__ void add_value(bin_state *s, in
     }
 }
 
+/* Fold state s into d (plain memory: the caller owns d). */
+__device__ __forceinline__ void combine(bin_state &d, const bin_state &s, int stat)
+{
+    const unsigned long long n = d.n + s.n;
+    switch (stat) {
+    case GS_STAT_COUNT: break;
+    case GS_STAT_SUM:
+    case GS_STAT_MEAN: d.a += s.a; break;
+    case GS_STAT_STD:
+    case GS_STAT_VAR:
+        if (d.n == 0) {
+            d.a = s.a;
+            d.b = s.b;
+        } else if (s.n > 0) { /* Chan et al.: combine (n, mean, M2) pairs */
+            const double delta = s.a - d.a;
+            d.b += s.b + delta * delta * ((double)d.n * (double)s.n / (double)n);
+            d.a += delta * ((double)s.n / (double)n);
+        }
+        break;
+    default:
+        if (s.n > 0 && (d.n == 0 || (stat == GS_STAT_MIN ? s.a < d.a : s.a > d.a)))
+            d.a = s.a;
+    }
+    d.n = n;
+    d.nan |= s.nan;
+}
+
 /* Merge a block's state of one bin into the global state. */
 __device__ __forceinline__ void merge(bin_state *g, const bin_state &s, int stat, int *error,
                                       unsigned long long timeout)
@@ -124,56 +152,54 @@ __device__ __forceinline__ void merge(bin_state *g, const bin_state &s, int stat
             atomicAdd(&g->a, s.a);
         return;
     }
-    if (s.n == 0 && !s.nan)
+    if ((s.n == 0 && !s.nan) || !gpusync::mutex_lock(&g->lock, error, timeout))
         return;
-    if (!gpusync::mutex_lock(&g->lock, error, timeout))
-        return;
-    volatile bin_state *d = g;
-    const unsigned long long gn = d->n, n = gn + s.n;
-    if (stat == GS_STAT_MEAN) {
-        d->a = d->a + s.a;
-    } else if (stat == GS_STAT_STD || stat == GS_STAT_VAR) {
-        if (gn == 0) {
-            d->a = s.a;
-            d->b = s.b;
-        } else if (s.n > 0) { /* Chan et al.: combine (n, mean, M2) pairs */
-            const double delta = s.a - d->a, ga = d->a;
-            d->a = ga + delta * ((double)s.n / (double)n);
-            d->b = d->b + s.b + delta * delta * ((double)gn * (double)s.n / (double)n);
-        }
-    } else if (s.n > 0 && (gn == 0 || (stat == GS_STAT_MIN ? s.a < d->a : s.a > d->a))) {
-        d->a = s.a;
-    }
-    d->n = n;
-    if (s.nan)
-        d->nan = 1;
+    volatile bin_state *v = g;
+    bin_state d;
+    d.n = v->n;
+    d.a = v->a;
+    d.b = v->b;
+    d.nan = v->nan;
+    combine(d, s, stat);
+    v->n = d.n;
+    v->a = d.a;
+    v->b = d.b;
+    v->nan = d.nan;
     gpusync::mutex_unlock(&g->lock);
 }
 
 template <class T> __device__ __forceinline__ double ld(const void *p, int64_t i) { return (double)__ldg((const T *)p + i); }
 
+/* Every bin's state in shared memory, `replicas` copies (warp w updates
+ * copy w % replicas, so fewer warps contend for one bin's lock). */
 template <class T> __global__ void __launch_bounds__(GS_BINSTAT_THREADS) binstat_shared_kernel(binstat_args r)
 {
     extern __shared__ double smem_d[];
-    double *e = smem_d;                                            /* nbins + 1 edges */
+    double *e = smem_d;                                                       /* nbins + 1 edges */
     bin_state *st = reinterpret_cast<bin_state *>(e + ((r.nbins + 2) & ~1)); /* 16-byte aligned */
+    const int nst = r.nbins * r.replicas;
     for (int i = threadIdx.x; i <= r.nbins; i += blockDim.x)
         e[i] = r.edges[i];
-    for (int i = threadIdx.x; i < r.nbins; i += blockDim.x)
+    for (int i = threadIdx.x; i < nst; i += blockDim.x)
         st[i] = bin_state{0, 0.0, 0.0, 0, 0};
     __syncthreads();
+    bin_state *mine = st + (int)((threadIdx.x >> 5) % r.replicas) * r.nbins;
     const int64_t nth = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < r.n; i += nth) {
         const int k = bin_number(e, r.nbins, r.top, ld<T>(r.x, i * r.sx));
         if (r.binnumber)
             r.binnumber[i] = k;
         if (k >= 1 && k <= r.nbins)
-            add_value<true>(&st[k - 1], r.stat, r.stat == GS_STAT_COUNT ? 0.0 : ld<T>(r.v, i * r.sv), r.error,
+            add_value<true>(&mine[k - 1], r.stat, r.stat == GS_STAT_COUNT ? 0.0 : ld<T>(r.v, i * r.sv), r.error,
                             r.timeout_ns);
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < r.nbins; i += blockDim.x)
-        merge(&r.g[i], st[i], r.stat, r.error, r.timeout_ns);
+    for (int i = threadIdx.x; i < r.nbins; i += blockDim.x) {
+        bin_state acc = st[i];
+        for (int c = 1; c < r.replicas; c++)
+            combine(acc, st[c * r.nbins + i], r.stat);
+        merge(&r.g[i], acc, r.stat, r.error, r.timeout_ns);
+    }
 }
 
 template <class T> __global__ void __launch_bounds__(GS_BINSTAT_THREADS) binstat_global_kernel(binstat_args r)
@@ -209,7 +235,22 @@ __global__ void binstat_result_kernel(const bin_state *g, int nbins, int stat, d
     out[i] = r;
 }
 
-size_t shared_bytes(int nbins) { return (size_t)((nbins + 2) & ~1) * 8 + (size_t)nbins * sizeof(bin_state); }
+size_t shared_bytes(int nbins, int replicas)
+{
+    return (size_t)((nbins + 2) & ~1) * 8 + (size_t)nbins * replicas * sizeof(bin_state);
+}
+
+/* Copies of the bins one block keeps: a power of two up to one per warp
+ * within GS_BINSTAT_SMEM_BUDGET; 0 when not even one fits. */
+int replicas_for(int64_t nbins, int64_t optin)
+{
+    if (nbins > GS_BINSTAT_SMEM_BINS)
+        return 0;
+    int r = GS_BINSTAT_THREADS / 32;
+    while (r > 1 && (int64_t)shared_bytes((int)nbins, r) > GS_BINSTAT_SMEM_BUDGET)
+        r /= 2;
+    return (int64_t)shared_bytes((int)nbins, r) <= optin ? r : 0;
+}
 
 } // namespace
 
@@ -242,8 +283,9 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     gs_device_guard guard(ord);
     if (guard.err != cudaSuccess)
         return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    const size_t smem = shared_bytes((int)nbins);
-    const int fits = nbins <= GS_BINSTAT_SMEM_BINS && (int64_t)smem <= dev->shared_memory_per_block_optin;
+    const int replicas = replicas_for(nbins, dev->shared_memory_per_block_optin);
+    const size_t smem = shared_bytes((int)nbins, replicas > 0 ? replicas : 1);
+    const int fits = replicas > 0;
     if (strategy == GS_STRATEGY_AUTO)
         strategy = fits ? GS_STRATEGY_SHARED : GS_STRATEGY_GLOBAL;
     if (strategy != GS_STRATEGY_SHARED && strategy != GS_STRATEGY_GLOBAL)
@@ -301,6 +343,7 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     r.nbins = (int)nbins;
     r.top = top;
     r.stat = statistic;
+    r.replicas = replicas > 0 ? replicas : 1;
     r.g = g;
     r.error = d_err;
     r.timeout_ns = (unsigned long long)gs_spin_timeout_ns();

@@ -151,16 +151,19 @@ template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t
         *acc_ptr(ws, A()) += s; /* the only writer; kernels on the stream run in order */
 }
 
-/* The block step of every strategy (deterministic=False). */
-template <class T, bool DOT, int MODE>
-__global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_kernel(reduce_args<T> r)
+/* The block step of every strategy (deterministic=False).  Blocks take
+ * tiles of THREADS x GS_REDUCE_UNROLL 16-byte vectors in turn, so that each
+ * block's loads in flight are one contiguous stretch of memory. */
+template <class T, bool DOT, int MODE, int THREADS>
+__global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
 {
     using A = acc_of<T>;
     __shared__ A scratch[32];
     __shared__ bool last;
     A s = A();
-    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nth = (int64_t)gridDim.x * blockDim.x;
-    accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, 0, r.n, tid, nth, r.vec);
+    constexpr int64_t TB = (int64_t)THREADS * (16 / sizeof(T)) * GS_REDUCE_UNROLL;
+    for (int64_t lo = (int64_t)blockIdx.x * TB; lo < r.n; lo += (int64_t)gridDim.x * TB)
+        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x, THREADS, r.vec);
     A *acc = acc_ptr(r.ws, A());
     if (MODE == MODE_WARP) {
         s = gpusync::warp_sum(s);
@@ -263,28 +266,41 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
     r.vec = sa == 1 && (!DOT || (sb == 1 && ((uintptr_t)a & 15) == ((uintptr_t)b & 15)));
     r.ws = p.ws;
     r.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
-    const int threads = GS_REDUCE_THREADS;
+    const int threads =
+        (!p.deterministic && p.strategy == GS_STRATEGY_MUTEX) ? GS_REDUCE_MUTEX_THREADS : GS_REDUCE_THREADS;
     const void *kernel;
     if (p.deterministic) {
         kernel = p.strategy == GS_STRATEGY_THREADFENCE ? (const void *)reduce_tiles_kernel<T, DOT, MODE_THREADFENCE>
                                                        : (const void *)reduce_tiles_kernel<T, DOT, MODE_PARTIAL>;
     } else {
         switch (p.strategy) {
-        case GS_STRATEGY_ATOMIC: kernel = (const void *)reduce_kernel<T, DOT, MODE_ATOMIC>; break;
-        case GS_STRATEGY_MUTEX: kernel = (const void *)reduce_kernel<T, DOT, MODE_MUTEX>; break;
-        case GS_STRATEGY_WARP: kernel = (const void *)reduce_kernel<T, DOT, MODE_WARP>; break;
-        case GS_STRATEGY_THREADFENCE: kernel = (const void *)reduce_kernel<T, DOT, MODE_THREADFENCE>; break;
-        default: kernel = (const void *)reduce_kernel<T, DOT, MODE_PARTIAL>; break;
+        case GS_STRATEGY_ATOMIC: kernel = (const void *)reduce_kernel<T, DOT, MODE_ATOMIC, GS_REDUCE_THREADS>; break;
+        case GS_STRATEGY_MUTEX:
+            kernel = (const void *)reduce_kernel<T, DOT, MODE_MUTEX, GS_REDUCE_MUTEX_THREADS>;
+            break;
+        case GS_STRATEGY_WARP: kernel = (const void *)reduce_kernel<T, DOT, MODE_WARP, GS_REDUCE_THREADS>; break;
+        case GS_STRATEGY_THREADFENCE:
+            kernel = (const void *)reduce_kernel<T, DOT, MODE_THREADFENCE, GS_REDUCE_THREADS>;
+            break;
+        default: kernel = (const void *)reduce_kernel<T, DOT, MODE_PARTIAL, GS_REDUCE_THREADS>; break;
         }
     }
     int64_t resident;
     gs_status st = gs_cuda_resident_blocks(kernel, threads, 0, p.dev, &resident);
     if (st != GS_OK)
         return st;
+    if (!p.deterministic && p.strategy == GS_STRATEGY_MUTEX && resident > p.dev->multiprocessors)
+        resident = p.dev->multiprocessors; /* one big block per SM: fewest lock hand-overs */
     const int64_t per_block = p.deterministic ? GS_REDUCE_TILE
                                               : (int64_t)threads * (16 / (int64_t)sizeof(T)) * GS_REDUCE_UNROLL;
     const int64_t work = (n + per_block - 1) / per_block;
-    const int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
+    int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
+    const char *force = getenv("GPUSYNC_REDUCE_GRID"); /* block-count sweeps */
+    if (force && atoll(force) > 0 && !p.deterministic)
+        grid = atoll(force);
+    const int64_t cap = (int64_t)p.dev->multiprocessors * (p.dev->max_threads_per_multiprocessor / 32);
+    if (grid > cap) /* the workspace holds this many partials */
+        grid = cap;
     void *args[] = {&r};
     GS_CUDA_CHECK(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(threads), args, 0, p.stream));
     if (p.strategy == GS_STRATEGY_TWO_PASS) {

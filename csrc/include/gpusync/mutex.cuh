@@ -3,7 +3,7 @@
  * that make it correct and a time-out that makes it safe.
  *
  *   #include <gpusync/mutex.cuh>
- *   __device__ int lock;           // 0 = free, 1 = held; zero it before use
+ *   __device__ int lock;           // zero it before first use (even = free, odd = held)
  *   __device__ double total;
  *   ...
  *   if (gpusync::mutex_lock(&lock, &error)) {   // false after a time-out
@@ -11,8 +11,10 @@
  *       gpusync::mutex_unlock(&lock);
  *   }
  *
- * Taking the lock is a compare-and-swap 0 -> 1; releasing it an exchange
- * back to 0.  The fences are the point (seed 001):
+ * Taking the lock is a compare-and-swap from an even value g to g + 1;
+ * releasing it an exchange to g + 2 (the word counts hand-overs, which lets
+ * waiters tell a busy lock from a stuck one).  The fences are the point
+ * (seed 001):
  *   - after taking it, __threadfence() keeps our reads of the protected data
  *     from being satisfied before we held the lock (acquire);
  *   - before releasing it, __threadfence() makes our writes visible to every
@@ -23,7 +25,7 @@
  * For a lock word and data in shared memory, use the _block variants: the
  * fences then only need to order within the block.
  *
- * Every wait is bounded: a thread that has not taken the lock after
+ * Every wait is bounded: a thread that sees the lock word unchanged for
  * `timeout_ns` (measured with %globaltimer) gives up, sets *error to 1 (when
  * error is not NULL) and returns false, so a lost release shows up as an
  * error instead of a hung GPU.  Threads also give up at once when *error is
@@ -58,29 +60,44 @@ __device__ __forceinline__ unsigned long long globaltimer_ns()
 __device__ __forceinline__ int load_relaxed(const int *p) { return *(const volatile int *)p; }
 
 namespace detail {
-/* Wait until *m looks free, then try to take it; false after the time-out. */
+/* The lock word counts hand-overs: even = free, odd = held.  Taking it is a
+ * compare-and-swap g -> g + 1 (g even); releasing it an exchange to g + 2.
+ * Waiters therefore see progress: the time-out fires only when the word
+ * has not changed for timeout_ns -- one holder that never lets go -- and
+ * not when a busy lock merely keeps passing to other threads first. */
 __device__ __forceinline__ bool spin_take(int *m, int *error, unsigned long long timeout_ns)
 {
-    unsigned long long start = 0;
-    unsigned backoff = 32;
+    int seen = load_relaxed(m);
+    for (int i = 0; i < 64; i++) { /* short critical sections: plain spinning hands over fastest */
+        if (!(seen & 1) && atomicCAS(m, seen, seen + 1) == seen)
+            return true;
+        seen = load_relaxed(m);
+    }
+    unsigned long long start = globaltimer_ns();
+    unsigned backoff = 16;
     for (;;) {
-        if (load_relaxed(m) == 0 && atomicCAS(m, 0, 1) == 0)
+        if (!(seen & 1) && atomicCAS(m, seen, seen + 1) == seen)
             return true;
         if (error && load_relaxed(error))
             return false; /* someone else already failed: leave */
+        __nanosleep(backoff);
+        if (backoff < 256)
+            backoff *= 2;
+        const int now_seen = load_relaxed(m);
         const unsigned long long now = globaltimer_ns();
-        if (start == 0)
+        if (now_seen != seen) { /* the lock moved: not stuck */
+            seen = now_seen;
             start = now;
-        else if (now - start > timeout_ns) {
+        } else if (now - start > timeout_ns) {
             if (error)
                 atomicExch(error, 1);
             return false;
         }
-        __nanosleep(backoff); /* test-and-test-and-set with back-off: less traffic at the lock */
-        if (backoff < 1024)
-            backoff *= 2;
     }
 }
+
+/* The holder is the only writer of an odd word: read it, hand over. */
+__device__ __forceinline__ void give_back(int *m) { atomicExch(m, load_relaxed(m) + 1); }
 } // namespace detail
 
 /* Take a lock word in global memory (visible grid-wide). */
@@ -96,7 +113,8 @@ __device__ __forceinline__ bool mutex_lock(int *m, int *error = nullptr,
 /* One attempt, no waiting. */
 __device__ __forceinline__ bool mutex_try_lock(int *m)
 {
-    if (atomicCAS(m, 0, 1) != 0)
+    const int seen = load_relaxed(m);
+    if ((seen & 1) || atomicCAS(m, seen, seen + 1) != seen)
         return false;
     __threadfence();
     return true;
@@ -105,7 +123,7 @@ __device__ __forceinline__ bool mutex_try_lock(int *m)
 __device__ __forceinline__ void mutex_unlock(int *m)
 {
     __threadfence(); /* release: protected writes are visible before the lock is free */
-    atomicExch(m, 0);
+    detail::give_back(m);
 }
 
 /* The same for a lock word and data in shared memory (one block). */
@@ -121,7 +139,7 @@ __device__ __forceinline__ bool mutex_lock_block(int *m, int *error = nullptr,
 __device__ __forceinline__ void mutex_unlock_block(int *m)
 {
     __threadfence_block();
-    atomicExch(m, 0);
+    detail::give_back(m);
 }
 
 } // namespace gpusync

@@ -59,6 +59,11 @@
  * of the kernel or block that finishes the partials: fixed, because with
  * deterministic=True the order of additions depends only on it. */
 #define GS_REDUCE_THREADS 256
+/* The mutex strategy runs one block of this many threads per SM: every
+ * block takes the lock once at the end, so fewer, bigger blocks mean fewer
+ * serialized hand-overs (H200: 1056 blocks of 256 made mutex 10x slower
+ * than atomic; see benchmarks/results/reduce.md). */
+#define GS_REDUCE_MUTEX_THREADS 1024
 /* 16-byte loads per array each thread issues before using them. */
 #define GS_REDUCE_UNROLL 4
 /* deterministic=True: the input is cut into tiles of this many elements,
@@ -74,5 +79,9 @@
  * memory; more bins update global memory directly. */
 #define GS_BINSTAT_THREADS 512
 #define GS_BINSTAT_SMEM_BINS 2048
+/* Shared bytes per block for the edges and the copies of the bins' state
+ * (warp w updates copy w % R: up to one copy per warp, so that lanes of
+ * different warps rarely wait for the same lock). */
+#define GS_BINSTAT_SMEM_BUDGET (100 * 1024)
 
 #endif /* GPUSYNC_TUNING_H */
