@@ -137,13 +137,14 @@ def main():
     for stat in ("mean", "std"):
         case = f"binstat-{stat}-100-{n64 >> 20}M"
         ref = ss.binned_statistic(xh, vh, stat, bins=100) if ss is not None else None
-        for s in ("auto", "shared", "global"):
+        # ("global", one global lock per value, is left out here: 64 M lock
+        # hand-overs on 100 words take seconds -- the point of privatizing)
+        for s in ("auto", "shared"):
             fn = lambda s=s: gs.binned_statistic(x, v, stat, bins=100, strategy=s)  # noqa: E731
             got = fn()
             ok = ref is None or (np.allclose(got.statistic.get(), ref.statistic, rtol=1e-9, equal_nan=True)
                                  and np.array_equal(got.binnumber.get(), ref.binnumber))
-            slow = s == "global"
-            add("binned_statistic", case, f"gpusync:{s}", timer.gpu(fn, reps=2 if slow else 5), nbytes, ok=ok)
+            add("binned_statistic", case, f"gpusync:{s}", timer.gpu(fn, reps=5), nbytes, ok=ok)
 
         def cupy_binstat():  # what a CuPy user writes: digitize + bincount with weights
             lo, hi = float(x.min()), float(x.max())

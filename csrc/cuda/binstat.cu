@@ -18,6 +18,7 @@
  */
 #include "internal.cuh"
 #include "gpusync/mutex.cuh"
+#include "gpusync/reduce.cuh"
 
 #include <math.h>
 #include <stdio.h>
@@ -184,14 +185,27 @@ template <class T> __global__ void __launch_bounds__(GS_BINSTAT_THREADS) binstat
         st[i] = bin_state{0, 0.0, 0.0, 0, 0};
     __syncthreads();
     bin_state *mine = st + (int)((threadIdx.x >> 5) % r.replicas) * r.nbins;
+    const int lane = threadIdx.x & 31;
     const int64_t nth = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < r.n; i += nth) {
-        const int k = bin_number(e, r.nbins, r.top, ld<T>(r.x, i * r.sx));
-        if (r.binnumber)
+    /* warp-uniform trips, so the whole warp meets in __match_any_sync */
+    for (int64_t base = (int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31); base < r.n; base += nth) {
+        const int64_t i = base + lane;
+        const bool ok = i < r.n;
+        const int k = ok ? bin_number(e, r.nbins, r.top, ld<T>(r.x, i * r.sx)) : 0;
+        if (ok && r.binnumber)
             r.binnumber[i] = k;
-        if (k >= 1 && k <= r.nbins)
-            add_value<true>(&mine[k - 1], r.stat, r.stat == GS_STAT_COUNT ? 0.0 : ld<T>(r.v, i * r.sv), r.error,
-                            r.timeout_ns);
+        const bool in = ok && k >= 1 && k <= r.nbins;
+        const double v = in && r.stat != GS_STAT_COUNT ? ld<T>(r.v, i * r.sv) : 0.0;
+        /* lanes with the same bin take its lock in turns (rank 0, 1, ...):
+         * no lane of this warp ever spins on a lock its own warp holds */
+        const unsigned peers = __match_any_sync(0xffffffffu, in ? k : -1 - lane);
+        const int rank = __popc(peers & ((1u << lane) - 1));
+        const int rounds = gpusync::warp_reduce(in ? rank + 1 : 0, gpusync::op_max());
+        for (int round = 0; round < rounds; round++) {
+            if (in && rank == round)
+                add_value<true>(&mine[k - 1], r.stat, v, r.error, r.timeout_ns);
+            __syncwarp();
+        }
     }
     __syncthreads();
     for (int i = threadIdx.x; i < r.nbins; i += blockDim.x) {
