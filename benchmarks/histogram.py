@@ -165,7 +165,7 @@ def main():
             npfn = (lambda: np.bincount(host, minlength=bins)) if op == "bincount" else \
                 (lambda: np.histogram(host, bins=bins, range=rng))
             add(case, op, "numpy", Timer.host(npfn, reps=3 if small else 1), nbytes)
-        del x, host
+        x = host = None  # free the GPU memory before the next case
         cp.get_default_memory_pool().free_all_blocks()
 
     # seed 001's block-count sweep: shared vs global atomics on 64 MiB of uniform bytes

@@ -126,7 +126,7 @@ def main():
                 (val == ref) if isint else None)
         host(op, case, f"numpy:{op}", (lambda: np.sum(hosts[0])) if op == "sum" else (lambda: np.dot(*hosts)),
              nbytes, ref, isint)
-        del arrs, hosts
+        arrs = hosts = None  # free the GPU memory before the next case
         cp.get_default_memory_pool().free_all_blocks()
 
     # --- binned_statistic ---------------------------------------------------
@@ -163,7 +163,7 @@ def main():
         if ss is not None:
             add("binned_statistic", case, "scipy:binned_statistic",
                 Timer.host(lambda: ss.binned_statistic(xh, vh, stat, bins=100), reps=1), nbytes)
-    del x, v
+    x = v = None
 
     data = merge_results(args.out, info, rows, {"read_gbps": round(ceiling, 1)})
     text = table(f"Reduction benchmark: {info['name']}, {data['date']}", ceiling, rows)

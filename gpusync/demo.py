@@ -70,7 +70,7 @@ def _counter(kind: str, blocks: int, threads: int) -> dict:
             "expected": expected, "value": int(value), "lost": expected - int(value), "ms": ms}
 
 
-def race_counter(blocks: int = 256, threads: int = 256) -> dict:
+def race_counter(blocks: int = 64, threads: int = 256) -> dict:
     """Seed 001: every one of blocks x threads threads adds 1 to one counter
     with a plain load, add and store.  Returns the final ``value``, the
     ``expected`` count, how many updates were ``lost`` and the time in ``ms``.
@@ -79,19 +79,19 @@ def race_counter(blocks: int = 256, threads: int = 256) -> dict:
     return _counter("race", blocks, threads)
 
 
-def atomic_counter(blocks: int = 256, threads: int = 256) -> dict:
+def atomic_counter(blocks: int = 64, threads: int = 256) -> dict:
     """The same with atomicAdd: nothing is lost."""
     return _counter("atomic", blocks, threads)
 
 
-def mutex_counter(blocks: int = 256, threads: int = 256) -> dict:
+def mutex_counter(blocks: int = 64, threads: int = 256) -> dict:
     """The same with every increment under a spin-lock mutex (compare-and-swap
     to take it, fences, exchange to release it): nothing is lost, and every
     thread waits its turn -- the price of a lock at one address."""
     return _counter("mutex", blocks, threads)
 
 
-def counters(blocks: int = 256, threads: int = 256, verbose: bool = True) -> list:
+def counters(blocks: int = 64, threads: int = 256, verbose: bool = True) -> list:
     """The three counters side by side (the table in docs/reductions.md)."""
     rows = [race_counter(blocks, threads), atomic_counter(blocks, threads), mutex_counter(blocks, threads)]
     if verbose:
