@@ -24,6 +24,7 @@ from ._reduce import STRATEGIES as REDUCE_STRATEGIES  # noqa: F401
 from ._reduce import dot, sum  # noqa: F401,A004
 from ._binstat import STATISTICS as BINNED_STATISTICS  # noqa: F401
 from ._binstat import BinnedStatisticResult, binned_statistic  # noqa: F401
+from ._bits import count_nonzero, kernels, occupancy, packbits  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,10 @@ __all__ = [
     "dot",
     "binned_statistic",
     "BinnedStatisticResult",
+    "packbits",
+    "count_nonzero",
+    "occupancy",
+    "kernels",
     "REDUCE_STRATEGIES",
     "BINNED_STATISTICS",
     "backend",

@@ -99,3 +99,27 @@ def counters(blocks: int = 64, threads: int = 256, verbose: bool = True) -> list
         for r in rows:
             print(f"  {r['kind']:7s} value {r['value']:>10,}  lost {r['lost']:>10,}  {r['ms']:9.3f} ms")
     return rows
+
+
+_DIVERGENCE = (
+    ("simple branch on tid % 2", 0),
+    ("simple branch on (tid / 32) % 2", 1),
+    ("loop branch on tid % 2", 2),
+    ("loop branch on (tid / 32) % 2", 3),
+)
+
+
+def divergence(n: int = 1 << 24, block: int = 256, iters: int = 256, verbose: bool = True) -> dict:
+    """Seed 002: the same kernel with its branch on ``tid % 2`` (every warp
+    split: both paths run one after the other) and on ``(tid / 32) % 2``
+    (whole warps take one path).  A branch over one assignment is turned into
+    predicated instructions by the compiler, so the split costs nothing; a
+    branch over loops of `iters` steps cannot be, and costs about 2x.
+    Returns the best-of-5 kernel time in ms of each variant (CUDA only)."""
+    be = _backend.backend()
+    res = {name: _core.divergence(be, kind, int(n), int(block), int(iters)) for name, kind in _DIVERGENCE}
+    if verbose:
+        print(f"branch divergence, {n:,} threads, blocks of {block}, loops of {iters} steps:")
+        for name, ms in res.items():
+            print(f"  {name:34s} {ms:8.4f} ms")
+    return res

@@ -8,7 +8,7 @@
 #
 # Environment: GPUSYNC_CUDA_ARCHS (default 90 here: build only what this GPU
 # runs), SKIP_BENCH=1, SKIP_SANITIZER=1, SKIP_NCU=1, BENCHES (default
-# "histogram reduce"), BENCH_ARGS (extra benchmark args), PYTEST_ARGS.
+# "histogram reduce warp"), BENCH_ARGS (extra benchmark args), PYTEST_ARGS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-check-out}}
@@ -36,6 +36,7 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
     # a subset that runs every kernel family once at modest sizes
     sel_hist='cupy_in_cupy_out and (uint8 or float32 or int64) or strided or weights or cluster or torch'
     sel_red='cupy_in_cupy_out and (float32 or int8) or misaligned or binned_statistic_device or counters or timeout'
+    sel_bits='device_arrays_in_place'
     for tool in memcheck racecheck synccheck; do
         step "compute-sanitizer --tool $tool (GPU histogram, reduction, mutex tests)"
         rc=0
@@ -49,7 +50,10 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
         GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
             python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu_reduce.py -m "gpu and not slow" -k "$sel" \
             >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
-        grep -E "passed|failed|ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -6
+        GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
+            python3 -m pytest -q -p no:cacheprovider -x tests/test_bits.py -m gpu -k "$sel_bits" \
+            >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
+        grep -E "passed|failed|ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -9
         [ $rc -eq 0 ] || { echo "$tool: exit $rc"; status=1; }
     done
 fi
@@ -63,7 +67,7 @@ fi
 
 if [ -z "${SKIP_BENCH:-}" ]; then
     step "benchmarks"
-    for b in ${BENCHES:-histogram reduce}; do
+    for b in ${BENCHES:-histogram reduce warp}; do
         python3 benchmarks/$b.py --out "$out" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench-$b.log" | tail -45
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     done

@@ -61,9 +61,36 @@ static gs_status stub_test_deadlock(int64_t timeout_ns)
     return NO_CUDA;
 }
 
+static gs_status stub_packbits(const gs_array *a, const double *t, int little, gs_array *out, void *stream)
+{
+    (void)a, (void)t, (void)little, (void)out, (void)stream;
+    return NO_CUDA;
+}
+static gs_status stub_count_nonzero(const gs_array *a, const double *t, gs_array *out, void *stream)
+{
+    (void)a, (void)t, (void)out, (void)stream;
+    return NO_CUDA;
+}
+static gs_status stub_kernel_names(char *buf, size_t len)
+{
+    (void)buf, (void)len;
+    return NO_CUDA;
+}
+static gs_status stub_occupancy(const char *name, int block, gs_occupancy *o)
+{
+    (void)name, (void)block, (void)o;
+    return NO_CUDA;
+}
+static gs_status stub_divergence(int kind, int64_t n, int block, int iters, double *ms)
+{
+    (void)kind, (void)n, (void)block, (void)iters, (void)ms;
+    return NO_CUDA;
+}
+
 static const gs_backend_ops stub_ops = {
     "cuda",      stub_available, stub_device_count,  stub_device_info,      stub_pointer_device, stub_histogram,
     stub_minmax, stub_uniform_edges, stub_reduce, stub_binned_statistic, stub_counter,        stub_test_deadlock,
+    stub_packbits, stub_count_nonzero, stub_kernel_names, stub_occupancy, stub_divergence,
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

@@ -13,6 +13,24 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
                                   gs_strategy strategy, void *stream, gs_strategy *used);
 gs_status gs_cpu_counter(int kind, int64_t blocks, int threads, int64_t *value, double *ms);
 gs_status gs_cpu_test_deadlock(int64_t timeout_ns);
+gs_status gs_cpu_packbits(const gs_array *a, const double *thr, int little, gs_array *out, void *stream);
+gs_status gs_cpu_count_nonzero(const gs_array *a, const double *thr, gs_array *out, void *stream);
+
+static gs_status cpu_kernel_names(char *buf, size_t len)
+{
+    (void)buf, (void)len;
+    return gs_fail(GS_ERR_NO_CUDA, "occupancy describes CUDA kernels: it needs the cuda backend");
+}
+static gs_status cpu_occupancy(const char *name, int block, gs_occupancy *o)
+{
+    (void)name, (void)block, (void)o;
+    return gs_fail(GS_ERR_NO_CUDA, "occupancy describes CUDA kernels: it needs the cuda backend");
+}
+static gs_status cpu_divergence(int kind, int64_t n, int block, int iters, double *ms)
+{
+    (void)kind, (void)n, (void)block, (void)iters, (void)ms;
+    return gs_fail(GS_ERR_NO_CUDA, "the divergence demo runs warps: it needs the cuda backend");
+}
 
 static int cpu_available(void) { return 1; }
 static int cpu_device_count(void) { return 0; }
@@ -96,6 +114,11 @@ static const gs_backend_ops cpu_ops = {
     gs_cpu_binned_statistic,
     gs_cpu_counter,
     gs_cpu_test_deadlock,
+    gs_cpu_packbits,
+    gs_cpu_count_nonzero,
+    cpu_kernel_names,
+    cpu_occupancy,
+    cpu_divergence,
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

@@ -415,3 +415,11 @@ fail:
         cudaStreamSynchronize(s);
     return st;
 }
+
+int gs_binstat_refs(gs_kernel_ref *r)
+{
+    r[0] = {"binned_statistic:shared", (const void *)binstat_shared_kernel<double>, GS_BINSTAT_THREADS,
+            shared_bytes(100, replicas_for(100, 1 << 30))};
+    r[1] = {"binned_statistic:global", (const void *)binstat_global_kernel<double>, GS_BINSTAT_THREADS, 0};
+    return 2;
+}

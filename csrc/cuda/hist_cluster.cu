@@ -133,3 +133,10 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
 }
 
 gs_status gs_hist_cluster_launch(const gs_hist_launch *l) { GS_DISPATCH_DTYPE(l->xdtype, launch, l) }
+
+int gs_hist_cluster_refs(gs_kernel_ref *r)
+{
+    /* 65536 bins over a cluster of 8: 8192 counters per block */
+    r[0] = {"histogram:cluster", (const void *)hist_cluster_kernel<int32_t, false>, GS_HIST_BLOCK_THREADS, 8192 * 4};
+    return 1;
+}

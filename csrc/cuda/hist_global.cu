@@ -38,3 +38,9 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
 }
 
 gs_status gs_hist_global_launch(const gs_hist_launch *l) { GS_DISPATCH_DTYPE(l->xdtype, launch, l) }
+
+int gs_hist_global_refs(gs_kernel_ref *r)
+{
+    r[0] = {"histogram:global", (const void *)hist_global_kernel<uint8_t, false>, GS_HIST_GLOBAL_THREADS, 0};
+    return 1;
+}

@@ -171,3 +171,10 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
 }
 
 gs_status gs_hist_shared_launch(const gs_hist_launch *l) { GS_DISPATCH_DTYPE(l->xdtype, launch, l) }
+
+int gs_hist_shared_refs(gs_kernel_ref *r)
+{
+    r[0] = {"histogram:shared", (const void *)hist_shared_kernel<uint8_t, false>, GS_HIST_BLOCK_THREADS,
+            (size_t)256 * GS_HIST_MAX_REPLICAS * 4};
+    return 1;
+}

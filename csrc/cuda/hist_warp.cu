@@ -97,3 +97,9 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
 }
 
 gs_status gs_hist_warp_launch(const gs_hist_launch *l) { GS_DISPATCH_DTYPE(l->xdtype, launch, l) }
+
+int gs_hist_warp_refs(gs_kernel_ref *r)
+{
+    r[0] = {"histogram:warp", (const void *)hist_warp_kernel<uint8_t, false, true>, GS_HIST_BLOCK_THREADS, 256 * 4};
+    return 1;
+}

@@ -70,6 +70,24 @@ gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, 
  * synchronized. */
 gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag);
 
+/* A representative instantiation of a gpusync kernel, for gs.occupancy():
+ * its launch shape as the library launches it (u8 input and 256 bins for
+ * histograms, float32 for reductions, 100 bins for binned_statistic). */
+struct gs_kernel_ref {
+    const char *name; /* "op:strategy" */
+    const void *func;
+    int threads;
+    size_t smem; /* dynamic shared memory */
+};
+/* Each file appends its kernels to refs and returns how many it added. */
+int gs_hist_global_refs(gs_kernel_ref *refs);
+int gs_hist_shared_refs(gs_kernel_ref *refs);
+int gs_hist_warp_refs(gs_kernel_ref *refs);
+int gs_hist_cluster_refs(gs_kernel_ref *refs);
+int gs_reduce_refs(gs_kernel_ref *refs);
+int gs_binstat_refs(gs_kernel_ref *refs);
+int gs_bits_refs(gs_kernel_ref *refs);
+
 /* Launch shape of one strategy, computed by the dispatcher. */
 struct gs_hist_launch {
     gs_binner binner;     /* edges: device pointer when kind == EDGES */

@@ -446,3 +446,25 @@ fail:
         cudaFreeAsync(p.ws, s);
     return st;
 }
+
+int gs_reduce_refs(gs_kernel_ref *r)
+{
+    int k = 0;
+    r[k++] = {"sum:atomic", (const void *)reduce_kernel<float, false, MODE_ATOMIC, GS_REDUCE_THREADS>,
+              GS_REDUCE_THREADS, 0};
+    r[k++] = {"sum:mutex", (const void *)reduce_kernel<float, false, MODE_MUTEX, GS_REDUCE_MUTEX_THREADS>,
+              GS_REDUCE_MUTEX_THREADS, 0};
+    r[k++] = {"sum:two-pass", (const void *)reduce_kernel<float, false, MODE_PARTIAL, GS_REDUCE_THREADS>,
+              GS_REDUCE_THREADS, 0};
+    r[k++] = {"sum:threadfence", (const void *)reduce_kernel<float, false, MODE_THREADFENCE, GS_REDUCE_THREADS>,
+              GS_REDUCE_THREADS, 0};
+    r[k++] = {"sum:warp", (const void *)reduce_kernel<float, false, MODE_WARP, GS_REDUCE_THREADS>,
+              GS_REDUCE_THREADS, 0};
+    r[k++] = {"sum:deterministic", (const void *)reduce_tiles_kernel<float, false, MODE_THREADFENCE>,
+              GS_REDUCE_THREADS, 0};
+    r[k++] = {"dot:atomic", (const void *)reduce_kernel<float, true, MODE_ATOMIC, GS_REDUCE_THREADS>,
+              GS_REDUCE_THREADS, 0};
+    r[k++] = {"dot:threadfence", (const void *)reduce_kernel<float, true, MODE_THREADFENCE, GS_REDUCE_THREADS>,
+              GS_REDUCE_THREADS, 0};
+    return k;
+}

@@ -159,6 +159,11 @@ gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array *values, co
                                    gs_strategy strategy, void *stream, gs_strategy *used);
 gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int64_t *value, double *ms);
 gs_status gs_cuda_test_deadlock(int64_t timeout_ns);
+gs_status gs_cuda_packbits(const gs_array *a, const double *thr, int little, gs_array *out, void *stream);
+gs_status gs_cuda_count_nonzero(const gs_array *a, const double *thr, gs_array *out, void *stream);
+gs_status gs_cuda_kernel_names(char *buf, size_t len);
+gs_status gs_cuda_occupancy(const char *name, int block_size, gs_occupancy *out);
+gs_status gs_cuda_divergence(int kind, int64_t n, int block, int iters, double *ms);
 }
 
 static const gs_backend_ops cuda_ops = {
@@ -174,6 +179,11 @@ static const gs_backend_ops cuda_ops = {
     gs_cuda_binned_statistic,
     gs_cuda_counter,
     gs_cuda_test_deadlock,
+    gs_cuda_packbits,
+    gs_cuda_count_nonzero,
+    gs_cuda_kernel_names,
+    gs_cuda_occupancy,
+    gs_cuda_divergence,
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

@@ -379,6 +379,130 @@ static PyObject *py_test_deadlock(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* threshold: None or a float */
+static int parse_threshold(PyObject *o, double *v, const double **p)
+{
+    *p = NULL;
+    if (o == Py_None)
+        return 1;
+    *v = PyFloat_AsDouble(o);
+    if (*v == -1.0 && PyErr_Occurred())
+        return 0;
+    *p = v;
+    return 1;
+}
+
+static PyObject *py_packbits(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *ao, *to, *oo;
+    int little;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOOpOK", &backend, &ao, &to, &little, &oo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_arg a, out;
+    double t;
+    const double *tp;
+    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out") || !parse_threshold(to, &t, &tp))
+        return NULL;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->packbits(&a.a, tp, little, &out.a, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_count_nonzero(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *ao, *to, *oo;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOOOK", &backend, &ao, &to, &oo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_arg a, out;
+    double t;
+    const double *tp;
+    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out") || !parse_threshold(to, &t, &tp))
+        return NULL;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->count_nonzero(&a.a, tp, &out.a, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_kernel_names(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    if (!PyArg_ParseTuple(args, "s", &backend))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    char buf[2048];
+    if (!ops)
+        return NULL;
+    gs_status st = ops->kernel_names(buf, sizeof buf);
+    if (st != GS_OK)
+        return gs_raise(st);
+    return PyUnicode_FromString(buf);
+}
+
+static PyObject *py_occupancy(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend, *name;
+    int block;
+    if (!PyArg_ParseTuple(args, "ssi", &backend, &name, &block))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    gs_occupancy o;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->occupancy(name, block, &o);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    return Py_BuildValue("{s:s,s:i,s:i,s:L,s:L,s:i,s:i,s:i,s:d,s:s,s:{s:i,s:i,s:i,s:i},s:i,s:i}", "kernel", o.name,
+                         "block_size", o.block_size, "registers", o.registers, "static_smem",
+                         (long long)o.static_smem, "dynamic_smem", (long long)o.dynamic_smem, "active_blocks_per_sm",
+                         o.active_blocks_per_sm, "active_warps_per_sm", o.active_warps_per_sm, "max_warps_per_sm",
+                         o.max_warps_per_sm, "occupancy", o.occupancy, "limiter", o.limiter, "blocks_allowed_by",
+                         "threads", o.limit_threads, "blocks per SM", o.limit_blocks, "registers", o.limit_registers,
+                         "shared memory", o.limit_smem, "suggested_block_size", o.suggested_block_size,
+                         "suggested_min_grid", o.suggested_min_grid);
+}
+
+static PyObject *py_divergence(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    int kind, block, iters;
+    long long n;
+    if (!PyArg_ParseTuple(args, "siLii", &backend, &kind, &n, &block, &iters))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    double ms = 0;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->divergence(kind, n, block, iters, &ms);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    return PyFloat_FromDouble(ms);
+}
+
 static PyObject *py_available(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -484,6 +608,11 @@ static PyMethodDef methods[] = {
     {"counter", py_counter, METH_VARARGS, "counter(backend, kind, blocks, threads) -> (value, ms)"},
     {"_test_deadlock", py_test_deadlock, METH_VARARGS,
      "test hook: wait on a lock that is never released for `ms`; raises DeadlockError"},
+    {"packbits", py_packbits, METH_VARARGS, "packbits(backend, a, threshold or None, little, out, stream)"},
+    {"count_nonzero", py_count_nonzero, METH_VARARGS, "count_nonzero(backend, a, threshold or None, out, stream)"},
+    {"kernel_names", py_kernel_names, METH_VARARGS, "kernel_names(backend) -> 'op:strategy,...'"},
+    {"occupancy", py_occupancy, METH_VARARGS, "occupancy(backend, name, block_size) -> dict"},
+    {"divergence", py_divergence, METH_VARARGS, "divergence(backend, kind, n, block, iters) -> ms"},
     {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
     {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
     {"pointer_device", py_pointer_device, METH_VARARGS, "pointer_device(backend, ptr) -> ordinal or -1"},

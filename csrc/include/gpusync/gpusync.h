@@ -146,6 +146,19 @@ typedef struct gs_device_info {
     int cluster_launch;
 } gs_device_info;
 
+/* gs.occupancy(): resource partitioning of one of gpusync's kernels. */
+typedef struct gs_occupancy {
+    char name[64];
+    int block_size, registers;
+    int64_t static_smem, dynamic_smem;
+    int active_blocks_per_sm, active_warps_per_sm, max_warps_per_sm;
+    double occupancy;
+    /* blocks per SM that each resource alone allows */
+    int limit_threads, limit_blocks, limit_registers, limit_smem;
+    char limiter[32];
+    int suggested_block_size, suggested_min_grid;
+} gs_occupancy;
+
 typedef struct gs_backend_ops {
     const char *name;
 
@@ -207,6 +220,25 @@ typedef struct gs_backend_ops {
     /* Test hook: try to take a lock that is never released, with this
      * time-out; must return GS_ERR_DEADLOCK and leave the backend usable. */
     gs_status (*test_deadlock)(int64_t timeout_ns);
+
+    /* np.packbits(a != 0) -- or of a > *threshold when threshold is not NULL
+     * (compared as double; the caller rounds it to a's precision) -- into out
+     * (ceil(n / 8) uint8), bitorder little when `little`.  Asynchronous for
+     * device arrays. */
+    gs_status (*packbits)(const gs_array *a, const double *threshold, int little, gs_array *out, void *stream);
+    /* The number of a != 0 (or a > *threshold) into out (one int64). */
+    gs_status (*count_nonzero)(const gs_array *a, const double *threshold, gs_array *out, void *stream);
+
+    /* gpusync's kernels by "op:strategy" name (comma-separated), and one's
+     * occupancy with block_size threads (0: as gpusync launches it). */
+    gs_status (*kernel_names)(char *buf, size_t len);
+    gs_status (*occupancy)(const char *name, int block_size, gs_occupancy *out);
+
+    /* Teaching demo (seed 002): time in ms of a kernel over n threads whose
+     * branch is on tid % 2 (kind 0, 2) or on (tid / 32) % 2 (kind 1, 3);
+     * kinds 0-1 branch over one assignment (the compiler predicates it),
+     * kinds 2-3 over loops of `iters` steps (it cannot). */
+    gs_status (*divergence)(int kind, int64_t n, int block, int iters, double *ms);
 } gs_backend_ops;
 
 /* binned_statistic's statistics (scipy.stats.binned_statistic's names; var

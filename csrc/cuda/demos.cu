@@ -1,6 +1,8 @@
 /*
- * Seed 001's counter experiments (CUDA backend), and the mutex time-out test
- * hook.  Every thread of blocks x threads adds 1 to one counter:
+ * Teaching demos (CUDA backend): seed 001's counter experiments, seed 002's
+ * branch-divergence experiment, and the mutex time-out test hook.
+ *
+ * Counters:  Every thread of blocks x threads adds 1 to one counter:
  *   race    load, add, store with no synchronization: updates are lost
  *   atomic  atomicAdd
  *   mutex   the increment under gpusync::mutex_lock / mutex_unlock, every
@@ -32,6 +34,45 @@ __global__ void mutex_kernel(counter_ws *w, unsigned long long timeout_ns)
         *c = *c + 1;
         gpusync::mutex_unlock(&w->lock);
     }
+}
+
+/* Seed 002: a branch on tid % 2 splits every warp (both paths run, one
+ * after the other, with half the lanes masked off); on (tid / 32) % 2 whole
+ * warps take one path.  With one assignment per path the compiler turns the
+ * branch into predicated instructions and the split costs nothing; with a
+ * loop of `iters` steps (trip count known only at run time) it cannot. */
+__global__ void div_simple_lane(float *out, int iters)
+{
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    float a = 0.f, b = 0.f;
+    if (tid % 2 == 0)
+        a = 100.f;
+    else
+        b = 200.f;
+    out[tid] = a + b + (float)iters;
+}
+__global__ void div_simple_warp(float *out, int iters)
+{
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    float a = 0.f, b = 0.f;
+    if ((tid / warpSize) % 2 == 0)
+        a = 100.f;
+    else
+        b = 200.f;
+    out[tid] = a + b + (float)iters;
+}
+template <bool BY_WARP> __global__ void div_loop(float *out, int iters)
+{
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    float a = (float)(tid & 7);
+    if ((BY_WARP ? (tid / warpSize) % 2 : tid % 2) == 0) {
+        for (int i = 0; i < iters; i++)
+            a = a * 1.0001f + 0.5f;
+    } else {
+        for (int i = 0; i < iters; i++)
+            a = a * 0.9999f - 0.25f;
+    }
+    out[tid] = a;
 }
 
 /* The lock is held (set to 1 by the host) and nobody releases it. */
@@ -86,6 +127,46 @@ fail:
         cudaEventDestroy(e1);
     if (w)
         cudaFree(w);
+    return st;
+}
+
+extern "C" gs_status gs_cuda_divergence(int kind, int64_t n, int block, int iters, double *ms)
+{
+    if (kind < 0 || kind > 3 || block < 32 || block > 1024 || block % 32 || n < block || iters < 0)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "divergence: kind 0..3, block a multiple of 32 up to 1024, n >= block");
+    int ord;
+    const gs_device_info *dev;
+    gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
+    if (st != GS_OK)
+        return st;
+    const int64_t blocks = n / block;
+    if (blocks > 0x7fffffff)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "divergence: too many blocks");
+    float *out = NULL, t = 0, best = 1e30f;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    void (*k)(float *, int) = kind == 0 ? div_simple_lane : kind == 1 ? div_simple_warp
+                            : kind == 2 ? div_loop<false> : div_loop<true>;
+    GS_CUDA_GOTO(cudaMalloc((void **)&out, (size_t)blocks * block * sizeof(float)));
+    GS_CUDA_GOTO(cudaEventCreate(&e0));
+    GS_CUDA_GOTO(cudaEventCreate(&e1));
+    for (int rep = 0; rep < 6; rep++) { /* best of 5 after a warm-up */
+        GS_CUDA_GOTO(cudaEventRecord(e0, 0));
+        k<<<(unsigned)blocks, block>>>(out, iters);
+        GS_CUDA_GOTO(cudaGetLastError());
+        GS_CUDA_GOTO(cudaEventRecord(e1, 0));
+        GS_CUDA_GOTO(cudaEventSynchronize(e1));
+        GS_CUDA_GOTO(cudaEventElapsedTime(&t, e0, e1));
+        if (rep > 0 && t < best)
+            best = t;
+    }
+    *ms = best;
+fail:
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    if (out)
+        cudaFree(out);
     return st;
 }
 

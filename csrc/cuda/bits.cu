@@ -1,0 +1,251 @@
+/*
+ * packbits and count_nonzero (CUDA backend): warp votes, written the way
+ * seed 003 prescribes for independent thread scheduling.
+ *
+ * Every loop runs the same number of trips on all 32 lanes of a warp (lanes
+ * past the end carry ok == false), so each vote is made by the whole warp.
+ * The mask of a vote is never __activemask(): the in-range lanes are first
+ * found with __ballot_sync(FULL, ok), and the predicate is then voted by
+ * exactly those lanes with that mask.
+ *
+ *   scalar path (any stride, and the tail): one element per lane; the
+ *     ballot of 32 predicates is 4 output bytes, written by lanes 0..3.
+ *   vector path (contiguous, 16-byte aligned): each lane loads 16 bytes, V
+ *     elements.  For V >= 8 a lane's predicates are whole output bytes, packed
+ *     in registers; for V < 8 (32- and 64-bit types) the bytes straddle lanes,
+ *     and V ballots -- ballot k holds predicate k of every lane -- are the
+ *     transposition: byte j gathers its 8 bits from them.
+ * count_nonzero adds __popc of the ballots (the same in every voting lane)
+ * and does one atomicAdd per warp at the end.
+ */
+#include "internal.cuh"
+
+#include <cuda_fp16.h>
+
+namespace {
+
+#define FULL 0xffffffffu
+
+struct bits_args {
+    const void *x;
+    int64_t n, stride;
+    int has_thr;
+    double thr;
+    int little;
+    uint8_t *out;
+    unsigned long long *count;
+};
+
+/* x != 0, or x > thr (thr already in x's precision for floats). */
+template <class T> __device__ __forceinline__ bool pred(T v, const bits_args &r)
+{
+    return r.has_thr ? (double)v > r.thr : v != T(0);
+}
+template <> __device__ __forceinline__ bool pred<gs_f16>(gs_f16 v, const bits_args &r)
+{
+    return r.has_thr ? (double)__half2float(__ushort_as_half(v.bits)) > r.thr : (v.bits & 0x7fffu) != 0;
+}
+
+/* Bit m of an output byte for element m: bitorder big puts element 0 in bit 7. */
+__device__ __forceinline__ unsigned place(unsigned bit, int m, int little) { return bit << (little ? m : 7 - m); }
+
+/* Scalar path over elements [e0, n): one element per lane, ballots. */
+template <class T, bool COUNT>
+__device__ __forceinline__ unsigned long long scalar_part(const T *x, const bits_args &r, int64_t e0, int64_t warp,
+                                                          int64_t nwarps, int lane)
+{
+    unsigned long long cnt = 0;
+    for (int64_t base = e0 + warp * 32; base < r.n; base += nwarps * 32) { /* same trips for every lane */
+        const int64_t i = base + lane;
+        const bool ok = i < r.n;
+        const unsigned in = __ballot_sync(FULL, ok); /* the in-range lanes: the mask of the vote */
+        unsigned bits = 0;
+        if (ok)
+            bits = __ballot_sync(in, pred(x[i * r.stride], r));
+        if (COUNT) {
+            cnt += __popc(bits);
+        } else if (ok && lane < 4 && (lane * 8) < (int)__popc(in)) { /* lanes 0..3 write a byte each */
+            unsigned byte = 0;
+            const unsigned b = bits >> (8 * lane);
+#pragma unroll
+            for (int m = 0; m < 8; m++)
+                byte |= place((b >> m) & 1u, m, r.little);
+            r.out[base / 8 + lane] = (uint8_t)byte;
+        }
+    }
+    return cnt;
+}
+
+template <class T, bool COUNT> __global__ void __launch_bounds__(256) bits_kernel(bits_args r)
+{
+    constexpr int V = 16 / sizeof(T);
+    const T *x = (const T *)r.x;
+    const int lane = threadIdx.x & 31;
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int64_t nwarps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    unsigned long long cnt = 0;
+    int64_t done = 0;
+    if (r.stride == 1 && ((uintptr_t)x & 15) == 0) {
+        const int64_t chunks = r.n / (32 * V); /* whole warp-chunks: 32 V elements, 4 V bytes */
+        const int4 *xv = reinterpret_cast<const int4 *>(x);
+        for (int64_t c = warp; c < chunks; c += nwarps) {
+            gs_vec<T> v;
+            v.v = __ldcs(xv + c * 32 + lane);
+            unsigned p = 0; /* bit k: predicate of this lane's element k */
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                p |= (unsigned)pred(v.e[k], r) << k;
+            if (COUNT) { /* every lane adds the warp's count: ballot k, popcount */
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    cnt += __popc(__ballot_sync(FULL, (p >> k) & 1u));
+                continue;
+            }
+            uint8_t *o = r.out + c * 4 * V;
+            if (V >= 8) { /* this lane's elements are V / 8 whole bytes */
+#pragma unroll
+                for (int h = 0; h < V / 8; h++) {
+                    unsigned byte = 0;
+#pragma unroll
+                    for (int m = 0; m < 8; m++)
+                        byte |= place((p >> (8 * h + m)) & 1u, m, r.little);
+                    o[lane * (V / 8) + h] = (uint8_t)byte;
+                }
+            } else { /* transpose with ballots: b[k] bit l = predicate k of lane l */
+                unsigned b[V < 8 ? V : 1];
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    b[k] = __ballot_sync(FULL, (p >> k) & 1u);
+                if (lane < 4 * V) { /* byte lane: elements 8 lane .. 8 lane + 7 */
+                    unsigned byte = 0;
+#pragma unroll
+                    for (int m = 0; m < 8; m++)
+                        byte |= place((b[m % V] >> (lane * (8 / V) + m / V)) & 1u, m, r.little);
+                    o[lane] = (uint8_t)byte;
+                }
+            }
+        }
+        done = chunks * 32 * V;
+    }
+    cnt += scalar_part<T, COUNT>(x, r, done, warp, nwarps, lane);
+    if (COUNT && lane == 0 && cnt) /* lane 0 always voted: it holds the warp's total */
+        atomicAdd(r.count, cnt);       /* one atomic per warp */
+}
+
+template <class T> gs_status launch(bits_args &r, bool count, const gs_device_info *dev, cudaStream_t s)
+{
+    const void *k = count ? (const void *)bits_kernel<T, true> : (const void *)bits_kernel<T, false>;
+    int64_t resident;
+    gs_status st = gs_cuda_resident_blocks(k, 256, 0, dev, &resident);
+    if (st != GS_OK)
+        return st;
+    const int64_t work = (r.n + 256 * 16 - 1) / (256 * 16);
+    const int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
+    void *args[] = {&r};
+    GS_CUDA_CHECK(cudaLaunchKernel(k, dim3((unsigned)grid), dim3(256), args, 0, s));
+    return GS_OK;
+}
+
+} // namespace
+
+static gs_status launch_dtype(gs_dtype dt, bits_args &r, bool count, const gs_device_info *dev, cudaStream_t s)
+{
+    switch (dt) {
+    case GS_BOOL:
+    case GS_UINT8: return launch<uint8_t>(r, count, dev, s);
+    case GS_INT8: return launch<int8_t>(r, count, dev, s);
+    case GS_INT16: return launch<int16_t>(r, count, dev, s);
+    case GS_UINT16: return launch<uint16_t>(r, count, dev, s);
+    case GS_INT32: return launch<int32_t>(r, count, dev, s);
+    case GS_UINT32: return launch<uint32_t>(r, count, dev, s);
+    case GS_INT64: return launch<int64_t>(r, count, dev, s);
+    case GS_UINT64: return launch<uint64_t>(r, count, dev, s);
+    case GS_FLOAT16: return launch<gs_f16>(r, count, dev, s);
+    case GS_FLOAT32: return launch<float>(r, count, dev, s);
+    case GS_FLOAT64: return launch<double>(r, count, dev, s);
+    default: return gs_fail(GS_ERR_TYPE, "unsupported dtype %d", (int)dt);
+    }
+}
+
+/* Device arrays in place; host arrays staged through device memory in
+ * chunks (a multiple of 8 elements, so chunks own whole output bytes). */
+static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_array *out, int count, void *stream)
+{
+    const int on_host = a->device == GS_HOST;
+    if (out->device != a->device)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "a and out must both be on the host or on device %d", a->device);
+    if (on_host && a->stride != 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
+    const int64_t need = count ? 1 : (a->length + 7) / 8;
+    if (out->length != need || out->stride != 1 || out->dtype != (count ? GS_INT64 : GS_UINT8))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "out must be %lld contiguous %s", (long long)need,
+                       count ? "int64" : "uint8");
+    int ord;
+    const gs_device_info *dev;
+    gs_status st = gs_cuda_call_device(a->device, &ord, &dev);
+    if (st != GS_OK)
+        return st;
+    gs_device_guard guard(ord);
+    if (guard.err != cudaSuccess)
+        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    cudaStream_t s = (cudaStream_t)stream;
+    const size_t es = gs_dtype_size(a->dtype);
+    const int64_t chunk = on_host ? (GS_STAGE_BYTES / (int64_t)es) & ~(int64_t)7 : a->length;
+    const int64_t maxn = a->length < chunk ? a->length : chunk;
+    void *d_x = NULL, *d_out = on_host ? NULL : out->data;
+    bits_args r;
+    memset(&r, 0, sizeof r);
+    r.has_thr = thr != NULL;
+    r.thr = thr ? *thr : 0.0;
+    r.little = little;
+    if (on_host) {
+        GS_CUDA_GOTO(cudaMallocAsync(&d_out, count ? 8 : (size_t)need + 1, s));
+        if (maxn > 0)
+            GS_CUDA_GOTO(cudaMallocAsync(&d_x, (size_t)maxn * es, s));
+    }
+    if (count)
+        GS_CUDA_GOTO(cudaMemsetAsync(d_out, 0, 8, s));
+    r.count = count ? (unsigned long long *)d_out : NULL;
+    for (int64_t off = 0; off < a->length; off += chunk) {
+        const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
+        if (on_host)
+            GS_CUDA_GOTO(cudaMemcpyAsync(d_x, (const char *)a->data + off * es, (size_t)cnt * es,
+                                         cudaMemcpyHostToDevice, s));
+        r.x = on_host ? d_x : a->data;
+        r.n = cnt;
+        r.stride = on_host ? 1 : a->stride;
+        r.out = count ? NULL : (uint8_t *)d_out + off / 8;
+        st = launch_dtype(a->dtype, r, count, dev, s);
+        if (st != GS_OK)
+            goto fail;
+    }
+    if (on_host) {
+        GS_CUDA_GOTO(cudaMemcpyAsync(out->data, d_out, count ? 8 : (size_t)need, cudaMemcpyDeviceToHost, s));
+        GS_CUDA_GOTO(cudaStreamSynchronize(s));
+    }
+fail:
+    if (on_host) {
+        if (d_x)
+            cudaFreeAsync(d_x, s);
+        if (d_out)
+            cudaFreeAsync(d_out, s);
+    }
+    return st;
+}
+
+extern "C" gs_status gs_cuda_packbits(const gs_array *a, const double *thr, int little, gs_array *out, void *stream)
+{
+    return run_bits(a, thr, little, out, 0, stream);
+}
+
+extern "C" gs_status gs_cuda_count_nonzero(const gs_array *a, const double *thr, gs_array *out, void *stream)
+{
+    return run_bits(a, thr, 0, out, 1, stream);
+}
+
+int gs_bits_refs(gs_kernel_ref *r)
+{
+    r[0] = {"packbits", (const void *)bits_kernel<uint8_t, false>, 256, 0};
+    r[1] = {"count_nonzero", (const void *)bits_kernel<float, true>, 256, 0};
+    return 2;
+}

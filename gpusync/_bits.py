@@ -1,0 +1,132 @@
+"""packbits, count_nonzero (warp votes) and occupancy (resource partitioning)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _arrays, _backend, _core
+from ._arrays import DeviceArray, Lib
+
+last_strategy = {}
+
+
+def _input(a, func):
+    x = _arrays.as_input(a, "a")
+    if not _arrays.supported_dtype(x.dtype):
+        raise TypeError(f"{func}: a has dtype {x.dtype}, which is not supported "
+                        "(bool, integer and float16/32/64 arrays are)")
+    return x
+
+
+def _threshold(threshold, dtype):
+    """`a > threshold` as NumPy compares it: a Python float is rounded to a
+    float array's dtype first (NEP 50); integer arrays compare in float64."""
+    if threshold is None:
+        return None
+    if isinstance(threshold, (complex, np.complexfloating)) or not np.isscalar(threshold):
+        raise TypeError(f"threshold must be a real number, got {threshold!r}")
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            return float(dtype.type(threshold))
+    return float(threshold)
+
+
+def _host(x, backend):
+    if backend == "cuda" or x.ndim != 1:
+        return np.ascontiguousarray(x).reshape(-1)
+    return x
+
+
+def packbits(a, bitorder="big", *, threshold=None):
+    """``np.packbits(a != 0, bitorder=bitorder)`` for a 1-D array of any
+    dtype -- or of ``a > threshold`` -- built on warp ballots.
+
+    Returns ceil(len(a) / 8) uint8, bits of the last byte past the end zero.
+    ``threshold`` compares like NumPy (a float is rounded to a float array's
+    dtype first; NaN gives all zeros).  Device arrays give device arrays,
+    enqueued on their stream without waiting.
+    """
+    if bitorder not in ("big", "little"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    x = _input(a, "packbits")
+    if len(x.shape) != 1:
+        raise ValueError(f"packbits: expected a 1-D array, got {len(x.shape)} dimensions "
+                         "(flatten it first, as np.packbits with axis=None does)")
+    thr = _threshold(threshold, x.dtype)
+    be = _backend.backend()
+    nbytes = (x.shape[0] + 7) // 8
+    if isinstance(x, DeviceArray):
+        lib = Lib.of(x.lib)
+        if be == "cpu":
+            return lib.from_host(packbits(x.to_host(), bitorder, threshold=threshold), x.device)
+        out = lib.empty(nbytes, np.uint8, x.device)
+        _core.packbits("cuda", x.desc(), thr, bitorder == "little", _arrays.as_input(out, "out").desc(), x.stream)
+        return out
+    out = np.empty(nbytes, np.uint8)
+    _core.packbits(be, _host(x, be), thr, bitorder == "little", out, 0)
+    return out
+
+
+def count_nonzero(a, *, threshold=None):
+    """``np.count_nonzero(a)`` -- or of ``a > threshold`` -- over all
+    elements, with one warp ballot and popcount per 32 elements and one
+    atomic per warp.  Host input gives an int; a device array a 0-d int64
+    array of its library (no host sync)."""
+    x = _input(a, "count_nonzero")
+    thr = _threshold(threshold, x.dtype)
+    be = _backend.backend()
+    if isinstance(x, DeviceArray):
+        lib = Lib.of(x.lib)
+        if be == "cpu":
+            return lib.scalar(lib.from_host(np.array([count_nonzero(x.to_host(), threshold=threshold)],
+                                                     np.int64), x.device))
+        out = lib.empty(1, np.int64, x.device)
+        _core.count_nonzero("cuda", x.desc(), thr, _arrays.as_input(out, "out").desc(), x.stream)
+        return lib.scalar(out)
+    out = np.empty(1, np.int64)
+    _core.count_nonzero(be, _host(x, be), thr, out, 0)
+    return int(out[0])
+
+
+_AUTO = {"histogram": "shared", "bincount": "shared", "sum": "threadfence", "dot": "threadfence",
+         "binned_statistic": "shared"}
+
+
+def kernels():
+    """The names ``"op:strategy"`` that :func:`occupancy` describes."""
+    return _core.kernel_names(_backend.backend()).split(",")
+
+
+def occupancy(op, block_size=None, strategy=None):
+    """Resource partitioning of one of gpusync's kernels on this GPU (seed 002).
+
+    `op` is ``"histogram"``, ``"sum"``, ``"dot"``, ``"binned_statistic"``,
+    ``"packbits"`` or ``"count_nonzero"`` (with `strategy`, or as
+    ``"op:strategy"``; default the one ``auto`` picks for a typical input).
+    Returns registers per thread, static and dynamic shared memory per block,
+    the blocks per SM each resource allows (threads, the blocks-per-SM limit,
+    registers, shared memory), the active blocks and warps per SM and the
+    theoretical occupancy from the occupancy API, the limiting resource, and
+    the block size ``cudaOccupancyMaxPotentialBlockSize`` suggests.
+    `block_size` (a multiple of 32) asks "what if"; default: as gpusync
+    launches it.  Needs the cuda backend.
+    """
+    names = kernels()
+    name = op
+    if ":" not in op:
+        if op == "bincount":
+            op = "histogram"
+        cands = [n for n in names if n.split(":")[0] == op]
+        if strategy is not None:
+            name = f"{op}:{strategy}"
+        elif len(cands) == 1:
+            name = cands[0]
+        elif op in _AUTO:
+            name = f"{op}:{_AUTO[op]}"
+    if name not in names and op in names:
+        name = op
+    if name not in names:
+        raise ValueError(f"occupancy: unknown kernel {name!r}; valid: {', '.join(names)}")
+    if block_size is not None and (int(block_size) != block_size or block_size < 32 or block_size % 32):
+        raise ValueError("occupancy: block_size must be a positive multiple of 32")
+    return _core.occupancy(_backend.backend(), name, int(block_size or 0))

@@ -1,0 +1,127 @@
+"""gs.packbits and gs.count_nonzero against NumPy; occupancy and the
+divergence demo (GPU)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpusync as gs
+from conftest import random_array
+
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+          np.float16, np.float32, np.float64]
+
+
+def _data(dtype, n, seed=0):
+    rng = np.random.default_rng(seed)
+    a = random_array(rng, dtype, n)
+    if np.dtype(dtype).kind != "b":
+        a[rng.random(n) < 0.4] = 0  # plenty of zeros
+    if np.dtype(dtype).kind == "f" and n > 3:
+        a[1], a[2], a[3] = np.nan, -0.0, np.inf
+    return a
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_packbits_all_lengths(backend, dtype):
+    for n in list(range(0, 258)) + [1000, 4096 + 3, 100_003]:
+        a = _data(dtype, n, n)
+        for order in ("big", "little"):
+            got = gs.packbits(a, order)
+            np.testing.assert_array_equal(got, np.packbits(a != 0, bitorder=order), err_msg=f"n={n} {order}")
+            assert got.dtype == np.uint8
+        assert gs.count_nonzero(a) == np.count_nonzero(a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_threshold(backend, dtype):
+    a = _data(dtype, 70_001, 3)
+    for t in (0, 1, -3.5, 0.1, 1e30, float("nan"), float("-inf")):
+        with np.errstate(invalid="ignore", over="ignore"):
+            ref = a > t
+        np.testing.assert_array_equal(gs.packbits(a, threshold=t), np.packbits(ref), err_msg=str(t))
+        assert gs.count_nonzero(a, threshold=t) == np.count_nonzero(ref)
+
+
+def test_strided_and_offset(backend):
+    a = _data(np.float32, 300_001, 5)
+    for v in (a[::3], a[1:], a[7:-5], a[::-1]):
+        np.testing.assert_array_equal(gs.packbits(v), np.packbits(v != 0))
+        assert gs.count_nonzero(v) == np.count_nonzero(v)
+    m = a[:300_000].reshape(600, 500)
+    assert gs.count_nonzero(m) == np.count_nonzero(m)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-3, 3), max_size=300), st.sampled_from(["big", "little"]))
+def test_packbits_property(values, order):
+    a = np.array(values, dtype=np.int16)
+    np.testing.assert_array_equal(gs.packbits(a, order), np.packbits(a != 0, bitorder=order))
+    # unpacking gives back the predicate, zero-padded
+    bits = np.unpackbits(gs.packbits(a, order), bitorder=order)[: len(a)]
+    np.testing.assert_array_equal(bits.astype(bool), a != 0)
+
+
+def test_bad_input(backend):
+    with pytest.raises(ValueError, match="'order' must be either 'little' or 'big'"):
+        gs.packbits(np.ones(3), bitorder="middle")
+    with pytest.raises(ValueError, match="1-D"):
+        gs.packbits(np.ones((2, 2)))
+    with pytest.raises(TypeError):
+        gs.packbits(np.ones(3, np.complex64))
+    with pytest.raises(TypeError):
+        gs.count_nonzero(np.ones(3), threshold=1j)
+    assert gs.packbits(np.array([], np.uint8)).shape == (0,)
+    assert gs.count_nonzero(np.array([], np.float32)) == 0
+
+
+def test_occupancy_needs_cuda_on_cpu():
+    with gs.use_backend("cpu"):
+        with pytest.raises(gs.NoCudaError):
+            gs.occupancy("sum")
+
+
+@pytest.mark.gpu
+def test_occupancy_reports_every_kernel():
+    with gs.use_backend("cuda"):
+        names = gs.kernels()
+        assert "histogram:shared" in names and "sum:mutex" in names and "packbits" in names
+        for name in names:
+            o = gs.occupancy(name)
+            assert 0 < o["occupancy"] <= 1
+            assert o["active_blocks_per_sm"] == min(o["blocks_allowed_by"].values())
+            assert o["limiter"] in o["blocks_allowed_by"]
+            assert o["registers"] > 0 and o["suggested_block_size"] % 32 == 0
+        assert gs.occupancy("histogram")["kernel"] == "histogram:shared"
+        assert gs.occupancy("sum", strategy="mutex")["block_size"] == 1024
+        assert gs.occupancy("sum:atomic", block_size=128)["block_size"] == 128
+        with pytest.raises(ValueError, match="valid:"):
+            gs.occupancy("nope")
+        with pytest.raises(ValueError, match="multiple of 32"):
+            gs.occupancy("sum", block_size=100)
+
+
+@pytest.mark.gpu
+def test_divergence_demo():
+    from gpusync import demo
+
+    with gs.use_backend("cuda"):
+        r = demo.divergence(n=1 << 20, iters=128, verbose=False)
+    assert len(r) == 4 and all(ms > 0 for ms in r.values())
+    # the loop branch split inside every warp runs both paths: clearly slower
+    assert r["loop branch on tid % 2"] > 1.3 * r["loop branch on (tid / 32) % 2"]
+
+
+@pytest.mark.gpu
+def test_device_arrays_in_place():
+    cp = pytest.importorskip("cupy")
+    with gs.use_backend("cuda"):
+        for dt in (np.uint8, np.float32, np.float64, np.int16):
+            a = _data(dt, 1_000_003, 9)
+            d = cp.asarray(a)
+            got = gs.packbits(d, "little", threshold=0.5)
+            assert isinstance(got, cp.ndarray)
+            np.testing.assert_array_equal(got.get(), np.packbits(a > 0.5, bitorder="little"))
+            c = gs.count_nonzero(d)
+            assert isinstance(c, cp.ndarray) and int(c) == np.count_nonzero(a)
+            np.testing.assert_array_equal(gs.packbits(d[1::2]).get(), np.packbits(a[1::2] != 0))
