@@ -36,7 +36,7 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
     # a subset that runs every kernel family once at modest sizes
     sel_hist='cupy_in_cupy_out and (uint8 or float32 or int64) or strided or weights or cluster or torch'
     sel_red='cupy_in_cupy_out and (float32 or int8) or misaligned or binned_statistic_device or counters or timeout'
-    sel_bits='device_arrays_in_place'
+    sel_bits='device_arrays_in_place or warp_reductions'
     for tool in memcheck racecheck synccheck; do
         step "compute-sanitizer --tool $tool (GPU histogram, reduction, mutex tests)"
         rc=0
@@ -56,6 +56,14 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
         grep -E "passed|failed|ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -9
         [ $rc -eq 0 ] || { echo "$tool: exit $rc"; status=1; }
     done
+fi
+
+if command -v ncu >/dev/null; then
+    step "ncu branch efficiency of the divergence demo (seed 002)"
+    ncu --metrics smsp__sass_average_branch_targets_threads_uniform.pct,smsp__thread_inst_executed_per_inst_executed.ratio \
+        -k regex:div_ python3 -c "import gpusync as gs; from gpusync import demo; demo.divergence(n=1 << 20)" \
+        >"$out/ncu-divergence.log" 2>&1 || echo "ncu failed (see ncu-divergence.log)"
+    grep -E "div_|branch_targets|per_inst_executed" "$out/ncu-divergence.log" | head -24
 fi
 
 if [ -z "${SKIP_NCU:-}" ] && command -v ncu >/dev/null; then

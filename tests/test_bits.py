@@ -125,3 +125,11 @@ def test_device_arrays_in_place():
             c = gs.count_nonzero(d)
             assert isinstance(c, cp.ndarray) and int(c) == np.count_nonzero(a)
             np.testing.assert_array_equal(gs.packbits(d[1::2]).get(), np.packbits(a[1::2] != 0))
+
+
+@pytest.mark.gpu
+def test_warp_reductions_under_independent_thread_scheduling():
+    """reduce.cuh's shuffle and shared-memory butterflies, reached by lanes at
+    different times (lane-dependent loops first): every warp's sum is right.
+    gpu-check also runs this under compute-sanitizer racecheck and synccheck."""
+    assert gs._core._self_test("cuda", 0) == 0

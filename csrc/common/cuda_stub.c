@@ -87,10 +87,16 @@ static gs_status stub_divergence(int kind, int64_t n, int block, int iters, doub
     return NO_CUDA;
 }
 
+static gs_status stub_self_test(int which, int64_t *bad)
+{
+    (void)which, (void)bad;
+    return NO_CUDA;
+}
+
 static const gs_backend_ops stub_ops = {
     "cuda",      stub_available, stub_device_count,  stub_device_info,      stub_pointer_device, stub_histogram,
     stub_minmax, stub_uniform_edges, stub_reduce, stub_binned_statistic, stub_counter,        stub_test_deadlock,
-    stub_packbits, stub_count_nonzero, stub_kernel_names, stub_occupancy, stub_divergence,
+    stub_packbits, stub_count_nonzero, stub_kernel_names, stub_occupancy, stub_divergence, stub_self_test,
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

@@ -101,6 +101,12 @@ static gs_status cpu_uniform_edges(const gs_hist_bins *bins, gs_array *out, void
     return GS_OK;
 }
 
+static gs_status cpu_self_test(int which, int64_t *bad)
+{
+    (void)which, (void)bad;
+    return gs_fail(GS_ERR_NO_CUDA, "the self tests exercise CUDA kernels");
+}
+
 static const gs_backend_ops cpu_ops = {
     "cpu",
     cpu_available,
@@ -119,6 +125,7 @@ static const gs_backend_ops cpu_ops = {
     cpu_kernel_names,
     cpu_occupancy,
     cpu_divergence,
+    cpu_self_test,
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

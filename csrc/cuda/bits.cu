@@ -88,9 +88,8 @@ template <class T, bool COUNT> __global__ void __launch_bounds__(256) bits_kerne
     if (r.stride == 1 && ((uintptr_t)x & 15) == 0) {
         const int64_t chunks = r.n / (32 * V); /* whole warp-chunks: 32 V elements, 4 V bytes */
         const int4 *xv = reinterpret_cast<const int4 *>(x);
-        for (int64_t c = warp; c < chunks; c += nwarps) {
-            gs_vec<T> v;
-            v.v = __ldcs(xv + c * 32 + lane);
+        const bool aligned2 = r.out && ((uintptr_t)r.out & 1) == 0;
+        auto chunk = [&](const gs_vec<T> &v, int64_t c) {
             unsigned p = 0; /* bit k: predicate of this lane's element k */
 #pragma unroll
             for (int k = 0; k < V; k++)
@@ -99,18 +98,25 @@ template <class T, bool COUNT> __global__ void __launch_bounds__(256) bits_kerne
 #pragma unroll
                 for (int k = 0; k < V; k++)
                     cnt += __popc(__ballot_sync(FULL, (p >> k) & 1u));
-                continue;
+                return;
             }
             uint8_t *o = r.out + c * 4 * V;
             if (V >= 8) { /* this lane's elements are V / 8 whole bytes */
+                unsigned word = 0;
 #pragma unroll
                 for (int h = 0; h < V / 8; h++) {
                     unsigned byte = 0;
 #pragma unroll
                     for (int m = 0; m < 8; m++)
                         byte |= place((p >> (8 * h + m)) & 1u, m, r.little);
-                    o[lane * (V / 8) + h] = (uint8_t)byte;
+                    word |= byte << (8 * h);
                 }
+                if (V == 16 && aligned2)
+                    reinterpret_cast<uint16_t *>(o)[lane] = (uint16_t)word; /* two bytes in one store */
+                else
+#pragma unroll
+                    for (int h = 0; h < V / 8; h++)
+                        o[lane * (V / 8) + h] = (uint8_t)(word >> (8 * h));
             } else { /* transpose with ballots: b[k] bit l = predicate k of lane l */
                 unsigned b[V < 8 ? V : 1];
 #pragma unroll
@@ -124,6 +130,17 @@ template <class T, bool COUNT> __global__ void __launch_bounds__(256) bits_kerne
                     o[lane] = (uint8_t)byte;
                 }
             }
+        };
+        /* two chunks per trip, both loads issued before either is used */
+        for (int64_t c = warp; c < chunks; c += 2 * nwarps) {
+            const int64_t c2 = c + nwarps;
+            gs_vec<T> v0, v1;
+            v0.v = __ldcs(xv + c * 32 + lane);
+            if (c2 < chunks) /* the same for every lane of the warp */
+                v1.v = __ldcs(xv + c2 * 32 + lane);
+            chunk(v0, c);
+            if (c2 < chunks)
+                chunk(v1, c2);
         }
         done = chunks * 32 * V;
     }

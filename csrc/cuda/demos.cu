@@ -10,6 +10,7 @@
  */
 #include "internal.cuh"
 #include "gpusync/mutex.cuh"
+#include "gpusync/reduce.cuh"
 
 namespace {
 
@@ -73,6 +74,26 @@ template <bool BY_WARP> __global__ void div_loop(float *out, int iters)
             a = a * 0.9999f - 0.25f;
     }
     out[tid] = a;
+}
+
+/* Both warp reductions of reduce.cuh after lane-dependent divergent work
+ * (lane l spins l * 37 steps first), so the lanes reach them at different
+ * times: out[2 w] = shuffle butterfly, out[2 w + 1] = shared-memory
+ * butterfly of warp w, each lane's value being lane + 1 + 1000 w. */
+__global__ void warp_reduce_test(int *out)
+{
+    __shared__ int buf[1024];
+    const int lane = threadIdx.x & 31, w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    unsigned spin = lane;
+    for (int i = 0; i < lane * 37; i++)
+        spin = spin * 1664525u + 1013904223u;
+    const int v = lane + 1 + 1000 * w + (spin == 0xdeadbeefu); /* keeps the loop */
+    const int a = gpusync::warp_sum(v);
+    const int b = gpusync::warp_reduce_smem(v, buf + (threadIdx.x & ~31));
+    if (lane == 5) { /* any lane: both butterflies leave the result in every lane */
+        out[2 * w] = a;
+        out[2 * w + 1] = b;
+    }
 }
 
 /* The lock is held (set to 1 by the host) and nobody releases it. */
@@ -167,6 +188,28 @@ fail:
         cudaEventDestroy(e1);
     if (out)
         cudaFree(out);
+    return st;
+}
+
+extern "C" gs_status gs_cuda_self_test(int which, int64_t *bad)
+{
+    if (which != 0)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "self test %d does not exist", which);
+    const int blocks = 64, threads = 256, warps = blocks * threads / 32;
+    int *d = NULL, h[2 * 512];
+    gs_status st = GS_OK;
+    GS_CUDA_GOTO(cudaMalloc((void **)&d, sizeof h));
+    warp_reduce_test<<<blocks, threads>>>(d);
+    GS_CUDA_GOTO(cudaGetLastError());
+    GS_CUDA_GOTO(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    *bad = 0;
+    for (int w = 0; w < warps; w++) {
+        const int expect = 528 + 32 * 1000 * w; /* 1 + ... + 32, plus 32 x 1000 w */
+        *bad += (h[2 * w] != expect) + (h[2 * w + 1] != expect);
+    }
+fail:
+    if (d)
+        cudaFree(d);
     return st;
 }
 

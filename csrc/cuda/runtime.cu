@@ -164,6 +164,7 @@ gs_status gs_cuda_count_nonzero(const gs_array *a, const double *thr, gs_array *
 gs_status gs_cuda_kernel_names(char *buf, size_t len);
 gs_status gs_cuda_occupancy(const char *name, int block_size, gs_occupancy *out);
 gs_status gs_cuda_divergence(int kind, int64_t n, int block, int iters, double *ms);
+gs_status gs_cuda_self_test(int which, int64_t *bad);
 }
 
 static const gs_backend_ops cuda_ops = {
@@ -184,6 +185,7 @@ static const gs_backend_ops cuda_ops = {
     gs_cuda_kernel_names,
     gs_cuda_occupancy,
     gs_cuda_divergence,
+    gs_cuda_self_test,
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

@@ -503,6 +503,26 @@ static PyObject *py_divergence(PyObject *self, PyObject *args)
     return PyFloat_FromDouble(ms);
 }
 
+static PyObject *py_self_test(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    int which;
+    if (!PyArg_ParseTuple(args, "si", &backend, &which))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    int64_t bad = -1;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->self_test(which, &bad);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    return PyLong_FromLongLong((long long)bad);
+}
+
 static PyObject *py_available(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -613,6 +633,7 @@ static PyMethodDef methods[] = {
     {"kernel_names", py_kernel_names, METH_VARARGS, "kernel_names(backend) -> 'op:strategy,...'"},
     {"occupancy", py_occupancy, METH_VARARGS, "occupancy(backend, name, block_size) -> dict"},
     {"divergence", py_divergence, METH_VARARGS, "divergence(backend, kind, n, block, iters) -> ms"},
+    {"_self_test", py_self_test, METH_VARARGS, "test hook: _self_test(backend, which) -> wrong results"},
     {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
     {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
     {"pointer_device", py_pointer_device, METH_VARARGS, "pointer_device(backend, ptr) -> ordinal or -1"},

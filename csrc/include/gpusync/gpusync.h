@@ -239,6 +239,10 @@ typedef struct gs_backend_ops {
      * kinds 0-1 branch over one assignment (the compiler predicates it),
      * kinds 2-3 over loops of `iters` steps (it cannot). */
     gs_status (*divergence)(int kind, int64_t n, int block, int iters, double *ms);
+
+    /* Test hook: self test `which` (0: both warp reductions of reduce.cuh
+     * under divergence); *bad counts wrong results. */
+    gs_status (*self_test)(int which, int64_t *bad);
 } gs_backend_ops;
 
 /* binned_statistic's statistics (scipy.stats.binned_statistic's names; var
