@@ -25,6 +25,8 @@ from ._reduce import dot, sum  # noqa: F401,A004
 from ._binstat import STATISTICS as BINNED_STATISTICS  # noqa: F401
 from ._binstat import BinnedStatisticResult, binned_statistic  # noqa: F401
 from ._bits import count_nonzero, kernels, occupancy, packbits  # noqa: F401
+from ._barrier import STRATEGIES as BARRIER_STRATEGIES  # noqa: F401
+from ._barrier import barrier_benchmark  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -39,6 +41,8 @@ __all__ = [
     "count_nonzero",
     "occupancy",
     "kernels",
+    "barrier_benchmark",
+    "BARRIER_STRATEGIES",
     "REDUCE_STRATEGIES",
     "BINNED_STATISTICS",
     "backend",

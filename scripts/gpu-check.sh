@@ -53,6 +53,10 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
         GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
             python3 -m pytest -q -p no:cacheprovider -x tests/test_bits.py -m gpu -k "$sel_bits" \
             >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
+        [ $tool = memcheck ] || GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 \
+            --target-processes all python3 -c "import gpusync as gs
+for s in ('lock', 'lockfree', 'sense', 'cooperative'):
+    print(s, gs.barrier_benchmark(s, rounds=200)['stale'])" >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
         grep -E "passed|failed|ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -9
         [ $rc -eq 0 ] || { echo "$tool: exit $rc"; status=1; }
     done
@@ -75,7 +79,7 @@ fi
 
 if [ -z "${SKIP_BENCH:-}" ]; then
     step "benchmarks"
-    for b in ${BENCHES:-histogram reduce warp}; do
+    for b in ${BENCHES:-histogram reduce warp barrier}; do
         python3 benchmarks/$b.py --out "$out" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench-$b.log" | tail -45
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     done

@@ -107,6 +107,9 @@ static gs_status cpu_self_test(int which, int64_t *bad)
     return gs_fail(GS_ERR_NO_CUDA, "the self tests exercise CUDA kernels");
 }
 
+gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds, int skip_block,
+                                   gs_barrier_result *res);
+
 static const gs_backend_ops cpu_ops = {
     "cpu",
     cpu_available,
@@ -126,6 +129,7 @@ static const gs_backend_ops cpu_ops = {
     cpu_occupancy,
     cpu_divergence,
     cpu_self_test,
+    gs_cpu_barrier_benchmark,
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

@@ -165,6 +165,8 @@ gs_status gs_cuda_kernel_names(char *buf, size_t len);
 gs_status gs_cuda_occupancy(const char *name, int block_size, gs_occupancy *out);
 gs_status gs_cuda_divergence(int kind, int64_t n, int block, int iters, double *ms);
 gs_status gs_cuda_self_test(int which, int64_t *bad);
+gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds, int skip_block,
+                                    gs_barrier_result *res);
 }
 
 static const gs_backend_ops cuda_ops = {
@@ -186,6 +188,7 @@ static const gs_backend_ops cuda_ops = {
     gs_cuda_occupancy,
     gs_cuda_divergence,
     gs_cuda_self_test,
+    gs_cuda_barrier_benchmark,
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

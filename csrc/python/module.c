@@ -523,6 +523,31 @@ static PyObject *py_self_test(PyObject *self, PyObject *args)
     return PyLong_FromLongLong((long long)bad);
 }
 
+static PyObject *py_barrier_benchmark(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend, *sname;
+    long long blocks, rounds;
+    int threads, skip;
+    if (!PyArg_ParseTuple(args, "ssLiLi", &backend, &sname, &blocks, &threads, &rounds, &skip))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_strategy s;
+    if (!ops || !parse_strategy(sname, &s))
+        return NULL;
+    gs_barrier_result r;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->barrier_benchmark(s, blocks, threads, rounds, skip, &r);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    return Py_BuildValue("{s:s,s:L,s:i,s:L,s:L,s:d,s:d,s:L}", "strategy", sname, "blocks", (long long)r.blocks,
+                         "threads", r.threads, "max_blocks", (long long)r.max_blocks, "rounds", (long long)r.rounds,
+                         "us_per_barrier", r.us_per_barrier, "us_per_barrier_graph", r.us_per_barrier_graph, "stale",
+                         (long long)r.stale);
+}
+
 static PyObject *py_available(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -634,6 +659,8 @@ static PyMethodDef methods[] = {
     {"occupancy", py_occupancy, METH_VARARGS, "occupancy(backend, name, block_size) -> dict"},
     {"divergence", py_divergence, METH_VARARGS, "divergence(backend, kind, n, block, iters) -> ms"},
     {"_self_test", py_self_test, METH_VARARGS, "test hook: _self_test(backend, which) -> wrong results"},
+    {"barrier_benchmark", py_barrier_benchmark, METH_VARARGS,
+     "barrier_benchmark(backend, strategy, blocks, threads, rounds, skip_block) -> dict"},
     {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
     {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
     {"pointer_device", py_pointer_device, METH_VARARGS, "pointer_device(backend, ptr) -> ordinal or -1"},

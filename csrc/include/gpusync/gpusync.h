@@ -159,6 +159,15 @@ typedef struct gs_occupancy {
     int suggested_block_size, suggested_min_grid;
 } gs_occupancy;
 
+/* barrier_benchmark()'s result. */
+typedef struct gs_barrier_result {
+    int64_t blocks, max_blocks, rounds;
+    int threads;
+    double us_per_barrier;       /* persistent kernel (relaunch: launches in a stream) */
+    double us_per_barrier_graph; /* relaunch: launches replayed from a CUDA graph; else 0 */
+    int64_t stale;               /* checks that read another block's old value: must be 0 */
+} gs_barrier_result;
+
 typedef struct gs_backend_ops {
     const char *name;
 
@@ -243,6 +252,16 @@ typedef struct gs_backend_ops {
     /* Test hook: self test `which` (0: both warp reductions of reduce.cuh
      * under divergence); *bad counts wrong results. */
     gs_status (*self_test)(int which, int64_t *bad);
+
+    /* `rounds` grid barriers of `strategy` (lock, lockfree, sense,
+     * cooperative, relaunch) in one persistent kernel of `blocks` (0: one per
+     * SM) x `threads`, each round verified.  More blocks than can be
+     * co-resident is GS_ERR_NO_COOPERATIVE naming the maximum; a time-out is
+     * GS_ERR_DEADLOCK.  skip_block >= 0 (a test hook) makes that block never
+     * arrive.  The CPU backend runs the lock, lockfree and sense algorithms
+     * on `blocks` threads.  Synchronizes. */
+    gs_status (*barrier_benchmark)(gs_strategy strategy, int64_t blocks, int threads, int64_t rounds, int skip_block,
+                                   gs_barrier_result *out);
 } gs_backend_ops;
 
 /* binned_statistic's statistics (scipy.stats.binned_statistic's names; var

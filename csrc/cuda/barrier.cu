@@ -1,0 +1,231 @@
+/*
+ * barrier_benchmark (CUDA backend): `rounds` grid barriers in one persistent
+ * kernel, each round checked.  In round r every block writes a value into
+ * buffer r % 2; after the barrier the first lanes of every block read other
+ * blocks' values of round r and count the stale ones.  (Two buffers: round
+ * r + 1 writes the other one, and round r + 2 -- which reuses this one --
+ * starts only after every block has passed barrier r + 1, i.e. finished its
+ * reads of round r.)
+ *
+ * The grid is refused (GS_ERR_NO_COOPERATIVE, a ValueError naming the
+ * maximum) when it cannot be co-resident; `relaunch` measures the same rounds
+ * as one kernel launch each, in a stream and replayed from a CUDA graph.
+ */
+#include "internal.cuh"
+#include "gpusync/barrier.cuh"
+
+#include <cooperative_groups.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+struct bench_args {
+    unsigned *data; /* 2 x blocks */
+    gpusync::grid_barrier_words *w;
+    unsigned *arrival, *release, *groups;
+    int *error;
+    unsigned long long *stale;
+    long long rounds;
+    int skip_block; /* test hook: this block never arrives (-1: none) */
+    unsigned long long timeout_ns;
+};
+
+#define CHECKS 4 /* lanes per block that check another block's value */
+
+__device__ __forceinline__ unsigned value_of(long long round, unsigned block)
+{
+    return (unsigned)round * 2654435761u + block * 40503u + 1u;
+}
+
+template <int KIND> __global__ void barrier_kernel(bench_args a)
+{
+    if ((int)blockIdx.x == a.skip_block)
+        return;
+    const unsigned nb = gridDim.x, b = blockIdx.x;
+    unsigned goal = 0, round_no = 0;
+    unsigned long long stale = 0;
+    for (long long r = 0; r < a.rounds; r++) {
+        unsigned *buf = a.data + (r & 1) * nb;
+        if (threadIdx.x == 0)
+            buf[b] = value_of(r, b);
+        bool ok = true;
+        if (KIND == GS_STRATEGY_LOCK)
+            ok = gpusync::barrier_lock(&a.w->count, goal, a.error, a.timeout_ns);
+        else if (KIND == GS_STRATEGY_LOCKFREE)
+            ok = gpusync::barrier_lockfree(a.arrival, a.release, round_no, a.error, a.timeout_ns);
+        else if (KIND == GS_STRATEGY_SENSE)
+            ok = gpusync::barrier_sense(a.w, a.groups, round_no, a.error, a.timeout_ns);
+        else
+            cg::this_grid().sync();
+        if (!ok)
+            return;
+        if (threadIdx.x < CHECKS) { /* plain loads: the barrier's acquire must make them current */
+            const unsigned other = (unsigned)((b + 1 + threadIdx.x + (unsigned long long)r) % nb);
+            stale += buf[other] != value_of(r, other);
+        }
+    }
+    if (stale)
+        atomicAdd(a.stale, stale);
+}
+
+/* relaunch: one launch per round; the kernel boundary is the barrier. */
+__global__ void relaunch_kernel(bench_args a, long long r)
+{
+    const unsigned nb = gridDim.x, b = blockIdx.x;
+    if (threadIdx.x == 0)
+        a.data[(r & 1) * nb + b] = value_of(r, b);
+    if (r > 0 && threadIdx.x < CHECKS) { /* the previous round, written by the previous launch */
+        const unsigned other = (unsigned)((b + 1 + threadIdx.x + (unsigned long long)r) % nb);
+        if (a.data[((r - 1) & 1) * nb + other] != value_of(r - 1, other))
+            atomicAdd(a.stale, 1ull);
+    }
+}
+
+const void *kernel_for(gs_strategy s)
+{
+    switch (s) {
+    case GS_STRATEGY_LOCK: return (const void *)barrier_kernel<GS_STRATEGY_LOCK>;
+    case GS_STRATEGY_LOCKFREE: return (const void *)barrier_kernel<GS_STRATEGY_LOCKFREE>;
+    case GS_STRATEGY_SENSE: return (const void *)barrier_kernel<GS_STRATEGY_SENSE>;
+    case GS_STRATEGY_COOPERATIVE: return (const void *)barrier_kernel<GS_STRATEGY_COOPERATIVE>;
+    default: return (const void *)relaunch_kernel;
+    }
+}
+
+struct ws_t {
+    gpusync::grid_barrier_words w;
+    int error;
+    int pad;
+    unsigned long long stale;
+};
+
+} // namespace
+
+extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds,
+                                               int skip_block, gs_barrier_result *res)
+{
+    if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE &&
+        s != GS_STRATEGY_COOPERATIVE && s != GS_STRATEGY_RELAUNCH)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                       "barrier strategies are 'lock', 'lockfree', 'sense', 'cooperative' and 'relaunch'; got '%s'",
+                       gs_strategy_name(s));
+    if (rounds < 1 || threads < 32 || threads > 1024 || threads % 32)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "rounds must be >= 1 and threads a multiple of 32 up to 1024");
+    int ord;
+    const gs_device_info *dev;
+    gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
+    if (st != GS_OK)
+        return st;
+    const void *k = kernel_for(s);
+    int64_t maxb = 0;
+    st = gs_cuda_resident_blocks(k, threads, 0, dev, &maxb);
+    if (st != GS_OK)
+        return st;
+    if (blocks <= 0)
+        blocks = dev->multiprocessors;
+    memset(res, 0, sizeof *res);
+    res->blocks = blocks;
+    res->threads = threads;
+    res->max_blocks = maxb;
+    res->rounds = rounds;
+    if (s != GS_STRATEGY_RELAUNCH && blocks > maxb)
+        return gs_fail(GS_ERR_NO_COOPERATIVE,
+                       "a grid barrier needs every block resident at once: at most %lld blocks of %d threads fit "
+                       "on %s (%d SMs); asked for %lld",
+                       (long long)maxb, threads, dev->name, dev->multiprocessors, (long long)blocks);
+    if (s == GS_STRATEGY_COOPERATIVE && !dev->cooperative_launch)
+        return gs_fail(GS_ERR_NO_COOPERATIVE, "device %d (%s) cannot launch cooperative kernels", ord, dev->name);
+    if (blocks > 0x7fffffff)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "too many blocks");
+
+    const int64_t ngroups = (blocks + GPUSYNC_SENSE_GROUP - 1) / GPUSYNC_SENSE_GROUP;
+    const size_t words = sizeof(ws_t) + (size_t)blocks * 4 * 4 + (size_t)ngroups * GPUSYNC_SENSE_STRIDE * 4;
+    char *mem = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    cudaStream_t sm = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    float ms = 0;
+    ws_t h;
+    bench_args a;
+    GS_CUDA_GOTO(cudaMalloc((void **)&mem, words));
+    GS_CUDA_GOTO(cudaMemset(mem, 0, words));
+    GS_CUDA_GOTO(cudaEventCreate(&e0));
+    GS_CUDA_GOTO(cudaEventCreate(&e1));
+    GS_CUDA_GOTO(cudaStreamCreateWithFlags(&sm, cudaStreamNonBlocking));
+    a.w = (gpusync::grid_barrier_words *)mem;
+    a.error = &((ws_t *)mem)->error;
+    a.stale = &((ws_t *)mem)->stale;
+    a.data = (unsigned *)(mem + sizeof(ws_t));
+    a.arrival = a.data + 2 * blocks;
+    a.release = a.arrival + blocks;
+    a.groups = a.release + blocks;
+    a.rounds = rounds;
+    a.skip_block = skip_block;
+    a.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
+
+    if (s == GS_STRATEGY_RELAUNCH) {
+        GS_CUDA_GOTO(cudaEventRecord(e0, sm));
+        for (long long r = 0; r < rounds; r++)
+            relaunch_kernel<<<(unsigned)blocks, threads, 0, sm>>>(a, r);
+        GS_CUDA_GOTO(cudaGetLastError());
+        GS_CUDA_GOTO(cudaEventRecord(e1, sm));
+        GS_CUDA_GOTO(cudaEventSynchronize(e1));
+        GS_CUDA_GOTO(cudaEventElapsedTime(&ms, e0, e1));
+        res->us_per_barrier = ms * 1000.0 / rounds;
+        /* the same launches replayed from a graph of up to 100 of them */
+        const long long per = rounds < 100 ? rounds : 100;
+        GS_CUDA_GOTO(cudaStreamBeginCapture(sm, cudaStreamCaptureModeThreadLocal));
+        for (long long r = 0; r < per; r++)
+            relaunch_kernel<<<(unsigned)blocks, threads, 0, sm>>>(a, r);
+        GS_CUDA_GOTO(cudaStreamEndCapture(sm, &graph));
+        GS_CUDA_GOTO(cudaGraphInstantiate(&exec, graph, 0));
+        GS_CUDA_GOTO(cudaGraphLaunch(exec, sm)); /* warm-up */
+        const long long reps = (rounds + per - 1) / per;
+        GS_CUDA_GOTO(cudaEventRecord(e0, sm));
+        for (long long i = 0; i < reps; i++)
+            GS_CUDA_GOTO(cudaGraphLaunch(exec, sm));
+        GS_CUDA_GOTO(cudaEventRecord(e1, sm));
+        GS_CUDA_GOTO(cudaEventSynchronize(e1));
+        GS_CUDA_GOTO(cudaEventElapsedTime(&ms, e0, e1));
+        res->us_per_barrier_graph = ms * 1000.0 / (reps * per);
+    } else {
+        void *args[] = {&a};
+        GS_CUDA_GOTO(cudaEventRecord(e0, sm));
+        if (s == GS_STRATEGY_COOPERATIVE)
+            GS_CUDA_GOTO(cudaLaunchCooperativeKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
+        else
+            GS_CUDA_GOTO(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
+        GS_CUDA_GOTO(cudaEventRecord(e1, sm));
+        GS_CUDA_GOTO(cudaEventSynchronize(e1));
+        GS_CUDA_GOTO(cudaEventElapsedTime(&ms, e0, e1));
+        res->us_per_barrier = ms * 1000.0 / rounds;
+    }
+    GS_CUDA_GOTO(cudaMemcpy(&h, mem, sizeof h, cudaMemcpyDeviceToHost));
+    res->stale = (int64_t)h.stale;
+    if (h.error)
+        st = gs_fail(GS_ERR_DEADLOCK,
+                     "grid barrier '%s': a block waited more than %.0f ms for the others (a block never arrived)",
+                     gs_strategy_name(s), gs_spin_timeout_ns() / 1e6);
+    if (getenv("GPUSYNC_DEBUG"))
+        fprintf(stderr, "[gpusync] barrier %s blocks=%lld threads=%d rounds=%lld: %.3f us (graph %.3f us)\n",
+                gs_strategy_name(s), (long long)blocks, threads, (long long)rounds, res->us_per_barrier,
+                res->us_per_barrier_graph);
+fail:
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    if (sm)
+        cudaStreamDestroy(sm);
+    if (mem)
+        cudaFree(mem);
+    return st;
+}

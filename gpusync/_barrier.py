@@ -1,0 +1,55 @@
+"""barrier_benchmark: grid barriers run, verified and timed."""
+from __future__ import annotations
+
+from . import _backend, _core
+
+STRATEGIES = ("lock", "lockfree", "sense", "cooperative", "relaunch")
+
+
+def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
+    """Run `rounds` grid barriers of `strategy` in one persistent kernel and
+    return the latency per barrier.
+
+    Strategies: ``"lock"`` and ``"lockfree"`` (seed 000's, with the missing
+    fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
+    counters and one generation word), ``"cooperative"`` (cooperative groups'
+    ``this_grid().sync()``) and ``"relaunch"`` (one kernel launch per round, in
+    a stream and replayed from a CUDA graph).  In every round every block
+    writes a value, passes the barrier and reads other blocks' values of that
+    round; any stale read raises :class:`gpusync.GpusyncError`.
+
+    `blocks` defaults to one per SM; more than can be resident at once is a
+    :class:`gpusync.CooperativeLaunchError` (a ValueError) naming the maximum
+    -- never a hang.  A barrier that waits past the time-out raises
+    :class:`gpusync.DeadlockError`.  On the CPU backend the lock, lockfree and
+    sense algorithms run on `blocks` threads (default: one per CPU).
+
+    Returns a dict: strategy, blocks, threads, max_blocks, rounds,
+    us_per_barrier, us_per_barrier_graph (relaunch), stale (0).
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"barrier_benchmark: strategy must be one of {', '.join(map(repr, STRATEGIES))}; "
+                         f"got {strategy!r}")
+    if blocks is not None and (int(blocks) != blocks or blocks < 1):
+        raise ValueError("barrier_benchmark: blocks must be a positive integer")
+    if int(rounds) != rounds or rounds < 1:
+        raise ValueError("barrier_benchmark: rounds must be a positive integer")
+    res = _core.barrier_benchmark(_backend.backend(), strategy, int(blocks or 0), int(threads), int(rounds), -1)
+    if res["stale"]:
+        raise _core.GpusyncError(f"barrier '{strategy}' let {res['stale']} reads see data from before the barrier")
+    return res
+
+
+def _test_timeout(strategy, blocks=None, ms=50.0):
+    """Test hook: one block never arrives; must raise DeadlockError."""
+    import os
+
+    old = os.environ.get("GPUSYNC_SPIN_TIMEOUT_MS")
+    os.environ["GPUSYNC_SPIN_TIMEOUT_MS"] = str(ms)
+    try:
+        return _core.barrier_benchmark(_backend.backend(), strategy, int(blocks or 0), 64, 100, 1)
+    finally:
+        if old is None:
+            del os.environ["GPUSYNC_SPIN_TIMEOUT_MS"]
+        else:
+            os.environ["GPUSYNC_SPIN_TIMEOUT_MS"] = old
