@@ -42,7 +42,8 @@ def test_gpu_barriers_verify_every_round(strategy):
                 continue
             r = gs.barrier_benchmark(strategy, blocks=blocks, rounds=3000)
             assert r["stale"] == 0 and r["blocks"] == blocks
-        r = gs.barrier_benchmark(strategy, blocks=maxb, threads=1024, rounds=500)
+        max1024 = gs.barrier_benchmark(strategy, threads=1024, rounds=1)["max_blocks"]
+        r = gs.barrier_benchmark(strategy, blocks=max1024, threads=1024, rounds=500)
         assert r["stale"] == 0
         with pytest.raises(gs.CooperativeLaunchError, match=f"at most {maxb} blocks"):
             gs.barrier_benchmark(strategy, blocks=maxb + 1)
