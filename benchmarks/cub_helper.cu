@@ -124,29 +124,24 @@ extern "C" double cub_scan_i32(const int *a, const void *, long long n, int *hos
     return cub_scan(a, n, host, reps);
 }
 
-extern "C" double cublas_sdot(const float *a, const float *b, long long n, float *host, int reps)
+template <class T, class Dot> static double cublas_dot(Dot dot, const T *a, const T *b, long long n, T *host, int reps)
 {
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return -1;
-    float *out;
-    cudaMalloc(&out, sizeof(float));
+    T *out;
+    cudaMalloc(&out, sizeof(T));
     cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE);
-    double ms = time_reps([&] { cublasSdot_64(h, n, a, 1, b, 1, out); }, reps);
-    cudaMemcpy(host, out, sizeof(float), cudaMemcpyDeviceToHost);
+    double ms = time_reps([&] { dot(h, n, a, 1, b, 1, out); }, reps);
+    cudaMemcpy(host, out, sizeof(T), cudaMemcpyDeviceToHost);
     cudaFree(out);
     cublasDestroy(h);
     return ms;
 }
+extern "C" double cublas_sdot(const float *a, const float *b, long long n, float *host, int reps)
+{
+    return cublas_dot(cublasSdot_64, a, b, n, host, reps);
+}
 extern "C" double cublas_ddot(const double *a, const double *b, long long n, double *host, int reps)
 {
-    cublasHandle_t h;
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return -1;
-    double *out;
-    cudaMalloc(&out, sizeof(double));
-    cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE);
-    double ms = time_reps([&] { cublasDdot_64(h, n, a, 1, b, 1, out); }, reps);
-    cudaMemcpy(host, out, sizeof(double), cudaMemcpyDeviceToHost);
-    cudaFree(out);
-    cublasDestroy(h);
-    return ms;
+    return cublas_dot(cublasDdot_64, a, b, n, host, reps);
 }

@@ -41,6 +41,20 @@ def supported_dtype(dt) -> bool:
     return dt.isnative and dt.newbyteorder("=") in _DTYPE_CODES
 
 
+def check_dtype(dt, name, func):
+    """TypeError unless the C core takes this dtype."""
+    if not supported_dtype(dt):
+        raise TypeError(f"{func}: {name} has dtype {dt}, which is not supported "
+                        "(bool, integer and float16/32/64 arrays are)")
+
+
+def checked_input(obj, name, func):
+    """as_input() of an argument whose dtype the core must take."""
+    x = as_input(obj, name)
+    check_dtype(x.dtype, name, func)
+    return x
+
+
 class DeviceArray:
     """A 1-D (flattened) view of a device array: what the C core needs."""
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _arrays, _backend, _core
 from ._arrays import DeviceArray, Lib
+from ._histogram import _minmax
 
 STATISTICS = ("count", "sum", "mean", "std", "var", "min", "max")
 STRATEGIES = ("auto", "shared", "global")
@@ -116,13 +117,6 @@ def _top_search(last_bytes, edges_dtype, decimal, x_dtype):
     return float(_from_ordinal(lo, np.dtype(x_dtype))) if x_dtype.kind == "f" else float(lo)
 
 
-def _minmax(x):
-    if isinstance(x, DeviceArray):
-        raw = _core.minmax("cuda", x.desc(), x.stream)  # synchronize!
-        return np.frombuffer(raw, dtype=x.dtype)
-    return x.min(), x.max()
-
-
 def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strategy="auto"):  # noqa: A002
     """Compute a binned statistic, like ``scipy.stats.binned_statistic``.
 
@@ -153,11 +147,9 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     if not isinstance(strategy, str) or strategy not in STRATEGIES:
         raise ValueError(f"binned_statistic: strategy must be one of {', '.join(map(repr, STRATEGIES))}; "
                          f"got {strategy!r}")
-    xv = _arrays.as_input(x, "x")
-    vv = _arrays.as_input(values, "values")
+    xv = _arrays.checked_input(x, "x", "binned_statistic")
+    vv = _arrays.checked_input(values, "values", "binned_statistic")
     for v, name in ((xv, "x"), (vv, "values")):
-        if not _arrays.supported_dtype(v.dtype):
-            raise TypeError(f"binned_statistic: {name} has dtype {v.dtype}, which is not supported")
         if len(v.shape) != 1:
             raise ValueError(f"binned_statistic: {name} must be 1-D; got shape {tuple(v.shape)}")
     if vv.shape[0] != xv.shape[0]:

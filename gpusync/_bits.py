@@ -9,14 +9,6 @@ from ._arrays import DeviceArray, Lib
 last_strategy = {}
 
 
-def _input(a, func):
-    x = _arrays.as_input(a, "a")
-    if not _arrays.supported_dtype(x.dtype):
-        raise TypeError(f"{func}: a has dtype {x.dtype}, which is not supported "
-                        "(bool, integer and float16/32/64 arrays are)")
-    return x
-
-
 def _threshold(threshold, dtype):
     """`a > threshold` as NumPy compares it: a Python float is rounded to a
     float array's dtype first (NEP 50); integer arrays compare in float64."""
@@ -48,7 +40,7 @@ def packbits(a, bitorder="big", *, threshold=None):
     """
     if bitorder not in ("big", "little"):
         raise ValueError("'order' must be either 'little' or 'big'")
-    x = _input(a, "packbits")
+    x = _arrays.checked_input(a, "a", "packbits")
     if len(x.shape) != 1:
         raise ValueError(f"packbits: expected a 1-D array, got {len(x.shape)} dimensions "
                          "(flatten it first, as np.packbits with axis=None does)")
@@ -72,7 +64,7 @@ def count_nonzero(a, *, threshold=None):
     elements, with one warp ballot and popcount per 32 elements and one
     atomic per warp.  Host input gives an int; a device array a 0-d int64
     array of its library (no host sync)."""
-    x = _input(a, "count_nonzero")
+    x = _arrays.checked_input(a, "a", "count_nonzero")
     thr = _threshold(threshold, x.dtype)
     be = _backend.backend()
     if isinstance(x, DeviceArray):

@@ -36,12 +36,6 @@ def _check_strategy(strategy):
     return strategy
 
 
-def _check_dtype(dt, name, func):
-    if not _arrays.supported_dtype(dt):
-        raise TypeError(
-            f"{func}: {name} has dtype {dt}, which is not supported "
-            "(bool, integer and float16/32/64 arrays are)"
-        )
 
 
 def _bins_tuple(kind, nbins, offset=0, closed=0, lut=None, start=0.0, step=0.0, stop=0.0, scale=0.0,
@@ -143,7 +137,7 @@ def _prepare(a, weights, func):
     """Normalise a and weights: flattened host arrays or device views."""
     x = _arrays.as_input(a, "a")
     w = None if weights is None else _arrays.as_input(weights, "weights")
-    _check_dtype(x.dtype, "a", func)
+    _arrays.check_dtype(x.dtype, "a", func)
     if w is not None:
         if tuple(w.shape) != tuple(x.shape):
             raise ValueError("weights should have the same shape as a.")

@@ -21,14 +21,6 @@ def _check(strategy, func):
                          f"got {strategy!r}")
 
 
-def _input(obj, name, func):
-    x = _arrays.as_input(obj, name)
-    if not _arrays.supported_dtype(x.dtype):
-        raise TypeError(f"{func}: {name} has dtype {x.dtype}, which is not supported "
-                        "(bool, integer and float16/32/64 arrays are)")
-    return x
-
-
 @functools.lru_cache(maxsize=None)
 def _sum_dtype(dt: np.dtype) -> np.dtype:
     return np.add.reduce(np.zeros(1, dt)).dtype  # bool, small ints -> int64/uint64
@@ -94,7 +86,7 @@ def sum(a, *, strategy="auto", deterministic=False):  # noqa: A001 - NumPy's nam
     (except strategy ``"mutex"``, which checks its lock time-out).
     """
     _check(strategy, "sum")
-    x = _input(a, "a", "sum")
+    x = _arrays.checked_input(a, "a", "sum")
     if deterministic and strategy not in DETERMINISTIC_STRATEGIES and x.dtype.kind == "f":
         raise ValueError(f"sum: strategy {strategy!r} cannot be deterministic for floating-point input; "
                          f"use one of {', '.join(repr(s) for s in DETERMINISTIC_STRATEGIES)}")
@@ -117,7 +109,7 @@ def dot(a, b, *, strategy="auto", deterministic=False):
     are exact there).  `strategy` and `deterministic` as in :func:`sum`.
     """
     _check(strategy, "dot")
-    x, y = _input(a, "a", "dot"), _input(b, "b", "dot")
+    x, y = _arrays.checked_input(a, "a", "dot"), _arrays.checked_input(b, "b", "dot")
     sx, sy = _shape(x), _shape(y)
     if len(sx) != 1 or len(sy) != 1:
         raise ValueError(f"dot: gpusync.dot takes two 1-D arrays; got shapes {sx} and {sy} "

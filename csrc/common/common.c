@@ -79,3 +79,30 @@ gs_strategy gs_hist_auto_strategy(const gs_hist_shape *s)
         return GS_STRATEGY_CLUSTER;
     return GS_STRATEGY_GLOBAL;
 }
+
+gs_status gs_reduce_resolve(gs_strategy *s, int deterministic, int is_float, int has_warps, int *tiles)
+{
+    if (*s == GS_STRATEGY_AUTO)
+        *s = has_warps ? GS_STRATEGY_THREADFENCE : GS_STRATEGY_TWO_PASS;
+    switch (*s) {
+    case GS_STRATEGY_WARP:
+        if (!has_warps)
+            return gs_fail(GS_ERR_INVALID_ARGUMENT, "strategy 'warp' needs the cuda backend (CPU threads have no warps)");
+        /* fall through */
+    case GS_STRATEGY_ATOMIC:
+    case GS_STRATEGY_MUTEX:
+        if (deterministic && is_float)
+            return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                           "strategy '%s' adds floating-point results in arrival order, so it cannot be "
+                           "deterministic; use 'two-pass', 'threadfence' or 'auto'",
+                           gs_strategy_name(*s));
+        *tiles = 0;
+        return GS_OK;
+    case GS_STRATEGY_TWO_PASS:
+    case GS_STRATEGY_THREADFENCE: *tiles = deterministic != 0; return GS_OK;
+    default:
+        return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                       "strategy '%s' is not a reduction strategy (atomic, mutex, two-pass, threadfence, warp, auto)",
+                       gs_strategy_name(*s));
+    }
+}

@@ -63,27 +63,4 @@ GS_HD void gs_store_acc(void *out, int dt, double fa, uint64_t ia)
     }
 }
 
-/* One element as the accumulator of its kind. */
-GS_HD double gs_elem_f(const void *p, int dt, int64_t i)
-{
-    switch (dt) {
-    case GS_FLOAT16: return (double)gs_half_to_float(((const uint16_t *)p)[i]);
-    case GS_FLOAT32: return (double)((const float *)p)[i];
-    default: return ((const double *)p)[i];
-    }
-}
-GS_HD uint64_t gs_elem_i(const void *p, int dt, int64_t i)
-{
-    switch (dt) {
-    case GS_BOOL: return ((const uint8_t *)p)[i] != 0;
-    case GS_INT8: return (uint64_t)(int64_t)((const int8_t *)p)[i];
-    case GS_UINT8: return ((const uint8_t *)p)[i];
-    case GS_INT16: return (uint64_t)(int64_t)((const int16_t *)p)[i];
-    case GS_UINT16: return ((const uint16_t *)p)[i];
-    case GS_INT32: return (uint64_t)(int64_t)((const int32_t *)p)[i];
-    case GS_UINT32: return ((const uint32_t *)p)[i];
-    default: return ((const uint64_t *)p)[i];
-    }
-}
-
 #endif /* GPUSYNC_CONVERT_H */

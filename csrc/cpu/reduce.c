@@ -149,26 +149,10 @@ gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_
     if (a->device != GS_HOST || (b && b->device != GS_HOST) || out->device != GS_HOST || out->length != 1)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "the cpu backend takes host arrays and one host output element");
     const int is_float = gs_dtype_is_float(a->dtype);
-    if (strategy == GS_STRATEGY_AUTO)
-        strategy = GS_STRATEGY_TWO_PASS;
-    switch (strategy) {
-    case GS_STRATEGY_ATOMIC:
-    case GS_STRATEGY_MUTEX:
-        if (deterministic && is_float)
-            return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                           "strategy '%s' adds floating-point results in arrival order, so it cannot be "
-                           "deterministic; use 'two-pass', 'threadfence' or 'auto'",
-                           gs_strategy_name(strategy));
-        break;
-    case GS_STRATEGY_TWO_PASS:
-    case GS_STRATEGY_THREADFENCE: break;
-    case GS_STRATEGY_WARP:
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "strategy 'warp' needs the cuda backend (CPU threads have no warps)");
-    default:
-        return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "strategy '%s' is not a reduction strategy (atomic, mutex, two-pass, threadfence, warp, auto)",
-                       gs_strategy_name(strategy));
-    }
+    int tiles = 0;
+    const gs_status st = gs_reduce_resolve(&strategy, deterministic, is_float, 0, &tiles);
+    if (st != GS_OK)
+        return st;
     *used = strategy;
     rctx c;
     memset(&c, 0, sizeof c);
@@ -180,7 +164,7 @@ gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_
     c.is_float = is_float;
     c.n = a->length;
     c.strategy = strategy;
-    c.det = deterministic && (strategy == GS_STRATEGY_TWO_PASS || strategy == GS_STRATEGY_THREADFENCE);
+    c.det = tiles;
     atomic_init(&c.acc, 0);
     atomic_init(&c.lock, 0);
     atomic_init(&c.error, 0);

@@ -356,31 +356,15 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     if (on_host && (a->stride != 1 || (b && b->stride != 1)))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
     const int is_float = gs_dtype_is_float(a->dtype);
-    if (strategy == GS_STRATEGY_AUTO)
-        strategy = GS_STRATEGY_THREADFENCE;
-    switch (strategy) {
-    case GS_STRATEGY_ATOMIC:
-    case GS_STRATEGY_MUTEX:
-    case GS_STRATEGY_WARP:
-        if (deterministic && is_float)
-            return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                           "strategy '%s' adds floating-point results in arrival order, so it cannot be "
-                           "deterministic; use 'two-pass', 'threadfence' or 'auto'",
-                           gs_strategy_name(strategy));
-        break;
-    case GS_STRATEGY_TWO_PASS:
-    case GS_STRATEGY_THREADFENCE: break;
-    default:
-        return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "strategy '%s' is not a reduction strategy (atomic, mutex, two-pass, threadfence, warp, auto)",
-                       gs_strategy_name(strategy));
-    }
-    const int det = deterministic && (strategy == GS_STRATEGY_TWO_PASS || strategy == GS_STRATEGY_THREADFENCE);
+    int det = 0;
+    gs_status st = gs_reduce_resolve(&strategy, deterministic, is_float, 1, &det);
+    if (st != GS_OK)
+        return st;
     *used = strategy;
 
     int ord;
     const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(a->device, &ord, &dev);
+    st = gs_cuda_call_device(a->device, &ord, &dev);
     if (st != GS_OK)
         return st;
     gs_device_guard guard(ord);

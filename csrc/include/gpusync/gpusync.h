@@ -298,6 +298,12 @@ typedef struct gs_hist_shape {
 } gs_hist_shape;
 gs_strategy gs_hist_auto_strategy(const gs_hist_shape *shape);
 
+/* sum/dot: resolve auto (threadfence with warps, two-pass on CPU threads),
+ * check that `s` is a reduction strategy this backend has and that it can be
+ * deterministic for this input; *tiles says whether to use the fixed-tile
+ * (deterministic) scheme. */
+gs_status gs_reduce_resolve(gs_strategy *s, int deterministic, int is_float, int has_warps, int *tiles);
+
 const char *gs_strategy_name(gs_strategy s);
 /* GS_STRATEGY_COUNT when the name is unknown. */
 gs_strategy gs_strategy_from_name(const char *name);
