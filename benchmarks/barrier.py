@@ -1,10 +1,13 @@
 """Grid-barrier benchmark: latency per barrier of every strategy at 1 block
 per SM, 2 per SM and the co-resident maximum, and kernel relaunch in a
-stream and in a CUDA graph, in one run on one GPU.
+stream and in a CUDA graph; then cumsum (built on those techniques) of 256 M
+float32 and int32 against CUB DeviceScan, CuPy, PyTorch and NumPy and the
+copy ceiling measured in the same run -- one run on one GPU.
 
-    python benchmarks/barrier.py [--out benchmarks/results] [--rounds N]
+    python benchmarks/barrier.py [--out benchmarks/results] [--rounds N] [--quick]
 
-Writes <out>/latest.json (op barrier; other rows kept) and <out>/barrier.md.
+Writes <out>/latest.json (ops barrier and cumsum; other rows kept),
+<out>/barrier.md and <out>/cumsum.md + cumsum.png.
 """
 from __future__ import annotations
 
@@ -15,8 +18,68 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+import numpy as np  # noqa: E402
+
 import gpusync as gs  # noqa: E402
-from benchmarks.common import merge_results  # noqa: E402
+from benchmarks.common import GIB, Timer, build_peers, copy_ceiling, merge_results, speed_plot  # noqa: E402
+
+
+def cumsum_rows(quick):
+    """cumsum-f32-256M and cumsum-i32-256M (int32 -> int64, NumPy's dtype)."""
+    import cupy as cp
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    timer = Timer(cp)
+    n = (64 if quick else 256) << 20
+    tag = f"{n >> 20}M"
+    src, dst = cp.empty(GIB, cp.uint8), cp.empty(GIB, cp.uint8)
+    ceiling = copy_ceiling(cp, timer, src, dst)
+    del src, dst
+    peers = build_peers()
+    rng = np.random.default_rng(0)
+    rows = []
+    for kind, dt, cub_name, out_bytes in (("f32", np.float32, "cub_scan_f32", 4), ("i32", np.int32, "cub_scan_i32_i64", 8)):
+        case = f"cumsum-{kind}-{tag}"
+        h = (rng.random(n, np.float32) if kind == "f32" else rng.integers(-1000, 1000, n, dtype=np.int32)).astype(dt)
+        d = cp.asarray(h)
+        moved = n * (h.itemsize + out_bytes)
+        ref = np.cumsum(h.astype(np.float64) if kind == "f32" else h)  # exact enough for f32 (float64 running sum)
+        probe = np.array([0, n // 3, n // 2 + 7, n - 1])
+
+        def ok(r):
+            got = cp.asnumpy(r[cp.asarray(probe)]).astype(np.float64)
+            want = ref[probe].astype(np.float64)
+            return bool(np.all(np.abs(got - want) <= 1e-6 * np.abs(want) + 1e-3))
+
+        def add(impl, ms, correct=True):
+            rows.append({"op": "cumsum", "case": case, "impl": impl, "ms": round(ms, 4),
+                         "gbps": round(moved / ms / 1e6, 1), "correct": bool(correct)})
+            print(f"  {case:18s} {impl:34s} {ms:8.3f} ms {moved / ms / 1e6:7.0f} GB/s"
+                  f"{'' if correct else '  WRONG'}", flush=True)
+
+        for s in ("auto", "lookback", "barrier", "relaunch"):
+            r = gs.cumsum(d, strategy=s)
+            add(f"gpusync:{s}", timer.gpu(lambda s=s: gs.cumsum(d, strategy=s), reps=10), ok(r))
+            del r
+        last = np.zeros(1, np.float32 if kind == "f32" else np.int64)
+        ms = getattr(peers, cub_name)(d.data.ptr, None, n, last.ctypes.data, 10)
+        add("cub:DeviceScan::InclusiveSum", ms, abs(float(last[0]) - float(ref[-1])) <= 1e-5 * abs(float(ref[-1])) + 1)
+        r = cp.cumsum(d)
+        add("cupy:cumsum", timer.gpu(lambda: cp.cumsum(d), reps=10), ok(r))
+        del r
+        if torch is not None:
+            t = torch.as_tensor(d, device="cuda")
+            r = torch.cumsum(t, 0)
+            add("torch:cumsum", timer.gpu(lambda: torch.cumsum(t, 0), reps=10), ok(cp.asarray(r)))
+            del r, t
+        hs = h[: n // 4]  # NumPy on a quarter, scaled: a full run takes seconds
+        add("numpy:cumsum (x4 of 1/4)", 4 * Timer.host(lambda: np.cumsum(hs), reps=1))
+        del d
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows, ceiling
 
 
 def main():
@@ -44,7 +107,8 @@ def main():
                      "us": round(r["us_per_barrier_graph"], 3)})
         print(f"  {case:20s} relaunch     {blocks:5d} blocks {r['us_per_barrier']:7.3f} us, graph "
               f"{r['us_per_barrier_graph']:7.3f} us", flush=True)
-    data = merge_results(args.out, info, rows)
+    crows, copy_gbps = cumsum_rows(args.quick)
+    data = merge_results(args.out, info, rows + crows, ceilings={"copy_gbps": round(copy_gbps, 1)})
     lines = [f"# Grid barriers: {info['name']}, {data['date']}", "",
              f"Latency per barrier (µs, best of 3 runs of {rounds} verified rounds; 256 threads per block).", "",
              "| case | impl | blocks | µs | vs cooperative |", "|---|---|---:|---:|---:|"]
@@ -55,6 +119,19 @@ def main():
     with open(os.path.join(args.out, "barrier.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+    clines = [f"# cumsum: {info['name']}, {data['date']}", "",
+              f"Copy ceiling (1 GiB, 16-byte loads and stores, read + write bytes): **{copy_gbps:.0f} GB/s**. "
+              "GB/s counts the input read and the output written (int32 -> int64: 12 bytes per element).", "",
+              "| case | impl | ms | GB/s | % of copy ceiling | vs CUB |", "|---|---|---:|---:|---:|---:|"]
+    cub = {r["case"]: r["ms"] for r in crows if r["impl"].startswith("cub:")}
+    for r in crows:
+        bad = "" if r["correct"] else " **WRONG**"
+        clines.append(f"| {r['case']} | {r['impl']}{bad} | {r['ms']:.3f} | {r['gbps']:.0f} | "
+                      f"{100 * r['gbps'] / copy_gbps:.0f}% | {cub[r['case']] / r['ms']:.2f}x |")
+    with open(os.path.join(args.out, "cumsum.md"), "w") as f:
+        f.write("\n".join(clines) + "\n")
+    speed_plot(os.path.join(args.out, "cumsum.png"), crows, f"cumsum on {info['name']}")
+    print("\n".join(clines))
 
 
 if __name__ == "__main__":

@@ -96,6 +96,24 @@ def read_ceiling(cp, timer, buf):
     return buf.nbytes / ms / 1e6
 
 
+COPY_KERNEL = r"""
+extern "C" __global__ void copy16(const uint4 *a, uint4 *b, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        __stcs(b + i, __ldcs(a + i));
+}
+"""
+
+
+def copy_ceiling(cp, timer, src, dst):
+    """GB/s (bytes read + bytes written) of a 16-byte-vector copy of `src`
+    into `dst`: the roof for scans, which read and write every element."""
+    k = cp.RawKernel(COPY_KERNEL, "copy16")
+    n = min(src.nbytes, dst.nbytes) // 16
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    ms = timer.gpu(lambda: k((sms * 8,), (512,), (src, dst, np.int64(n))), reps=20)
+    return 2 * n * 16 / ms / 1e6
+
+
 _PEERS = {
     "cub_hist_u8": (ctypes.c_int,), "cub_hist_f32": (ctypes.c_float,), "cub_hist_i32": (ctypes.c_int,),
 }
@@ -113,7 +131,8 @@ def build_peers():
         f = getattr(lib, name)
         f.restype = ctypes.c_double
         f.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, lt, lt, ctypes.c_void_p, ctypes.c_int]
-    for name in ("cub_sum_f32", "cub_sum_i32", "cublas_sdot", "cublas_ddot", "cub_scan_f32", "cub_scan_i32"):
+    for name in ("cub_sum_f32", "cub_sum_i32", "cublas_sdot", "cublas_ddot", "cub_scan_f32", "cub_scan_i32",
+                 "cub_scan_i32_i64"):
         f = getattr(lib, name, None)
         if f is not None:  # (ptr_a, ptr_b or 0, n, host result ptr, reps) -> ms
             f.restype = ctypes.c_double

@@ -102,15 +102,15 @@ extern "C" double cub_sum_i32(const int *a, const void *, long long n, int *host
     return cub_sum(a, n, host, reps);
 }
 
-template <class T> static double cub_scan(const T *d, long long n, T *host_last, int reps)
+template <class T, class O = T> static double cub_scan(const T *d, long long n, O *host_last, int reps)
 {
-    T *out = nullptr;
+    O *out = nullptr;
     void *tmp = nullptr;
     size_t tb = 0;
     cub::DeviceScan::InclusiveSum(nullptr, tb, d, out, n);
-    if (cudaMalloc(&out, sizeof(T) * n) != cudaSuccess || cudaMalloc(&tmp, tb) != cudaSuccess) return -1;
+    if (cudaMalloc(&out, sizeof(O) * n) != cudaSuccess || cudaMalloc(&tmp, tb) != cudaSuccess) return -1;
     double ms = time_reps([&] { cub::DeviceScan::InclusiveSum(tmp, tb, d, out, n); }, reps);
-    cudaMemcpy(host_last, out + n - 1, sizeof(T), cudaMemcpyDeviceToHost);
+    cudaMemcpy(host_last, out + n - 1, sizeof(O), cudaMemcpyDeviceToHost);
     cudaFree(tmp);
     cudaFree(out);
     return ms;
@@ -120,6 +120,11 @@ extern "C" double cub_scan_f32(const float *a, const void *, long long n, float 
     return cub_scan(a, n, host, reps);
 }
 extern "C" double cub_scan_i32(const int *a, const void *, long long n, int *host, int reps)
+{
+    return cub_scan(a, n, host, reps);
+}
+/* int32 in, int64 out: NumPy's cumsum dtype */
+extern "C" double cub_scan_i32_i64(const int *a, const void *, long long n, long long *host, int reps)
 {
     return cub_scan(a, n, host, reps);
 }

@@ -3,6 +3,7 @@
     import gpusync as gs
     counts, edges = gs.histogram(a, bins=256, range=(0, 256), strategy="auto")
     total = gs.sum(a, strategy="threadfence", deterministic=True)
+    prefix = gs.cumsum(a, strategy="lookback")
     stat, edges, binnumber = gs.binned_statistic(x, values, "std", bins=100)
 
 Every function takes NumPy arrays (computed on the GPU when one is present,
@@ -27,6 +28,8 @@ from ._binstat import BinnedStatisticResult, binned_statistic  # noqa: F401
 from ._bits import count_nonzero, kernels, occupancy, packbits  # noqa: F401
 from ._barrier import STRATEGIES as BARRIER_STRATEGIES  # noqa: F401
 from ._barrier import barrier_benchmark  # noqa: F401
+from ._scan import STRATEGIES as CUMSUM_STRATEGIES  # noqa: F401
+from ._scan import cumsum  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -42,6 +45,8 @@ __all__ = [
     "occupancy",
     "kernels",
     "barrier_benchmark",
+    "cumsum",
+    "CUMSUM_STRATEGIES",
     "BARRIER_STRATEGIES",
     "REDUCE_STRATEGIES",
     "BINNED_STATISTICS",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from . import _backend, _core
 
-STRATEGIES = ("lock", "lockfree", "sense", "cooperative", "relaunch")
+STRATEGIES = ("auto", "lock", "lockfree", "sense", "cooperative", "relaunch")
 
 
 def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
@@ -14,7 +14,11 @@ def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
     counters and one generation word), ``"cooperative"`` (cooperative groups'
     ``this_grid().sync()``) and ``"relaunch"`` (one kernel launch per round, in
-    a stream and replayed from a CUDA graph).  In every round every block
+    a stream and replayed from a CUDA graph).  ``"auto"`` runs
+    ``cooperative`` where the device can launch it and the grid can be
+    co-resident, and otherwise falls back to ``relaunch`` -- never an error --
+    saying why in the result's ``note`` (and on stderr with GPUSYNC_DEBUG=1);
+    on the CPU backend it runs ``sense``.  In every round every block
     writes a value, passes the barrier and reads other blocks' values of that
     round; any stale read raises :class:`gpusync.GpusyncError`.
 
@@ -24,8 +28,9 @@ def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     :class:`gpusync.DeadlockError`.  On the CPU backend the lock, lockfree and
     sense algorithms run on `blocks` threads (default: one per CPU).
 
-    Returns a dict: strategy, blocks, threads, max_blocks, rounds,
-    us_per_barrier, us_per_barrier_graph (relaunch), stale (0).
+    Returns a dict: strategy (the one that ran), note (auto's fallback, or
+    ""), blocks, threads, max_blocks, rounds, us_per_barrier,
+    us_per_barrier_graph (relaunch), stale (0).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"barrier_benchmark: strategy must be one of {', '.join(map(repr, STRATEGIES))}; "

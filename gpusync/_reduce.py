@@ -9,8 +9,8 @@ import numpy as np
 from . import _arrays, _backend, _core
 from ._arrays import DeviceArray, Lib
 
-STRATEGIES = ("auto", "atomic", "mutex", "two-pass", "threadfence", "warp")
-DETERMINISTIC_STRATEGIES = ("auto", "two-pass", "threadfence")
+STRATEGIES = ("auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp")
+DETERMINISTIC_STRATEGIES = ("auto", "two-pass", "threadfence", "grid")
 
 last_strategy = {"sum": None, "dot": None}
 
@@ -76,14 +76,17 @@ def sum(a, *, strategy="auto", deterministic=False):  # noqa: A001 - NumPy's nam
 
     `strategy` picks how the blocks' partial sums are combined: ``"atomic"``,
     ``"mutex"`` (a spin lock), ``"two-pass"`` (second kernel), ``"threadfence"``
-    (the last block to finish adds the partials), ``"warp"`` (one atomic per
-    warp) or ``"auto"``.  With ``deterministic=True`` (strategies ``two-pass``,
-    ``threadfence`` and ``auto``) float results are bit-identical run to run,
+    (the last block to finish adds the partials), ``"grid"`` (one launch of
+    co-resident blocks: partials, a grid barrier, block 0 adds them),
+    ``"warp"`` (one atomic per warp) or ``"auto"``.  With
+    ``deterministic=True`` (strategies ``two-pass``, ``threadfence``,
+    ``grid`` and ``auto``) float results are bit-identical run to run,
     between those strategies and across GPUs: fixed tiles, fixed order.
 
     Host input gives a NumPy scalar; a CuPy / PyTorch input a 0-d array of
     that library on its device, computed on its stream without waiting
-    (except strategy ``"mutex"``, which checks its lock time-out).
+    (except strategies ``"mutex"`` and ``"grid"``, which check their spin
+    loops' time-out).
     """
     _check(strategy, "sum")
     x = _arrays.checked_input(a, "a", "sum")

@@ -37,8 +37,9 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
     sel_hist='cupy_in_cupy_out and (uint8 or float32 or int64) or strided or weights or cluster or torch'
     sel_red='cupy_in_cupy_out and (float32 or int8) or misaligned or binned_statistic_device or counters or timeout'
     sel_bits='device_arrays_in_place or warp_reductions'
+    sel_scan='(cupy_in_cupy_out and (int8 or float32)) or torch or sum_grid or (matches_numpy and float32 and 4097)'
     for tool in memcheck racecheck synccheck; do
-        step "compute-sanitizer --tool $tool (GPU histogram, reduction, mutex tests)"
+        step "compute-sanitizer --tool $tool (GPU histogram, reduction, mutex, scan, barrier tests)"
         rc=0
         sel=$sel_red
         # racecheck cannot see locks built from atomics: the lock-protected
@@ -52,6 +53,9 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
             >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
         GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
             python3 -m pytest -q -p no:cacheprovider -x tests/test_bits.py -m gpu -k "$sel_bits" \
+            >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
+        GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
+            python3 -m pytest -q -p no:cacheprovider -x tests/test_scan.py -m gpu -k "$sel_scan" \
             >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
         [ $tool = memcheck ] || GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 \
             --target-processes all python3 -c "import gpusync as gs

@@ -9,7 +9,7 @@ import gpusync as gs
 pytestmark = pytest.mark.gpu
 
 cp = pytest.importorskip("cupy") if gs.cuda_available() else None
-STRATS = ["auto", "atomic", "mutex", "two-pass", "threadfence", "warp"]
+STRATS = ["auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp"]
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +61,8 @@ def test_deterministic_across_strategies_grids_and_host():
     rng = np.random.default_rng(9)
     a = (rng.standard_normal(5_000_001) * 1e8).astype(np.float64)
     d = cp.asarray(a)
-    bits = {gs.sum(d, strategy=s, deterministic=True).get().tobytes() for s in ("auto", "two-pass", "threadfence")
+    bits = {gs.sum(d, strategy=s, deterministic=True).get().tobytes() for s in
+            ("auto", "two-pass", "threadfence", "grid")
             for _ in range(5)}
     assert len(bits) == 1
     # a different grid (offset view, other stream) -- tiles keep the result

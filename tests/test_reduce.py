@@ -12,7 +12,7 @@ SIZES = [0, 1, 31, 33, 255, 257, 1023, 4097, 100_003]
 
 
 def reduce_strategies(backend):
-    s = ["auto", "atomic", "mutex", "two-pass", "threadfence"]
+    s = ["auto", "atomic", "mutex", "two-pass", "threadfence", "grid"]
     return s + (["warp"] if backend == "cuda" else [])
 
 
@@ -99,9 +99,11 @@ def test_deterministic_bit_identical(backend, dtype):
     rng = np.random.default_rng(5)
     a = (rng.standard_normal(1_234_567) * (1e6 if dtype != np.float16 else 1e3)).astype(dtype)
     b = (rng.standard_normal(1_234_567)).astype(dtype)
-    sums = {gs.sum(a, strategy=s, deterministic=True).tobytes() for s in ("auto", "two-pass", "threadfence")
+    sums = {gs.sum(a, strategy=s, deterministic=True).tobytes() for s in
+            ("auto", "two-pass", "threadfence", "grid")
             for _ in range(3)}
-    dots = {gs.dot(a, b, strategy=s, deterministic=True).tobytes() for s in ("auto", "two-pass", "threadfence")
+    dots = {gs.dot(a, b, strategy=s, deterministic=True).tobytes() for s in
+            ("auto", "two-pass", "threadfence", "grid")
             for _ in range(3)}
     assert len(sums) == 1 and len(dots) == 1
 

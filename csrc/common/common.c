@@ -94,15 +94,44 @@ gs_status gs_reduce_resolve(gs_strategy *s, int deterministic, int is_float, int
         if (deterministic && is_float)
             return gs_fail(GS_ERR_INVALID_ARGUMENT,
                            "strategy '%s' adds floating-point results in arrival order, so it cannot be "
-                           "deterministic; use 'two-pass', 'threadfence' or 'auto'",
+                           "deterministic; use 'two-pass', 'threadfence', 'grid' or 'auto'",
                            gs_strategy_name(*s));
         *tiles = 0;
         return GS_OK;
     case GS_STRATEGY_TWO_PASS:
-    case GS_STRATEGY_THREADFENCE: *tiles = deterministic != 0; return GS_OK;
+    case GS_STRATEGY_THREADFENCE:
+    case GS_STRATEGY_GRID: *tiles = deterministic != 0; return GS_OK;
     default:
         return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "strategy '%s' is not a reduction strategy (atomic, mutex, two-pass, threadfence, warp, auto)",
+                       "strategy '%s' is not a reduction strategy (atomic, mutex, two-pass, threadfence, grid, warp, auto)",
                        gs_strategy_name(*s));
     }
+}
+
+gs_dtype gs_cumsum_dtype(gs_dtype in)
+{
+    switch (in) {
+    case GS_UINT8:
+    case GS_UINT16:
+    case GS_UINT32:
+    case GS_UINT64: return GS_UINT64;
+    case GS_FLOAT16:
+    case GS_FLOAT32:
+    case GS_FLOAT64: return in;
+    default: return GS_INT64;
+    }
+}
+
+gs_status gs_scan_resolve(gs_strategy *s, gs_dtype in, gs_dtype out)
+{
+    if (*s == GS_STRATEGY_AUTO)
+        *s = GS_STRATEGY_LOOKBACK;
+    if (*s != GS_STRATEGY_LOOKBACK && *s != GS_STRATEGY_BARRIER && *s != GS_STRATEGY_RELAUNCH)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "strategy '%s' is not a cumsum strategy (lookback, barrier, relaunch, auto)",
+                       gs_strategy_name(*s));
+    if ((int)in < 0 || in >= GS_DTYPE_COUNT)
+        return gs_fail(GS_ERR_TYPE, "unsupported input dtype %d", (int)in);
+    if (out != gs_cumsum_dtype(in))
+        return gs_fail(GS_ERR_TYPE, "cumsum: out must have NumPy's result dtype for this input");
+    return GS_OK;
 }

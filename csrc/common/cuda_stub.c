@@ -99,11 +99,17 @@ static gs_status stub_barrier_benchmark(gs_strategy s, int64_t b, int t, int64_t
     return NO_CUDA;
 }
 
+static gs_status stub_cumsum(const gs_array *a, gs_array *out, gs_strategy s, void *stream, gs_strategy *used)
+{
+    (void)a, (void)out, (void)s, (void)stream, (void)used;
+    return NO_CUDA;
+}
+
 static const gs_backend_ops stub_ops = {
     "cuda",      stub_available, stub_device_count,  stub_device_info,      stub_pointer_device, stub_histogram,
     stub_minmax, stub_uniform_edges, stub_reduce, stub_binned_statistic, stub_counter,        stub_test_deadlock,
     stub_packbits, stub_count_nonzero, stub_kernel_names, stub_occupancy, stub_divergence, stub_self_test,
-    stub_barrier_benchmark,
+    stub_barrier_benchmark, stub_cumsum,
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

@@ -109,6 +109,7 @@ static gs_status cpu_self_test(int which, int64_t *bad)
 
 gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds, int skip_block,
                                    gs_barrier_result *res);
+gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
 
 static const gs_backend_ops cpu_ops = {
     "cpu",
@@ -130,6 +131,7 @@ static const gs_backend_ops cpu_ops = {
     cpu_divergence,
     cpu_self_test,
     gs_cpu_barrier_benchmark,
+    gs_cpu_cumsum,
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

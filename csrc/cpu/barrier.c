@@ -103,6 +103,8 @@ gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, i
                                    gs_barrier_result *res)
 {
     (void)threads;
+    if (s == GS_STRATEGY_AUTO)
+        s = GS_STRATEGY_SENSE;
     if (s == GS_STRATEGY_COOPERATIVE || s == GS_STRATEGY_RELAUNCH)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "barrier strategy '%s' needs the cuda backend", gs_strategy_name(s));
     if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE)
@@ -121,6 +123,7 @@ gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, i
     res->max_blocks = maxb;
     res->rounds = rounds;
     res->threads = 1;
+    res->used = s;
     if (blocks > maxb)
         return gs_fail(GS_ERR_NO_COOPERATIVE, "the cpu backend runs at most %lld barrier threads here (%ld CPUs); "
                        "asked for %lld", (long long)maxb, ncpu, (long long)blocks);

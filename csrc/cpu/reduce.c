@@ -21,7 +21,7 @@ typedef struct {
     gs_strategy strategy;
     _Atomic uint64_t acc; /* double bits or the integer sum */
     atomic_int lock, error;
-    atomic_uint ticket;
+    atomic_uint ticket, arrived;
     double *fpart;
     uint64_t *ipart;
     int64_t nparts, n;
@@ -138,6 +138,11 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
     if (c->strategy == GS_STRATEGY_THREADFENCE &&
         atomic_fetch_add_explicit(&c->ticket, 1, memory_order_acq_rel) == (unsigned)c->nthreads - 1)
         finish(c); /* the last thread: every partial is visible (acq_rel ticket) */
+    if (c->strategy == GS_STRATEGY_GRID) { /* every thread waits at a counter barrier; thread 0 finishes */
+        atomic_fetch_add_explicit(&c->arrived, 1, memory_order_release);
+        if (gs_spin_wait(&c->arrived, (unsigned)c->nthreads, &c->error, gs_spin_timeout_ns()) && tid == 0)
+            finish(c);
+    }
 }
 
 gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy strategy, int deterministic,
@@ -169,6 +174,7 @@ gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_
     atomic_init(&c.lock, 0);
     atomic_init(&c.error, 0);
     atomic_init(&c.ticket, 0);
+    atomic_init(&c.arrived, 0);
     const int64_t items = c.det ? (c.n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE : c.n;
     c.nthreads = gs_cpu_threads_for(c.n);
     if (c.nthreads > items)
@@ -187,8 +193,8 @@ gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_
         finish(&c);
     free(parts);
     if (atomic_load(&c.error))
-        return gs_fail(GS_ERR_DEADLOCK, "sum/dot (mutex): a thread waited more than %.0f ms for the lock",
-                       gs_spin_timeout_ns() / 1e6);
+        return gs_fail(GS_ERR_DEADLOCK, "sum/dot (%s): a thread waited more than %.0f ms for the others",
+                       gs_strategy_name(strategy), gs_spin_timeout_ns() / 1e6);
     const uint64_t acc = atomic_load(&c.acc);
     double f;
     memcpy(&f, &acc, 8);

@@ -45,6 +45,31 @@ static inline int gs_spin_lock(atomic_int *l, atomic_int *error, int64_t timeout
     }
 }
 
+/* A bounded wait: until *p (acquire) is at least `goal` -- or, with goal 0,
+ * nonzero.  Returns the value seen, or 0 after timeout_ns or at once when
+ * *error is set (then sets *error). */
+static inline unsigned gs_spin_wait(atomic_uint *p, unsigned goal, atomic_int *error, int64_t timeout_ns)
+{
+    int64_t start = 0;
+    for (unsigned spins = 1;; spins++) {
+        const unsigned v = atomic_load_explicit(p, memory_order_acquire);
+        if (goal ? v >= goal : v != 0)
+            return v;
+        if ((spins & 255) == 0) {
+            if (atomic_load_explicit(error, memory_order_relaxed))
+                return 0;
+            const int64_t now = gs_now_ns();
+            if (!start) {
+                start = now;
+            } else if (now - start > timeout_ns) {
+                atomic_store(error, 1);
+                return 0;
+            }
+            sched_yield();
+        }
+    }
+}
+
 static inline void gs_spin_unlock(atomic_int *l)
 {
     atomic_store_explicit(l, atomic_load_explicit(l, memory_order_relaxed) + 1, memory_order_release);

@@ -108,7 +108,7 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
                                                int skip_block, gs_barrier_result *res)
 {
     if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE &&
-        s != GS_STRATEGY_COOPERATIVE && s != GS_STRATEGY_RELAUNCH)
+        s != GS_STRATEGY_COOPERATIVE && s != GS_STRATEGY_RELAUNCH && s != GS_STRATEGY_AUTO)
         return gs_fail(GS_ERR_INVALID_ARGUMENT,
                        "barrier strategies are 'lock', 'lockfree', 'sense', 'cooperative' and 'relaunch'; got '%s'",
                        gs_strategy_name(s));
@@ -119,14 +119,31 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
     if (st != GS_OK)
         return st;
-    const void *k = kernel_for(s);
-    int64_t maxb = 0;
-    st = gs_cuda_resident_blocks(k, threads, 0, dev, &maxb);
-    if (st != GS_OK)
-        return st;
     if (blocks <= 0)
         blocks = dev->multiprocessors;
     memset(res, 0, sizeof *res);
+    int64_t maxb = 0;
+    if (s == GS_STRATEGY_AUTO) { /* cooperative where it can run, else relaunch -- never refuse */
+        st = gs_cuda_resident_blocks(kernel_for(GS_STRATEGY_COOPERATIVE), threads, 0, dev, &maxb);
+        if (st != GS_OK)
+            return st;
+        s = GS_STRATEGY_COOPERATIVE;
+        if (!dev->cooperative_launch || blocks > maxb) {
+            s = GS_STRATEGY_RELAUNCH;
+            if (!dev->cooperative_launch)
+                snprintf(res->note, sizeof res->note,
+                         "auto: %s cannot launch cooperative kernels; fell back to relaunch", dev->name);
+            else
+                snprintf(res->note, sizeof res->note,
+                         "auto: %lld blocks cannot be co-resident (at most %lld); fell back to relaunch",
+                         (long long)blocks, (long long)maxb);
+        }
+    }
+    const void *k = kernel_for(s);
+    st = gs_cuda_resident_blocks(k, threads, 0, dev, &maxb);
+    if (st != GS_OK)
+        return st;
+    res->used = s;
     res->blocks = blocks;
     res->threads = threads;
     res->max_blocks = maxb;
@@ -211,9 +228,9 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
                      "grid barrier '%s': a block waited more than %.0f ms for the others (a block never arrived)",
                      gs_strategy_name(s), gs_spin_timeout_ns() / 1e6);
     if (getenv("GPUSYNC_DEBUG"))
-        fprintf(stderr, "[gpusync] barrier %s blocks=%lld threads=%d rounds=%lld: %.3f us (graph %.3f us)\n",
+        fprintf(stderr, "[gpusync] barrier %s blocks=%lld threads=%d rounds=%lld: %.3f us (graph %.3f us)%s%s\n",
                 gs_strategy_name(s), (long long)blocks, threads, (long long)rounds, res->us_per_barrier,
-                res->us_per_barrier_graph);
+                res->us_per_barrier_graph, res->note[0] ? "; " : "", res->note);
 fail:
     if (exec)
         cudaGraphExecDestroy(exec);

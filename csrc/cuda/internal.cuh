@@ -11,6 +11,7 @@
 #include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <type_traits>
 #include <stdint.h>
@@ -87,6 +88,7 @@ int gs_hist_cluster_refs(gs_kernel_ref *refs);
 int gs_reduce_refs(gs_kernel_ref *refs);
 int gs_binstat_refs(gs_kernel_ref *refs);
 int gs_bits_refs(gs_kernel_ref *refs);
+int gs_scan_refs(gs_kernel_ref *refs);
 
 /* Launch shape of one strategy, computed by the dispatcher. */
 struct gs_hist_launch {
@@ -121,6 +123,28 @@ int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads);
 struct gs_f16 {
     uint16_t bits;
 };
+
+/* Element -> accumulator of sum, dot and cumsum: double for floating
+ * inputs, wrapping uint64 for integers and bool (NumPy's modular sums);
+ * gs_bool8 is bool's storage tag (converts as x != 0). */
+struct gs_bool8 {
+    uint8_t v;
+};
+
+__device__ __forceinline__ unsigned long long cv(gs_bool8 x) { return x.v != 0; }
+__device__ __forceinline__ unsigned long long cv(int8_t x) { return (unsigned long long)(long long)x; }
+__device__ __forceinline__ unsigned long long cv(uint8_t x) { return x; }
+__device__ __forceinline__ unsigned long long cv(int16_t x) { return (unsigned long long)(long long)x; }
+__device__ __forceinline__ unsigned long long cv(uint16_t x) { return x; }
+__device__ __forceinline__ unsigned long long cv(int32_t x) { return (unsigned long long)(long long)x; }
+__device__ __forceinline__ unsigned long long cv(uint32_t x) { return x; }
+__device__ __forceinline__ unsigned long long cv(int64_t x) { return (unsigned long long)x; }
+__device__ __forceinline__ unsigned long long cv(uint64_t x) { return x; }
+__device__ __forceinline__ double cv(gs_f16 x) { return (double)__half2float(__ushort_as_half(x.bits)); }
+__device__ __forceinline__ double cv(float x) { return (double)x; }
+__device__ __forceinline__ double cv(double x) { return x; }
+
+template <class T> using acc_of = decltype(cv(T()));
 
 /*
  * Per-block bin tables in shared memory, filled once at kernel start by
@@ -285,6 +309,7 @@ template <class T> union gs_vec {
     int4 v;
     T e[16 / sizeof(T)];
 };
+
 
 template <class T, class F1, class FV>
 __device__ __forceinline__ void gs_for_each_vec(const T *__restrict__ x, int64_t n, int64_t stride, F1 &&fone,

@@ -23,6 +23,7 @@ static int all_refs(gs_kernel_ref *r)
     n += gs_reduce_refs(r + n);
     n += gs_binstat_refs(r + n);
     n += gs_bits_refs(r + n);
+    n += gs_scan_refs(r + n);
     return n;
 }
 

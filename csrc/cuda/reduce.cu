@@ -12,8 +12,11 @@
  *   two-pass     block result -> partials[block]; a second kernel adds them
  *   threadfence  partials[block], __threadfence(), atomic ticket: the block
  *                that draws the last ticket adds the partials
+ *   grid         partials[block], a grid barrier (barrier.cuh's sense
+ *                barrier; the grid is at most the co-resident maximum), then
+ *                block 0 adds the partials -- one launch, no ticket
  *
- * With deterministic=True, two-pass and threadfence switch to fixed tiles
+ * With deterministic=True, two-pass, threadfence and grid switch to fixed tiles
  * (GS_REDUCE_TILE elements, one partial each, reduced in a fixed order by a
  * fixed number of threads): the result no longer depends on the grid, the
  * device or the strategy.
@@ -24,6 +27,7 @@
  */
 #include "internal.cuh"
 #include "../common/convert.h"
+#include "gpusync/barrier.cuh"
 #include "gpusync/mutex.cuh"
 #include "gpusync/reduce.cuh"
 
@@ -47,26 +51,6 @@ struct reduce_ws {
 };
 #define GS_WS_PARTIALS_OFFSET 64 /* partials follow the header, 8-byte aligned */
 
-/* Storage tags whose conversion differs from their bits' type. */
-struct gs_bool8 {
-    uint8_t v;
-};
-
-/* Element -> accumulator. */
-__device__ __forceinline__ unsigned long long cv(gs_bool8 x) { return x.v != 0; }
-__device__ __forceinline__ unsigned long long cv(int8_t x) { return (unsigned long long)(long long)x; }
-__device__ __forceinline__ unsigned long long cv(uint8_t x) { return x; }
-__device__ __forceinline__ unsigned long long cv(int16_t x) { return (unsigned long long)(long long)x; }
-__device__ __forceinline__ unsigned long long cv(uint16_t x) { return x; }
-__device__ __forceinline__ unsigned long long cv(int32_t x) { return (unsigned long long)(long long)x; }
-__device__ __forceinline__ unsigned long long cv(uint32_t x) { return x; }
-__device__ __forceinline__ unsigned long long cv(int64_t x) { return (unsigned long long)x; }
-__device__ __forceinline__ unsigned long long cv(uint64_t x) { return x; }
-__device__ __forceinline__ double cv(gs_f16 x) { return (double)__half2float(__ushort_as_half(x.bits)); }
-__device__ __forceinline__ double cv(float x) { return (double)x; }
-__device__ __forceinline__ double cv(double x) { return x; }
-
-template <class T> using acc_of = decltype(cv(T()));
 
 template <bool DOT, class T> __device__ __forceinline__ void add(double &s, T x, T y)
 {
@@ -119,13 +103,15 @@ __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_
         add<DOT>(s, a[i], DOT ? b[i] : T());
 }
 
-enum { MODE_ATOMIC, MODE_MUTEX, MODE_WARP, MODE_PARTIAL, MODE_THREADFENCE };
+enum { MODE_ATOMIC, MODE_MUTEX, MODE_WARP, MODE_PARTIAL, MODE_THREADFENCE, MODE_GRID };
 
 template <class T> struct reduce_args {
     const T *a, *b;
     int64_t n, sa, sb;
     int vec;
     reduce_ws *ws;
+    gpusync::grid_barrier_words *bw; /* grid: the barrier's words */
+    unsigned *groups;
     unsigned long long timeout_ns;
 };
 
@@ -149,6 +135,15 @@ template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t
     s = gpusync::block_sum(s, scratch);
     if (threadIdx.x == 0)
         *acc_ptr(ws, A()) += s; /* the only writer; kernels on the stream run in order */
+}
+
+/* grid: every block waits at the barrier (its release / acquire orders the
+ * partials), then block 0 adds them. */
+template <class A, class R> __device__ __forceinline__ void grid_finish(const R &r, int64_t parts)
+{
+    unsigned round = 0;
+    if (gpusync::barrier_sense(r.bw, r.groups, round, &r.ws->error, r.timeout_ns) && blockIdx.x == 0)
+        finish<A>(r.ws, parts);
 }
 
 /* The block step of every strategy (deterministic=False).  Blocks take
@@ -198,6 +193,8 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
                 r.ws->ticket = 0; /* ready for the next chunk */
         }
     }
+    if (MODE == MODE_GRID)
+        grid_finish<A>(r, gridDim.x);
 }
 
 /* deterministic=True: one partial per fixed tile, in a fixed order. */
@@ -230,6 +227,8 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
                 r.ws->ticket = 0;
         }
     }
+    if (MODE == MODE_GRID)
+        grid_finish<A>(r, tiles);
 }
 
 /* two-pass: the second kernel (one block). */
@@ -245,10 +244,19 @@ __global__ void store_kernel(reduce_ws *ws, void *out, int dtype, int is_float)
         gs_store_acc(out ? out : (void *)&ws->result, dtype, is_float ? ws->acc.f : 0.0, is_float ? 0 : ws->acc.i);
 }
 
+/* grid: the barrier's words and group counters for the largest grid. */
+size_t grid_words_bytes(const gs_device_info *dev)
+{
+    const size_t blocks = (size_t)dev->multiprocessors * (dev->max_threads_per_multiprocessor / 32);
+    return sizeof(gpusync::grid_barrier_words) + (blocks / GPUSYNC_SENSE_GROUP + 1) * GPUSYNC_SENSE_STRIDE * 4;
+}
+
 struct reduce_plan {
     gs_strategy strategy;
     int deterministic, dot;
     reduce_ws *ws;
+    gpusync::grid_barrier_words *bw;
+    unsigned *groups;
     const gs_device_info *dev;
     cudaStream_t stream;
 };
@@ -271,6 +279,7 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
     const void *kernel;
     if (p.deterministic) {
         kernel = p.strategy == GS_STRATEGY_THREADFENCE ? (const void *)reduce_tiles_kernel<T, DOT, MODE_THREADFENCE>
+                 : p.strategy == GS_STRATEGY_GRID      ? (const void *)reduce_tiles_kernel<T, DOT, MODE_GRID>
                                                        : (const void *)reduce_tiles_kernel<T, DOT, MODE_PARTIAL>;
     } else {
         switch (p.strategy) {
@@ -282,6 +291,7 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
         case GS_STRATEGY_THREADFENCE:
             kernel = (const void *)reduce_kernel<T, DOT, MODE_THREADFENCE, GS_REDUCE_THREADS>;
             break;
+        case GS_STRATEGY_GRID: kernel = (const void *)reduce_kernel<T, DOT, MODE_GRID, GS_REDUCE_THREADS>; break;
         default: kernel = (const void *)reduce_kernel<T, DOT, MODE_PARTIAL, GS_REDUCE_THREADS>; break;
         }
     }
@@ -296,13 +306,21 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
     const int64_t work = (n + per_block - 1) / per_block;
     int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
     const char *force = getenv("GPUSYNC_REDUCE_GRID"); /* block-count sweeps */
-    if (force && atoll(force) > 0 && !p.deterministic)
-        grid = atoll(force);
+    if (force && atoll(force) > 0 && !p.deterministic && p.strategy != GS_STRATEGY_GRID)
+        grid = atoll(force); /* (never past the co-resident maximum for the grid barrier) */
     const int64_t cap = (int64_t)p.dev->multiprocessors * (p.dev->max_threads_per_multiprocessor / 32);
     if (grid > cap) /* the workspace holds this many partials */
         grid = cap;
     void *args[] = {&r};
-    GS_CUDA_CHECK(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(threads), args, 0, p.stream));
+    if (p.strategy == GS_STRATEGY_GRID) { /* fresh barrier words for every launch (chunks of host input) */
+        r.bw = p.bw;
+        r.groups = p.groups;
+        GS_CUDA_CHECK(cudaMemsetAsync(p.bw, 0, grid_words_bytes(p.dev), p.stream));
+    }
+    if (p.strategy == GS_STRATEGY_GRID && p.dev->cooperative_launch) /* the driver guarantees co-residency */
+        GS_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3((unsigned)grid), dim3(threads), args, 0, p.stream));
+    else
+        GS_CUDA_CHECK(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(threads), args, 0, p.stream));
     if (p.strategy == GS_STRATEGY_TWO_PASS) {
         const int64_t parts = p.deterministic ? work : grid;
         finish_kernel<A><<<1, threads, 0, p.stream>>>(p.ws, parts);
@@ -374,9 +392,10 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     const size_t es = gs_dtype_size(a->dtype);
     const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)es : a->length;
     const int64_t maxn = a->length < chunk ? a->length : chunk;
-    const size_t ws_bytes = GS_WS_PARTIALS_OFFSET + (size_t)partials_needed(dev, maxn, det) * 8;
+    const size_t part_bytes = ((GS_WS_PARTIALS_OFFSET + (size_t)partials_needed(dev, maxn, det) * 8) + 127) & ~(size_t)127;
+    const size_t ws_bytes = part_bytes + (strategy == GS_STRATEGY_GRID ? grid_words_bytes(dev) : 0);
     cudaStream_t s = (cudaStream_t)stream;
-    reduce_plan p = {strategy, det, b != NULL, NULL, dev, s};
+    reduce_plan p = {strategy, det, b != NULL, NULL, NULL, NULL, dev, s};
     void *d_a = NULL, *d_b = NULL;
     int flag = 0;
     if (getenv("GPUSYNC_DEBUG"))
@@ -386,6 +405,8 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
 
     GS_CUDA_GOTO(cudaMallocAsync((void **)&p.ws, ws_bytes, s));
     GS_CUDA_GOTO(cudaMemsetAsync(p.ws, 0, sizeof(reduce_ws), s));
+    p.bw = (gpusync::grid_barrier_words *)((char *)p.ws + part_bytes);
+    p.groups = (unsigned *)(p.bw + 1);
     if (!on_host) {
         if (a->length > 0) {
             st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
@@ -415,11 +436,11 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, &p.ws->result, gs_dtype_size(out->dtype), cudaMemcpyDeviceToHost, s));
         GS_CUDA_GOTO(cudaStreamSynchronize(s));
     }
-    if (strategy == GS_STRATEGY_MUTEX) {
+    if (strategy == GS_STRATEGY_MUTEX || strategy == GS_STRATEGY_GRID) {
         st = gs_cuda_read_flag(&p.ws->error, s, &flag);
         if (st == GS_OK && flag)
-            st = gs_fail(GS_ERR_DEADLOCK, "sum/dot (mutex): a block waited more than %.0f ms for the lock",
-                         gs_spin_timeout_ns() / 1e6);
+            st = gs_fail(GS_ERR_DEADLOCK, "sum/dot (%s): a block waited more than %.0f ms for the others",
+                         gs_strategy_name(strategy), gs_spin_timeout_ns() / 1e6);
     }
 fail:
     if (d_a)
@@ -442,6 +463,8 @@ int gs_reduce_refs(gs_kernel_ref *r)
               GS_REDUCE_THREADS, 0};
     r[k++] = {"sum:threadfence", (const void *)reduce_kernel<float, false, MODE_THREADFENCE, GS_REDUCE_THREADS>,
               GS_REDUCE_THREADS, 0};
+    r[k++] = {"sum:grid", (const void *)reduce_kernel<float, false, MODE_GRID, GS_REDUCE_THREADS>, GS_REDUCE_THREADS,
+              0};
     r[k++] = {"sum:warp", (const void *)reduce_kernel<float, false, MODE_WARP, GS_REDUCE_THREADS>,
               GS_REDUCE_THREADS, 0};
     r[k++] = {"sum:deterministic", (const void *)reduce_tiles_kernel<float, false, MODE_THREADFENCE>,

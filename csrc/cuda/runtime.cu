@@ -167,6 +167,7 @@ gs_status gs_cuda_divergence(int kind, int64_t n, int block, int iters, double *
 gs_status gs_cuda_self_test(int which, int64_t *bad);
 gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds, int skip_block,
                                     gs_barrier_result *res);
+gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
 }
 
 static const gs_backend_ops cuda_ops = {
@@ -189,6 +190,7 @@ static const gs_backend_ops cuda_ops = {
     gs_cuda_divergence,
     gs_cuda_self_test,
     gs_cuda_barrier_benchmark,
+    gs_cuda_cumsum,
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

@@ -542,10 +542,37 @@ static PyObject *py_barrier_benchmark(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (st != GS_OK)
         return gs_raise(st);
-    return Py_BuildValue("{s:s,s:L,s:i,s:L,s:L,s:d,s:d,s:L}", "strategy", sname, "blocks", (long long)r.blocks,
+    return Py_BuildValue("{s:s,s:s,s:L,s:i,s:L,s:L,s:d,s:d,s:L}", "strategy", gs_strategy_name(r.used), "note",
+                         r.note, "blocks", (long long)r.blocks,
                          "threads", r.threads, "max_blocks", (long long)r.max_blocks, "rounds", (long long)r.rounds,
                          "us_per_barrier", r.us_per_barrier, "us_per_barrier_graph", r.us_per_barrier_graph, "stale",
                          (long long)r.stale);
+}
+
+static PyObject *py_cumsum(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend, *strategy_name;
+    PyObject *ao, *oo;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOOsK", &backend, &ao, &oo, &strategy_name, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_strategy strategy, used = GS_STRATEGY_AUTO;
+    gs_arg a, out;
+    if (!ops || !parse_strategy(strategy_name, &strategy) || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out"))
+        return NULL;
+    if (!out.writable) {
+        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
+        return NULL;
+    }
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->cumsum(&a.a, &out.a, strategy, (void *)(uintptr_t)stream, &used);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    return PyUnicode_FromString(gs_strategy_name(used));
 }
 
 static PyObject *py_available(PyObject *self, PyObject *args)
@@ -661,6 +688,7 @@ static PyMethodDef methods[] = {
     {"_self_test", py_self_test, METH_VARARGS, "test hook: _self_test(backend, which) -> wrong results"},
     {"barrier_benchmark", py_barrier_benchmark, METH_VARARGS,
      "barrier_benchmark(backend, strategy, blocks, threads, rounds, skip_block) -> dict"},
+    {"cumsum", py_cumsum, METH_VARARGS, "cumsum(backend, a, out, strategy, stream) -> strategy used"},
     {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
     {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
     {"pointer_device", py_pointer_device, METH_VARARGS, "pointer_device(backend, ptr) -> ordinal or -1"},

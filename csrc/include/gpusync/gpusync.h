@@ -166,6 +166,8 @@ typedef struct gs_barrier_result {
     double us_per_barrier;       /* persistent kernel (relaunch: launches in a stream) */
     double us_per_barrier_graph; /* relaunch: launches replayed from a CUDA graph; else 0 */
     int64_t stale;               /* checks that read another block's old value: must be 0 */
+    gs_strategy used;            /* the strategy that ran (auto resolved) */
+    char note[192];              /* why auto fell back to relaunch, or "" */
 } gs_barrier_result;
 
 typedef struct gs_backend_ops {
@@ -257,11 +259,23 @@ typedef struct gs_backend_ops {
      * cooperative, relaunch) in one persistent kernel of `blocks` (0: one per
      * SM) x `threads`, each round verified.  More blocks than can be
      * co-resident is GS_ERR_NO_COOPERATIVE naming the maximum; a time-out is
-     * GS_ERR_DEADLOCK.  skip_block >= 0 (a test hook) makes that block never
+     * GS_ERR_DEADLOCK.  auto runs cooperative when the device can launch it
+     * and the grid fits, else falls back to relaunch and says why in
+     * out->note (CPU: sense).  skip_block >= 0 (a test hook) makes that block never
      * arrive.  The CPU backend runs the lock, lockfree and sense algorithms
      * on `blocks` threads.  Synchronizes. */
     gs_status (*barrier_benchmark)(gs_strategy strategy, int64_t blocks, int threads, int64_t rounds, int skip_block,
                                    gs_barrier_result *out);
+
+    /* np.cumsum of a into out (same length and device, contiguous, dtype
+     * gs_cumsum_dtype(a->dtype)).  Floating inputs accumulate in float64 and
+     * every output is rounded once; integers and bool in uint64 that wraps
+     * (NumPy's int64 / uint64 results).  Strategies: lookback (single pass,
+     * decoupled look-back), barrier (one persistent kernel with a grid
+     * barrier; on CPU threads, a spin barrier), relaunch (kernel boundaries;
+     * on CPU, thread joins).  A time-out is GS_ERR_DEADLOCK.  Synchronizes
+     * with the stream (the time-out flag is read back). */
+    gs_status (*cumsum)(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
 } gs_backend_ops;
 
 /* binned_statistic's statistics (scipy.stats.binned_statistic's names; var
@@ -303,6 +317,12 @@ gs_strategy gs_hist_auto_strategy(const gs_hist_shape *shape);
  * deterministic for this input; *tiles says whether to use the fixed-tile
  * (deterministic) scheme. */
 gs_status gs_reduce_resolve(gs_strategy *s, int deterministic, int is_float, int has_warps, int *tiles);
+
+/* cumsum's result dtype (NumPy's): bool and signed integers -> int64,
+ * unsigned -> uint64, floats keep theirs. */
+gs_dtype gs_cumsum_dtype(gs_dtype in);
+/* cumsum: resolve auto (lookback), check the strategy and out's dtype. */
+gs_status gs_scan_resolve(gs_strategy *s, gs_dtype in, gs_dtype out);
 
 const char *gs_strategy_name(gs_strategy s);
 /* GS_STRATEGY_COUNT when the name is unknown. */

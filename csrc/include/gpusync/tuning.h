@@ -74,6 +74,13 @@
  * (a multiple of every tile's bytes). */
 #define GS_STAGE_BYTES ((int64_t)256 << 20)
 
+/* cumsum: threads per block of every scan kernel, and 16-byte vectors each
+ * thread loads per tile (a tile is GS_SCAN_THREADS x GS_SCAN_VECS x 16
+ * bytes of input: 16 KiB, 4096 float32).  Per-thread items stay in registers
+ * between the tile's reduction and its scan, so the input is read once. */
+#define GS_SCAN_THREADS 256
+#define GS_SCAN_VECS 4
+
 /* binned_statistic: threads per block, and the most bins whose state (40
  * bytes each: count, three doubles and a lock) one block keeps in shared
  * memory; more bins update global memory directly. */

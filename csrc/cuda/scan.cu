@@ -1,0 +1,475 @@
+/*
+ * cumsum (CUDA backend): three ways for the blocks of a grid to hand each
+ * other their prefixes.
+ *
+ *   lookback  one pass, one kernel: tiles taken in launch order publish their
+ *             aggregates, look back over their predecessors' flags (release /
+ *             acquire) and publish their inclusive prefixes (scan.cuh).  Reads
+ *             the input once, writes the output once.
+ *   barrier   one persistent kernel of co-resident blocks, one contiguous
+ *             chunk each: sum the chunk, grid barrier (barrier.cuh's sense
+ *             barrier), add the sums of the chunks before it (every block does
+ *             this itself, which saves the second barrier a separate scan of
+ *             the block sums would need), scan the chunk.  Reads the input twice.
+ *   relaunch  the same with kernel boundaries as barriers: chunk sums, a
+ *             one-block scan of them, the chunks' scans -- three kernels.
+ *
+ * Each thread holds GS_SCAN_VECS 16-byte vectors of consecutive elements in
+ * registers; their sum goes through a block scan, and the same registers are
+ * then scanned and written -- so within a tile the input is read once.
+ * Floating inputs accumulate in double and each output is rounded once
+ * (float32 cumsums come out far more accurate than NumPy's running float32
+ * sum); integer and bool inputs in wrapping uint64, NumPy's int64 / uint64.
+ * A carry in the workspace chains the chunks of a staged host input.
+ */
+#include "internal.cuh"
+#include "../common/convert.h"
+#include "gpusync/barrier.cuh"
+#include "gpusync/reduce.cuh"
+#include "gpusync/scan.cuh"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+namespace {
+
+constexpr int THREADS = GS_SCAN_THREADS, U = GS_SCAN_VECS;
+
+template <class T> struct shape {
+    static constexpr int V = 16 / sizeof(T), ITEMS = U * V;
+    static constexpr int64_t TILE = (int64_t)THREADS * ITEMS;
+};
+
+/* Accumulator -> output element. */
+__device__ __forceinline__ void put(float &o, double a) { o = (float)a; }
+__device__ __forceinline__ void put(double &o, double a) { o = a; }
+__device__ __forceinline__ void put(gs_f16 &o, double a) { o.bits = gs_double_to_half(a); }
+__device__ __forceinline__ void put(int64_t &o, unsigned long long a) { o = (int64_t)a; }
+__device__ __forceinline__ void put(uint64_t &o, unsigned long long a) { o = a; }
+
+/* Workspace header; the per-tile or per-chunk arrays follow it. */
+struct scan_ws {
+    gpusync::grid_barrier_words w;
+    unsigned long long ticket;
+    union {
+        double f;
+        unsigned long long i;
+    } carry; /* the sum of everything before this launch's input */
+    int error;
+    int pad;
+};
+
+template <class T, class O> struct scan_args {
+    const T *a;
+    int64_t sa, n;
+    O *out;
+    int vec;
+    int64_t chunk; /* barrier, relaunch: elements per block (a multiple of the tile) */
+    scan_ws *ws;
+    gpusync::tile_states<acc_of<T>> tiles; /* lookback */
+    acc_of<T> *partials;                   /* barrier, relaunch: one per block */
+    unsigned *groups;                      /* barrier: the sense barrier's group counters */
+    unsigned long long timeout_ns;
+};
+
+__device__ __forceinline__ double &carry_of(scan_ws *ws, double) { return ws->carry.f; }
+__device__ __forceinline__ unsigned long long &carry_of(scan_ws *ws, unsigned long long) { return ws->carry.i; }
+
+/* This thread's ITEMS elements from index `first` (elements at n or past it
+ * read as zero). */
+template <class T>
+__device__ __forceinline__ void load_items(gs_vec<T> (&r)[U], const T *__restrict__ a, int64_t sa, int64_t first,
+                                           int64_t n, bool vec)
+{
+    constexpr int V = shape<T>::V;
+    if (vec && first + shape<T>::ITEMS <= n) {
+        const int4 *p = reinterpret_cast<const int4 *>(a + first);
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            r[u].v = __ldcs(p + u); /* read once: evict first */
+        return;
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            const int64_t i = first + u * V + e;
+            r[u].e[e] = i < n ? a[i * sa] : T();
+        }
+}
+
+template <class T> __device__ __forceinline__ acc_of<T> items_sum(const gs_vec<T> (&r)[U])
+{
+    acc_of<T> s = acc_of<T>();
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int e = 0; e < shape<T>::V; e++)
+            s += cv(r[u].e[e]);
+    return s;
+}
+
+/* Scan this thread's items onto `run` (the sum of everything before them)
+ * and write those below n. */
+template <class T, class O>
+__device__ __forceinline__ void store_items(const gs_vec<T> (&r)[U], acc_of<T> run, O *__restrict__ out,
+                                            int64_t first, int64_t n, bool vec)
+{
+    constexpr int V = shape<T>::V, ITEMS = shape<T>::ITEMS, OV = 16 / sizeof(O);
+    if (vec && first + ITEMS <= n) {
+        int4 *p = reinterpret_cast<int4 *>(out + first);
+#pragma unroll
+        for (int k = 0; k < ITEMS / OV; k++) {
+            gs_vec<O> w;
+#pragma unroll
+            for (int e = 0; e < OV; e++) {
+                run += cv(r[(k * OV + e) / V].e[(k * OV + e) % V]);
+                put(w.e[e], run);
+            }
+            __stcs(p + k, w.v);
+        }
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < ITEMS; j++) {
+        run += cv(r[j / V].e[j % V]);
+        if (first + j < n)
+            put(out[first + j], run);
+    }
+}
+
+/* lookback: one tile per block, tiles numbered by an atomic ticket. */
+template <class T, class O> __global__ void __launch_bounds__(THREADS) lookback_kernel(scan_args<T, O> s)
+{
+    using A = acc_of<T>;
+    __shared__ A scratch[33];
+    __shared__ A prefix;
+    __shared__ long long tile;
+    __shared__ bool ok;
+    if (threadIdx.x == 0)
+        tile = (long long)atomicAdd(&s.ws->ticket, 1ull);
+    __syncthreads();
+    const long long t = tile;
+    const int64_t first = t * shape<T>::TILE + (int64_t)threadIdx.x * shape<T>::ITEMS;
+    gs_vec<T> r[U];
+    load_items(r, s.a, s.sa, first, s.n, s.vec);
+    A total;
+    const A excl = gpusync::block_exclusive_scan(items_sum(r), scratch, &total);
+    if (threadIdx.x < 32) {
+        A p = A();
+        bool good = true;
+        if (t == 0) {
+            p = carry_of(s.ws, A());
+        } else {
+            if (threadIdx.x == 0)
+                gpusync::tile_publish(s.tiles, t, total, gpusync::TILE_AGGREGATE);
+            good = gpusync::tile_lookback(s.tiles, t, &p, &s.ws->error, s.timeout_ns);
+        }
+        if (threadIdx.x == 0) {
+            if (good)
+                gpusync::tile_publish(s.tiles, t, p + total, gpusync::TILE_PREFIX);
+            prefix = p;
+            ok = good;
+        }
+    }
+    __syncthreads();
+    if (ok)
+        store_items(r, prefix + excl, s.out, first, s.n, s.vec);
+}
+
+/* Sum of one block's chunk [lo, hi), valid in thread 0. */
+template <class T, class O>
+__device__ __forceinline__ acc_of<T> chunk_sum(const scan_args<T, O> &s, int64_t lo, int64_t hi, acc_of<T> *scratch)
+{
+    acc_of<T> ts = acc_of<T>();
+    for (int64_t t0 = lo; t0 < hi; t0 += shape<T>::TILE) {
+        gs_vec<T> r[U];
+        load_items(r, s.a, s.sa, t0 + (int64_t)threadIdx.x * shape<T>::ITEMS, hi, s.vec);
+        ts += items_sum(r);
+    }
+    return gpusync::block_sum(ts, scratch);
+}
+
+/* Scan one block's chunk onto `run`, tile by tile. */
+template <class T, class O>
+__device__ __forceinline__ void chunk_scan(const scan_args<T, O> &s, int64_t lo, int64_t hi, acc_of<T> run,
+                                           acc_of<T> *scratch)
+{
+    for (int64_t t0 = lo; t0 < hi; t0 += shape<T>::TILE) {
+        const int64_t first = t0 + (int64_t)threadIdx.x * shape<T>::ITEMS;
+        gs_vec<T> r[U];
+        load_items(r, s.a, s.sa, first, hi, s.vec);
+        acc_of<T> total;
+        const acc_of<T> excl = gpusync::block_exclusive_scan(items_sum(r), scratch, &total);
+        store_items(r, run + excl, s.out, first, hi, s.vec);
+        run += total;
+    }
+}
+
+/* barrier: one persistent kernel of co-resident blocks. */
+template <class T, class O> __global__ void __launch_bounds__(THREADS) barrier_kernel(scan_args<T, O> s)
+{
+    using A = acc_of<T>;
+    __shared__ A scratch[33];
+    __shared__ A prefix;
+    const int64_t lo = (int64_t)blockIdx.x * s.chunk, hi = lo + s.chunk < s.n ? lo + s.chunk : s.n;
+    const A carry = carry_of(s.ws, A()); /* read before the barrier: the last block rewrites it after */
+    const A mine = chunk_sum(s, lo, hi, scratch);
+    if (threadIdx.x == 0)
+        s.partials[blockIdx.x] = mine;
+    unsigned round = 0;
+    if (!gpusync::barrier_sense(&s.ws->w, s.groups, round, &s.ws->error, s.timeout_ns))
+        return;
+    A p = A();
+    for (unsigned i = threadIdx.x; i < blockIdx.x; i += blockDim.x)
+        p += __ldcg(s.partials + i); /* other SMs wrote them: read from L2 */
+    p = gpusync::block_sum(p, scratch);
+    if (threadIdx.x == 0)
+        prefix = carry + p;
+    __syncthreads();
+    const A run = prefix;
+    chunk_scan(s, lo, hi, run, scratch);
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0)
+        carry_of(s.ws, A()) = run + mine;
+}
+
+/* relaunch, kernel 1: the chunks' sums. */
+template <class T, class O> __global__ void __launch_bounds__(THREADS) chunk_sums_kernel(scan_args<T, O> s)
+{
+    __shared__ acc_of<T> scratch[33];
+    const int64_t lo = (int64_t)blockIdx.x * s.chunk, hi = lo + s.chunk < s.n ? lo + s.chunk : s.n;
+    const acc_of<T> mine = chunk_sum(s, lo, hi, scratch);
+    if (threadIdx.x == 0)
+        s.partials[blockIdx.x] = mine;
+}
+
+/* relaunch, kernel 2 (one block): the sums -> exclusive prefixes, carry
+ * included; the carry moves on past them. */
+template <class A> __global__ void __launch_bounds__(THREADS) scan_sums_kernel(scan_ws *ws, A *partials, int64_t m)
+{
+    __shared__ A scratch[33];
+    A run = carry_of(ws, A());
+    for (int64_t b0 = 0; b0 < m; b0 += blockDim.x) {
+        const int64_t i = b0 + threadIdx.x;
+        const A v = i < m ? partials[i] : A();
+        A total;
+        const A excl = gpusync::block_exclusive_scan(v, scratch, &total);
+        if (i < m)
+            partials[i] = run + excl;
+        run += total;
+    }
+    if (threadIdx.x == 0)
+        carry_of(ws, A()) = run;
+}
+
+/* relaunch, kernel 3: each chunk scanned from its prefix. */
+template <class T, class O> __global__ void __launch_bounds__(THREADS) chunk_scans_kernel(scan_args<T, O> s)
+{
+    __shared__ acc_of<T> scratch[33];
+    const int64_t lo = (int64_t)blockIdx.x * s.chunk, hi = lo + s.chunk < s.n ? lo + s.chunk : s.n;
+    chunk_scan(s, lo, hi, s.partials[blockIdx.x], scratch);
+}
+
+/* lookback: the last tile's inclusive prefix becomes the carry. */
+template <class A> __global__ void carry_kernel(scan_ws *ws, const A *inclusive, int64_t last)
+{
+    carry_of(ws, A()) = inclusive[last];
+}
+
+struct scan_plan {
+    gs_strategy strategy;
+    const gs_device_info *dev;
+    cudaStream_t stream;
+    scan_ws *ws;
+    char *arrays; /* flags, aggregates, inclusives (lookback) or partials, groups */
+    int64_t max_n;
+};
+
+/* Blocks of the barrier and relaunch strategies: the co-resident maximum
+ * (no more than there are tiles), each a whole number of tiles. */
+template <class T, class O> gs_status chunking(const scan_plan &p, int64_t n, int64_t *grid, int64_t *chunk)
+{
+    int64_t resident;
+    const gs_status st = gs_cuda_resident_blocks((const void *)barrier_kernel<T, O>, THREADS, 0, p.dev, &resident);
+    if (st != GS_OK)
+        return st;
+    const int64_t tiles = (n + shape<T>::TILE - 1) / shape<T>::TILE;
+    const int64_t g = resident < tiles ? resident : tiles;
+    *chunk = (tiles + g - 1) / g * shape<T>::TILE;
+    *grid = (n + *chunk - 1) / *chunk;
+    return GS_OK;
+}
+
+template <class T, class O> gs_status launch_typed(const scan_plan &p, const void *a, int64_t sa, int64_t n, void *out)
+{
+    using A = acc_of<T>;
+    scan_args<T, O> s;
+    memset(&s, 0, sizeof s);
+    s.a = (const T *)a;
+    s.sa = sa;
+    s.n = n;
+    s.out = (O *)out;
+    s.vec = sa == 1 && ((uintptr_t)a & 15) == 0 && ((uintptr_t)out & 15) == 0;
+    s.ws = p.ws;
+    s.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
+    void *args[] = {&s};
+    if (p.strategy == GS_STRATEGY_LOOKBACK) {
+        const int64_t tiles = (n + shape<T>::TILE - 1) / shape<T>::TILE;
+        if (tiles > 0x7fffffff)
+            return gs_fail(GS_ERR_OVERFLOW, "cumsum: %lld elements are too many tiles", (long long)n);
+        s.tiles.flag = (unsigned *)p.arrays;
+        s.tiles.aggregate = (A *)(p.arrays + (((size_t)tiles * 4 + 15) & ~(size_t)15));
+        s.tiles.inclusive = s.tiles.aggregate + tiles;
+        GS_CUDA_CHECK(cudaMemsetAsync(&p.ws->ticket, 0, sizeof p.ws->ticket, p.stream));
+        GS_CUDA_CHECK(cudaMemsetAsync(s.tiles.flag, 0, (size_t)tiles * 4, p.stream));
+        GS_CUDA_CHECK(cudaLaunchKernel((const void *)lookback_kernel<T, O>, dim3((unsigned)tiles), dim3(THREADS),
+                                       args, 0, p.stream));
+        carry_kernel<A><<<1, 1, 0, p.stream>>>(p.ws, s.tiles.inclusive, tiles - 1);
+        GS_CUDA_CHECK(cudaGetLastError());
+        return GS_OK;
+    }
+    int64_t grid, chunk;
+    gs_status st = chunking<T, O>(p, n, &grid, &chunk);
+    if (st != GS_OK)
+        return st;
+    s.chunk = chunk;
+    s.partials = (A *)p.arrays;
+    s.groups = (unsigned *)(p.arrays + (size_t)grid * 8);
+    if (p.strategy == GS_STRATEGY_BARRIER) {
+        const int64_t ngroups = (grid + GPUSYNC_SENSE_GROUP - 1) / GPUSYNC_SENSE_GROUP;
+        GS_CUDA_CHECK(cudaMemsetAsync(&p.ws->w, 0, sizeof p.ws->w, p.stream));
+        GS_CUDA_CHECK(cudaMemsetAsync(s.groups, 0, (size_t)ngroups * GPUSYNC_SENSE_STRIDE * 4, p.stream));
+        if (p.dev->cooperative_launch) /* the driver then guarantees that the grid is co-resident */
+            GS_CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)barrier_kernel<T, O>, dim3((unsigned)grid),
+                                                      dim3(THREADS), args, 0, p.stream));
+        else
+            GS_CUDA_CHECK(cudaLaunchKernel((const void *)barrier_kernel<T, O>, dim3((unsigned)grid), dim3(THREADS),
+                                           args, 0, p.stream));
+        return GS_OK;
+    }
+    GS_CUDA_CHECK(cudaLaunchKernel((const void *)chunk_sums_kernel<T, O>, dim3((unsigned)grid), dim3(THREADS), args, 0,
+                                   p.stream));
+    scan_sums_kernel<A><<<1, THREADS, 0, p.stream>>>(p.ws, s.partials, grid);
+    GS_CUDA_CHECK(cudaGetLastError());
+    GS_CUDA_CHECK(cudaLaunchKernel((const void *)chunk_scans_kernel<T, O>, dim3((unsigned)grid), dim3(THREADS), args, 0,
+                                   p.stream));
+    return GS_OK;
+}
+
+/* NumPy's cumsum dtypes: bool and signed -> int64, unsigned -> uint64,
+ * floats keep theirs. */
+gs_status launch(const scan_plan &p, gs_dtype dt, const void *a, int64_t sa, int64_t n, void *out)
+{
+    switch (dt) {
+    case GS_BOOL: return launch_typed<gs_bool8, int64_t>(p, a, sa, n, out);
+    case GS_INT8: return launch_typed<int8_t, int64_t>(p, a, sa, n, out);
+    case GS_UINT8: return launch_typed<uint8_t, uint64_t>(p, a, sa, n, out);
+    case GS_INT16: return launch_typed<int16_t, int64_t>(p, a, sa, n, out);
+    case GS_UINT16: return launch_typed<uint16_t, uint64_t>(p, a, sa, n, out);
+    case GS_INT32: return launch_typed<int32_t, int64_t>(p, a, sa, n, out);
+    case GS_UINT32: return launch_typed<uint32_t, uint64_t>(p, a, sa, n, out);
+    case GS_INT64: return launch_typed<int64_t, int64_t>(p, a, sa, n, out);
+    case GS_UINT64: return launch_typed<uint64_t, uint64_t>(p, a, sa, n, out);
+    case GS_FLOAT16: return launch_typed<gs_f16, gs_f16>(p, a, sa, n, out);
+    case GS_FLOAT32: return launch_typed<float, float>(p, a, sa, n, out);
+    case GS_FLOAT64: return launch_typed<double, double>(p, a, sa, n, out);
+    default: return gs_fail(GS_ERR_TYPE, "unsupported input dtype %d", (int)dt);
+    }
+}
+
+/* Bytes of the per-launch arrays for n elements of the smallest tile. */
+size_t arrays_bytes(const gs_device_info *dev, gs_strategy s, int64_t n, size_t es)
+{
+    if (s == GS_STRATEGY_LOOKBACK) {
+        const int64_t tiles = (n + (int64_t)THREADS * U * (16 / (int64_t)es) - 1) / ((int64_t)THREADS * U * (16 / (int64_t)es));
+        return (((size_t)tiles * 4 + 15) & ~(size_t)15) + (size_t)tiles * 16 + 16;
+    }
+    const int64_t blocks = (int64_t)dev->multiprocessors * (dev->max_threads_per_multiprocessor / THREADS) + 1;
+    return (size_t)blocks * 8 + ((size_t)blocks / GPUSYNC_SENSE_GROUP + 1) * GPUSYNC_SENSE_STRIDE * 4;
+}
+
+} // namespace
+
+extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream,
+                                    gs_strategy *used)
+{
+    gs_status st = gs_scan_resolve(&strategy, a->dtype, out->dtype);
+    if (st != GS_OK)
+        return st;
+    *used = strategy;
+    if (out->length != a->length || out->device != a->device)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "cumsum: out must have a's length and device");
+    if (out->stride != 1 && out->length > 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "cumsum: out must be contiguous");
+    const int on_host = a->device == GS_HOST;
+    if (on_host && a->stride != 1 && a->length > 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
+    int ord;
+    const gs_device_info *dev;
+    st = gs_cuda_call_device(a->device, &ord, &dev);
+    if (st != GS_OK)
+        return st;
+    gs_device_guard guard(ord);
+    if (guard.err != cudaSuccess)
+        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    if (getenv("GPUSYNC_DEBUG"))
+        fprintf(stderr, "[gpusync] cumsum n=%lld dtype=%d strategy=%s device=%d%s\n", (long long)a->length,
+                (int)a->dtype, gs_strategy_name(strategy), ord, on_host ? " (host input staged)" : "");
+    if (a->length == 0)
+        return GS_OK;
+
+    const size_t es = gs_dtype_size(a->dtype), os = gs_dtype_size(out->dtype);
+    /* host input: chunks of GS_STAGE_BYTES of output, a multiple of every tile */
+    const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)os : a->length;
+    const int64_t maxn = a->length < chunk ? a->length : chunk;
+    cudaStream_t s = (cudaStream_t)stream;
+    scan_plan p = {strategy, dev, s, NULL, NULL, maxn};
+    char *mem = NULL, *d_a = NULL, *d_o = NULL;
+    int flag = 0;
+    const size_t head = (sizeof(scan_ws) + 255) & ~(size_t)255;
+    GS_CUDA_GOTO(cudaMallocAsync((void **)&mem, head + arrays_bytes(dev, strategy, maxn, es), s));
+    GS_CUDA_GOTO(cudaMemsetAsync(mem, 0, sizeof(scan_ws), s));
+    p.ws = (scan_ws *)mem;
+    p.arrays = mem + head;
+    if (!on_host) {
+        st = launch(p, a->dtype, a->data, a->stride, a->length, out->data);
+        if (st != GS_OK)
+            goto fail;
+    } else {
+        GS_CUDA_GOTO(cudaMallocAsync((void **)&d_a, (size_t)maxn * es, s));
+        GS_CUDA_GOTO(cudaMallocAsync((void **)&d_o, (size_t)maxn * os, s));
+        for (int64_t off = 0; off < a->length; off += chunk) {
+            const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
+            GS_CUDA_GOTO(cudaMemcpyAsync(d_a, (const char *)a->data + off * es, (size_t)cnt * es,
+                                         cudaMemcpyHostToDevice, s));
+            st = launch(p, a->dtype, d_a, 1, cnt, d_o);
+            if (st != GS_OK)
+                goto fail;
+            GS_CUDA_GOTO(cudaMemcpyAsync((char *)out->data + off * os, d_o, (size_t)cnt * os, cudaMemcpyDeviceToHost,
+                                         s));
+        }
+    }
+    /* lookback and barrier spin: a time-out leaves the output unwritten */
+    st = gs_cuda_read_flag(&p.ws->error, s, &flag);
+    if (st == GS_OK && flag)
+        st = gs_fail(GS_ERR_DEADLOCK, "cumsum (%s): a block waited more than %.0f ms for another block",
+                     gs_strategy_name(strategy), gs_spin_timeout_ns() / 1e6);
+fail:
+    if (d_a)
+        cudaFreeAsync(d_a, s);
+    if (d_o)
+        cudaFreeAsync(d_o, s);
+    if (mem)
+        cudaFreeAsync(mem, s);
+    return st;
+}
+
+int gs_scan_refs(gs_kernel_ref *r)
+{
+    int k = 0;
+    r[k++] = {"cumsum:lookback", (const void *)lookback_kernel<float, float>, THREADS, 0};
+    r[k++] = {"cumsum:barrier", (const void *)barrier_kernel<float, float>, THREADS, 0};
+    r[k++] = {"cumsum:relaunch", (const void *)chunk_scans_kernel<float, float>, THREADS, 0};
+    return k;
+}
