@@ -30,6 +30,7 @@ from glob import glob
 import numpy as np
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CSRC = os.path.join("csrc")
@@ -140,4 +141,16 @@ ext = Extension(
     libraries=["pthread"],
 )
 
-setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
+class BuildPy(build_py):
+    """Install the device headers users include in their own kernels
+    (csrc/include/gpusync/*.cuh) as gpusync/include/gpusync/: gs.include_dir()."""
+
+    def run(self):
+        super().run()
+        dst = os.path.join(self.build_lib, "gpusync", "include", "gpusync")
+        os.makedirs(dst, exist_ok=True)
+        for h in sorted(glob(os.path.join(CSRC, "include", "gpusync", "*.cuh"))):
+            shutil.copy2(h, dst)
+
+
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt, "build_py": BuildPy})

@@ -49,49 +49,45 @@ def cumsum_rows(quick):
         ref = np.cumsum(h.astype(np.float64) if kind == "f32" else h)  # exact enough for f32 (float64 running sum)
         probe = np.array([0, n // 3, n // 2 + 7, n - 1])
 
-        def ok(r):
+        def err(r):
+            """Largest relative error at the probes (0 = exact)."""
             got = cp.asnumpy(r[cp.asarray(probe)]).astype(np.float64)
             want = ref[probe].astype(np.float64)
-            return bool(np.all(np.abs(got - want) <= 1e-6 * np.abs(want) + 1e-3))
+            return float(np.max(np.abs(got - want) / np.maximum(np.abs(want), 1)))
 
-        def add(impl, ms, correct=True):
+        def add(impl, ms, rel_err=0.0):
+            # float32 running sums drift (NumPy's, CuPy's, PyTorch's): that is accuracy, reported, not
+            # "wrong"; wrong is an error no float32 rounding explains (or any error for integers)
+            correct = rel_err <= (1e-2 if kind == "f32" else 0)
             rows.append({"op": "cumsum", "case": case, "impl": impl, "ms": round(ms, 4),
-                         "gbps": round(moved / ms / 1e6, 1), "correct": bool(correct)})
-            print(f"  {case:18s} {impl:34s} {ms:8.3f} ms {moved / ms / 1e6:7.0f} GB/s"
+                         "gbps": round(moved / ms / 1e6, 1), "rel_err": rel_err, "correct": bool(correct)})
+            print(f"  {case:18s} {impl:34s} {ms:8.3f} ms {moved / ms / 1e6:7.0f} GB/s  rel err {rel_err:.1e}"
                   f"{'' if correct else '  WRONG'}", flush=True)
 
         for s in ("auto", "lookback", "barrier", "relaunch"):
             r = gs.cumsum(d, strategy=s)
-            add(f"gpusync:{s}", timer.gpu(lambda s=s: gs.cumsum(d, strategy=s), reps=10), ok(r))
+            add(f"gpusync:{s}", timer.gpu(lambda s=s, d=d: gs.cumsum(d, strategy=s), reps=10), err(r))
             del r
         last = np.zeros(1, np.float32 if kind == "f32" else np.int64)
         ms = getattr(peers, cub_name)(d.data.ptr, None, n, last.ctypes.data, 10)
-        add("cub:DeviceScan::InclusiveSum", ms, abs(float(last[0]) - float(ref[-1])) <= 1e-5 * abs(float(ref[-1])) + 1)
+        add("cub:DeviceScan::InclusiveSum", ms, abs(float(last[0]) - float(ref[-1])) / max(abs(float(ref[-1])), 1))
         r = cp.cumsum(d)
-        add("cupy:cumsum", timer.gpu(lambda: cp.cumsum(d), reps=10), ok(r))
+        add("cupy:cumsum", timer.gpu(lambda d=d: cp.cumsum(d), reps=10), err(r))
         del r
         if torch is not None:
             t = torch.as_tensor(d, device="cuda")
             r = torch.cumsum(t, 0)
-            add("torch:cumsum", timer.gpu(lambda: torch.cumsum(t, 0), reps=10), ok(cp.asarray(r)))
+            add("torch:cumsum", timer.gpu(lambda: torch.cumsum(t, 0), reps=10), err(cp.asarray(r)))
             del r, t
         hs = h[: n // 4]  # NumPy on a quarter, scaled: a full run takes seconds
-        add("numpy:cumsum (x4 of 1/4)", 4 * Timer.host(lambda: np.cumsum(hs), reps=1))
+        ms = 4 * Timer.host(lambda: np.cumsum(hs), reps=1)
+        add("numpy:cumsum (x4 of 1/4)", ms, float(abs(np.cumsum(hs)[-1] - ref[n // 4 - 1]) / max(abs(ref[n // 4 - 1]), 1)))
         del d
         cp.get_default_memory_pool().free_all_blocks()
     return rows, ceiling
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(HERE, "results"))
-    ap.add_argument("--rounds", type=int, default=20000)
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    rounds = 2000 if args.quick else args.rounds
-    gs.use_backend("cuda")
-    info = gs.device_info()
-    sms = info["multiprocessors"]
+def barrier_rows(rounds, sms):
     rows = []
     for s in ("cooperative", "lock", "lockfree", "sense"):
         maxb = gs.barrier_benchmark(s, rounds=1)["max_blocks"]
@@ -107,8 +103,30 @@ def main():
                      "us": round(r["us_per_barrier_graph"], 3)})
         print(f"  {case:20s} relaunch     {blocks:5d} blocks {r['us_per_barrier']:7.3f} us, graph "
               f"{r['us_per_barrier_graph']:7.3f} us", flush=True)
-    crows, copy_gbps = cumsum_rows(args.quick)
-    data = merge_results(args.out, info, rows + crows, ceilings={"copy_gbps": round(copy_gbps, 1)})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--rounds", type=int, default=20000)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=("barrier", "cumsum"), help="run one half (tuning sweeps)")
+    args = ap.parse_args()
+    rounds = 2000 if args.quick else args.rounds
+    gs.use_backend("cuda")
+    info = gs.device_info()
+    sms = info["multiprocessors"]
+    rows = [] if args.only == "cumsum" else barrier_rows(rounds, sms)
+    crows, copy_gbps = ([], 0.0) if args.only == "barrier" else cumsum_rows(args.quick)
+    data = merge_results(args.out, info, rows + crows, ceilings={"copy_gbps": round(copy_gbps, 1)} if crows else None)
+    if rows:
+        write_barrier_md(args.out, info, data, rows, rounds)
+    if crows:
+        write_cumsum_md(args.out, info, data, crows, copy_gbps)
+
+
+def write_barrier_md(out, info, data, rows, rounds):
     lines = [f"# Grid barriers: {info['name']}, {data['date']}", "",
              f"Latency per barrier (µs, best of 3 runs of {rounds} verified rounds; 256 threads per block).", "",
              "| case | impl | blocks | µs | vs cooperative |", "|---|---|---:|---:|---:|"]
@@ -116,21 +134,25 @@ def main():
     for r in rows:
         lines.append(f"| {r['case']} | {r['impl']} | {r['blocks']} | {r['us']:.3f} | "
                      f"{r['us'] / coop.get(r['case'], float('nan')):.2f}x |")
-    with open(os.path.join(args.out, "barrier.md"), "w") as f:
+    with open(os.path.join(out, "barrier.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def write_cumsum_md(out, info, data, crows, copy_gbps):
     clines = [f"# cumsum: {info['name']}, {data['date']}", "",
               f"Copy ceiling (1 GiB, 16-byte loads and stores, read + write bytes): **{copy_gbps:.0f} GB/s**. "
               "GB/s counts the input read and the output written (int32 -> int64: 12 bytes per element).", "",
-              "| case | impl | ms | GB/s | % of copy ceiling | vs CUB |", "|---|---|---:|---:|---:|---:|"]
+              "| case | impl | ms | GB/s | % of copy ceiling | vs CUB | max rel. error |",
+              "|---|---|---:|---:|---:|---:|---:|"]
     cub = {r["case"]: r["ms"] for r in crows if r["impl"].startswith("cub:")}
     for r in crows:
         bad = "" if r["correct"] else " **WRONG**"
         clines.append(f"| {r['case']} | {r['impl']}{bad} | {r['ms']:.3f} | {r['gbps']:.0f} | "
-                      f"{100 * r['gbps'] / copy_gbps:.0f}% | {cub[r['case']] / r['ms']:.2f}x |")
-    with open(os.path.join(args.out, "cumsum.md"), "w") as f:
+                      f"{100 * r['gbps'] / copy_gbps:.0f}% | {cub[r['case']] / r['ms']:.2f}x | {r['rel_err']:.1e} |")
+    with open(os.path.join(out, "cumsum.md"), "w") as f:
         f.write("\n".join(clines) + "\n")
-    speed_plot(os.path.join(args.out, "cumsum.png"), crows, f"cumsum on {info['name']}")
+    speed_plot(os.path.join(out, "cumsum.png"), crows, f"cumsum on {info['name']}")
     print("\n".join(clines))
 
 

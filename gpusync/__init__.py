@@ -30,6 +30,7 @@ from ._barrier import STRATEGIES as BARRIER_STRATEGIES  # noqa: F401
 from ._barrier import barrier_benchmark  # noqa: F401
 from ._scan import STRATEGIES as CUMSUM_STRATEGIES  # noqa: F401
 from ._scan import cumsum  # noqa: F401
+from ._headers import include_dir  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -47,6 +48,7 @@ __all__ = [
     "barrier_benchmark",
     "cumsum",
     "CUMSUM_STRATEGIES",
+    "include_dir",
     "BARRIER_STRATEGIES",
     "REDUCE_STRATEGIES",
     "BINNED_STATISTICS",

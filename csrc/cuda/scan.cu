@@ -14,9 +14,10 @@
  *   relaunch  the same with kernel boundaries as barriers: chunk sums, a
  *             one-block scan of them, the chunks' scans -- three kernels.
  *
- * Each thread holds GS_SCAN_VECS 16-byte vectors of consecutive elements in
- * registers; their sum goes through a block scan, and the same registers are
- * then scanned and written -- so within a tile the input is read once.
+ * Each thread holds GS_SCAN_ITEMS elements of a tile in registers (rows of
+ * one output vector each, so that loads and stores are coalesced); their
+ * sums go through a block scan, and the same registers are then scanned and
+ * written -- within a tile the input is read once.
  * Floating inputs accumulate in double and each output is rounded once
  * (float32 cumsums come out far more accurate than NumPy's running float32
  * sum); integer and bool inputs in wrapping uint64, NumPy's int64 / uint64.
@@ -34,11 +35,27 @@
 
 namespace {
 
-constexpr int THREADS = GS_SCAN_THREADS, U = GS_SCAN_VECS;
+constexpr int THREADS = GS_SCAN_THREADS, NW = GS_SCAN_THREADS / 32;
 
-template <class T> struct shape {
-    static constexpr int V = 16 / sizeof(T), ITEMS = U * V;
-    static constexpr int64_t TILE = (int64_t)THREADS * ITEMS;
+/* A tile is U rows of THREADS x V consecutive elements; thread t holds the
+ * V elements at row * THREADS * V + t * V of each row.  V fills one 16-byte
+ * output vector (4 float32, 2 int64 ...), so every load and store
+ * instruction of a warp covers one contiguous stretch of memory; U rows make
+ * GS_SCAN_ITEMS elements per thread. */
+template <class T, class O> struct shape {
+    static constexpr int V = 16 / sizeof(O), U = GS_SCAN_ITEMS / V;
+    static constexpr int64_t ROW = (int64_t)THREADS * V, TILE = ROW * U;
+};
+
+/* V elements of T as one load. */
+template <int B> struct raw_of;
+template <> struct raw_of<16> { using type = int4; };
+template <> struct raw_of<8> { using type = int2; };
+template <> struct raw_of<4> { using type = int; };
+template <> struct raw_of<2> { using type = short; };
+template <class T, int V> union items {
+    typename raw_of<V * sizeof(T)>::type v;
+    T e[V];
 };
 
 /* Accumulator -> output element. */
@@ -67,95 +84,143 @@ template <class T, class O> struct scan_args {
     int vec;
     int64_t chunk; /* barrier, relaunch: elements per block (a multiple of the tile) */
     scan_ws *ws;
-    gpusync::tile_states<acc_of<T>> tiles; /* lookback */
-    acc_of<T> *partials;                   /* barrier, relaunch: one per block */
-    unsigned *groups;                      /* barrier: the sense barrier's group counters */
+    gpusync::tile_desc *tiles; /* lookback */
+    acc_of<T> *partials;       /* barrier, relaunch: one per block */
+    unsigned *groups;          /* barrier: the sense barrier's group counters */
     unsigned long long timeout_ns;
 };
 
 __device__ __forceinline__ double &carry_of(scan_ws *ws, double) { return ws->carry.f; }
 __device__ __forceinline__ unsigned long long &carry_of(scan_ws *ws, unsigned long long) { return ws->carry.i; }
 
-/* This thread's ITEMS elements from index `first` (elements at n or past it
- * read as zero). */
-template <class T>
-__device__ __forceinline__ void load_items(gs_vec<T> (&r)[U], const T *__restrict__ a, int64_t sa, int64_t first,
-                                           int64_t n, bool vec)
+/* Shared memory of the tile scan: the exclusive offset of every (row, warp)
+ * within the tile, and the tile's total. */
+template <class A> struct tile_smem {
+    A offset[64];
+    A total;
+    A prefix; /* lookback: the tile's exclusive prefix */
+    long long tile;
+    bool ok;
+};
+
+/* This thread's rows of the tile at `base` (elements at n or past it read
+ * as zero). */
+template <class T, class O, int V = shape<T, O>::V, int U = shape<T, O>::U>
+__device__ __forceinline__ void load_tile(items<T, V> (&r)[U], const T *__restrict__ a, int64_t sa, int64_t base,
+                                          int64_t n, bool vec)
 {
-    constexpr int V = shape<T>::V;
-    if (vec && first + shape<T>::ITEMS <= n) {
-        const int4 *p = reinterpret_cast<const int4 *>(a + first);
 #pragma unroll
-        for (int u = 0; u < U; u++)
-            r[u].v = __ldcs(p + u); /* read once: evict first */
-        return;
-    }
+    for (int u = 0; u < U; u++) {
+        const int64_t i0 = base + u * shape<T, O>::ROW + (int64_t)threadIdx.x * V;
+        if (vec && i0 + V <= n) {
+            r[u].v = __ldcs(reinterpret_cast<const typename raw_of<V * sizeof(T)>::type *>(a + i0));
+        } else {
 #pragma unroll
-    for (int u = 0; u < U; u++)
-#pragma unroll
-        for (int e = 0; e < V; e++) {
-            const int64_t i = first + u * V + e;
-            r[u].e[e] = i < n ? a[i * sa] : T();
+            for (int e = 0; e < V; e++)
+                r[u].e[e] = i0 + e < n ? a[(i0 + e) * sa] : T();
         }
+    }
 }
 
-template <class T> __device__ __forceinline__ acc_of<T> items_sum(const gs_vec<T> (&r)[U])
+template <class T, int V> __device__ __forceinline__ acc_of<T> items_sum(const items<T, V> &r)
 {
     acc_of<T> s = acc_of<T>();
 #pragma unroll
-    for (int u = 0; u < U; u++)
-#pragma unroll
-        for (int e = 0; e < shape<T>::V; e++)
-            s += cv(r[u].e[e]);
+    for (int e = 0; e < V; e++)
+        s += cv(r.e[e]);
     return s;
 }
 
-/* Scan this thread's items onto `run` (the sum of everything before them)
- * and write those below n. */
-template <class T, class O>
-__device__ __forceinline__ void store_items(const gs_vec<T> (&r)[U], acc_of<T> run, O *__restrict__ out,
-                                            int64_t first, int64_t n, bool vec)
+/* The tile's block scan: every row's sum is scanned across the warp (all
+ * rows at once, independent shuffles), the warps' row totals -- in tile
+ * order, row by row -- by warp 0.  ex[u]: the sum of the elements of row u
+ * before this thread's within its warp; sm.offset[u * NW + warp]: the sum of
+ * the tile before that warp's part of row u; returns the tile's total.
+ * Starts and ends with __syncthreads(). */
+template <class T, int V, int U, class A = acc_of<T>>
+__device__ __forceinline__ A tile_offsets(const items<T, V> (&r)[U], A (&ex)[U], tile_smem<A> &sm)
 {
-    constexpr int V = shape<T>::V, ITEMS = shape<T>::ITEMS, OV = 16 / sizeof(O);
-    if (vec && first + ITEMS <= n) {
-        int4 *p = reinterpret_cast<int4 *>(out + first);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    A inc[U];
 #pragma unroll
-        for (int k = 0; k < ITEMS / OV; k++) {
-            gs_vec<O> w;
+    for (int u = 0; u < U; u++)
+        inc[u] = gpusync::warp_inclusive_scan(items_sum(r[u]));
 #pragma unroll
-            for (int e = 0; e < OV; e++) {
-                run += cv(r[(k * OV + e) / V].e[(k * OV + e) % V]);
-                put(w.e[e], run);
-            }
-            __stcs(p + k, w.v);
-        }
-        return;
+    for (int u = 0; u < U; u++) {
+        ex[u] = __shfl_up_sync(0xffffffffu, inc[u], 1);
+        if (lane == 0)
+            ex[u] = A();
     }
+    __syncthreads(); /* the previous tile's offsets are used up */
+    if (lane == 31)
 #pragma unroll
-    for (int j = 0; j < ITEMS; j++) {
-        run += cv(r[j / V].e[j % V]);
-        if (first + j < n)
-            put(out[first + j], run);
+        for (int u = 0; u < U; u++)
+            sm.offset[u * NW + warp] = inc[u];
+    __syncthreads();
+    if (warp == 0) {
+        A carry = A();
+#pragma unroll
+        for (int c = 0; c < U * NW; c += 32) {
+            const A v = c + lane < U * NW ? sm.offset[c + lane] : A();
+            const A i = gpusync::warp_inclusive_scan(v);
+            A e = __shfl_up_sync(0xffffffffu, i, 1);
+            if (lane == 0)
+                e = A();
+            if (c + lane < U * NW)
+                sm.offset[c + lane] = carry + e;
+            carry += __shfl_sync(0xffffffffu, i, 31);
+        }
+        if (lane == 0)
+            sm.total = carry;
+    }
+    __syncthreads();
+    return sm.total;
+}
+
+/* Scan this thread's rows onto `run` (the sum of the input before the tile)
+ * and write the elements below n. */
+template <class T, class O, int V, int U, class A = acc_of<T>>
+__device__ __forceinline__ void store_tile(const items<T, V> (&r)[U], const A (&ex)[U], const tile_smem<A> &sm,
+                                           A run, O *__restrict__ out, int64_t base, int64_t n, bool vec)
+{
+    const int warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int64_t i0 = base + u * shape<T, O>::ROW + (int64_t)threadIdx.x * V;
+        A acc = run + sm.offset[u * NW + warp] + ex[u];
+        gs_vec<O> w;
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            acc += cv(r[u].e[e]);
+            put(w.e[e], acc);
+        }
+        if (vec && i0 + V <= n) {
+            __stcs(reinterpret_cast<int4 *>(out + i0), w.v);
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                if (i0 + e < n)
+                    out[i0 + e] = w.e[e];
+        }
     }
 }
 
 /* lookback: one tile per block, tiles numbered by an atomic ticket. */
-template <class T, class O> __global__ void __launch_bounds__(THREADS) lookback_kernel(scan_args<T, O> s)
+template <class T, class O>
+__global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(scan_args<T, O> s)
 {
     using A = acc_of<T>;
-    __shared__ A scratch[33];
-    __shared__ A prefix;
-    __shared__ long long tile;
-    __shared__ bool ok;
+    constexpr int V = shape<T, O>::V, U = shape<T, O>::U;
+    __shared__ tile_smem<A> sm;
     if (threadIdx.x == 0)
-        tile = (long long)atomicAdd(&s.ws->ticket, 1ull);
+        sm.tile = (long long)atomicAdd(&s.ws->ticket, 1ull);
     __syncthreads();
-    const long long t = tile;
-    const int64_t first = t * shape<T>::TILE + (int64_t)threadIdx.x * shape<T>::ITEMS;
-    gs_vec<T> r[U];
-    load_items(r, s.a, s.sa, first, s.n, s.vec);
-    A total;
-    const A excl = gpusync::block_exclusive_scan(items_sum(r), scratch, &total);
+    const long long t = sm.tile;
+    const int64_t base = t * shape<T, O>::TILE;
+    items<T, V> r[U];
+    load_tile<T, O>(r, s.a, s.sa, base, s.n, s.vec);
+    A ex[U];
+    const A total = tile_offsets(r, ex, sm);
     if (threadIdx.x < 32) {
         A p = A();
         bool good = true;
@@ -169,24 +234,27 @@ template <class T, class O> __global__ void __launch_bounds__(THREADS) lookback_
         if (threadIdx.x == 0) {
             if (good)
                 gpusync::tile_publish(s.tiles, t, p + total, gpusync::TILE_PREFIX);
-            prefix = p;
-            ok = good;
+            sm.prefix = p;
+            sm.ok = good;
         }
     }
     __syncthreads();
-    if (ok)
-        store_items(r, prefix + excl, s.out, first, s.n, s.vec);
+    if (sm.ok)
+        store_tile<T, O>(r, ex, sm, sm.prefix, s.out, base, s.n, s.vec);
 }
 
 /* Sum of one block's chunk [lo, hi), valid in thread 0. */
 template <class T, class O>
 __device__ __forceinline__ acc_of<T> chunk_sum(const scan_args<T, O> &s, int64_t lo, int64_t hi, acc_of<T> *scratch)
 {
+    constexpr int V = shape<T, O>::V, U = shape<T, O>::U;
     acc_of<T> ts = acc_of<T>();
-    for (int64_t t0 = lo; t0 < hi; t0 += shape<T>::TILE) {
-        gs_vec<T> r[U];
-        load_items(r, s.a, s.sa, t0 + (int64_t)threadIdx.x * shape<T>::ITEMS, hi, s.vec);
-        ts += items_sum(r);
+    for (int64_t t0 = lo; t0 < hi; t0 += shape<T, O>::TILE) {
+        items<T, V> r[U];
+        load_tile<T, O>(r, s.a, s.sa, t0, hi, s.vec);
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            ts += items_sum(r[u]);
     }
     return gpusync::block_sum(ts, scratch);
 }
@@ -194,28 +262,27 @@ __device__ __forceinline__ acc_of<T> chunk_sum(const scan_args<T, O> &s, int64_t
 /* Scan one block's chunk onto `run`, tile by tile. */
 template <class T, class O>
 __device__ __forceinline__ void chunk_scan(const scan_args<T, O> &s, int64_t lo, int64_t hi, acc_of<T> run,
-                                           acc_of<T> *scratch)
+                                           tile_smem<acc_of<T>> &sm)
 {
-    for (int64_t t0 = lo; t0 < hi; t0 += shape<T>::TILE) {
-        const int64_t first = t0 + (int64_t)threadIdx.x * shape<T>::ITEMS;
-        gs_vec<T> r[U];
-        load_items(r, s.a, s.sa, first, hi, s.vec);
-        acc_of<T> total;
-        const acc_of<T> excl = gpusync::block_exclusive_scan(items_sum(r), scratch, &total);
-        store_items(r, run + excl, s.out, first, hi, s.vec);
+    constexpr int V = shape<T, O>::V, U = shape<T, O>::U;
+    for (int64_t t0 = lo; t0 < hi; t0 += shape<T, O>::TILE) {
+        items<T, V> r[U];
+        load_tile<T, O>(r, s.a, s.sa, t0, hi, s.vec);
+        acc_of<T> ex[U];
+        const acc_of<T> total = tile_offsets(r, ex, sm);
+        store_tile<T, O>(r, ex, sm, run, s.out, t0, hi, s.vec);
         run += total;
     }
 }
 
 /* barrier: one persistent kernel of co-resident blocks. */
-template <class T, class O> __global__ void __launch_bounds__(THREADS) barrier_kernel(scan_args<T, O> s)
+template <class T, class O> __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) barrier_kernel(scan_args<T, O> s)
 {
     using A = acc_of<T>;
-    __shared__ A scratch[33];
-    __shared__ A prefix;
+    __shared__ tile_smem<A> sm;
     const int64_t lo = (int64_t)blockIdx.x * s.chunk, hi = lo + s.chunk < s.n ? lo + s.chunk : s.n;
     const A carry = carry_of(s.ws, A()); /* read before the barrier: the last block rewrites it after */
-    const A mine = chunk_sum(s, lo, hi, scratch);
+    const A mine = chunk_sum(s, lo, hi, sm.offset);
     if (threadIdx.x == 0)
         s.partials[blockIdx.x] = mine;
     unsigned round = 0;
@@ -224,20 +291,20 @@ template <class T, class O> __global__ void __launch_bounds__(THREADS) barrier_k
     A p = A();
     for (unsigned i = threadIdx.x; i < blockIdx.x; i += blockDim.x)
         p += __ldcg(s.partials + i); /* other SMs wrote them: read from L2 */
-    p = gpusync::block_sum(p, scratch);
+    p = gpusync::block_sum(p, sm.offset);
     if (threadIdx.x == 0)
-        prefix = carry + p;
+        sm.prefix = carry + p;
     __syncthreads();
-    const A run = prefix;
-    chunk_scan(s, lo, hi, run, scratch);
+    const A run = sm.prefix;
+    chunk_scan(s, lo, hi, run, sm);
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0)
         carry_of(s.ws, A()) = run + mine;
 }
 
 /* relaunch, kernel 1: the chunks' sums. */
-template <class T, class O> __global__ void __launch_bounds__(THREADS) chunk_sums_kernel(scan_args<T, O> s)
+template <class T, class O> __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) chunk_sums_kernel(scan_args<T, O> s)
 {
-    __shared__ acc_of<T> scratch[33];
+    __shared__ acc_of<T> scratch[32];
     const int64_t lo = (int64_t)blockIdx.x * s.chunk, hi = lo + s.chunk < s.n ? lo + s.chunk : s.n;
     const acc_of<T> mine = chunk_sum(s, lo, hi, scratch);
     if (threadIdx.x == 0)
@@ -264,17 +331,19 @@ template <class A> __global__ void __launch_bounds__(THREADS) scan_sums_kernel(s
 }
 
 /* relaunch, kernel 3: each chunk scanned from its prefix. */
-template <class T, class O> __global__ void __launch_bounds__(THREADS) chunk_scans_kernel(scan_args<T, O> s)
+template <class T, class O> __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) chunk_scans_kernel(scan_args<T, O> s)
 {
-    __shared__ acc_of<T> scratch[33];
+    __shared__ tile_smem<acc_of<T>> sm;
     const int64_t lo = (int64_t)blockIdx.x * s.chunk, hi = lo + s.chunk < s.n ? lo + s.chunk : s.n;
-    chunk_scan(s, lo, hi, s.partials[blockIdx.x], scratch);
+    chunk_scan(s, lo, hi, s.partials[blockIdx.x], sm);
 }
 
 /* lookback: the last tile's inclusive prefix becomes the carry. */
-template <class A> __global__ void carry_kernel(scan_ws *ws, const A *inclusive, int64_t last)
+template <class A> __global__ void carry_kernel(scan_ws *ws, const gpusync::tile_desc *tiles, int64_t last)
 {
-    carry_of(ws, A()) = inclusive[last];
+    A v;
+    gpusync::detail::from_bits(tiles[last].x, v);
+    carry_of(ws, A()) = v;
 }
 
 struct scan_plan {
@@ -294,9 +363,9 @@ template <class T, class O> gs_status chunking(const scan_plan &p, int64_t n, in
     const gs_status st = gs_cuda_resident_blocks((const void *)barrier_kernel<T, O>, THREADS, 0, p.dev, &resident);
     if (st != GS_OK)
         return st;
-    const int64_t tiles = (n + shape<T>::TILE - 1) / shape<T>::TILE;
+    const int64_t tiles = (n + shape<T, O>::TILE - 1) / shape<T, O>::TILE;
     const int64_t g = resident < tiles ? resident : tiles;
-    *chunk = (tiles + g - 1) / g * shape<T>::TILE;
+    *chunk = (tiles + g - 1) / g * shape<T, O>::TILE;
     *grid = (n + *chunk - 1) / *chunk;
     return GS_OK;
 }
@@ -315,17 +384,15 @@ template <class T, class O> gs_status launch_typed(const scan_plan &p, const voi
     s.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
     void *args[] = {&s};
     if (p.strategy == GS_STRATEGY_LOOKBACK) {
-        const int64_t tiles = (n + shape<T>::TILE - 1) / shape<T>::TILE;
+        const int64_t tiles = (n + shape<T, O>::TILE - 1) / shape<T, O>::TILE;
         if (tiles > 0x7fffffff)
             return gs_fail(GS_ERR_OVERFLOW, "cumsum: %lld elements are too many tiles", (long long)n);
-        s.tiles.flag = (unsigned *)p.arrays;
-        s.tiles.aggregate = (A *)(p.arrays + (((size_t)tiles * 4 + 15) & ~(size_t)15));
-        s.tiles.inclusive = s.tiles.aggregate + tiles;
+        s.tiles = (gpusync::tile_desc *)p.arrays;
         GS_CUDA_CHECK(cudaMemsetAsync(&p.ws->ticket, 0, sizeof p.ws->ticket, p.stream));
-        GS_CUDA_CHECK(cudaMemsetAsync(s.tiles.flag, 0, (size_t)tiles * 4, p.stream));
+        GS_CUDA_CHECK(cudaMemsetAsync(s.tiles, 0, (size_t)tiles * sizeof(gpusync::tile_desc), p.stream));
         GS_CUDA_CHECK(cudaLaunchKernel((const void *)lookback_kernel<T, O>, dim3((unsigned)tiles), dim3(THREADS),
                                        args, 0, p.stream));
-        carry_kernel<A><<<1, 1, 0, p.stream>>>(p.ws, s.tiles.inclusive, tiles - 1);
+        carry_kernel<A><<<1, 1, 0, p.stream>>>(p.ws, s.tiles, tiles - 1);
         GS_CUDA_CHECK(cudaGetLastError());
         return GS_OK;
     }
@@ -378,12 +445,13 @@ gs_status launch(const scan_plan &p, gs_dtype dt, const void *a, int64_t sa, int
     }
 }
 
-/* Bytes of the per-launch arrays for n elements of the smallest tile. */
-size_t arrays_bytes(const gs_device_info *dev, gs_strategy s, int64_t n, size_t es)
+/* Bytes of the per-launch arrays for n elements (every tile holds
+ * GS_SCAN_THREADS x GS_SCAN_ITEMS elements). */
+size_t arrays_bytes(const gs_device_info *dev, gs_strategy s, int64_t n)
 {
     if (s == GS_STRATEGY_LOOKBACK) {
-        const int64_t tiles = (n + (int64_t)THREADS * U * (16 / (int64_t)es) - 1) / ((int64_t)THREADS * U * (16 / (int64_t)es));
-        return (((size_t)tiles * 4 + 15) & ~(size_t)15) + (size_t)tiles * 16 + 16;
+        const int64_t tile = (int64_t)THREADS * GS_SCAN_ITEMS;
+        return (size_t)((n + tile - 1) / tile) * sizeof(gpusync::tile_desc);
     }
     const int64_t blocks = (int64_t)dev->multiprocessors * (dev->max_threads_per_multiprocessor / THREADS) + 1;
     return (size_t)blocks * 8 + ((size_t)blocks / GPUSYNC_SENSE_GROUP + 1) * GPUSYNC_SENSE_STRIDE * 4;
@@ -428,7 +496,7 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
     char *mem = NULL, *d_a = NULL, *d_o = NULL;
     int flag = 0;
     const size_t head = (sizeof(scan_ws) + 255) & ~(size_t)255;
-    GS_CUDA_GOTO(cudaMallocAsync((void **)&mem, head + arrays_bytes(dev, strategy, maxn, es), s));
+    GS_CUDA_GOTO(cudaMallocAsync((void **)&mem, head + arrays_bytes(dev, strategy, maxn), s));
     GS_CUDA_GOTO(cudaMemsetAsync(mem, 0, sizeof(scan_ws), s));
     p.ws = (scan_ws *)mem;
     p.arrays = mem + head;

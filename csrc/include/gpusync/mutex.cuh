@@ -65,20 +65,6 @@ __device__ __forceinline__ void fence_acq_rel_block() { asm volatile("fence.acq_
 /* A relaxed read that is never cached in a register across iterations. */
 __device__ __forceinline__ int load_relaxed(const int *p) { return *(const volatile int *)p; }
 
-/* Release store and acquire load of a flag at GPU scope (PTX ld.acquire /
- * st.release): the writer's earlier writes are visible to a reader that
- * saw the flag -- one-way ordering, cheaper than a full fence on each side. */
-__device__ __forceinline__ unsigned load_acquire_gpu(const unsigned *p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void store_release_gpu(unsigned *p, unsigned v)
-{
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 namespace detail {
 /* The lock word counts hand-overs: even = free, odd = held.  Taking it is a
  * compare-and-swap g -> g + 1 (g even); releasing it an exchange to g + 2.

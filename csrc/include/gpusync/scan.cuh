@@ -13,10 +13,11 @@
  * is already running) publishes its aggregate at once, then looks back over
  * the tiles before it -- adding aggregates until it meets a tile that has
  * published its inclusive prefix -- and publishes its own inclusive prefix.
- * Each tile has a flag and two value slots; a value is written before its
- * flag with release semantics (st.release.gpu) and read after the flag with
- * acquire semantics (ld.acquire.gpu), so a reader never sees a flag without
- * its value.  Flags must be zero (TILE_EMPTY) before the launch.
+ * A tile's state and value share one 16-byte descriptor written and read as
+ * one vector (st/ld.relaxed.gpu.v2.u64), so a reader never sees a state
+ * without its value and no fence is needed on either side (the scheme CUB's
+ * scan uses: an aligned 16-byte access is one transaction on NVIDIA GPUs).
+ * Descriptors must be zero (TILE_EMPTY) before the launch.
  *
  * Every wait is bounded: after `timeout_ns` (%globaltimer) the look-back sets
  * *error and returns false; a set *error makes every waiter leave at once.
@@ -28,7 +29,7 @@
 #ifndef GPUSYNC_SCAN_CUH
 #define GPUSYNC_SCAN_CUH
 
-#include "mutex.cuh" /* globaltimer_ns, load_acquire_gpu, store_release_gpu, load_relaxed */
+#include "mutex.cuh" /* globaltimer_ns, load_relaxed */
 
 namespace gpusync {
 
@@ -83,64 +84,73 @@ template <class T> __device__ __forceinline__ T block_exclusive_scan(T v, T *scr
 /* Tile states of the decoupled look-back. */
 enum { TILE_EMPTY = 0, TILE_AGGREGATE = 1, TILE_PREFIX = 2 };
 
-/* flag[t], aggregate[t], inclusive[t] for every tile; flags zeroed first. */
-template <class T> struct tile_states {
-    unsigned *flag;
-    T *aggregate;
-    T *inclusive;
-};
+/* One tile's descriptor: .x the value's bits (a double or a 64-bit
+ * integer), .y its state.  Zero before the launch; 16-byte aligned. */
+typedef ulonglong2 tile_desc;
+
+namespace detail {
+__device__ __forceinline__ unsigned long long bits_of(double v) { return (unsigned long long)__double_as_longlong(v); }
+__device__ __forceinline__ unsigned long long bits_of(unsigned long long v) { return v; }
+__device__ __forceinline__ void from_bits(unsigned long long b, double &v) { v = __longlong_as_double((long long)b); }
+__device__ __forceinline__ void from_bits(unsigned long long b, unsigned long long &v) { v = b; }
+__device__ __forceinline__ tile_desc load_desc(const tile_desc *p)
+{
+    tile_desc d;
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(d.x), "=l"(d.y) : "l"(p) : "memory");
+    return d;
+}
+} // namespace detail
 
 /* One thread publishes tile t's aggregate (state TILE_AGGREGATE) or its
- * inclusive prefix (TILE_PREFIX). */
-template <class T> __device__ __forceinline__ void tile_publish(tile_states<T> s, long long t, T value, unsigned state)
+ * inclusive prefix (TILE_PREFIX).  T: double or unsigned long long. */
+template <class T> __device__ __forceinline__ void tile_publish(tile_desc *desc, long long t, T value, unsigned state)
 {
-    T *slot = state == TILE_PREFIX ? s.inclusive + t : s.aggregate + t;
-    *(volatile T *)slot = value;
-    store_release_gpu(s.flag + t, state); /* the value before the flag */
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(desc + t), "l"(detail::bits_of(value)),
+                 "l"((unsigned long long)state)
+                 : "memory");
 }
 
 /* The exclusive prefix of tile t (> 0): called by all 32 lanes of one warp,
  * every lane gets the result in *prefix.  Lane i reads tile base - i; the
+ * warp waits (backing off with __nanosleep) until every lane's tile has
+ * published something, then adds the values up to the nearest prefix; the
  * window moves back 32 tiles at a time until it holds a TILE_PREFIX.
  * false after a time-out (or another block's), with *error set. */
 template <class T>
-__device__ __forceinline__ bool tile_lookback(tile_states<T> s, long long t, T *prefix, int *error,
+__device__ __forceinline__ bool tile_lookback(const tile_desc *desc, long long t, T *prefix, int *error,
                                               unsigned long long timeout_ns = GPUSYNC_SPIN_TIMEOUT_NS)
 {
     const int lane = threadIdx.x & 31;
     T acc = T();
     for (long long base = t - 1;; base -= 32) {
         const long long i = base - lane;
-        unsigned f = TILE_PREFIX; /* before tile 0: nothing to add */
-        T v = T();
-        bool ok = true;
-        if (i >= 0) {
-            f = load_acquire_gpu(s.flag + i);
-            if (f == TILE_EMPTY) {
-                const unsigned long long start = globaltimer_ns();
-                for (unsigned spins = 0; f == TILE_EMPTY; spins++) {
-                    f = load_acquire_gpu(s.flag + i);
-                    if ((spins & 15) == 15 && f == TILE_EMPTY) {
-                        if (load_relaxed(error) || globaltimer_ns() - start > timeout_ns) {
-                            atomicExch(error, 1);
-                            ok = false;
-                            break;
-                        }
-                    }
+        /* before tile 0: nothing to add, as if a prefix of 0 */
+        tile_desc d = i >= 0 ? detail::load_desc(desc + i) : make_ulonglong2(0ull, (unsigned long long)TILE_PREFIX);
+        if (__any_sync(0xffffffffu, d.y == TILE_EMPTY)) {
+            const unsigned long long start = globaltimer_ns();
+            unsigned ns = 32;
+            do {
+                __nanosleep(ns);
+                ns = ns < 512 ? ns * 2 : ns;
+                if (i >= 0 && d.y == TILE_EMPTY)
+                    d = detail::load_desc(desc + i);
+                const bool late = globaltimer_ns() - start > timeout_ns || load_relaxed(error);
+                if (__any_sync(0xffffffffu, late)) {
+                    if (lane == 0)
+                        atomicExch(error, 1);
+                    return false;
                 }
-            }
-            if (ok)
-                v = f == TILE_PREFIX ? *(volatile T *)(s.inclusive + i) : *(volatile T *)(s.aggregate + i);
+            } while (__any_sync(0xffffffffu, d.y == TILE_EMPTY));
         }
-        if (__any_sync(0xffffffffu, !ok))
-            return false;
-        const unsigned done = __ballot_sync(0xffffffffu, f == TILE_PREFIX);
+        T v;
+        detail::from_bits(d.x, v);
+        const unsigned done = __ballot_sync(0xffffffffu, d.y == TILE_PREFIX);
         const int stop = done ? __ffs(done) - 1 : 31; /* the nearest tile with a prefix */
         if (lane > stop)
             v = T();
 #pragma unroll
-        for (int d = 16; d > 0; d >>= 1) /* the same order in every lane */
-            v += __shfl_xor_sync(0xffffffffu, v, d);
+        for (int k = 16; k > 0; k >>= 1) /* butterfly: every lane ends with the same sum */
+            v += __shfl_xor_sync(0xffffffffu, v, k);
         acc += v;
         if (done) {
             *prefix = acc;

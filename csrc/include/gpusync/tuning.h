@@ -74,12 +74,17 @@
  * (a multiple of every tile's bytes). */
 #define GS_STAGE_BYTES ((int64_t)256 << 20)
 
-/* cumsum: threads per block of every scan kernel, and 16-byte vectors each
- * thread loads per tile (a tile is GS_SCAN_THREADS x GS_SCAN_VECS x 16
- * bytes of input: 16 KiB, 4096 float32).  Per-thread items stay in registers
- * between the tile's reduction and its scan, so the input is read once. */
+/* cumsum: threads per block of every scan kernel, and elements each thread
+ * holds per tile (a tile is GS_SCAN_THREADS x GS_SCAN_ITEMS elements, 4096).
+ * Per-thread items stay in registers between the tile's reduction and its
+ * scan, so the input is read once. */
 #define GS_SCAN_THREADS 256
-#define GS_SCAN_VECS 4
+#define GS_SCAN_ITEMS 16
+/* ... and at least this many blocks per SM (registers capped at 64; a few
+ * bytes spill for 8-byte types).  H200, 256 M float32: 1.02 ms with the cap,
+ * 1.23 ms without (3 blocks per SM): more tiles in flight hide the latency
+ * of each tile's load -> scan -> look-back -> store. */
+#define GS_SCAN_MIN_BLOCKS 4
 
 /* binned_statistic: threads per block, and the most bins whose state (40
  * bytes each: count, three doubles and a lock) one block keeps in shared
