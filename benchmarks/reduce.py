@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import gpusync as gs  # noqa: E402
 from benchmarks.common import GIB, Timer, build_peers, merge_results, read_ceiling, speed_plot, table  # noqa: E402
 
-STRATS = ["auto", "atomic", "mutex", "two-pass", "threadfence", "warp"]
+STRATS = ["auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp"]
 
 
 def main():

@@ -8,7 +8,7 @@
 #
 # Environment: GPUSYNC_CUDA_ARCHS (default 90 here: build only what this GPU
 # runs), SKIP_BENCH=1, SKIP_SANITIZER=1, SKIP_NCU=1, BENCHES (default
-# "histogram reduce warp"), BENCH_ARGS (extra benchmark args), PYTEST_ARGS.
+# "histogram reduce warp barrier"), BENCH_ARGS (extra benchmark args), PYTEST_ARGS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-check-out}}
@@ -27,6 +27,11 @@ if ! python3 setup.py build_ext --inplace >"$out/build.log" 2>&1; then
 fi
 echo "built in $(( $(date +%s) - t0 )) s"
 python3 -c "import gpusync as gs; print(gs.backend(), gs.device_info()['name'])"
+
+if [ -d .deps/wheels ]; then  # pure-Python test extras carried here (the GPU machine has no network), e.g. Dask
+    python3 -m pip install -q --no-index --no-deps --target /tmp/gpusync-deps .deps/wheels/*.whl >/dev/null 2>&1 &&
+        export PYTHONPATH=/tmp/gpusync-deps${PYTHONPATH:+:$PYTHONPATH}
+fi
 
 step "pytest (all, GPU included)"
 python3 -m pytest -q -p no:cacheprovider tests ${PYTEST_ARGS:-} 2>&1 | tee "$out/pytest.log" | tail -25

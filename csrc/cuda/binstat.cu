@@ -332,8 +332,8 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
                                                        : (const void *)binstat_global_kernel<double>);
     const size_t dyn = strategy == GS_STRATEGY_SHARED ? smem : 0;
     int64_t resident = 0;
-    if (dyn > 48 * 1024)
-        GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+    if (dyn > 48 * 1024 && (st = gs_cuda_allow_smem(kernel, dev)) != GS_OK)
+        return st;
     st = gs_cuda_resident_blocks(kernel, GS_BINSTAT_THREADS, dyn, dev, &resident);
     if (st != GS_OK)
         return st;

@@ -100,7 +100,9 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     const size_t smem = ((size_t)1 << sshift) * (W ? 8 : 4);
     const int threads = GS_HIST_BLOCK_THREADS;
     auto kern = W ? hist_cluster_kernel<T, true> : hist_cluster_kernel<T, false>;
-    GS_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    if (st != GS_OK)
+        return st;
 
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];

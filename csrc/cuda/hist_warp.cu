@@ -86,7 +86,9 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     const size_t smem = in_smem ? (size_t)l->binner.nbins * (W ? 8 : 4) : 0;
     auto kern = W ? (in_smem ? hist_warp_kernel<T, true, true> : hist_warp_kernel<T, true, false>)
                   : (in_smem ? hist_warp_kernel<T, false, true> : hist_warp_kernel<T, false, false>);
-    GS_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    if (st != GS_OK)
+        return st;
     int per_sm = 0;
     GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
     const int64_t grid = gs_hist_grid(l, (int64_t)per_sm * l->dev->multiprocessors, threads);

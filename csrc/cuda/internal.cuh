@@ -67,6 +67,13 @@ gs_status gs_cuda_call_device(int array_device, int *ordinal, const gs_device_in
 gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, const gs_device_info *dev,
                                   int64_t *blocks);
 
+/* Let `kernel` take as much dynamic shared memory as the device allows a
+ * block (the opt-in maximum less its static shared memory).  Always the same
+ * value, so calls from several host threads cannot race: setting the size
+ * each call needs instead would let one thread shrink it under another's
+ * launch. */
+gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev);
+
 /* Read a device int (an error flag) after the stream's work: the stream is
  * synchronized. */
 gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag);

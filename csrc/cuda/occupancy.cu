@@ -59,8 +59,8 @@ extern "C" gs_status gs_cuda_occupancy(const char *name, int block_size, gs_occu
     if (threads > a.maxThreadsPerBlock || threads % 32)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "%s: block_size must be a multiple of 32 up to %d (its launch bound)",
                        name, a.maxThreadsPerBlock);
-    if (k->smem > 48 * 1024)
-        GS_CUDA_CHECK(cudaFuncSetAttribute(k->func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)k->smem));
+    if (k->smem > 48 * 1024 && (st = gs_cuda_allow_smem(k->func, dev)) != GS_OK)
+        return st;
     int active = 0, max_blocks = 0, regs_sm = 0, reserved = 0, min_grid = 0, best = 0;
     GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&active, k->func, threads, k->smem));
     GS_CUDA_CHECK(cudaDeviceGetAttribute(&max_blocks, cudaDevAttrMaxBlocksPerMultiprocessor, ord));

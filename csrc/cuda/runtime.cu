@@ -93,6 +93,15 @@ gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, 
     return GS_OK;
 }
 
+gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev)
+{
+    cudaFuncAttributes fa;
+    GS_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+    GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)(dev->shared_memory_per_block_optin - (int64_t)fa.sharedSizeBytes)));
+    return GS_OK;
+}
+
 gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag)
 {
     GS_CUDA_CHECK(cudaMemcpyAsync(flag, d_flag, sizeof(int), cudaMemcpyDeviceToHost, s));
