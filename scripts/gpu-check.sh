@@ -8,7 +8,7 @@
 #
 # Environment: GPUSYNC_CUDA_ARCHS (default 90 here: build only what this GPU
 # runs), SKIP_BENCH=1, SKIP_SANITIZER=1, SKIP_NCU=1, BENCHES (default
-# "histogram reduce warp barrier"), BENCH_ARGS (extra benchmark args), PYTEST_ARGS.
+# "histogram reduce warp barrier host"), BENCH_ARGS (extra benchmark args), PYTEST_ARGS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-check-out}}
@@ -88,7 +88,7 @@ fi
 
 if [ -z "${SKIP_BENCH:-}" ]; then
     step "benchmarks"
-    for b in ${BENCHES:-histogram reduce warp barrier}; do
+    for b in ${BENCHES:-histogram reduce warp barrier host}; do
         python3 benchmarks/$b.py --out "$out" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench-$b.log" | tail -45
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     done

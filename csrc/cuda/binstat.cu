@@ -364,11 +364,9 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     for (int64_t off = 0; off < x->length; off += chunk) {
         const int64_t cnt = x->length - off < chunk ? x->length - off : chunk;
         if (on_host) {
-            GS_CUDA_GOTO(cudaMemcpyAsync(d_x, (const char *)x->data + off * es, (size_t)cnt * es,
-                                         cudaMemcpyHostToDevice, s));
+            GS_GOTO(gs_cuda_h2d(d_x, (const char *)x->data + off * es, (size_t)cnt * es, s));
             if (d_v)
-                GS_CUDA_GOTO(cudaMemcpyAsync(d_v, (const char *)values->data + off * es, (size_t)cnt * es,
-                                             cudaMemcpyHostToDevice, s));
+                GS_GOTO(gs_cuda_h2d(d_v, (const char *)values->data + off * es, (size_t)cnt * es, s));
             r.x = d_x;
             r.v = d_v ? d_v : d_x;
             r.sx = r.sv = 1;
@@ -386,8 +384,7 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
         void *args[] = {&r};
         GS_CUDA_GOTO(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(GS_BINSTAT_THREADS), args, dyn, s));
         if (on_host && binnumber)
-            GS_CUDA_GOTO(cudaMemcpyAsync((int64_t *)binnumber->data + off, d_bn, (size_t)cnt * 8,
-                                         cudaMemcpyDeviceToHost, s));
+            GS_GOTO(gs_cuda_d2h((int64_t *)binnumber->data + off, d_bn, (size_t)cnt * 8, s));
     }
     binstat_result_kernel<<<(unsigned)((nbins + 255) / 256), 256, 0, s>>>(g, (int)nbins, statistic,
                                                                           on_host ? d_res : (double *)result->data);

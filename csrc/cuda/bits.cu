@@ -226,8 +226,7 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
     for (int64_t off = 0; off < a->length; off += chunk) {
         const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
         if (on_host)
-            GS_CUDA_GOTO(cudaMemcpyAsync(d_x, (const char *)a->data + off * es, (size_t)cnt * es,
-                                         cudaMemcpyHostToDevice, s));
+            GS_GOTO(gs_cuda_h2d(d_x, (const char *)a->data + off * es, (size_t)cnt * es, s));
         r.x = on_host ? d_x : a->data;
         r.n = cnt;
         r.stride = on_host ? 1 : a->stride;

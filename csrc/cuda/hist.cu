@@ -163,11 +163,9 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
         }
         for (int64_t off = 0; off < x->length; off += chunk) {
             const int64_t cnt = x->length - off < chunk ? x->length - off : chunk;
-            GS_CUDA_GOTO(cudaMemcpyAsync(d_x, (const char *)x->data + off * xes, (size_t)cnt * xes,
-                                         cudaMemcpyHostToDevice, s));
+            GS_GOTO(gs_cuda_h2d(d_x, (const char *)x->data + off * xes, (size_t)cnt * xes, s));
             if (w)
-                GS_CUDA_GOTO(cudaMemcpyAsync(d_w, (const char *)w->data + off * wes, (size_t)cnt * wes,
-                                             cudaMemcpyHostToDevice, s));
+                GS_GOTO(gs_cuda_h2d(d_w, (const char *)w->data + off * wes, (size_t)cnt * wes, s));
             l.x = d_x;
             l.n = cnt;
             l.xstride = 1;

@@ -37,6 +37,23 @@ gs_status gs_cuda_fail(cudaError_t err, const char *what, const char *file, int 
         }                                                                                                     \
     } while (0)
 
+/* Same for a gs_status-returning call. */
+#define GS_GOTO(call)                                                                                         \
+    do {                                                                                                      \
+        st = (call);                                                                                          \
+        if (st != GS_OK)                                                                                      \
+            goto fail;                                                                                        \
+    } while (0)
+
+#define GS_MAX_DEVICES 64
+
+/* Pageable host memory <-> device at pinned-memory speed (stage.cu): host
+ * threads copy through a ring of pinned buffers while the DMA runs.  h2d is
+ * ordered after earlier work on s and before later work on s, and returns
+ * once `src` has been read; d2h returns when `dst` holds the data. */
+gs_status gs_cuda_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s);
+gs_status gs_cuda_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s);
+
 /* Cached per-device facts (filled once per device, thread-safe). */
 gs_status gs_cuda_device(int ordinal, const gs_device_info **info);
 

@@ -420,11 +420,9 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
             GS_CUDA_GOTO(cudaMallocAsync(&d_b, (size_t)maxn * es, s));
         for (int64_t off = 0; off < a->length; off += chunk) {
             const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
-            GS_CUDA_GOTO(cudaMemcpyAsync(d_a, (const char *)a->data + off * es, (size_t)cnt * es,
-                                         cudaMemcpyHostToDevice, s));
+            GS_GOTO(gs_cuda_h2d(d_a, (const char *)a->data + off * es, (size_t)cnt * es, s));
             if (b)
-                GS_CUDA_GOTO(cudaMemcpyAsync(d_b, (const char *)b->data + off * es, (size_t)cnt * es,
-                                             cudaMemcpyHostToDevice, s));
+                GS_GOTO(gs_cuda_h2d(d_b, (const char *)b->data + off * es, (size_t)cnt * es, s));
             st = b ? launch<true>(p, a->dtype, d_a, d_b, cnt, 1, 1) : launch<false>(p, a->dtype, d_a, NULL, cnt, 1, 1);
             if (st != GS_OK)
                 goto fail;

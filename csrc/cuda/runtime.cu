@@ -17,7 +17,6 @@ gs_status gs_cuda_fail(cudaError_t err, const char *what, const char *file, int 
                    base ? base + 1 : file, line);
 }
 
-#define GS_MAX_DEVICES 64
 static gs_device_info g_devices[GS_MAX_DEVICES];
 static int g_device_ready[GS_MAX_DEVICES];
 static pthread_mutex_t g_device_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -509,13 +509,11 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
         GS_CUDA_GOTO(cudaMallocAsync((void **)&d_o, (size_t)maxn * os, s));
         for (int64_t off = 0; off < a->length; off += chunk) {
             const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
-            GS_CUDA_GOTO(cudaMemcpyAsync(d_a, (const char *)a->data + off * es, (size_t)cnt * es,
-                                         cudaMemcpyHostToDevice, s));
+            GS_GOTO(gs_cuda_h2d(d_a, (const char *)a->data + off * es, (size_t)cnt * es, s));
             st = launch(p, a->dtype, d_a, 1, cnt, d_o);
             if (st != GS_OK)
                 goto fail;
-            GS_CUDA_GOTO(cudaMemcpyAsync((char *)out->data + off * os, d_o, (size_t)cnt * os, cudaMemcpyDeviceToHost,
-                                         s));
+            GS_GOTO(gs_cuda_d2h((char *)out->data + off * os, d_o, (size_t)cnt * os, s));
         }
     }
     /* lookback and barrier spin: a time-out leaves the output unwritten */

@@ -73,6 +73,13 @@
 /* Host inputs are staged through device memory in chunks of this many bytes
  * (a multiple of every tile's bytes). */
 #define GS_STAGE_BYTES ((int64_t)256 << 20)
+/* ... each through pinned memory (csrc/cuda/stage.cu): up to
+ * GS_STAGE_THREADS host threads, each with two pinned buffers of
+ * GS_STAGE_CHUNK bytes, copy pieces while the DMA of the previous piece runs.
+ * Copies under GS_STAGE_MIN_BYTES go straight through cudaMemcpyAsync. */
+#define GS_STAGE_THREADS 8
+#define GS_STAGE_CHUNK ((size_t)2 << 20)
+#define GS_STAGE_MIN_BYTES ((size_t)256 << 10)
 
 /* cumsum: threads per block of every scan kernel, and elements each thread
  * holds per tile (a tile is GS_SCAN_THREADS x GS_SCAN_ITEMS elements, 4096).
@@ -82,8 +89,9 @@
 #define GS_SCAN_ITEMS 16
 /* ... and at least this many blocks per SM (registers capped at 64; a few
  * bytes spill for 8-byte types).  H200, 256 M float32: 1.02 ms with the cap,
- * 1.23 ms without (3 blocks per SM): more tiles in flight hide the latency
- * of each tile's load -> scan -> look-back -> store. */
+ * 1.23 ms without (3 blocks per SM), 1.07 / 1.22 ms with 5 / 6 (spills):
+ * more tiles in flight hide the latency of each tile's load -> scan ->
+ * look-back -> store, until spilling costs more. */
 #define GS_SCAN_MIN_BLOCKS 4
 
 /* binned_statistic: threads per block, and the most bins whose state (40

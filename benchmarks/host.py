@@ -1,0 +1,122 @@
+"""NumPy arrays end to end: from a pageable NumPy array to a NumPy result,
+through gpusync's pinned staging pipeline (csrc/cuda/stage.cu), against
+NumPy, CuPy (its own copy included) and the pinned / pageable PCIe bandwidth
+measured in the same run.
+
+    python benchmarks/host.py [--out benchmarks/results]
+
+Writes <out>/latest.json (op host; other rows kept, ceilings h2d_pinned_gbps
+and h2d_pageable_gbps) and <out>/host.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import gpusync as gs  # noqa: E402
+from benchmarks.common import merge_results, median  # noqa: E402
+from benchmarks.histogram import seed_text_host  # noqa: E402
+
+
+def wall_ms(fn, reps=7):
+    fn()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t) * 1e3)
+    return median(ts)
+
+
+def h2d_gbps(cp, nbytes, pinned):
+    """Host -> device bandwidth of one cudaMemcpy of `nbytes`."""
+    d = cp.empty(nbytes, cp.uint8)
+    if pinned:
+        mem = cp.cuda.alloc_pinned_memory(nbytes)
+        h = np.frombuffer(mem, np.uint8, nbytes)
+    else:
+        h = np.ones(nbytes, np.uint8)
+    h[:] = 1
+
+    def copy():
+        d.set(h)  # cudaMemcpy (synchronous for pageable, async + sync for pinned)
+        cp.cuda.Device().synchronize()
+    return nbytes / wall_ms(copy) / 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    args = ap.parse_args()
+    import cupy as cp
+
+    gs.use_backend("cuda")
+    info = gs.device_info()
+    pinned = h2d_gbps(cp, 256 << 20, True)
+    pageable = h2d_gbps(cp, 256 << 20, False)
+    print(f"  H2D pinned {pinned:.1f} GB/s, pageable {pageable:.1f} GB/s", flush=True)
+    rng = np.random.default_rng(0)
+    rows = []
+
+    def add(case, impl, ms, nbytes, correct=True):
+        rows.append({"op": "host", "case": case, "impl": impl, "ms": round(ms, 4),
+                     "gbps": round(nbytes / ms / 1e6, 2), "correct": bool(correct)})
+        print(f"  {case:24s} {impl:28s} {ms:9.3f} ms {nbytes / ms / 1e6:7.1f} GB/s{'' if correct else '  WRONG'}",
+              flush=True)
+
+    # u8 bincount, 256 M
+    a = rng.integers(0, 256, 256 << 20, dtype=np.uint8)
+    ref = np.bincount(a, minlength=256)
+    add("host-u8-bincount-256M", "gpusync", wall_ms(lambda: gs.bincount(a, minlength=256)), a.nbytes,
+        np.array_equal(gs.bincount(a, minlength=256), ref))
+    add("host-u8-bincount-256M", "cupy (asarray + bincount + get)",
+        wall_ms(lambda: cp.bincount(cp.asarray(a), minlength=256).get()), a.nbytes)
+    add("host-u8-bincount-256M", "numpy", wall_ms(lambda: np.bincount(a, minlength=256), reps=2), a.nbytes)
+    # f32 dot, 64 M
+    x = rng.random(64 << 20, dtype=np.float32)
+    y = rng.random(64 << 20, dtype=np.float32)
+    exact = np.dot(x.astype(np.float64), y.astype(np.float64))
+    got = gs.dot(x, y)
+    add("host-f32-dot-64M", "gpusync", wall_ms(lambda: gs.dot(x, y)), x.nbytes * 2,
+        abs(float(got) - exact) <= 1e-6 * exact)
+    add("host-f32-dot-64M", "cupy (asarray x2 + dot + get)",
+        wall_ms(lambda: float(cp.dot(cp.asarray(x), cp.asarray(y)))), x.nbytes * 2)
+    add("host-f32-dot-64M", "numpy", wall_ms(lambda: np.dot(x, y)), x.nbytes * 2)
+    # the seed's 5.7 M text characters, 128 bins
+    t = seed_text_host()
+    href = np.histogram(t, 128, (0, 128))[0]
+    add("host-u8-128-text-5.7M", "gpusync", wall_ms(lambda: gs.histogram(t, bins=128, range=(0, 128)), reps=21),
+        t.nbytes, np.array_equal(gs.histogram(t, bins=128, range=(0, 128))[0], href))
+    add("host-u8-128-text-5.7M", "cupy (asarray + histogram + get)",
+        wall_ms(lambda: cp.histogram(cp.asarray(t), 128, (0, 128))[0].get(), reps=21), t.nbytes)
+    add("host-u8-128-text-5.7M", "numpy", wall_ms(lambda: np.histogram(t, 128, (0, 128)), reps=5), t.nbytes)
+    # cumsum, 64 M int32 (12 bytes per element cross the bus: 4 in, 8 out)
+    c = rng.integers(-100, 100, 64 << 20, dtype=np.int32)
+    add("host-i32-cumsum-64M", "gpusync", wall_ms(lambda: gs.cumsum(c), reps=5), c.nbytes * 3,
+        np.array_equal(gs.cumsum(c)[-5:], np.cumsum(c)[-5:]))
+    add("host-i32-cumsum-64M", "numpy", wall_ms(lambda: np.cumsum(c), reps=3), c.nbytes * 3)
+    ceilings = {"h2d_pinned_gbps": round(pinned, 2), "h2d_pageable_gbps": round(pageable, 2)}
+    data = merge_results(args.out, info, rows, ceilings=ceilings)
+    lines = [f"# NumPy in, NumPy out: {info['name']}, {data['date']}", "",
+             f"Host -> device, one 256 MiB cudaMemcpy: pinned **{pinned:.1f} GB/s**, pageable "
+             f"**{pageable:.1f} GB/s**. Wall time per call (median), from a pageable NumPy array to a NumPy "
+             "result; GB/s counts the bytes that cross the bus.", "",
+             "| case | impl | ms | GB/s | % of pinned H2D |", "|---|---|---:|---:|---:|"]
+    for r in rows:
+        bad = "" if r["correct"] else " **WRONG**"
+        lines.append(f"| {r['case']} | {r['impl']}{bad} | {r['ms']:.3f} | {r['gbps']:.1f} | "
+                     f"{100 * r['gbps'] / pinned:.0f}% |")
+    with open(os.path.join(args.out, "host.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Host (NumPy) arrays through the pinned staging pipeline on the GPU:
+sizes around its piece and thread boundaries, both directions, against
+NumPy; the same with staging switched off."""
+import numpy as np
+import pytest
+
+import gpusync as gs
+
+pytestmark = pytest.mark.gpu
+
+MB = 1 << 20
+SIZES = [256 * 1024 - 1, 256 * 1024, 2 * MB - 1, 2 * MB + 1, 16 * MB + 3, 37 * MB + 5]
+
+
+@pytest.mark.parametrize("nbytes", SIZES)
+def test_staged_inputs_and_outputs(nbytes):
+    rng = np.random.default_rng(nbytes)
+    a = rng.integers(0, 256, nbytes, dtype=np.uint8)
+    with gs.use_backend("cuda"):
+        np.testing.assert_array_equal(gs.bincount(a, minlength=256), np.bincount(a, minlength=256))
+        assert gs.sum(a) == a.sum()
+        f = rng.random(nbytes // 4, dtype=np.float32)
+        assert gs.dot(f, f) == pytest.approx(np.dot(f.astype(np.float64), f.astype(np.float64)), rel=1e-6)
+        i = a[: nbytes // 2].astype(np.int32)  # cumsum: staged in (4 B) and out (8 B)
+        np.testing.assert_array_equal(gs.cumsum(i), np.cumsum(i))
+        np.testing.assert_array_equal(gs.packbits(a), np.packbits(a != 0))
+
+
+def test_staging_off_gives_the_same(monkeypatch):
+    a = np.random.default_rng(1).integers(0, 1000, 5 * MB, dtype=np.int32)
+    with gs.use_backend("cuda"):
+        on = (gs.bincount(a), gs.cumsum(a), gs.sum(a))
+        monkeypatch.setenv("GPUSYNC_NO_STAGING", "1")
+        off = (gs.bincount(a), gs.cumsum(a), gs.sum(a))
+    for x, y in zip(on, off):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_more_than_one_stage_chunk():
+    # beyond GS_STAGE_BYTES (256 MiB): several staged chunks, chained carries
+    a = np.ones((300 * MB) // 4, np.int32)
+    with gs.use_backend("cuda"):
+        assert gs.sum(a) == a.size
+        c = gs.cumsum(a)
+        assert c[-1] == a.size and c[12345] == 12346
