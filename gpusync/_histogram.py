@@ -387,16 +387,42 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto"):
     if n == 0:
         out = np.zeros(minlength, dtype=np.float64 if weighted else np.int64)
         return Lib.of(xa.lib).from_host(out, xa.device) if device else out
-    lo, hi = _minmax(xa)  # synchronize! (device input)
-    if lo < 0:
-        raise ValueError("'list' argument must have no negative elements")
-    nbins = max(int(hi) + 1, minlength)
     x_dtype = np.dtype(np.uint8) if xa.dtype == np.bool_ else None
-    desc = _bins_tuple(_DIRECT, nbins, offset=0, closed=0)
     xin = xa if device else _flat_host(xa)
     if x_dtype is not None and not device:
         xin = xin.view(np.uint8)
         x_dtype = None
+    if not weighted and np.dtype(xa.dtype).itemsize <= 2:
+        return _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device)
+    lo, hi = _minmax(xa)  # synchronize! (device input)
+    if lo < 0:
+        raise ValueError("'list' argument must have no negative elements")
+    nbins = max(int(hi) + 1, minlength)
+    desc = _bins_tuple(_DIRECT, nbins, offset=0, closed=0)
     out, used = _run(be, xin, wa, nbins, desc, strategy, x_dtype)
     last_strategy["bincount"] = used
     return out
+
+
+def _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device):
+    """Unweighted bincount of 8- and 16-bit integers (and bool): count every
+    value the dtype can hold in one pass -- no separate pass for the maximum
+    -- then check for negatives and cut NumPy's length from the counts.
+    # synchronize! (device input: the counts are read back)"""
+    dt = np.dtype(np.uint8) if (x_dtype is not None or xa.dtype == np.bool_) else np.dtype(xa.dtype)
+    info = np.iinfo(dt)
+    span = int(info.max) - int(info.min) + 1
+    full, used = _run(be, xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0), strategy,
+                      x_dtype)
+    last_strategy["bincount"] = used
+    counts = Lib.of(xa.lib).to_host(full) if device else full
+    neg = -int(info.min)
+    if neg and counts[:neg].any():
+        raise ValueError("'list' argument must have no negative elements")
+    pos = counts[neg:]
+    nz = np.flatnonzero(pos)
+    nbins = max(int(nz[-1]) + 1 if nz.size else 0, minlength)
+    out = np.zeros(nbins, np.int64)
+    keep = min(nbins, pos.size)
+    out[:keep] = pos[:keep]
+    return Lib.of(xa.lib).from_host(out, xa.device) if device else out

@@ -50,7 +50,7 @@ struct job {
     bool to_device;
     char *dev;        /* device side of this job's part */
     char *host;       /* host side */
-    size_t bytes;
+    size_t bytes, piece;
     cudaEvent_t after; /* d2h: the caller's stream reached the copy */
     cudaError_t err;
 };
@@ -63,9 +63,9 @@ void *run_job(void *arg)
     if (j->err != cudaSuccess)
         return NULL;
     if (j->to_device) {
-        for (size_t off = 0, k = 0; off < j->bytes; off += GS_STAGE_CHUNK, k++) {
+        for (size_t off = 0, k = 0; off < j->bytes; off += j->piece, k++) {
             const int b = (int)(k & 1);
-            const size_t len = j->bytes - off < GS_STAGE_CHUNK ? j->bytes - off : GS_STAGE_CHUNK;
+            const size_t len = j->bytes - off < j->piece ? j->bytes - off : j->piece;
             if (sl->used[b] && (j->err = cudaEventSynchronize(sl->done[b])) != cudaSuccess)
                 return NULL;
             memcpy(sl->buf[b], j->host + off, len); /* overlaps the other buffer's DMA */
@@ -80,10 +80,10 @@ void *run_job(void *arg)
     /* device -> host: DMA piece k + 1 while copying piece k out of pinned memory */
     if ((j->err = cudaStreamWaitEvent(sl->stream, j->after, 0)) != cudaSuccess)
         return NULL;
-    const size_t pieces = (j->bytes + GS_STAGE_CHUNK - 1) / GS_STAGE_CHUNK;
+    const size_t pieces = (j->bytes + j->piece - 1) / j->piece;
     for (size_t k = 0; k <= pieces; k++) {
         if (k < pieces) { /* enqueue piece k into buffer k & 1 (free: piece k - 2 was copied out) */
-            const size_t off = k * GS_STAGE_CHUNK, len = j->bytes - off < GS_STAGE_CHUNK ? j->bytes - off : GS_STAGE_CHUNK;
+            const size_t off = k * j->piece, len = j->bytes - off < j->piece ? j->bytes - off : j->piece;
             const int b = (int)(k & 1);
             if ((j->err = cudaMemcpyAsync(sl->buf[b], j->dev + off, len, cudaMemcpyDeviceToHost, sl->stream)) !=
                     cudaSuccess ||
@@ -92,8 +92,8 @@ void *run_job(void *arg)
             sl->used[b] = true;
         }
         if (k > 0) { /* piece k - 1 has arrived: copy it out */
-            const size_t off = (k - 1) * GS_STAGE_CHUNK,
-                         len = j->bytes - off < GS_STAGE_CHUNK ? j->bytes - off : GS_STAGE_CHUNK;
+            const size_t off = (k - 1) * j->piece,
+                         len = j->bytes - off < j->piece ? j->bytes - off : j->piece;
             const int b = (int)((k - 1) & 1);
             if ((j->err = cudaEventSynchronize(sl->done[b])) != cudaSuccess)
                 return NULL;
@@ -148,12 +148,17 @@ gs_status staged_copy(char *dev, char *host, size_t bytes, bool to_device, cudaS
     gs_status st = get_pool(device, &p);
     if (st != GS_OK)
         return st;
-    const size_t chunks = (bytes + GS_STAGE_CHUNK - 1) / GS_STAGE_CHUNK;
+    /* pieces: at most a buffer, at least GS_STAGE_MIN_PIECE, small enough that
+     * every thread gets two (a 5.7 MB input still uses all the threads) */
     const long ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
-    size_t nt_ = chunks < GS_STAGE_THREADS ? chunks : GS_STAGE_THREADS;
-    if (nt_ > (size_t)ncpu)
-        nt_ = (size_t)ncpu;
-    const int nt = (int)nt_;
+    const size_t maxt = GS_STAGE_THREADS < ncpu ? GS_STAGE_THREADS : (size_t)ncpu;
+    size_t piece = bytes / (2 * maxt);
+    piece = piece > GS_STAGE_CHUNK ? GS_STAGE_CHUNK : piece < GS_STAGE_MIN_PIECE ? GS_STAGE_MIN_PIECE : piece;
+    piece = (piece + 4095) & ~(size_t)4095;
+    if (piece > GS_STAGE_CHUNK)
+        piece = GS_STAGE_CHUNK;
+    const size_t chunks = (bytes + piece - 1) / piece;
+    const int nt = (int)(chunks < maxt ? chunks : maxt);
     job jobs[GS_STAGE_THREADS];
     pthread_t th[GS_STAGE_THREADS];
     bool started[GS_STAGE_THREADS] = {false};
@@ -180,8 +185,8 @@ gs_status staged_copy(char *dev, char *host, size_t bytes, bool to_device, cudaS
     }
     for (int t = 0; t < nt; t++) {
         const size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
-        const size_t off = c0 * GS_STAGE_CHUNK, end = c1 * GS_STAGE_CHUNK < bytes ? c1 * GS_STAGE_CHUNK : bytes;
-        jobs[t] = {&p->slots[t], device, to_device, dev + off, host + off, end - off, after, cudaSuccess};
+        const size_t off = c0 * piece, end = c1 * piece < bytes ? c1 * piece : bytes;
+        jobs[t] = {&p->slots[t], device, to_device, dev + off, host + off, end - off, piece, after, cudaSuccess};
         if (t > 0)
             started[t] = pthread_create(&th[t], NULL, run_job, &jobs[t]) == 0;
     }

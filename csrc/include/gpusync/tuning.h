@@ -74,11 +74,14 @@
  * (a multiple of every tile's bytes). */
 #define GS_STAGE_BYTES ((int64_t)256 << 20)
 /* ... each through pinned memory (csrc/cuda/stage.cu): up to
- * GS_STAGE_THREADS host threads, each with two pinned buffers of
- * GS_STAGE_CHUNK bytes, copy pieces while the DMA of the previous piece runs.
+ * GS_STAGE_THREADS host threads (no more than CPUs), each with two pinned
+ * buffers of GS_STAGE_CHUNK bytes, copy pieces (between GS_STAGE_MIN_PIECE
+ * and GS_STAGE_CHUNK bytes: two per thread when the input is small) while
+ * the DMA of the previous piece runs.
  * Copies under GS_STAGE_MIN_BYTES go straight through cudaMemcpyAsync. */
-#define GS_STAGE_THREADS 8
+#define GS_STAGE_THREADS 16
 #define GS_STAGE_CHUNK ((size_t)2 << 20)
+#define GS_STAGE_MIN_PIECE ((size_t)128 << 10)
 #define GS_STAGE_MIN_BYTES ((size_t)256 << 10)
 
 /* cumsum: threads per block of every scan kernel, and elements each thread
