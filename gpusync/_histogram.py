@@ -392,7 +392,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto"):
     if x_dtype is not None and not device:
         xin = xin.view(np.uint8)
         x_dtype = None
-    if not weighted and np.dtype(xa.dtype).itemsize <= 2:
+    if not weighted and (np.dtype(xa.dtype).itemsize == 1 or (np.dtype(xa.dtype).itemsize == 2 and strategy == "auto")):
         return _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device)
     lo, hi = _minmax(xa)  # synchronize! (device input)
     if lo < 0:
@@ -405,9 +405,10 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto"):
 
 
 def _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device):
-    """Unweighted bincount of 8- and 16-bit integers (and bool): count every
-    value the dtype can hold in one pass -- no separate pass for the maximum
-    -- then check for negatives and cut NumPy's length from the counts.
+    """Unweighted bincount of 8-bit integers and bool (and 16-bit ones with
+    strategy auto, which can hold 65536 bins): count every value the dtype
+    can hold in one pass -- no separate pass for the maximum -- then check
+    for negatives and cut NumPy's length from the counts.
     # synchronize! (device input: the counts are read back)"""
     dt = np.dtype(np.uint8) if (x_dtype is not None or xa.dtype == np.bool_) else np.dtype(xa.dtype)
     info = np.iinfo(dt)

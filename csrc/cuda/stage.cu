@@ -31,6 +31,7 @@ struct slot {
     char *buf[2];
     cudaStream_t stream;
     cudaEvent_t done[2]; /* buffer i free again (its DMA finished) */
+    cudaEvent_t joined;  /* h2d: this slot's last copy, for the caller's stream to wait on */
     bool used[2];
 };
 
@@ -103,6 +104,69 @@ void *run_job(void *arg)
     return NULL;
 }
 
+/* Host threads that run the jobs, started once and kept: creating 15 threads
+ * per call would cost more than a small copy takes.  One call at a time
+ * (staging_lock); the caller takes jobs too, so a pool that could not start
+ * every thread still finishes. */
+struct workers {
+    pthread_mutex_t m;
+    pthread_cond_t more, finished;
+    job *jobs;
+    int njobs, next, done, started;
+};
+workers crew = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0};
+pthread_mutex_t staging_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *worker_main(void *)
+{
+    pthread_mutex_lock(&crew.m);
+    for (;;) {
+        while (crew.next >= crew.njobs)
+            pthread_cond_wait(&crew.more, &crew.m);
+        job *j = &crew.jobs[crew.next++];
+        pthread_mutex_unlock(&crew.m);
+        run_job(j);
+        pthread_mutex_lock(&crew.m);
+        if (++crew.done == crew.njobs)
+            pthread_cond_signal(&crew.finished);
+    }
+    return NULL;
+}
+
+/* Run jobs[0..n) on the crew and the calling thread; returns when all are done. */
+void run_all(job *jobs, int n)
+{
+    pthread_mutex_lock(&crew.m);
+    while (crew.started < GS_STAGE_THREADS - 1) { /* the caller is the last worker */
+        pthread_t th;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        const int ok = pthread_create(&th, &at, worker_main, NULL) == 0;
+        pthread_attr_destroy(&at);
+        if (!ok)
+            break;
+        crew.started++;
+    }
+    crew.jobs = jobs;
+    crew.njobs = n;
+    crew.next = 0;
+    crew.done = 0;
+    pthread_cond_broadcast(&crew.more);
+    while (crew.next < crew.njobs) { /* take jobs too */
+        job *j = &crew.jobs[crew.next++];
+        pthread_mutex_unlock(&crew.m);
+        run_job(j);
+        pthread_mutex_lock(&crew.m);
+        crew.done++;
+    }
+    while (crew.done < crew.njobs)
+        pthread_cond_wait(&crew.finished, &crew.m);
+    crew.njobs = 0; /* idle until the next call */
+    crew.next = 0;
+    pthread_mutex_unlock(&crew.m);
+}
+
 gs_status get_pool(int device, pool **out)
 {
     pthread_mutex_lock(&pools_init);
@@ -126,6 +190,8 @@ gs_status get_pool(int device, pool **out)
                 if (e == cudaSuccess)
                     e = cudaEventCreateWithFlags(&sl->done[b], cudaEventDisableTiming);
             }
+            if (e == cudaSuccess)
+                e = cudaEventCreateWithFlags(&sl->joined, cudaEventDisableTiming);
             if (e == cudaSuccess)
                 e = cudaStreamCreateWithFlags(&sl->stream, cudaStreamNonBlocking);
             if (e != cudaSuccess) {
@@ -160,60 +226,39 @@ gs_status staged_copy(char *dev, char *host, size_t bytes, bool to_device, cudaS
     const size_t chunks = (bytes + piece - 1) / piece;
     const int nt = (int)(chunks < maxt ? chunks : maxt);
     job jobs[GS_STAGE_THREADS];
-    pthread_t th[GS_STAGE_THREADS];
-    bool started[GS_STAGE_THREADS] = {false};
+    /* Both directions start after the work already on s: d2h reads what it
+     * wrote, h2d may overwrite a buffer it still reads. */
     cudaEvent_t after = NULL;
-    if (!to_device) { /* the data is ready when the caller's stream reaches this point */
-        cudaError_t e = cudaEventCreateWithFlags(&after, cudaEventDisableTiming);
-        if (e == cudaSuccess)
-            e = cudaEventRecord(after, s);
-        if (e != cudaSuccess) {
-            if (after)
-                cudaEventDestroy(after);
-            pthread_mutex_unlock(&p->lock);
-            return gs_cuda_fail(e, "cudaEventRecord", __FILE__, __LINE__);
-        }
-    } else { /* the destination may still be in use by earlier work on s */
-        for (int t = 0; t < nt; t++) {
-            cudaEvent_t e0;
-            if (cudaEventCreateWithFlags(&e0, cudaEventDisableTiming) == cudaSuccess) {
-                cudaEventRecord(e0, s);
-                cudaStreamWaitEvent(p->slots[t].stream, e0, 0);
-                cudaEventDestroy(e0);
-            }
-        }
+    cudaError_t e = cudaEventCreateWithFlags(&after, cudaEventDisableTiming);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(after, s);
+    for (int t = 0; t < nt && e == cudaSuccess && to_device; t++)
+        e = cudaStreamWaitEvent(p->slots[t].stream, after, 0);
+    if (e != cudaSuccess) {
+        if (after)
+            cudaEventDestroy(after);
+        pthread_mutex_unlock(&p->lock);
+        return gs_cuda_fail(e, "cudaEventRecord", __FILE__, __LINE__);
     }
     for (int t = 0; t < nt; t++) {
         const size_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
         const size_t off = c0 * piece, end = c1 * piece < bytes ? c1 * piece : bytes;
         jobs[t] = {&p->slots[t], device, to_device, dev + off, host + off, end - off, piece, after, cudaSuccess};
-        if (t > 0)
-            started[t] = pthread_create(&th[t], NULL, run_job, &jobs[t]) == 0;
     }
-    run_job(&jobs[0]);
-    for (int t = 1; t < nt; t++) {
-        if (started[t])
-            pthread_join(th[t], NULL);
-        else
-            run_job(&jobs[t]); /* could not start a thread: do its part here */
-    }
+    pthread_mutex_lock(&staging_lock); /* one staged copy at a time drives the crew */
+    run_all(jobs, nt);
+    pthread_mutex_unlock(&staging_lock);
     cudaError_t err = cudaSuccess;
     for (int t = 0; t < nt && err == cudaSuccess; t++) {
         err = jobs[t].err;
         if (err == cudaSuccess && to_device) { /* kernels on s wait for every part */
-            cudaEvent_t e1;
-            err = cudaEventCreateWithFlags(&e1, cudaEventDisableTiming);
-            if (err == cudaSuccess) {
-                err = cudaEventRecord(e1, p->slots[t].stream);
-                if (err == cudaSuccess)
-                    err = cudaStreamWaitEvent(s, e1, 0);
-                cudaEventDestroy(e1);
-            }
+            err = cudaEventRecord(p->slots[t].joined, p->slots[t].stream);
+            if (err == cudaSuccess)
+                err = cudaStreamWaitEvent(s, p->slots[t].joined, 0);
         }
     }
-    cudaSetDevice(device); /* run_job(&jobs[0]) ran here and set it already; keep it so */
-    if (after)
-        cudaEventDestroy(after);
+    cudaSetDevice(device); /* a job run on this thread set it already; keep it so */
+    cudaEventDestroy(after);
     pthread_mutex_unlock(&p->lock);
     return err == cudaSuccess ? GS_OK : gs_cuda_fail(err, to_device ? "staged copy to the device" :
                                                                       "staged copy to the host", __FILE__, __LINE__);
