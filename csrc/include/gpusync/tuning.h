@@ -73,11 +73,10 @@
 /* Host inputs are staged through device memory in chunks of this many bytes
  * (a multiple of every tile's bytes). */
 #define GS_STAGE_BYTES ((int64_t)256 << 20)
-/* ... each through pinned memory (csrc/cuda/stage.cu): up to
- * GS_STAGE_THREADS host threads (no more than CPUs), each with two pinned
- * buffers of GS_STAGE_CHUNK bytes, copy pieces (between GS_STAGE_MIN_PIECE
- * and GS_STAGE_CHUNK bytes: two per thread when the input is small) while
- * the DMA of the previous piece runs.
+/* ... each through pinned memory (csrc/cuda/stage.cu): two halves of
+ * GS_STAGE_THREADS pinned buffers of GS_STAGE_CHUNK bytes; a crew of up to
+ * GS_STAGE_THREADS host threads fills one half (one piece per thread, pieces
+ * of GS_STAGE_MIN_PIECE bytes or more) while the other half's DMAs run.
  * Copies under GS_STAGE_MIN_BYTES go straight through cudaMemcpyAsync. */
 #define GS_STAGE_THREADS 16
 #define GS_STAGE_CHUNK ((size_t)2 << 20)
