@@ -18,7 +18,7 @@ from ._core import (  # noqa: F401
     NoCudaError,
     UnsupportedDeviceError,
 )
-from ._backend import backend, cuda_available, device_info, use_backend  # noqa: F401
+from ._backend import backend, cuda_available, device_info, empty_cache, use_backend  # noqa: F401
 from ._histogram import STRATEGIES as HISTOGRAM_STRATEGIES  # noqa: F401
 from ._histogram import bincount, histogram  # noqa: F401
 from ._reduce import STRATEGIES as REDUCE_STRATEGIES  # noqa: F401
@@ -56,6 +56,7 @@ __all__ = [
     "use_backend",
     "cuda_available",
     "device_info",
+    "empty_cache",
     "HISTOGRAM_STRATEGIES",
     "GpusyncError",
     "CudaError",

@@ -9,6 +9,9 @@ tensor a tensor, and so on.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 
 from . import _core
@@ -30,6 +33,96 @@ _DTYPE_CODES = {
 }
 
 _KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
+
+# The raw cudaStream_t of the call in progress when it was given `stream=`
+# (None: each device array's own stream).  Per thread, per task.
+_CALL_STREAM: contextvars.ContextVar = contextvars.ContextVar("gpusync_call_stream", default=None)
+
+
+def stream_handle(stream):
+    """The raw ``cudaStream_t`` (an int) of a ``stream=`` argument.
+
+    Takes an int handle (0 is the legacy default stream, 1 and 2 CUDA's
+    ``cudaStreamLegacy`` and ``cudaStreamPerThread``), anything with the CUDA
+    stream protocol ``__cuda_stream__`` (cuda.core, CuPy 13+), a
+    ``cupy.cuda.Stream`` (``.ptr``), a ``torch.cuda.Stream``
+    (``.cuda_stream``) or a Numba stream (``int(stream)``).
+    """
+    if isinstance(stream, (bool, float)):
+        raise TypeError(f"stream must be a CUDA stream or its integer handle; got {stream!r}")
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        stream = proto()[1]
+    elif hasattr(stream, "cuda_stream"):
+        stream = stream.cuda_stream
+    elif hasattr(stream, "ptr") and not isinstance(stream, int):
+        stream = stream.ptr
+    try:
+        handle = int(stream)
+    except (TypeError, ValueError):
+        raise TypeError("stream must be a CUDA stream (CuPy, PyTorch, Numba, cuda.core) or its integer "
+                        f"handle; got {type(stream).__name__}") from None
+    if handle < 0 or handle >= 1 << 64:
+        raise ValueError(f"stream handle {handle} is not a pointer")
+    return handle
+
+
+def host_stream() -> int:
+    """The stream host-array work is enqueued on: ``stream=``, else 0."""
+    s = _CALL_STREAM.get()
+    return 0 if s is None else s
+
+
+def _device_target(obj):
+    """(library, device) of a device-array argument, None for host data."""
+    if isinstance(obj, np.ndarray):
+        return None
+    if hasattr(obj, "__cuda_array_interface__"):
+        lib = _lib_name(obj)
+        return lib, _device_of(obj, lib, int(obj.__cuda_array_interface__["data"][0]))
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        dev_type, dev_id = obj.__dlpack_device__()
+        if dev_type in (_KDLCUDA, _KDLCUDAMANAGED):
+            for lib in ("cupy", "torch"):
+                if _import(lib) is not None:
+                    return lib, int(dev_id)
+    return None
+
+
+@contextlib.contextmanager
+def call_stream(stream, first):
+    """Run a call on `stream` (a ``stream=`` argument; None: nothing to do).
+
+    `first` is the call's first array argument.  When it is a device array,
+    the stream is first ordered after the work its library has enqueued on its
+    current stream (no host wait), and the library's current stream is the
+    given one for the call, so the results are allocated and any library
+    operation on them runs on it.  Device arrays whose
+    ``__cuda_array_interface__`` names another stream are ordered after that
+    one too (as_input), and a ``__dlpack__``-only array is exported with this
+    stream as DLPack's ``stream`` argument.  Host arrays: the staging and the
+    kernels run on the stream of the current device, and the call waits.
+    """
+    if stream is None:
+        yield
+        return
+    handle = stream_handle(stream)
+    token = _CALL_STREAM.set(handle)
+    try:
+        target = _device_target(first)
+        if target is None or target[0] == "numba":  # Numba has no current stream to set
+            yield
+            return
+        lib, device = target
+        impl = Lib.of(lib)  # an unknown CAI producer's results: CuPy's, else PyTorch's
+        if lib in ("cupy", "torch") and hasattr(first, "__cuda_array_interface__"):
+            producer = impl.current_stream(device)
+            if producer != handle:
+                _core.stream_wait("cuda", device, handle, producer)
+        with impl.stream_scope(stream, handle, device):
+            yield
+    finally:
+        _CALL_STREAM.reset(token)
 
 
 def dtype_code(dt) -> int:
@@ -115,7 +208,12 @@ def _cai_view(obj, name):
     lib = _lib_name(obj)
     device = _device_of(obj, lib, ptr)
     stream = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
-    if stream is None:
+    wanted = _CALL_STREAM.get()
+    if wanted is not None:  # stream=: order it after the producer's stream
+        if stream is not None and int(stream) != wanted:
+            _core.stream_wait("cuda", device, wanted, int(stream))
+        stream = wanted
+    elif stream is None:
         stream = Lib.of(lib).current_stream(device)
     return DeviceArray(obj, lib, ptr, n, stride, dtype, device, int(stream), shape)
 
@@ -143,6 +241,9 @@ def as_input(obj, name):
         if dev_type in (_KDLCPU, _KDLCUDAHOST):
             return np.from_dlpack(obj)
         if dev_type in (_KDLCUDA, _KDLCUDAMANAGED):
+            # the library passes its current stream -- stream= within a call
+            # (call_stream) -- as __dlpack__'s stream argument: the producer
+            # orders its work before it
             for lib in ("cupy", "torch"):
                 mod = _import(lib)
                 if mod is not None:
@@ -186,6 +287,14 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             return self.cp.cuda.get_current_stream().ptr
 
+    @contextlib.contextmanager
+    def stream_scope(self, stream, handle, device):
+        with self.cp.cuda.Device(device):
+            s = stream if isinstance(stream, (self.cp.cuda.Stream, self.cp.cuda.ExternalStream)) else \
+                self.cp.cuda.ExternalStream(handle, device)
+            with s:
+                yield
+
     def empty(self, n, dtype, device):
         with self.cp.cuda.Device(device):
             return self.cp.empty(n, dtype=dtype)
@@ -219,6 +328,11 @@ class _Torch:
     def current_stream(self, device):
         return self.torch.cuda.current_stream(device).cuda_stream
 
+    def stream_scope(self, stream, handle, device):
+        s = stream if isinstance(stream, self.torch.cuda.Stream) else \
+            self.torch.cuda.ExternalStream(handle, device=f"cuda:{device}")
+        return self.torch.cuda.stream(s)
+
     def empty(self, n, dtype, device):
         return self.torch.empty(n, dtype=self._dt(dtype), device=f"cuda:{device}")
 
@@ -246,6 +360,9 @@ class _Numba:
 
     def current_stream(self, device):
         return 0
+
+    def stream_scope(self, stream, handle, device):  # Numba has no current stream
+        return contextlib.nullcontext()
 
     def empty(self, n, dtype, device):
         with self.cuda.gpus[device]:

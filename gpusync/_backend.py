@@ -71,6 +71,21 @@ def device_info(device: int = 0) -> dict:
     return info
 
 
+def empty_cache() -> None:
+    """Give the device memory gpusync keeps cached back to the driver.
+
+    gpusync's scratch buffers (the staging copies of host inputs, partial
+    results) come from its own stream-ordered memory pool on each device,
+    which keeps up to 1 GiB of freed memory (``GPUSYNC_POOL_KEEP_MB``) so that
+    repeated calls do not map memory again.  This waits for gpusync's pending
+    work and trims the pools to nothing -- like ``torch.cuda.empty_cache()``
+    or CuPy's ``free_all_blocks()``.  The 64 MiB of pinned staging buffers
+    stay.  A no-op when CUDA is not available.
+    """
+    if cuda_available():
+        _core.empty_cache("cuda")
+
+
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as f:

@@ -117,7 +117,7 @@ def _top_search(last_bytes, edges_dtype, decimal, x_dtype):
     return float(_from_ordinal(lo, np.dtype(x_dtype))) if x_dtype.kind == "f" else float(lo)
 
 
-def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strategy="auto"):  # noqa: A002
+def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strategy="auto", stream=None):  # noqa: A002
     """Compute a binned statistic, like ``scipy.stats.binned_statistic``.
 
     `statistic` is ``"count"``, ``"sum"``, ``"mean"``, ``"std"``, ``"min"``,
@@ -139,6 +139,11 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     1..nbins, nbins + 1 above or NaN).  Device input gives device results.
     The call waits for the GPU (it checks the mutexes' time-out flag).
     """
+    with _arrays.call_stream(stream, x):
+        return _binned_statistic_impl(x, values, statistic, bins, range, strategy=strategy)
+
+
+def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, strategy="auto"):
     if statistic not in STATISTICS:
         if callable(statistic) or statistic == "median":
             raise ValueError(f"statistic {statistic!r} is not supported by gpusync "
@@ -205,7 +210,8 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     vh = np.ascontiguousarray(vh, dtype=work)
     result = np.empty(nb, np.float64)
     binnumber = np.empty(n, np.int64)
-    used = _core.binned_statistic(be, xh, vh, e64, top, stat_code, result, binnumber, strategy, 0)
+    used = _core.binned_statistic(be, xh, vh, e64, top, stat_code, result, binnumber, strategy,
+                                  _arrays.host_stream())
     last_strategy["binned_statistic"] = used
     if on_device:
         lib = Lib.of(xv.lib)

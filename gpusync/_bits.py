@@ -29,7 +29,7 @@ def _host(x, backend):
     return x
 
 
-def packbits(a, bitorder="big", *, threshold=None):
+def packbits(a, bitorder="big", *, threshold=None, stream=None):
     """``np.packbits(a != 0, bitorder=bitorder)`` for a 1-D array of any
     dtype -- or of ``a > threshold`` -- built on warp ballots.
 
@@ -38,6 +38,11 @@ def packbits(a, bitorder="big", *, threshold=None):
     dtype first; NaN gives all zeros).  Device arrays give device arrays,
     enqueued on their stream without waiting.
     """
+    with _arrays.call_stream(stream, a):
+        return _packbits_impl(a, bitorder, threshold=threshold)
+
+
+def _packbits_impl(a, bitorder="big", threshold=None):
     if bitorder not in ("big", "little"):
         raise ValueError("'order' must be either 'little' or 'big'")
     x = _arrays.checked_input(a, "a", "packbits")
@@ -55,15 +60,20 @@ def packbits(a, bitorder="big", *, threshold=None):
         _core.packbits("cuda", x.desc(), thr, bitorder == "little", _arrays.as_input(out, "out").desc(), x.stream)
         return out
     out = np.empty(nbytes, np.uint8)
-    _core.packbits(be, _host(x, be), thr, bitorder == "little", out, 0)
+    _core.packbits(be, _host(x, be), thr, bitorder == "little", out, _arrays.host_stream())
     return out
 
 
-def count_nonzero(a, *, threshold=None):
+def count_nonzero(a, *, threshold=None, stream=None):
     """``np.count_nonzero(a)`` -- or of ``a > threshold`` -- over all
     elements, with one warp ballot and popcount per 32 elements and one
     atomic per warp.  Host input gives an int; a device array a 0-d int64
     array of its library (no host sync)."""
+    with _arrays.call_stream(stream, a):
+        return _count_nonzero_impl(a, threshold=threshold)
+
+
+def _count_nonzero_impl(a, threshold=None):
     x = _arrays.checked_input(a, "a", "count_nonzero")
     thr = _threshold(threshold, x.dtype)
     be = _backend.backend()
@@ -76,7 +86,7 @@ def count_nonzero(a, *, threshold=None):
         _core.count_nonzero("cuda", x.desc(), thr, _arrays.as_input(out, "out").desc(), x.stream)
         return lib.scalar(out)
     out = np.empty(1, np.int64)
-    _core.count_nonzero(be, _host(x, be), thr, out, 0)
+    _core.count_nonzero(be, _host(x, be), thr, out, _arrays.host_stream())
     return int(out[0])
 
 

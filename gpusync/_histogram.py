@@ -186,14 +186,14 @@ def _run(be, x, w, nbins, bins_desc, strategy, x_dtype=None):
         if wh.dtype not in (np.float32, np.float64):
             wh = wh.astype(np.float64)
     out = np.empty(nbins, dtype=out_dtype)
-    used = _core.histogram(be, xh, wh, out, bins_desc, strategy, 0)
+    used = _core.histogram(be, xh, wh, out, bins_desc, strategy, _arrays.host_stream())
     return out, used
 
 
 last_strategy = {"histogram": None, "bincount": None}
 
 
-def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="auto"):
+def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="auto", stream=None):
     """Compute the histogram of `a`, exactly like :func:`numpy.histogram`.
 
     Parameters are NumPy's: `bins` is a number of equal-width bins, a
@@ -219,6 +219,11 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     comes from the data (``range=None``) or `bins` is a string, the call reads
     the data's min/max first.  # synchronize!
     """
+    with _arrays.call_stream(stream, a):
+        return _histogram_impl(a, bins, range, weights, density, strategy=strategy)
+
+
+def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy="auto"):
     func = "histogram"
     _check_strategy(strategy)
     be = _backend.backend()
@@ -350,7 +355,7 @@ def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
     return lib.from_host(edges, x.device)
 
 
-def bincount(x, weights=None, minlength=0, *, strategy="auto"):
+def bincount(x, weights=None, minlength=0, *, strategy="auto", stream=None):
     """Count occurrences of each value in a non-negative integer array, exactly
     like :func:`numpy.bincount`.
 
@@ -359,6 +364,11 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto"):
     as in :func:`histogram`.  Reading the maximum makes the call wait for a
     device input.  # synchronize!
     """
+    with _arrays.call_stream(stream, x):
+        return _bincount_impl(x, weights, minlength, strategy=strategy)
+
+
+def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     _check_strategy(strategy)
     if minlength is None:
         raise TypeError("use 0 instead of None for minlength")

@@ -59,12 +59,12 @@ def _run(func, arrays, out_dtype, strategy, deterministic):
         return lib.scalar(out)
     out = np.empty(1, out_dtype)
     used = _core.reduce(be, arrays[0], arrays[1] if len(arrays) > 1 else None, out, strategy,
-                        bool(deterministic), 0)
+                        bool(deterministic), _arrays.host_stream())
     last_strategy[func] = used
     return out[0]
 
 
-def sum(a, *, strategy="auto", deterministic=False):  # noqa: A001 - NumPy's name
+def sum(a, *, strategy="auto", deterministic=False, stream=None):  # noqa: A001 - NumPy's name
     """Sum of all elements of `a`, like ``np.sum(a)``.
 
     The result dtype is NumPy's: bool and signed integers narrower than 64
@@ -88,6 +88,11 @@ def sum(a, *, strategy="auto", deterministic=False):  # noqa: A001 - NumPy's nam
     (except strategies ``"mutex"`` and ``"grid"``, which check their spin
     loops' time-out).
     """
+    with _arrays.call_stream(stream, a):
+        return _sum_impl(a, strategy=strategy, deterministic=deterministic)
+
+
+def _sum_impl(a, strategy="auto", deterministic=False):
     _check(strategy, "sum")
     x = _arrays.checked_input(a, "a", "sum")
     if deterministic and strategy not in DETERMINISTIC_STRATEGIES and x.dtype.kind == "f":
@@ -102,7 +107,7 @@ def _shape(x):
     return tuple(x.shape)
 
 
-def dot(a, b, *, strategy="auto", deterministic=False):
+def dot(a, b, *, strategy="auto", deterministic=False, stream=None):
     """Dot product of two 1-D arrays, like ``np.dot(a, b)``.
 
     The result dtype is ``np.dot``'s (the common dtype of `a` and `b`, so
@@ -111,6 +116,11 @@ def dot(a, b, *, strategy="auto", deterministic=False):
     dtype first.  Floating inputs accumulate in float64 (products of float32
     are exact there).  `strategy` and `deterministic` as in :func:`sum`.
     """
+    with _arrays.call_stream(stream, a):
+        return _dot_impl(a, b, strategy=strategy, deterministic=deterministic)
+
+
+def _dot_impl(a, b, strategy="auto", deterministic=False):
     _check(strategy, "dot")
     x, y = _arrays.checked_input(a, "a", "dot"), _arrays.checked_input(b, "b", "dot")
     sx, sy = _shape(x), _shape(y)

@@ -35,7 +35,7 @@ def _axis(axis, ndim):
     return ax
 
 
-def cumsum(a, axis=None, *, strategy="auto"):
+def cumsum(a, axis=None, *, strategy="auto", stream=None):
     """Cumulative sum of the elements, like ``np.cumsum(a)`` (1-D arrays, or
     any array flattened when ``axis`` is None).
 
@@ -64,6 +64,11 @@ def cumsum(a, axis=None, *, strategy="auto"):
     that library on its device and stream.  The call waits for the stream to
     check the spin loops' time-out flag (a :class:`gpusync.DeadlockError`).
     """
+    with _arrays.call_stream(stream, a):
+        return _cumsum_impl(a, axis, strategy=strategy)
+
+
+def _cumsum_impl(a, axis=None, strategy="auto"):
     if not isinstance(strategy, str) or strategy not in STRATEGIES:
         raise ValueError(f"cumsum: strategy must be one of {', '.join(map(repr, STRATEGIES))}; got {strategy!r}")
     x = _arrays.checked_input(a, "a", "cumsum")
@@ -80,5 +85,5 @@ def cumsum(a, axis=None, *, strategy="auto"):
         return out
     src = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(src.shape[0], out_dtype)
-    last_strategy["cumsum"] = _core.cumsum(be, src, out, strategy, 0)
+    last_strategy["cumsum"] = _core.cumsum(be, src, out, strategy, _arrays.host_stream())
     return out

@@ -111,6 +111,14 @@ gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, i
                                    gs_barrier_result *res);
 gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
 
+static gs_status cpu_stream_wait(int device, void *consumer, void *producer)
+{
+    (void)device, (void)consumer, (void)producer;
+    return GS_OK; /* CPU work is synchronous: nothing to order */
+}
+
+static gs_status cpu_empty_cache(void) { return GS_OK; }
+
 static const gs_backend_ops cpu_ops = {
     "cpu",
     cpu_available,
@@ -132,6 +140,8 @@ static const gs_backend_ops cpu_ops = {
     cpu_self_test,
     gs_cpu_barrier_benchmark,
     gs_cpu_cumsum,
+    cpu_stream_wait,
+    cpu_empty_cache,
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

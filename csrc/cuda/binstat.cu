@@ -338,19 +338,19 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     if (st != GS_OK)
         return st;
 
-    GS_CUDA_GOTO(cudaMallocAsync((void **)&g, (size_t)nbins * sizeof(bin_state) + 16, s));
+    GS_CUDA_GOTO(gs_malloc_async((void **)&g, (size_t)nbins * sizeof(bin_state) + 16, s));
     d_err = (int *)((char *)g + (size_t)nbins * sizeof(bin_state));
     GS_CUDA_GOTO(cudaMemsetAsync(g, 0, (size_t)nbins * sizeof(bin_state) + 16, s));
-    GS_CUDA_GOTO(cudaMallocAsync((void **)&d_edges, (size_t)(nbins + 1) * 8, s));
+    GS_CUDA_GOTO(gs_malloc_async((void **)&d_edges, (size_t)(nbins + 1) * 8, s));
     GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, edges, (size_t)(nbins + 1) * 8, cudaMemcpyHostToDevice, s));
     if (on_host) {
-        GS_CUDA_GOTO(cudaMallocAsync((void **)&d_res, (size_t)nbins * 8, s));
+        GS_CUDA_GOTO(gs_malloc_async((void **)&d_res, (size_t)nbins * 8, s));
         if (maxn > 0) {
-            GS_CUDA_GOTO(cudaMallocAsync(&d_x, (size_t)maxn * es, s));
+            GS_CUDA_GOTO(gs_malloc_async(&d_x, (size_t)maxn * es, s));
             if (statistic != GS_STAT_COUNT)
-                GS_CUDA_GOTO(cudaMallocAsync(&d_v, (size_t)maxn * es, s));
+                GS_CUDA_GOTO(gs_malloc_async(&d_v, (size_t)maxn * es, s));
             if (binnumber)
-                GS_CUDA_GOTO(cudaMallocAsync((void **)&d_bn, (size_t)maxn * 8, s));
+                GS_CUDA_GOTO(gs_malloc_async((void **)&d_bn, (size_t)maxn * 8, s));
         }
     }
     r.edges = d_edges;

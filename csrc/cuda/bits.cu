@@ -216,9 +216,9 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
     r.thr = thr ? *thr : 0.0;
     r.little = little;
     if (on_host) {
-        GS_CUDA_GOTO(cudaMallocAsync(&d_out, count ? 8 : (size_t)need + 1, s));
+        GS_CUDA_GOTO(gs_malloc_async(&d_out, count ? 8 : (size_t)need + 1, s));
         if (maxn > 0)
-            GS_CUDA_GOTO(cudaMallocAsync(&d_x, (size_t)maxn * es, s));
+            GS_CUDA_GOTO(gs_malloc_async(&d_x, (size_t)maxn * es, s));
     }
     if (count)
         GS_CUDA_GOTO(cudaMemsetAsync(d_out, 0, 8, s));

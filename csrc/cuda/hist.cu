@@ -126,11 +126,11 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     if (nb == 0)
         return GS_OK;
     if (on_host)
-        GS_CUDA_GOTO(cudaMallocAsync(&d_out, out_bytes, s));
+        GS_CUDA_GOTO(gs_malloc_async(&d_out, out_bytes, s));
     GS_CUDA_GOTO(cudaMemsetAsync(d_out, 0, out_bytes, s));
     if (bins->kind == GS_BINS_EDGES) {
         /* the edges come from host memory; this copy may wait for the stream */
-        GS_CUDA_GOTO(cudaMallocAsync((void **)&d_edges, (size_t)(nb + 1) * sizeof(double), s));
+        GS_CUDA_GOTO(gs_malloc_async((void **)&d_edges, (size_t)(nb + 1) * sizeof(double), s));
         GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, bins->edges, (size_t)(nb + 1) * sizeof(double),
                                      cudaMemcpyHostToDevice, s));
     }
@@ -157,9 +157,9 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
         if (chunk > x->length)
             chunk = x->length;
         if (chunk > 0) {
-            GS_CUDA_GOTO(cudaMallocAsync(&d_x, (size_t)chunk * xes, s));
+            GS_CUDA_GOTO(gs_malloc_async(&d_x, (size_t)chunk * xes, s));
             if (w)
-                GS_CUDA_GOTO(cudaMallocAsync(&d_w, (size_t)chunk * wes, s));
+                GS_CUDA_GOTO(gs_malloc_async(&d_w, (size_t)chunk * wes, s));
         }
         for (int64_t off = 0; off < x->length; off += chunk) {
             const int64_t cnt = x->length - off < chunk ? x->length - off : chunk;

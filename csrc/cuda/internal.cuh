@@ -47,6 +47,18 @@ gs_status gs_cuda_fail(cudaError_t err, const char *what, const char *file, int 
 
 #define GS_MAX_DEVICES 64
 
+/* Stream-ordered scratch memory from gpusync's own pool on the current
+ * device (runtime.cu).  The pool keeps up to GS_POOL_KEEP_BYTES (or
+ * GPUSYNC_POOL_KEEP_MB) of freed memory across synchronizations -- the
+ * device's default pool would give it all back at every sync and map it
+ * again on the next call -- and gs_cuda_empty_cache() trims it.  Free with
+ * cudaFreeAsync. */
+cudaError_t gs_cuda_pool_alloc(void **p, size_t bytes, cudaStream_t s);
+template <typename T> inline cudaError_t gs_malloc_async(T **p, size_t bytes, cudaStream_t s)
+{
+    return gs_cuda_pool_alloc((void **)p, bytes, s);
+}
+
 /* Pageable host memory <-> device at pinned-memory speed (stage.cu): host
  * threads copy through a ring of pinned buffers while the DMA runs.  h2d is
  * ordered after earlier work on s and before later work on s, and returns

@@ -121,7 +121,7 @@ template <class T> static gs_status minmax_launch(const mm_args *a)
         blocks = (int64_t)a->sms * 4;
     K *part = NULL, host[2];
     gs_status st = GS_OK;
-    GS_CUDA_GOTO(cudaMallocAsync((void **)&part, sizeof(K) * 2 * blocks, a->s));
+    GS_CUDA_GOTO(gs_malloc_async((void **)&part, sizeof(K) * 2 * blocks, a->s));
     minmax_partial<T><<<(unsigned)blocks, MM_THREADS, 0, a->s>>>((const T *)a->x->data, n, a->x->stride, part);
     GS_CUDA_GOTO(cudaGetLastError());
     minmax_final<T><<<1, MM_THREADS, 0, a->s>>>(part, (int)blocks);

@@ -403,7 +403,7 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
                 b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
                 on_host ? " (host input staged)" : "");
 
-    GS_CUDA_GOTO(cudaMallocAsync((void **)&p.ws, ws_bytes, s));
+    GS_CUDA_GOTO(gs_malloc_async((void **)&p.ws, ws_bytes, s));
     GS_CUDA_GOTO(cudaMemsetAsync(p.ws, 0, sizeof(reduce_ws), s));
     p.bw = (gpusync::grid_barrier_words *)((char *)p.ws + part_bytes);
     p.groups = (unsigned *)(p.bw + 1);
@@ -415,9 +415,9 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
                 goto fail;
         }
     } else if (a->length > 0) {
-        GS_CUDA_GOTO(cudaMallocAsync(&d_a, (size_t)maxn * es, s));
+        GS_CUDA_GOTO(gs_malloc_async(&d_a, (size_t)maxn * es, s));
         if (b)
-            GS_CUDA_GOTO(cudaMallocAsync(&d_b, (size_t)maxn * es, s));
+            GS_CUDA_GOTO(gs_malloc_async(&d_b, (size_t)maxn * es, s));
         for (int64_t off = 0; off < a->length; off += chunk) {
             const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
             GS_GOTO(gs_cuda_h2d(d_a, (const char *)a->data + off * es, (size_t)cnt * es, s));

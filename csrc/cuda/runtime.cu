@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 gs_status gs_cuda_fail(cudaError_t err, const char *what, const char *file, int line)
@@ -69,6 +70,67 @@ gs_status gs_cuda_device(int ordinal, const gs_device_info **info)
     pthread_mutex_unlock(&g_device_lock);
     *info = &g_devices[ordinal];
     return st;
+}
+
+static cudaMemPool_t g_pools[GS_MAX_DEVICES];
+static bool g_pool_failed[GS_MAX_DEVICES];
+static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* gpusync's pool on `device`, created on first use; NULL when the device
+ * has no memory pools (then the default allocator is used). */
+static cudaMemPool_t pool_of(int device)
+{
+    pthread_mutex_lock(&g_pool_lock);
+    if (!g_pools[device] && !g_pool_failed[device]) {
+        cudaMemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = cudaMemAllocationTypePinned;
+        props.handleTypes = cudaMemHandleTypeNone;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = device;
+        cudaMemPool_t pool;
+        if (cudaMemPoolCreate(&pool, &props) == cudaSuccess) {
+            const char *env = getenv("GPUSYNC_POOL_KEEP_MB");
+            uint64_t keep = env && *env ? (uint64_t)strtoull(env, NULL, 10) << 20 : GS_POOL_KEEP_BYTES;
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+            g_pools[device] = pool;
+        } else {
+            cudaGetLastError();
+            g_pool_failed[device] = true;
+        }
+    }
+    cudaMemPool_t pool = g_pools[device];
+    pthread_mutex_unlock(&g_pool_lock);
+    return pool;
+}
+
+cudaError_t gs_cuda_pool_alloc(void **p, size_t bytes, cudaStream_t s)
+{
+    int device;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e != cudaSuccess)
+        return e;
+    cudaMemPool_t pool = device < GS_MAX_DEVICES ? pool_of(device) : NULL;
+    return pool ? cudaMallocFromPoolAsync(p, bytes, pool, s) : cudaMallocAsync(p, bytes, s);
+}
+
+static gs_status cuda_empty_cache(void)
+{
+    pthread_mutex_lock(&g_pool_lock);
+    cudaError_t e = cudaSuccess;
+    for (int d = 0; d < GS_MAX_DEVICES && e == cudaSuccess; d++)
+        if (g_pools[d]) {
+            gs_device_guard g(d);
+            e = g.err;
+            if (e == cudaSuccess)
+                e = cudaDeviceSynchronize(); /* frees still in flight return to the pool first */
+            if (e == cudaSuccess)
+                e = cudaMemPoolTrimTo(g_pools[d], 0);
+        }
+    pthread_mutex_unlock(&g_pool_lock);
+    if (e != cudaSuccess)
+        return gs_cuda_fail(e, "releasing gpusync's cached device memory", __FILE__, __LINE__);
+    return GS_OK;
 }
 
 gs_status gs_cuda_call_device(int array_device, int *ordinal, const gs_device_info **info)
@@ -155,6 +217,25 @@ static int cuda_pointer_device(const void *p)
     return (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) ? a.device : GS_HOST;
 }
 
+static gs_status cuda_stream_wait(int device, void *consumer, void *producer)
+{
+    if (consumer == producer)
+        return GS_OK;
+    gs_device_guard g(device);
+    GS_CUDA_CHECK(g.err);
+    /* one event per call: a shared one could be re-recorded by another
+     * thread between our record and our wait */
+    cudaEvent_t ev;
+    GS_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    cudaError_t e = cudaEventRecord(ev, (cudaStream_t)producer);
+    if (e == cudaSuccess)
+        e = cudaStreamWaitEvent((cudaStream_t)consumer, ev, 0);
+    cudaEventDestroy(ev); /* released once the wait has been satisfied */
+    if (e != cudaSuccess)
+        return gs_cuda_fail(e, "ordering the call's stream after the array's stream", __FILE__, __LINE__);
+    return GS_OK;
+}
+
 extern "C" {
 gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins, gs_array *out,
                             gs_strategy strategy, void *stream, gs_strategy *used);
@@ -199,6 +280,8 @@ static const gs_backend_ops cuda_ops = {
     gs_cuda_self_test,
     gs_cuda_barrier_benchmark,
     gs_cuda_cumsum,
+    cuda_stream_wait,
+    cuda_empty_cache,
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

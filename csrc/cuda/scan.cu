@@ -496,7 +496,7 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
     char *mem = NULL, *d_a = NULL, *d_o = NULL;
     int flag = 0;
     const size_t head = (sizeof(scan_ws) + 255) & ~(size_t)255;
-    GS_CUDA_GOTO(cudaMallocAsync((void **)&mem, head + arrays_bytes(dev, strategy, maxn), s));
+    GS_CUDA_GOTO(gs_malloc_async((void **)&mem, head + arrays_bytes(dev, strategy, maxn), s));
     GS_CUDA_GOTO(cudaMemsetAsync(mem, 0, sizeof(scan_ws), s));
     p.ws = (scan_ws *)mem;
     p.arrays = mem + head;
@@ -505,8 +505,8 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
         if (st != GS_OK)
             goto fail;
     } else {
-        GS_CUDA_GOTO(cudaMallocAsync((void **)&d_a, (size_t)maxn * es, s));
-        GS_CUDA_GOTO(cudaMallocAsync((void **)&d_o, (size_t)maxn * os, s));
+        GS_CUDA_GOTO(gs_malloc_async((void **)&d_a, (size_t)maxn * es, s));
+        GS_CUDA_GOTO(gs_malloc_async((void **)&d_o, (size_t)maxn * os, s));
         for (int64_t off = 0; off < a->length; off += chunk) {
             const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
             GS_GOTO(gs_cuda_h2d(d_a, (const char *)a->data + off * es, (size_t)cnt * es, s));

@@ -3,36 +3,82 @@
  *
  * cudaMemcpy from pageable memory goes through the driver's own small pinned
  * bounce buffer, one piece at a time (about 6 GB/s on the H200's host,
- * against 54 GB/s from pinned memory).  Here the copy goes through two
- * halves of a pinned pool, in rounds: a crew of host threads memcpys round r
- * into one half (all threads at once, one piece each) while the DMAs of round
- * r - 1 -- enqueued by the calling thread on the caller's stream, so kernels
- * after them are ordered -- drain the other half.  Device -> host runs the
- * same pipeline the other way: the DMAs of round r + 1 are in flight while
- * the crew copies round r out.  Only the calling thread makes CUDA calls.
+ * against 54 GB/s from pinned memory).  Here the copy is cut into DMA units
+ * that flow through a ring of GS_STAGE_SLOTS pinned slots, one unit per
+ * slot, and each unit into GS_STAGE_SPLIT pieces that host threads copy:
  *
- * The pool (per device) and the crew are created on first use and kept:
- * pinned allocations and thread creation cost more than a small copy takes.
- * One staged copy runs at a time (the pool's lock); copies under
- * GS_STAGE_MIN_BYTES go straight through cudaMemcpyAsync.
+ *   host -> device: a crew of host threads memcpys pieces, in order, into
+ *   free slots; the calling thread enqueues a unit's DMA on the caller's
+ *   stream the moment its pieces are in, and frees a slot when its DMA's
+ *   event has fired.  The first DMA starts after one piece-time, and the copy
+ *   engine then never waits while the crew keeps ahead of it.  (Units are
+ *   larger than pieces because one cudaMemcpyAsync + cudaEventRecord costs
+ *   the caller several microseconds: a 128 KiB DMA would be API-bound.)
+ *
+ *   device -> host: the caller enqueues the units' DMAs into free slots and
+ *   marks a unit landed when its event fires; the crew copies the landed
+ *   pieces out and so frees their slots.
+ *
+ * Sources or destinations that are already pinned (cudaHostAlloc'd or
+ * registered) are copied directly.
+ *
+ * Only the calling thread makes CUDA calls; the crew only memcpys and spins
+ * on the job's atomics.  The pool (per device) and the crew are created on
+ * first use and kept (pinned allocations and thread creation cost more than
+ * a small copy takes); after a job the crew spins a little before it sleeps,
+ * so back-to-back calls do not pay for waking it.  One staged copy runs at a
+ * time.  Copies under GS_STAGE_MIN_BYTES go straight through cudaMemcpyAsync.
+ *
+ * Tuning knobs (environment, read per call; for measurements):
+ * GPUSYNC_NO_STAGING=1, GPUSYNC_STAGE_THREADS, GPUSYNC_STAGE_UNIT_KB (the
+ * smallest DMA unit), GPUSYNC_STAGE_SPLIT (pieces per unit),
+ * GPUSYNC_STAGE_SPIN_US (the crew's spin before sleeping).
  */
 #include "internal.cuh"
 
+#include <atomic>
+#include <new>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace {
 
-#define NB GS_STAGE_THREADS /* buffers per half: one piece per thread per round */
+#define NSLOT GS_STAGE_SLOTS
+
+inline void cpu_relax()
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+inline int64_t now_ns()
+{
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+long env_long(const char *name, long dflt, long lo, long hi)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    long x = strtol(v, NULL, 10);
+    return x < lo ? lo : x > hi ? hi : x;
+}
 
 struct pool {
     pthread_mutex_t lock;
     bool ready;
-    char *buf[2][NB];     /* GS_STAGE_CHUNK bytes each */
-    cudaEvent_t done[2];  /* the last DMAs of that half */
-    bool used[2];
+    char *slot[NSLOT];      /* GS_STAGE_CHUNK bytes each, pinned */
+    cudaEvent_t ev[NSLOT];  /* the last DMA that used the slot */
+    bool pending[NSLOT];    /* ev[] recorded and not yet seen complete */
 };
 
 pool pools[GS_MAX_DEVICES];
@@ -44,49 +90,100 @@ void init_pools()
         pthread_mutex_init(&pools[d].lock, NULL);
 }
 
-/* One memcpy of the crew. */
+/* One staged copy, shared by the caller and the crew.  Unit u is bytes
+ * [u * unit, ...) of the host buffer and lives in slot u % NSLOT; piece p
+ * is bytes [p * piece, ...), in unit p / split.  A worker takes pieces in
+ * order (next) and may copy piece p once p < ready: h2d, its slot is free;
+ * d2h, its unit's DMA has landed. */
 struct job {
-    void *dst;
-    const void *src;
-    size_t len;
+    char *host;
+    char *const *slot;
+    size_t bytes, piece, unit;
+    int64_t npieces, nunits, split;
+    bool to_device;
+    std::atomic<int64_t> next, ready;
+    std::atomic<unsigned char> *copied; /* per piece */
+    std::atomic<bool> abort;
 };
 
-/* The crew: GS_STAGE_THREADS - 1 threads plus the caller, started once.  The
- * caller takes jobs too, so a crew that could not start every thread still
- * finishes. */
+size_t part_len(size_t bytes, size_t size, int64_t i)
+{
+    const size_t o = (size_t)i * size;
+    return bytes - o < size ? bytes - o : size;
+}
+
+void work(job *j)
+{
+    for (;;) {
+        const int64_t p = j->next.fetch_add(1, std::memory_order_relaxed);
+        if (p >= j->npieces)
+            return;
+        while (p >= j->ready.load(std::memory_order_acquire)) {
+            if (j->abort.load(std::memory_order_relaxed))
+                return;
+            cpu_relax();
+        }
+        const int64_t u = p / j->split;
+        char *h = j->host + (size_t)p * j->piece, *s = j->slot[u % NSLOT] + (size_t)(p - u * j->split) * j->piece;
+        if (j->to_device)
+            memcpy(s, h, part_len(j->bytes, j->piece, p));
+        else
+            memcpy(h, s, part_len(j->bytes, j->piece, p));
+        j->copied[p].store(1, std::memory_order_release);
+    }
+}
+
+/* The crew: persistent threads that run the current job. */
 struct workers {
     pthread_mutex_t m;
-    pthread_cond_t more, finished;
-    job *jobs;
-    int njobs, next, done, started;
+    pthread_cond_t more, idle;
+    job *current;
+    unsigned long gen;  /* bumped per job */
+    int started, active;
+    std::atomic<unsigned long> posted; /* gen, readable without the mutex */
+    std::atomic<long> spin_ns;
 };
-workers crew = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0};
+workers crew = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, {0}, {0}};
+pthread_mutex_t crew_lock = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
 
 void *worker_main(void *)
 {
+    unsigned long seen = 0;
     pthread_mutex_lock(&crew.m);
     for (;;) {
-        while (crew.next >= crew.njobs)
-            pthread_cond_wait(&crew.more, &crew.m);
-        job *j = &crew.jobs[crew.next++];
+        if (crew.current == NULL || crew.gen == seen) {
+            /* spin a while for the next job before sleeping on the condvar */
+            pthread_mutex_unlock(&crew.m);
+            const int64_t until = now_ns() + crew.spin_ns.load(std::memory_order_relaxed);
+            while (crew.posted.load(std::memory_order_acquire) == seen && now_ns() < until)
+                cpu_relax();
+            pthread_mutex_lock(&crew.m);
+            while (crew.current == NULL || crew.gen == seen)
+                pthread_cond_wait(&crew.more, &crew.m);
+        }
+        seen = crew.gen;
+        job *j = crew.current;
+        crew.active++;
         pthread_mutex_unlock(&crew.m);
-        memcpy(j->dst, j->src, j->len);
+        work(j);
         pthread_mutex_lock(&crew.m);
-        if (++crew.done == crew.njobs)
-            pthread_cond_signal(&crew.finished);
+        if (--crew.active == 0)
+            pthread_cond_signal(&crew.idle);
     }
     return NULL;
 }
 
-/* Run jobs[0..n) on the crew and the calling thread; returns when all are
- * done.  Callers hold a pool lock, and the crew serves one call at a time. */
-pthread_mutex_t crew_lock = PTHREAD_MUTEX_INITIALIZER;
-void run_all(job *jobs, int n)
+/* Start the crew on j (taking crew_lock); the number of workers, 0 when no
+ * thread could be started. */
+int crew_begin(job *j)
 {
     pthread_mutex_lock(&crew_lock);
     pthread_mutex_lock(&crew.m);
-    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
-    const int want = (GS_STAGE_THREADS < ncpu ? GS_STAGE_THREADS : (int)ncpu) - 1;
+    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? sysconf(_SC_NPROCESSORS_ONLN) : 2;
+    const long want = env_long("GPUSYNC_STAGE_THREADS", GS_STAGE_THREADS < ncpu - 1 ? GS_STAGE_THREADS : ncpu - 1,
+                               1, 256);
+    crew.spin_ns.store(env_long("GPUSYNC_STAGE_SPIN_US", GS_STAGE_SPIN_US, 0, 1000000) * 1000,
+                       std::memory_order_relaxed);
     while (crew.started < want) {
         pthread_t th;
         pthread_attr_t at;
@@ -98,26 +195,28 @@ void run_all(job *jobs, int n)
             break;
         crew.started++;
     }
-    crew.jobs = jobs;
-    crew.njobs = n;
-    crew.next = 0;
-    crew.done = 0;
+    crew.current = j;
+    crew.gen++;
+    crew.posted.store(crew.gen, std::memory_order_release);
     pthread_cond_broadcast(&crew.more);
-    while (crew.next < crew.njobs) {
-        job *j = &crew.jobs[crew.next++];
-        pthread_mutex_unlock(&crew.m);
-        memcpy(j->dst, j->src, j->len);
-        pthread_mutex_lock(&crew.m);
-        crew.done++;
-    }
-    while (crew.done < crew.njobs)
-        pthread_cond_wait(&crew.finished, &crew.m);
-    crew.njobs = crew.next = crew.done = 0;
+    const int n = crew.started;
     pthread_mutex_unlock(&crew.m);
-    pthread_mutex_unlock(&crew_lock);
+    return n;
 }
 
-/* The current device's pool, locked (release with unlock_pool). */
+/* Take j back from the crew: no worker touches it after this returns. */
+void crew_end(job *j)
+{
+    pthread_mutex_lock(&crew.m);
+    crew.current = NULL;
+    while (crew.active > 0)
+        pthread_cond_wait(&crew.idle, &crew.m);
+    pthread_mutex_unlock(&crew.m);
+    pthread_mutex_unlock(&crew_lock);
+    (void)j;
+}
+
+/* The current device's pool, locked (release with pthread_mutex_unlock). */
 gs_status lock_pool(pool **out)
 {
     int device;
@@ -129,10 +228,11 @@ gs_status lock_pool(pool **out)
     pthread_mutex_lock(&p->lock);
     if (!p->ready) {
         cudaError_t e = cudaSuccess;
-        for (int h = 0; h < 2 && e == cudaSuccess; h++) {
-            e = cudaEventCreateWithFlags(&p->done[h], cudaEventDisableTiming);
-            for (int i = 0; i < NB && e == cudaSuccess; i++)
-                e = cudaMallocHost((void **)&p->buf[h][i], GS_STAGE_CHUNK);
+        for (int i = 0; i < NSLOT && e == cudaSuccess; i++) {
+            if (!p->ev[i])
+                e = cudaEventCreateWithFlags(&p->ev[i], cudaEventDisableTiming);
+            if (e == cudaSuccess && !p->slot[i])
+                e = cudaMallocHost((void **)&p->slot[i], GS_STAGE_CHUNK);
         }
         if (e != cudaSuccess) { /* keep what was allocated; the next call retries the rest */
             pthread_mutex_unlock(&p->lock);
@@ -144,32 +244,98 @@ gs_status lock_pool(pool **out)
     return GS_OK;
 }
 
-/* Piece size: at most a buffer; for small copies small enough that every
- * thread of the crew gets one, but not below GS_STAGE_MIN_PIECE. */
-size_t piece_for(size_t bytes)
+/* Unit (DMA) and piece (memcpy) sizes: about an eighth of the copy per unit
+ * -- small enough that the first DMA starts early, large enough that the
+ * DMA outlasts the API calls that issue it -- at most a slot; pieces a
+ * GS_STAGE_SPLIT-th of a unit, so the whole crew fills one. */
+void sizes_for(size_t bytes, size_t *unit, size_t *piece)
 {
-    size_t piece = (bytes + NB - 1) / NB;
-    piece = piece < GS_STAGE_MIN_PIECE ? GS_STAGE_MIN_PIECE : piece;
-    piece = (piece + 4095) & ~(size_t)4095;
-    return piece > GS_STAGE_CHUNK ? GS_STAGE_CHUNK : piece;
+    const size_t min_unit = (size_t)env_long("GPUSYNC_STAGE_UNIT_KB", (long)(GS_STAGE_MIN_UNIT >> 10), 4,
+                                             (long)(GS_STAGE_CHUNK >> 10)) << 10;
+    const size_t split = (size_t)env_long("GPUSYNC_STAGE_SPLIT", GS_STAGE_SPLIT, 1, 64);
+    size_t u = bytes / 8;
+    u = u < min_unit ? min_unit : u;
+    u = u > GS_STAGE_CHUNK ? GS_STAGE_CHUNK : u;
+    size_t p = (u / split + 4095) & ~(size_t)4095;
+    *piece = p;
+    *unit = p * split > GS_STAGE_CHUNK ? (GS_STAGE_CHUNK / p) * p : p * split;
 }
 
-/* Round r covers [r * NB * piece, ...): its pieces, as jobs and DMAs. */
-int round_jobs(pool *p, int h, char *host, size_t bytes, size_t piece, size_t off, bool to_device, job *jobs)
+/* Memory the copy engine can read or write directly. */
+bool is_pinned(const void *p)
 {
-    int n = 0;
-    for (; n < NB && off + n * piece < bytes; n++) {
-        const size_t o = off + n * piece, len = bytes - o < piece ? bytes - o : piece;
-        jobs[n] = to_device ? job{p->buf[h][n], host + o, len} : job{host + o, p->buf[h][n], len};
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
     }
-    return n;
+    return a.type == cudaMemoryTypeHost;
+}
+
+/* Is slot i free of DMAs (polls its event; never waits)? */
+bool slot_free(pool *p, int i, gs_status *st)
+{
+    if (!p->pending[i])
+        return true;
+    const cudaError_t e = cudaEventQuery(p->ev[i]);
+    if (e == cudaErrorNotReady)
+        return false;
+    if (e != cudaSuccess) {
+        *st = gs_cuda_fail(e, "staging DMA", __FILE__, __LINE__);
+        return false;
+    }
+    p->pending[i] = false;
+    return true;
+}
+
+/* A stuck copy engine or crew must not hang the caller: `since` is the
+ * last progress. */
+gs_status check_time(int64_t since)
+{
+    if (now_ns() - since > (int64_t)GS_STAGE_TIMEOUT_S * 1000000000)
+        return gs_fail(GS_ERR_DEADLOCK, "staged copy made no progress for %d s", GS_STAGE_TIMEOUT_S);
+    return GS_OK;
+}
+
+struct job_guard { /* per-call piece flags */
+    std::atomic<unsigned char> *flags = NULL;
+    ~job_guard() { delete[] flags; }
+};
+
+/* Set up j for a staged copy of `bytes` with the pool's slots. */
+bool init_job(job *j, pool *p, char *host, size_t bytes, bool to_device, job_guard *flags)
+{
+    sizes_for(bytes, &j->unit, &j->piece);
+    j->host = host;
+    j->slot = p->slot;
+    j->bytes = bytes;
+    j->split = (int64_t)(j->unit / j->piece);
+    j->npieces = (int64_t)((bytes + j->piece - 1) / j->piece);
+    j->nunits = (int64_t)((bytes + j->unit - 1) / j->unit);
+    j->to_device = to_device;
+    j->next.store(0);
+    j->ready.store(0);
+    j->abort.store(false);
+    flags->flags = new (std::nothrow) std::atomic<unsigned char>[j->npieces]();
+    j->copied = flags->flags;
+    return flags->flags != NULL;
+}
+
+/* Have all pieces of unit u been copied (by the crew)? */
+bool unit_copied(const job *j, int64_t u)
+{
+    const int64_t end = (u + 1) * j->split < j->npieces ? (u + 1) * j->split : j->npieces;
+    for (int64_t q = u * j->split; q < end; q++)
+        if (!j->copied[q].load(std::memory_order_acquire))
+            return false;
+    return true;
 }
 
 } // namespace
 
 gs_status gs_cuda_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s)
 {
-    if (bytes < GS_STAGE_MIN_BYTES || getenv("GPUSYNC_NO_STAGING")) {
+    if (bytes < GS_STAGE_MIN_BYTES || getenv("GPUSYNC_NO_STAGING") || is_pinned(src)) {
         GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
         return GS_OK;
     }
@@ -177,28 +343,57 @@ gs_status gs_cuda_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s)
     gs_status st = lock_pool(&p);
     if (st != GS_OK)
         return st;
-    const size_t piece = piece_for(bytes), per_round = piece * NB;
-    job jobs[NB];
-    for (size_t off = 0, r = 0; off < bytes; off += per_round, r++) {
-        const int h = (int)(r & 1);
-        if (p->used[h]) /* the DMAs that read this half two rounds ago */
-            GS_CUDA_GOTO(cudaEventSynchronize(p->done[h]));
-        const int n = round_jobs(p, h, (char *)src, bytes, piece, off, true, jobs);
-        run_all(jobs, n); /* overlaps the other half's DMAs */
-        for (int i = 0; i < n; i++)
-            GS_CUDA_GOTO(cudaMemcpyAsync((char *)dst + off + i * piece, p->buf[h][i], jobs[i].len,
-                                         cudaMemcpyHostToDevice, s));
-        GS_CUDA_GOTO(cudaEventRecord(p->done[h], s));
-        p->used[h] = true;
+    job_guard flags;
+    job j;
+    if (!init_job(&j, p, (char *)src, bytes, true, &flags)) {
+        pthread_mutex_unlock(&p->lock);
+        return gs_fail(GS_ERR_NO_MEMORY, "staging flags for %zu bytes", bytes);
+    }
+    const int64_t n = j.nunits;
+    /* ready: units whose slot is free -- the unit NSLOT before it has had its
+     * DMA enqueued and completed (the slot's event) */
+    int64_t ready = 0, enq = 0;
+    auto advance = [&]() {
+        while (ready < n && ready < enq + NSLOT && slot_free(p, (int)(ready % NSLOT), &st))
+            ready++;
+        j.ready.store(ready * j.split, std::memory_order_release);
+    };
+    advance();
+    const int workers = st == GS_OK ? crew_begin(&j) : 0;
+    if (workers == 0 && st == GS_OK) { /* no crew: the driver's own staging */
+        j.abort.store(true);
+        crew_end(&j);
+        pthread_mutex_unlock(&p->lock);
+        GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+        return GS_OK;
+    }
+    for (int64_t since = now_ns(); enq < n && st == GS_OK; enq++, since = now_ns()) {
+        while (!unit_copied(&j, enq)) {
+            advance();
+            if (st != GS_OK || (st = check_time(since)) != GS_OK)
+                goto fail;
+            cpu_relax();
+        }
+        const int i = (int)(enq % NSLOT);
+        GS_CUDA_GOTO(cudaMemcpyAsync((char *)dst + (size_t)enq * j.unit, p->slot[i], part_len(bytes, j.unit, enq),
+                                     cudaMemcpyHostToDevice, s));
+        GS_CUDA_GOTO(cudaEventRecord(p->ev[i], s));
+        p->pending[i] = true;
+        advance();
     }
 fail:
+    if (workers) {
+        if (st != GS_OK)
+            j.abort.store(true);
+        crew_end(&j);
+    }
     pthread_mutex_unlock(&p->lock);
     return st;
 }
 
 gs_status gs_cuda_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s)
 {
-    if (bytes < GS_STAGE_MIN_BYTES || getenv("GPUSYNC_NO_STAGING")) {
+    if (bytes < GS_STAGE_MIN_BYTES || getenv("GPUSYNC_NO_STAGING") || is_pinned(dst)) {
         GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
         GS_CUDA_CHECK(cudaStreamSynchronize(s));
         return GS_OK;
@@ -207,33 +402,59 @@ gs_status gs_cuda_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s)
     gs_status st = lock_pool(&p);
     if (st != GS_OK)
         return st;
-    const size_t piece = piece_for(bytes), per_round = piece * NB;
-    const size_t rounds = (bytes + per_round - 1) / per_round;
-    job jobs[NB];
-    /* enqueue round r's DMAs into half r & 1 (after whatever last read it) */
-    auto issue = [&](size_t r) -> gs_status {
-        const int h = (int)(r & 1);
-        if (p->used[h])
-            GS_CUDA_CHECK(cudaStreamWaitEvent(s, p->done[h], 0));
-        const size_t off = r * per_round;
-        for (int i = 0; i < NB && off + i * piece < bytes; i++) {
-            const size_t o = off + i * piece, len = bytes - o < piece ? bytes - o : piece;
-            GS_CUDA_CHECK(cudaMemcpyAsync(p->buf[h][i], (const char *)src + o, len, cudaMemcpyDeviceToHost, s));
-        }
-        GS_CUDA_CHECK(cudaEventRecord(p->done[h], s));
-        p->used[h] = true;
+    job_guard flags;
+    job j;
+    if (!init_job(&j, p, (char *)dst, bytes, false, &flags)) {
+        pthread_mutex_unlock(&p->lock);
+        return gs_fail(GS_ERR_NO_MEMORY, "staging flags for %zu bytes", bytes);
+    }
+    const int workers = crew_begin(&j);
+    if (workers == 0) {
+        j.abort.store(true);
+        crew_end(&j);
+        pthread_mutex_unlock(&p->lock);
+        GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+        GS_CUDA_CHECK(cudaStreamSynchronize(s));
         return GS_OK;
-    };
-    if ((st = issue(0)) != GS_OK)
-        goto fail;
-    for (size_t r = 0; r < rounds; r++) {
-        if (r + 1 < rounds && (st = issue(r + 1)) != GS_OK) /* in flight while round r is copied out */
+    }
+    /* enq: units' DMAs enqueued (unit e goes into its slot once unit
+     * e - NSLOT has been copied out); landed: DMAs seen complete, in order;
+     * done: units copied out, in order */
+    const int64_t n = j.nunits;
+    int64_t enq = 0, landed = 0, done = 0, since = now_ns();
+    while (done < n) {
+        while (enq < n && (enq < NSLOT || enq - NSLOT < done)) {
+            const int i = (int)(enq % NSLOT);
+            if (p->pending[i]) /* an earlier call's DMA on another stream may still read it */
+                GS_CUDA_GOTO(cudaStreamWaitEvent(s, p->ev[i], 0));
+            GS_CUDA_GOTO(cudaMemcpyAsync(p->slot[i], (const char *)src + (size_t)enq * j.unit,
+                                         part_len(bytes, j.unit, enq), cudaMemcpyDeviceToHost, s));
+            GS_CUDA_GOTO(cudaEventRecord(p->ev[i], s));
+            p->pending[i] = true;
+            enq++;
+        }
+        while (landed < enq && slot_free(p, (int)(landed % NSLOT), &st))
+            landed++;
+        if (st != GS_OK)
             goto fail;
-        const int h = (int)(r & 1);
-        GS_CUDA_GOTO(cudaEventSynchronize(p->done[h]));
-        run_all(jobs, round_jobs(p, h, (char *)dst, bytes, piece, r * per_round, false, jobs));
+        j.ready.store(landed * j.split, std::memory_order_release);
+        const int64_t before = done;
+        while (done < landed && unit_copied(&j, done))
+            done++;
+        if (done > before)
+            since = now_ns();
+        if (done < n) {
+            if ((st = check_time(since)) != GS_OK)
+                goto fail;
+            cpu_relax();
+        }
     }
 fail:
+    if (st != GS_OK)
+        j.abort.store(true);
+    crew_end(&j);
+    if (st != GS_OK)
+        cudaStreamSynchronize(s); /* no DMA may land in a slot after we give it up */
     pthread_mutex_unlock(&p->lock);
     return st;
 }

@@ -612,6 +612,44 @@ static PyObject *py_pointer_device(PyObject *self, PyObject *args)
     return ops ? PyLong_FromLong(ops->pointer_device((const void *)(uintptr_t)ptr)) : NULL;
 }
 
+static PyObject *py_stream_wait(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    int device;
+    unsigned long long consumer, producer;
+    if (!PyArg_ParseTuple(args, "siKK", &backend, &device, &consumer, &producer))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->stream_wait(device, (void *)(uintptr_t)consumer, (void *)(uintptr_t)producer);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_empty_cache(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    if (!PyArg_ParseTuple(args, "s", &backend))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->empty_cache();
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_device_info(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -691,6 +729,9 @@ static PyMethodDef methods[] = {
     {"cumsum", py_cumsum, METH_VARARGS, "cumsum(backend, a, out, strategy, stream) -> strategy used"},
     {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
     {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
+    {"empty_cache", py_empty_cache, METH_VARARGS, "empty_cache(backend): give cached scratch memory back"},
+    {"stream_wait", py_stream_wait, METH_VARARGS,
+     "stream_wait(backend, device, consumer, producer): order consumer after producer's work so far"},
     {"pointer_device", py_pointer_device, METH_VARARGS, "pointer_device(backend, ptr) -> ordinal or -1"},
     {"device_info", py_device_info, METH_VARARGS, "device_info(ordinal) -> dict"},
     {"hist_auto_strategy", (PyCFunction)(void (*)(void))py_hist_auto_strategy, METH_VARARGS | METH_KEYWORDS,

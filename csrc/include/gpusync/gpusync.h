@@ -276,6 +276,17 @@ typedef struct gs_backend_ops {
      * on CPU, thread joins).  A time-out is GS_ERR_DEADLOCK.  Synchronizes
      * with the stream (the time-out flag is read back). */
     gs_status (*cumsum)(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
+
+    /* Order `consumer` after the work enqueued so far on `producer` (both
+     * streams of `device`): an event recorded on producer, waited on by
+     * consumer; nothing waits on the host.  Same stream: nothing to do.  The
+     * CPU backend has no streams: GS_OK. */
+    gs_status (*stream_wait)(int device, void *consumer, void *producer);
+
+    /* Give the device memory the backend keeps cached for scratch (freed
+     * blocks of its memory pools) back to the driver, after waiting for the
+     * work that still uses it.  CPU: nothing cached, GS_OK. */
+    gs_status (*empty_cache)(void);
 } gs_backend_ops;
 
 /* binned_statistic's statistics (scipy.stats.binned_statistic's names; var

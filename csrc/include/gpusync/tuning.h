@@ -70,17 +70,31 @@
  * each reduced in a fixed order to one partial, the partials in a fixed
  * order -- the same bits whatever the grid, strategy or device. */
 #define GS_REDUCE_TILE 16384
+/* Freed scratch memory gpusync's device pool keeps across synchronizations
+ * (GPUSYNC_POOL_KEEP_MB overrides; gs.empty_cache() trims it): enough for
+ * the staging chunks of a two-array call, so repeated calls do not map
+ * device memory again. */
+#define GS_POOL_KEEP_BYTES ((uint64_t)1 << 30)
 /* Host inputs are staged through device memory in chunks of this many bytes
  * (a multiple of every tile's bytes). */
 #define GS_STAGE_BYTES ((int64_t)256 << 20)
-/* ... each through pinned memory (csrc/cuda/stage.cu): two halves of
- * GS_STAGE_THREADS pinned buffers of GS_STAGE_CHUNK bytes; a crew of up to
- * GS_STAGE_THREADS host threads fills one half (one piece per thread, pieces
- * of GS_STAGE_MIN_PIECE bytes or more) while the other half's DMAs run.
- * Copies under GS_STAGE_MIN_BYTES go straight through cudaMemcpyAsync. */
+/* ... each through pinned memory (csrc/cuda/stage.cu): the copy is cut into
+ * DMA units -- an eighth of it, at least GS_STAGE_MIN_UNIT bytes, at most a
+ * slot -- that flow through a ring of GS_STAGE_SLOTS pinned slots of
+ * GS_STAGE_CHUNK bytes, each unit into GS_STAGE_SPLIT pieces copied by a
+ * crew of up to GS_STAGE_THREADS host threads (one fewer than the CPUs)
+ * while the copy engine drains the units already filled.  After a job the
+ * crew spins GS_STAGE_SPIN_US microseconds before it sleeps.  Copies under
+ * GS_STAGE_MIN_BYTES go straight through cudaMemcpyAsync; a copy that makes
+ * no progress for GS_STAGE_TIMEOUT_S seconds fails.  Measured on the H200:
+ * benchmarks/results/stage_sweep.md. */
+#define GS_STAGE_SLOTS 32
 #define GS_STAGE_THREADS 16
 #define GS_STAGE_CHUNK ((size_t)2 << 20)
-#define GS_STAGE_MIN_PIECE ((size_t)128 << 10)
+#define GS_STAGE_MIN_UNIT ((size_t)256 << 10)
+#define GS_STAGE_SPLIT 16
+#define GS_STAGE_SPIN_US 100
+#define GS_STAGE_TIMEOUT_S 10
 #define GS_STAGE_MIN_BYTES ((size_t)256 << 10)
 
 /* cumsum: threads per block of every scan kernel, and elements each thread
