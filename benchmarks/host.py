@@ -69,14 +69,15 @@ def sweep(out, info, pinned, pageable):
     lines = [f"# Staging knobs: {info['name']}", "",
              f"Pinned H2D {pinned:.1f} GB/s, pageable {pageable:.1f} GB/s in this run. ms per call (median); "
              f"the 1000-byte histogram (no staging) is {wall_ms(lambda: gs.histogram(tiny, 128, (0, 128)), 51):.3f} ms.",
-             "", "| threads | min unit KiB | pieces per unit | spin us | " + " | ".join(c[0] for c in cases) + " |",
-             "|---:|---:|---:|---:|" + "---:|" * len(cases)]
-    configs = [(th, uk, sp, spin) for th in (8, 15) for uk in (256, 512) for sp in (8, 16, 32) for spin in (0, 100)]
-    configs += [(15, 256, 16, 1000), (4, 256, 16, 100), ("off", "", "", "")]
-    for th, uk, sp, spin in configs:
+             "", "| threads | units per copy | min unit KiB | pieces per unit | spin us | " + " | ".join(c[0] for c in cases) + " |",
+             "|---:|---:|---:|---:|---:|" + "---:|" * len(cases)]
+    configs = [(th, un, uk, sp, spin) for th in (8, 15) for un in (4, 8, 16) for uk in (128, 256)
+               for sp in (16, 32, 64) for spin in (100,)]
+    configs += [(15, 8, 256, 32, 0), (15, 8, 256, 32, 1000), (4, 8, 256, 32, 100), ("off", "", "", "", "")]
+    for th, un, uk, sp, spin in configs:
         env = {"GPUSYNC_NO_STAGING": "1"} if th == "off" else \
-            {"GPUSYNC_STAGE_THREADS": str(th), "GPUSYNC_STAGE_UNIT_KB": str(uk), "GPUSYNC_STAGE_SPLIT": str(sp),
-             "GPUSYNC_STAGE_SPIN_US": str(spin)}
+            {"GPUSYNC_STAGE_THREADS": str(th), "GPUSYNC_STAGE_UNITS": str(un), "GPUSYNC_STAGE_UNIT_KB": str(uk),
+             "GPUSYNC_STAGE_SPLIT": str(sp), "GPUSYNC_STAGE_SPIN_US": str(spin)}
         os.environ.update(env)
         try:
             ms = [wall_ms(fn, reps) for _, fn, reps, _ in cases]
@@ -84,7 +85,7 @@ def sweep(out, info, pinned, pageable):
             for k in env:
                 del os.environ[k]
         cells = " | ".join(f"{m:.3f} ({nb / m / 1e6 / pinned:.0%})" for m, (_, _, _, nb) in zip(ms, cases))
-        lines.append(f"| {th} | {uk} | {sp} | {spin} | {cells} |")
+        lines.append(f"| {th} | {un} | {uk} | {sp} | {spin} | {cells} |")
         print(lines[-1], flush=True)
     with open(os.path.join(out, "stage_sweep.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

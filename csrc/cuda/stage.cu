@@ -30,8 +30,9 @@
  * time.  Copies under GS_STAGE_MIN_BYTES go straight through cudaMemcpyAsync.
  *
  * Tuning knobs (environment, read per call; for measurements):
- * GPUSYNC_NO_STAGING=1, GPUSYNC_STAGE_THREADS, GPUSYNC_STAGE_UNIT_KB (the
- * smallest DMA unit), GPUSYNC_STAGE_SPLIT (pieces per unit),
+ * GPUSYNC_NO_STAGING=1, GPUSYNC_STAGE_THREADS, GPUSYNC_STAGE_UNITS (units
+ * per copy), GPUSYNC_STAGE_UNIT_KB (the smallest unit), GPUSYNC_STAGE_SPLIT
+ * (pieces per unit),
  * GPUSYNC_STAGE_SPIN_US (the crew's spin before sleeping).
  */
 #include "internal.cuh"
@@ -244,7 +245,7 @@ gs_status lock_pool(pool **out)
     return GS_OK;
 }
 
-/* Unit (DMA) and piece (memcpy) sizes: about an eighth of the copy per unit
+/* Unit (DMA) and piece (memcpy) sizes: a GS_STAGE_UNITS-th of the copy per unit
  * -- small enough that the first DMA starts early, large enough that the
  * DMA outlasts the API calls that issue it -- at most a slot; pieces a
  * GS_STAGE_SPLIT-th of a unit, so the whole crew fills one. */
@@ -253,7 +254,7 @@ void sizes_for(size_t bytes, size_t *unit, size_t *piece)
     const size_t min_unit = (size_t)env_long("GPUSYNC_STAGE_UNIT_KB", (long)(GS_STAGE_MIN_UNIT >> 10), 4,
                                              (long)(GS_STAGE_CHUNK >> 10)) << 10;
     const size_t split = (size_t)env_long("GPUSYNC_STAGE_SPLIT", GS_STAGE_SPLIT, 1, 64);
-    size_t u = bytes / 8;
+    size_t u = bytes / (size_t)env_long("GPUSYNC_STAGE_UNITS", GS_STAGE_UNITS, 1, 1024);
     u = u < min_unit ? min_unit : u;
     u = u > GS_STAGE_CHUNK ? GS_STAGE_CHUNK : u;
     size_t p = (u / split + 4095) & ~(size_t)4095;

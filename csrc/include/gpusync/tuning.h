@@ -79,7 +79,7 @@
  * (a multiple of every tile's bytes). */
 #define GS_STAGE_BYTES ((int64_t)256 << 20)
 /* ... each through pinned memory (csrc/cuda/stage.cu): the copy is cut into
- * DMA units -- an eighth of it, at least GS_STAGE_MIN_UNIT bytes, at most a
+ * DMA units -- a GS_STAGE_UNITS-th of it, at least GS_STAGE_MIN_UNIT bytes, at most a
  * slot -- that flow through a ring of GS_STAGE_SLOTS pinned slots of
  * GS_STAGE_CHUNK bytes, each unit into GS_STAGE_SPLIT pieces copied by a
  * crew of up to GS_STAGE_THREADS host threads (one fewer than the CPUs)
@@ -92,7 +92,8 @@
 #define GS_STAGE_THREADS 16
 #define GS_STAGE_CHUNK ((size_t)2 << 20)
 #define GS_STAGE_MIN_UNIT ((size_t)256 << 10)
-#define GS_STAGE_SPLIT 16
+#define GS_STAGE_UNITS 8
+#define GS_STAGE_SPLIT 32
 #define GS_STAGE_SPIN_US 100
 #define GS_STAGE_TIMEOUT_S 10
 #define GS_STAGE_MIN_BYTES ((size_t)256 << 10)

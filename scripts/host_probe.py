@@ -1,0 +1,28 @@
+"""Quick wall-time probe of the host-staged target cases (one process, so
+environment knobs read once -- e.g. GPUSYNC_POOL_KEEP_MB -- can be compared
+across runs).  python scripts/host_probe.py"""
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpusync as gs  # noqa: E402
+from benchmarks.histogram import seed_text_host  # noqa: E402
+
+
+def wall_ms(fn, reps=31):
+    fn()
+    ts = []
+    for _ in range(reps):
+        s = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - s)
+    return 1e3 * float(np.median(ts))
+
+
+t = seed_text_host()
+a = np.random.default_rng(0).integers(0, 256, 256 << 20, dtype=np.uint8)
+print(f"text 5.7M {wall_ms(lambda: gs.histogram(t, bins=128, range=(0, 128))):.3f} ms, "
+      f"u8 bincount 256M {wall_ms(lambda: gs.bincount(a, minlength=256), 9):.3f} ms")
