@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import warnings
 
 import numpy as np
 
@@ -277,6 +278,16 @@ class Lib:
         return cls._cache[name]
 
 
+class _StreamHandle:
+    """A raw stream handle that speaks the CUDA stream protocol."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
 class _CuPy:
     def __init__(self):
         import cupy
@@ -287,11 +298,24 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             return self.cp.cuda.get_current_stream().ptr
 
+    def _wrap(self, handle, device):
+        """A CuPy stream object for a raw handle (CuPy 14: Stream.from_external
+        with the CUDA stream protocol; before: ExternalStream)."""
+        from_external = getattr(self.cp.cuda.Stream, "from_external", None)
+        if from_external is not None:
+            try:
+                return from_external(_StreamHandle(handle))
+            except TypeError:
+                pass
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return self.cp.cuda.ExternalStream(handle, device)
+
     @contextlib.contextmanager
     def stream_scope(self, stream, handle, device):
         with self.cp.cuda.Device(device):
             s = stream if isinstance(stream, (self.cp.cuda.Stream, self.cp.cuda.ExternalStream)) else \
-                self.cp.cuda.ExternalStream(handle, device)
+                self._wrap(handle, device)
             with s:
                 yield
 

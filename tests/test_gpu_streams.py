@@ -125,6 +125,19 @@ def test_results_are_ordered_on_the_consumer_stream():
     assert float(last.get(stream=consumer)[0]) == pytest.approx(float(v.astype(np.float64).sum()), rel=1e-6)
 
 
+@pytest.mark.filterwarnings("error::DeprecationWarning")
+def test_raw_handle_with_cupy_arrays():
+    v = _values()
+    producer = cp.cuda.Stream(non_blocking=True)
+    consumer = cp.cuda.Stream(non_blocking=True)
+    d = _late(v, producer)
+    with producer:
+        got = gs.cumsum(d, stream=consumer.ptr)
+    consumer.synchronize()
+    np.testing.assert_allclose(got.get(stream=consumer), np.cumsum(v.astype(np.float64)).astype(np.float32),
+                               rtol=1e-6)
+
+
 def test_torch_stream_argument():
     torch = pytest.importorskip("torch")
     v = _values()
@@ -158,7 +171,7 @@ def test_dlpack_stream_argument_is_passed():
             seen.append(stream)
             # the producer's side of the protocol: order its work before `stream`
             ev = producer.record()
-            cp.cuda.ExternalStream(stream).wait_event(ev)
+            cp.cuda.runtime.streamWaitEvent(stream, ev.ptr)
             return d.__dlpack__(stream=stream, **kw)
 
         def __dlpack_device__(self):

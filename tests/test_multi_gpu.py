@@ -1,0 +1,89 @@
+"""Several GPUs in one process (run where the machine has two or more):
+device arrays are computed on their own device whatever the current one is,
+stream= and results follow them, host arrays go to the current device, and
+Dask chunks spread over the GPUs are reduced each on its own."""
+import numpy as np
+import pytest
+
+import gpusync as gs
+
+pytestmark = pytest.mark.gpu
+
+cp = pytest.importorskip("cupy") if gs.cuda_available() else None
+if cp is not None and cp.cuda.runtime.getDeviceCount() < 2:
+    pytest.skip("needs two GPUs", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def _cuda():
+    with gs.use_backend("cuda"):
+        yield
+
+
+def test_device_array_on_the_other_gpu():
+    a = np.random.default_rng(0).integers(0, 256, 3_000_001, dtype=np.uint8)
+    with cp.cuda.Device(1):
+        d = cp.asarray(a)
+        f = cp.asarray(a.astype(np.float32))
+    with cp.cuda.Device(0):  # current device 0, data on 1
+        h, e = gs.histogram(d, bins=256, range=(0, 256))
+        s = gs.sum(f)
+        c = gs.cumsum(d)
+        st = gs.binned_statistic(f, f, "mean", bins=16).statistic
+    for r in (h, e, s, c, st):
+        assert r.device.id == 1
+    np.testing.assert_array_equal(h.get(), np.bincount(a, minlength=256))
+    assert float(s.get()) == pytest.approx(float(a.sum()), rel=1e-7)
+    np.testing.assert_array_equal(c.get(), np.cumsum(a, dtype=np.uint64))
+    assert np.isfinite(st.get()).any()
+
+
+def test_stream_of_the_other_gpu():
+    a = np.arange(1_000_000) % 97
+    with cp.cuda.Device(1):
+        d = cp.asarray(a)
+        s1 = cp.cuda.Stream(non_blocking=True)
+    got = gs.bincount(d, stream=s1)
+    s1.synchronize()
+    assert got.device.id == 1
+    np.testing.assert_array_equal(got.get(), np.bincount(a))
+
+
+def test_arrays_on_two_gpus_are_refused():
+    with cp.cuda.Device(0):
+        a = cp.ones(1000, cp.float32)
+    with cp.cuda.Device(1):
+        b = cp.ones(1000, cp.float32)
+    with pytest.raises(ValueError):
+        gs.dot(a, b)
+
+
+def test_host_arrays_use_the_current_gpu():
+    a = np.random.default_rng(1).integers(0, 256, 8 << 20, dtype=np.uint8)  # staged
+    for dev in (1, 0):
+        with cp.cuda.Device(dev):
+            np.testing.assert_array_equal(gs.bincount(a, minlength=256), np.bincount(a, minlength=256))
+            assert gs.sum(a) == a.sum(dtype=np.uint64)
+
+
+def test_dask_chunks_spread_over_gpus():
+    da = pytest.importorskip("dask.array")
+    import dask
+    import gpusync.dask as gsd
+
+    ngpu = cp.cuda.runtime.getDeviceCount()
+    host = np.random.default_rng(2).integers(0, 200, 16 << 20, dtype=np.uint8)
+
+    def place(block, block_info=None):
+        with cp.cuda.Device(block_info[0]["chunk-location"][0] % ngpu):
+            return cp.asarray(block)
+
+    x = da.from_array(host, chunks=1 << 20).map_blocks(place, dtype=np.uint8, meta=cp.empty(0, cp.uint8))
+    with dask.config.set(scheduler="threads"):
+        x = x.persist()
+        devices = {b.device.id for b in dask.compute(*x.to_delayed().ravel())}
+        assert devices == set(range(ngpu))
+        np.testing.assert_array_equal(gsd.bincount(x, minlength=256), np.bincount(host, minlength=256))
+        assert gsd.sum(x) == host.sum(dtype=np.uint64)
+        h, _ = gsd.histogram(x, bins=50, range=(0, 200))
+        np.testing.assert_array_equal(h, np.histogram(host, bins=50, range=(0, 200))[0])
