@@ -8,8 +8,9 @@
  * slot, and each unit into GS_STAGE_SPLIT pieces that host threads copy:
  *
  *   host -> device: a crew of host threads memcpys pieces, in order, into
- *   free slots; the calling thread enqueues a unit's DMA on the caller's
- *   stream the moment its pieces are in, and frees a slot when its DMA's
+ *   free slots; the calling thread (which copies pieces of the unit it waits
+ *   for too) enqueues a unit's DMA on the caller's stream the moment its
+ *   pieces are in, and frees a slot when its DMA's
  *   event has fired.  The first DMA starts after one piece-time, and the copy
  *   engine then never waits while the crew keeps ahead of it.  (Units are
  *   larger than pieces because one cudaMemcpyAsync + cudaEventRecord costs
@@ -17,7 +18,8 @@
  *
  *   device -> host: the caller enqueues the units' DMAs into free slots and
  *   marks a unit landed when its event fires; the crew copies the landed
- *   pieces out and so frees their slots.
+ *   units out (one thread per unit: the destination is usually fresh memory
+ *   whose pages fault in as they are written) and so frees their slots.
  *
  * Sources or destinations that are already pinned (cudaHostAlloc'd or
  * registered) are copied directly.
@@ -249,11 +251,14 @@ gs_status lock_pool(pool **out)
  * -- small enough that the first DMA starts early, large enough that the
  * DMA outlasts the API calls that issue it -- at most a slot; pieces a
  * GS_STAGE_SPLIT-th of a unit, so the whole crew fills one. */
-void sizes_for(size_t bytes, size_t *unit, size_t *piece)
+void sizes_for(size_t bytes, bool to_device, size_t *unit, size_t *piece)
 {
     const size_t min_unit = (size_t)env_long("GPUSYNC_STAGE_UNIT_KB", (long)(GS_STAGE_MIN_UNIT >> 10), 4,
                                              (long)(GS_STAGE_CHUNK >> 10)) << 10;
-    const size_t split = (size_t)env_long("GPUSYNC_STAGE_SPLIT", GS_STAGE_SPLIT, 1, 64);
+    /* device -> host writes fresh (usually never touched) NumPy memory: one
+     * thread per unit, so threads do not fault pages in the same 2 MiB page
+     * table (or huge page) at once */
+    const size_t split = to_device ? (size_t)env_long("GPUSYNC_STAGE_SPLIT", GS_STAGE_SPLIT, 1, 64) : 1;
     size_t u = bytes / (size_t)env_long("GPUSYNC_STAGE_UNITS", GS_STAGE_UNITS, 1, 1024);
     u = u < min_unit ? min_unit : u;
     u = u > GS_STAGE_CHUNK ? GS_STAGE_CHUNK : u;
@@ -306,7 +311,7 @@ struct job_guard { /* per-call piece flags */
 /* Set up j for a staged copy of `bytes` with the pool's slots. */
 bool init_job(job *j, pool *p, char *host, size_t bytes, bool to_device, job_guard *flags)
 {
-    sizes_for(bytes, &j->unit, &j->piece);
+    sizes_for(bytes, to_device, &j->unit, &j->piece);
     j->host = host;
     j->slot = p->slot;
     j->bytes = bytes;
@@ -320,6 +325,21 @@ bool init_job(job *j, pool *p, char *host, size_t bytes, bool to_device, job_gua
     flags->flags = new (std::nothrow) std::atomic<unsigned char>[j->npieces]();
     j->copied = flags->flags;
     return flags->flags != NULL;
+}
+
+/* The caller's share while it waits for unit u: copy one of u's pieces
+ * that no worker has taken yet (false when there is none). */
+bool copy_one_of(job *j, int64_t u)
+{
+    int64_t p = j->next.load(std::memory_order_relaxed);
+    const int64_t end = (u + 1) * j->split < j->npieces ? (u + 1) * j->split : j->npieces;
+    if (p < u * j->split || p >= end || p >= j->ready.load(std::memory_order_acquire) ||
+        !j->next.compare_exchange_strong(p, p + 1, std::memory_order_relaxed))
+        return false;
+    memcpy(j->slot[u % NSLOT] + (size_t)(p - u * j->split) * j->piece, j->host + (size_t)p * j->piece,
+           part_len(j->bytes, j->piece, p));
+    j->copied[p].store(1, std::memory_order_release);
+    return true;
 }
 
 /* Have all pieces of unit u been copied (by the crew)? */
@@ -373,7 +393,8 @@ gs_status gs_cuda_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s)
             advance();
             if (st != GS_OK || (st = check_time(since)) != GS_OK)
                 goto fail;
-            cpu_relax();
+            if (!copy_one_of(&j, enq))
+                cpu_relax();
         }
         const int i = (int)(enq % NSLOT);
         GS_CUDA_GOTO(cudaMemcpyAsync((char *)dst + (size_t)enq * j.unit, p->slot[i], part_len(bytes, j.unit, enq),
