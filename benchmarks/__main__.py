@@ -24,6 +24,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--only", default=",".join(ORDER), help="comma-separated subset of " + ", ".join(ORDER))
     ap.add_argument("--quick", action="store_true", help="smaller sizes where a benchmark supports it")
+    ap.add_argument("--report-only", action="store_true", help="only rebuild REPORT.md from the tables in --out")
     args = ap.parse_args()
     names = [n for n in args.only.split(",") if n]
     bad = [n for n in names if n not in ORDER]
@@ -36,7 +37,7 @@ def main():
             return x
     os.makedirs(args.out, exist_ok=True)
     failed = []
-    bar = tqdm(names, desc="benchmarks", unit="bench")
+    bar = tqdm([] if args.report_only else names, desc="benchmarks", unit="bench")
     for name in bar:
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(name)

@@ -258,7 +258,8 @@ void sizes_for(size_t bytes, bool to_device, size_t *unit, size_t *piece)
     /* device -> host writes fresh (usually never touched) NumPy memory: one
      * thread per unit, so threads do not fault pages in the same 2 MiB page
      * table (or huge page) at once */
-    const size_t split = to_device ? (size_t)env_long("GPUSYNC_STAGE_SPLIT", GS_STAGE_SPLIT, 1, 64) : 1;
+    const size_t split = to_device ? (size_t)env_long("GPUSYNC_STAGE_SPLIT", GS_STAGE_SPLIT, 1, 64)
+                                   : (size_t)env_long("GPUSYNC_STAGE_D2H_SPLIT", 1, 1, 64);
     size_t u = bytes / (size_t)env_long("GPUSYNC_STAGE_UNITS", GS_STAGE_UNITS, 1, 1024);
     u = u < min_unit ? min_unit : u;
     u = u > GS_STAGE_CHUNK ? GS_STAGE_CHUNK : u;
