@@ -91,11 +91,47 @@ def sweep(out, info, pinned, pageable):
         f.write("\n".join(lines) + "\n")
 
 
+def plot(out, rows, pinned):
+    """host.png: GB/s across the bus per case and implementation, with the
+    pinned ceiling and the 80% target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    impls = list(dict.fromkeys(r["impl"].split(" (")[0] for r in rows))
+    fig, ax = plt.subplots(figsize=(13, 5))
+    width = 0.8 / len(impls)
+    for i, impl in enumerate(impls):
+        vals = [next((r["gbps"] for r in rows if r["case"] == c and r["impl"].split(" (")[0] == impl), 0)
+                for c in cases]
+        ax.bar(np.arange(len(cases)) + i * width, vals, width, label=impl)
+    ax.axhline(pinned, color="k", lw=1, label=f"pinned H2D {pinned:.1f} GB/s")
+    ax.axhline(0.8 * pinned, color="k", lw=0.8, ls="--", label="80% of pinned")
+    ax.set_yscale("log")
+    ax.set_xticks(np.arange(len(cases)) + 0.4 - width / 2)
+    ax.set_xticklabels(cases)
+    ax.set_ylabel("GB/s across PCIe, NumPy in to NumPy out (higher is faster)")
+    ax.set_title("Host arrays end to end")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "host.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--sweep", action="store_true", help="only sweep the staging knobs")
+    ap.add_argument("--replot", action="store_true", help="only redraw host.png from <out>/latest.json")
     args = ap.parse_args()
+    if args.replot:
+        import json
+
+        with open(os.path.join(args.out, "latest.json")) as f:
+            data = json.load(f)
+        return plot(args.out, [r for r in data["rows"] if r["op"] == "host"], data["ceilings"]["h2d_pinned_gbps"])
     import cupy as cp
 
     gs.use_backend("cuda")
@@ -159,6 +195,7 @@ def main():
                      f"{100 * r['gbps'] / pinned:.0f}% |")
     with open(os.path.join(args.out, "host.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    plot(args.out, rows, pinned)
     print("\n".join(lines))
 
 
