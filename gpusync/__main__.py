@@ -9,7 +9,8 @@ def main(argv=None):
     cmd = argv[0] if argv else "demo"
     if cmd == "demo":
         res = demo.text_histogram()
-        return 0 if all(r["matches_numpy"] for r in res["rows"]) else 1
+        tour = demo.tour()
+        return 0 if all(r["matches_numpy"] for r in res["rows"] + tour["rows"]) else 1
     if cmd == "info":
         print("backend:", _backend.backend())
         for k, v in _backend.device_info().items():

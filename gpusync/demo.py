@@ -1,6 +1,7 @@
 """Teaching demos, measured: what the seeds show, on your machine.
 
-``python -m gpusync demo`` runs :func:`text_histogram`.
+``python -m gpusync demo`` runs :func:`text_histogram` and :func:`tour` (a
+compact version of ``python -m benchmarks``).
 """
 from __future__ import annotations
 
@@ -58,6 +59,92 @@ def text_histogram(n: int = 5_700_000, reps: int = 5, verbose: bool = True) -> d
         top = sorted(((c, chr(i)) for i, c in enumerate(ref) if c), reverse=True)[:5]
         print("  most frequent:", ", ".join(f"{ch!r}: {c:,}" for c, ch in top))
     return result
+
+
+def tour(n: int | None = None, reps: int = 5, verbose: bool = True) -> dict:
+    """One call of each capability on `n` elements (16 M on the GPU, 4 M on
+    CPU threads) -- NumPy in, NumPy out on the current backend, and (with CuPy
+    on the CUDA backend) device arrays against CuPy -- each checked against
+    NumPy, best-of-`reps` wall times."""
+    from . import _binstat, _bits, _reduce, _scan
+    from ._histogram import bincount
+
+    if n is None:
+        n = 1 << 24 if _backend.backend() == "cuda" else 1 << 22
+
+    rng = np.random.default_rng(1)
+    u8 = rng.integers(0, 256, n, dtype=np.uint8)
+    f32 = rng.random(n, dtype=np.float32)
+    i32 = rng.integers(-100, 100, n, dtype=np.int32)
+    f64 = f32.astype(np.float64)
+    cases = [  # name, gpusync call, numpy call, check
+        ("bincount u8", lambda m: bincount(m["u8"], minlength=256), lambda: np.bincount(u8, minlength=256),
+         np.array_equal),
+        ("histogram f32, 100 bins", lambda m: histogram(m["f32"], bins=100, range=(0, 1))[0],
+         lambda: np.histogram(f32, bins=100, range=(0, 1))[0], np.array_equal),
+        ("sum f32", lambda m: _reduce.sum(m["f32"]), lambda: np.sum(f32),
+         lambda a, b: abs(float(a) - f64.sum()) <= 1e-6 * f64.sum()),
+        ("dot f32", lambda m: _reduce.dot(m["f32"], m["f32"]), lambda: np.dot(f32, f32),
+         lambda a, b: abs(float(a) - f64 @ f64) <= 1e-6 * (f64 @ f64)),
+        ("cumsum i32", lambda m: _scan.cumsum(m["i32"]), lambda: np.cumsum(i32), np.array_equal),
+        ("packbits u8 > 127", lambda m: _bits.packbits(m["u8"], threshold=127), lambda: np.packbits(u8 > 127),
+         np.array_equal),
+        ("binned mean, 64 bins", lambda m: _binstat.binned_statistic(m["f32"], m["f32"], "mean", bins=64).statistic,
+         None, None),
+    ]
+    host = {"u8": u8, "f32": f32, "i32": i32}
+    dev = None
+    cp = None
+    if _backend.backend() == "cuda":
+        try:
+            import cupy as cp
+
+            dev = {k: cp.asarray(v) for k, v in host.items()}
+        except Exception:  # CuPy missing or unusable: host rows only
+            cp = None
+    peers = {"bincount u8": lambda d: cp.bincount(d["u8"], minlength=256),
+             "histogram f32, 100 bins": lambda d: cp.histogram(d["f32"], bins=100, range=(0, 1))[0],
+             "sum f32": lambda d: cp.sum(d["f32"]), "dot f32": lambda d: cp.dot(d["f32"], d["f32"]),
+             "cumsum i32": lambda d: cp.cumsum(d["i32"]),
+             "packbits u8 > 127": lambda d: cp.packbits(d["u8"] > 127)}
+
+    def dev_ms(fn):
+        def run():
+            fn()
+            cp.cuda.Device().synchronize()
+        return best_of(run, reps)
+
+    rows = []
+    for name, ours, ref_fn, same in cases:
+        got = ours(host)
+        ref = ref_fn() if ref_fn else None
+        if name.startswith("binned"):
+            from numpy import histogram as _h
+            sums = _h(f64, bins=64, range=(float(f32.min()), float(f32.max())), weights=f64)[0]
+            cnt = _h(f64, bins=64, range=(float(f32.min()), float(f32.max())))[0]
+            ok = bool(np.allclose(got, sums / cnt, rtol=1e-6, equal_nan=True))
+        else:
+            ok = bool(same(got, ref))
+        row = {"case": name, "ms": best_of(lambda: ours(host), reps), "matches_numpy": ok,
+               "numpy_ms": best_of(ref_fn, max(1, reps // 2)) if ref_fn else None}
+        if dev is not None:
+            row["device_ms"] = dev_ms(lambda: ours(dev))
+            row["cupy_ms"] = dev_ms(lambda: peers[name](dev)) if name in peers else None
+        rows.append(row)
+    info = _backend.device_info()
+    if verbose:
+        print(f"\ngpusync tour: {n:,} elements on {_backend.backend()} ({info['name']}); best of {reps}, wall ms")
+        head = f"  {'case':26s} {'NumPy in/out':>12s} {'NumPy':>9s}"
+        if dev is not None:
+            head += f" {'CuPy in/out':>12s} {'CuPy':>9s}"
+        print(head)
+        for r in rows:
+            line = f"  {r['case']:26s} {r['ms']:12.3f} " + (f"{r['numpy_ms']:9.3f}" if r["numpy_ms"] else f"{'-':>9s}")
+            if dev is not None:
+                line += f" {r['device_ms']:12.3f} " + (f"{r['cupy_ms']:9.3f}" if r["cupy_ms"] else f"{'-':>9s}")
+            print(line + ("" if r["matches_numpy"] else "  MISMATCH"))
+        print("  full tables: python -m benchmarks (GPU) -- docs/performance.md")
+    return {"backend": _backend.backend(), "device": info["name"], "n": n, "rows": rows}
 
 
 _COUNTER_KINDS = {"race": 0, "atomic": 1, "mutex": 2}
