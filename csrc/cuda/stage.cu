@@ -182,7 +182,11 @@ int crew_begin(job *j)
 {
     pthread_mutex_lock(&crew_lock);
     pthread_mutex_lock(&crew.m);
-    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? sysconf(_SC_NPROCESSORS_ONLN) : 2;
+    static long ncpu = 0; /* sysconf reads /sys: once, under the crew's lock */
+    if (ncpu == 0) {
+        const long c = sysconf(_SC_NPROCESSORS_ONLN);
+        ncpu = c > 1 ? c : 2;
+    }
     const long want = env_long("GPUSYNC_STAGE_THREADS", GS_STAGE_THREADS < ncpu - 1 ? GS_STAGE_THREADS : ncpu - 1,
                                1, 256);
     crew.spin_ns.store(env_long("GPUSYNC_STAGE_SPIN_US", GS_STAGE_SPIN_US, 0, 1000000) * 1000,
