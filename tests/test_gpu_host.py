@@ -43,3 +43,19 @@ def test_more_than_one_stage_chunk():
         assert gs.sum(a) == a.size
         c = gs.cumsum(a)
         assert c[-1] == a.size and c[12345] == 12346
+
+
+@pytest.mark.parametrize("offset", [1, 3, 8, 13])
+@pytest.mark.parametrize("nt", ["1", "0"])
+def test_misaligned_host_memory(monkeypatch, offset, nt):
+    """Sources at every alignment (the staged copy's head, 64-byte body and
+    tail), with streaming stores (the default) and plain memcpy; cumsum's
+    output comes back through the device -> host pipeline."""
+    monkeypatch.setenv("GPUSYNC_STAGE_NT", nt)
+    base = np.random.default_rng(offset).integers(0, 256, 9 * MB + 77, dtype=np.uint8)
+    a = base[offset:]  # the source starts `offset` bytes past an allocation
+    with gs.use_backend("cuda"):
+        np.testing.assert_array_equal(gs.bincount(a, minlength=256), np.bincount(a, minlength=256))
+        np.testing.assert_array_equal(gs.cumsum(a), np.cumsum(a, dtype=np.uint64))
+        f = base[offset: offset + 4 * (a.size // 4 - 1)].view(np.uint8)
+        np.testing.assert_array_equal(gs.packbits(f), np.packbits(f != 0))

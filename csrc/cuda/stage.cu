@@ -34,13 +34,17 @@
  * Tuning knobs (environment, read per call; for measurements):
  * GPUSYNC_NO_STAGING=1, GPUSYNC_STAGE_THREADS, GPUSYNC_STAGE_UNITS (units
  * per copy), GPUSYNC_STAGE_UNIT_KB (the smallest unit), GPUSYNC_STAGE_SPLIT
- * (pieces per unit),
+ * (pieces per unit), GPUSYNC_STAGE_NT=0 (plain memcpy instead of streaming stores),
  * GPUSYNC_STAGE_SPIN_US (the crew's spin before sleeping).
  */
 #include "internal.cuh"
 
 #include <atomic>
 #include <new>
+#include <stdint.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +80,36 @@ long env_long(const char *name, long dflt, long lo, long hi)
     return x < lo ? lo : x > hi ? hi : x;
 }
 
+/* memcpy with non-temporal (streaming) stores: a plain memcpy of a piece
+ * first reads every destination line into the cache (read for ownership),
+ * so it moves three bytes over the host's memory bus per byte copied; with
+ * streaming stores it moves two -- and the host's memory bandwidth, which
+ * the DMA shares, is what bounds the pipeline.  The sfence makes the stores
+ * visible before the piece is flagged as copied. */
+void stream_copy(char *dst, const char *src, size_t len, bool nt)
+{
+#if defined(__x86_64__)
+    if (nt && len >= 4096) {
+        size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+        memcpy(dst, src, head);
+        dst += head, src += head, len -= head;
+        for (size_t i = 0, n = len / 64; i < n; i++, dst += 64, src += 64) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)src + 1),
+                          c = _mm_loadu_si128((const __m128i *)src + 2), d = _mm_loadu_si128((const __m128i *)src + 3);
+            _mm_stream_si128((__m128i *)dst, a);
+            _mm_stream_si128((__m128i *)dst + 1, b);
+            _mm_stream_si128((__m128i *)dst + 2, c);
+            _mm_stream_si128((__m128i *)dst + 3, d);
+        }
+        memcpy(dst, src, len & 63);
+        _mm_sfence();
+        return;
+    }
+#endif
+    (void)nt;
+    memcpy(dst, src, len);
+}
+
 struct pool {
     pthread_mutex_t lock;
     bool ready;
@@ -103,7 +137,7 @@ struct job {
     char *const *slot;
     size_t bytes, piece, unit;
     int64_t npieces, nunits, split;
-    bool to_device;
+    bool to_device, nt;
     std::atomic<int64_t> next, ready;
     std::atomic<unsigned char> *copied; /* per piece */
     std::atomic<bool> abort;
@@ -129,9 +163,9 @@ void work(job *j)
         const int64_t u = p / j->split;
         char *h = j->host + (size_t)p * j->piece, *s = j->slot[u % NSLOT] + (size_t)(p - u * j->split) * j->piece;
         if (j->to_device)
-            memcpy(s, h, part_len(j->bytes, j->piece, p));
+            stream_copy(s, h, part_len(j->bytes, j->piece, p), j->nt);
         else
-            memcpy(h, s, part_len(j->bytes, j->piece, p));
+            stream_copy(h, s, part_len(j->bytes, j->piece, p), j->nt);
         j->copied[p].store(1, std::memory_order_release);
     }
 }
@@ -324,6 +358,7 @@ bool init_job(job *j, pool *p, char *host, size_t bytes, bool to_device, job_gua
     j->npieces = (int64_t)((bytes + j->piece - 1) / j->piece);
     j->nunits = (int64_t)((bytes + j->unit - 1) / j->unit);
     j->to_device = to_device;
+    j->nt = env_long("GPUSYNC_STAGE_NT", 1, 0, 1) != 0;
     j->next.store(0);
     j->ready.store(0);
     j->abort.store(false);
@@ -341,8 +376,8 @@ bool copy_one_of(job *j, int64_t u)
     if (p < u * j->split || p >= end || p >= j->ready.load(std::memory_order_acquire) ||
         !j->next.compare_exchange_strong(p, p + 1, std::memory_order_relaxed))
         return false;
-    memcpy(j->slot[u % NSLOT] + (size_t)(p - u * j->split) * j->piece, j->host + (size_t)p * j->piece,
-           part_len(j->bytes, j->piece, p));
+    stream_copy(j->slot[u % NSLOT] + (size_t)(p - u * j->split) * j->piece, j->host + (size_t)p * j->piece,
+                part_len(j->bytes, j->piece, p), j->nt);
     j->copied[p].store(1, std::memory_order_release);
     return true;
 }
