@@ -49,7 +49,7 @@ def test_more_than_one_stage_chunk():
 @pytest.mark.parametrize("nt", ["1", "0"])
 def test_misaligned_host_memory(monkeypatch, offset, nt):
     """Sources at every alignment (the staged copy's head, 64-byte body and
-    tail), with streaming stores (the default) and plain memcpy; cumsum's
+    tail), with plain memcpy (the default) and streaming stores; cumsum's
     output comes back through the device -> host pipeline."""
     monkeypatch.setenv("GPUSYNC_STAGE_NT", nt)
     base = np.random.default_rng(offset).integers(0, 256, 9 * MB + 77, dtype=np.uint8)

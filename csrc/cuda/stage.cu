@@ -34,7 +34,7 @@
  * Tuning knobs (environment, read per call; for measurements):
  * GPUSYNC_NO_STAGING=1, GPUSYNC_STAGE_THREADS, GPUSYNC_STAGE_UNITS (units
  * per copy), GPUSYNC_STAGE_UNIT_KB (the smallest unit), GPUSYNC_STAGE_SPLIT
- * (pieces per unit), GPUSYNC_STAGE_NT=0 (plain memcpy instead of streaming stores),
+ * (pieces per unit), GPUSYNC_STAGE_NT=1 (streaming stores instead of memcpy),
  * GPUSYNC_STAGE_SPIN_US (the crew's spin before sleeping).
  */
 #include "internal.cuh"
@@ -80,12 +80,15 @@ long env_long(const char *name, long dflt, long lo, long hi)
     return x < lo ? lo : x > hi ? hi : x;
 }
 
-/* memcpy with non-temporal (streaming) stores: a plain memcpy of a piece
- * first reads every destination line into the cache (read for ownership),
- * so it moves three bytes over the host's memory bus per byte copied; with
- * streaming stores it moves two -- and the host's memory bandwidth, which
- * the DMA shares, is what bounds the pipeline.  The sfence makes the stores
- * visible before the piece is flagged as copied. */
+/* memcpy, or with non-temporal (streaming) stores when `nt`
+ * (GPUSYNC_STAGE_NT=1).  A plain memcpy first reads every destination line
+ * into the cache (read for ownership); streaming stores skip that read but
+ * also leave the pinned slot out of the last-level cache, where the DMA
+ * would otherwise find it.  Measured on the H200's host (scripts/host_probe.py,
+ * twice each): streaming stores took the 5.7 MB text histogram from 0.27 to
+ * 0.23-0.25 ms but the 256 MB bincount from 6.0 to 6.6 ms and the 64 M
+ * cumsum from 28.9 to 31.3 ms, so they are off by default.  The sfence
+ * makes the stores visible before the piece is flagged as copied. */
 void stream_copy(char *dst, const char *src, size_t len, bool nt)
 {
 #if defined(__x86_64__)
@@ -358,7 +361,7 @@ bool init_job(job *j, pool *p, char *host, size_t bytes, bool to_device, job_gua
     j->npieces = (int64_t)((bytes + j->piece - 1) / j->piece);
     j->nunits = (int64_t)((bytes + j->unit - 1) / j->unit);
     j->to_device = to_device;
-    j->nt = env_long("GPUSYNC_STAGE_NT", 1, 0, 1) != 0;
+    j->nt = env_long("GPUSYNC_STAGE_NT", 0, 0, 1) != 0;
     j->next.store(0);
     j->ready.store(0);
     j->abort.store(false);
