@@ -68,6 +68,22 @@ def stream_handle(stream):
     return handle
 
 
+_STREAM_DOC = """
+    ``stream``: the CUDA stream to run on -- an int ``cudaStream_t`` or a
+    CuPy / PyTorch / Numba / ``__cuda_stream__`` stream -- ordered after the
+    input's producer (its library's current stream, its CAI v3 stream, or
+    DLPack's ``stream`` argument) without a host wait; results are allocated
+    on it.  Host arrays are staged and computed on it.  See "Streams" in
+    docs/index.md.
+    """
+
+
+def takes_stream(func):
+    """Document a public function's ``stream=`` argument (one text for all)."""
+    func.__doc__ = (func.__doc__ or "").rstrip() + "\n" + _STREAM_DOC
+    return func
+
+
 def host_stream() -> int:
     """The stream host-array work is enqueued on: ``stream=``, else 0."""
     s = _CALL_STREAM.get()

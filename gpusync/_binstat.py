@@ -117,6 +117,7 @@ def _top_search(last_bytes, edges_dtype, decimal, x_dtype):
     return float(_from_ordinal(lo, np.dtype(x_dtype))) if x_dtype.kind == "f" else float(lo)
 
 
+@_arrays.takes_stream
 def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strategy="auto", stream=None):  # noqa: A002
     """Compute a binned statistic, like ``scipy.stats.binned_statistic``.
 

@@ -29,6 +29,7 @@ def _host(x, backend):
     return x
 
 
+@_arrays.takes_stream
 def packbits(a, bitorder="big", *, threshold=None, stream=None):
     """``np.packbits(a != 0, bitorder=bitorder)`` for a 1-D array of any
     dtype -- or of ``a > threshold`` -- built on warp ballots.
@@ -64,6 +65,7 @@ def _packbits_impl(a, bitorder="big", threshold=None):
     return out
 
 
+@_arrays.takes_stream
 def count_nonzero(a, *, threshold=None, stream=None):
     """``np.count_nonzero(a)`` -- or of ``a > threshold`` -- over all
     elements, with one warp ballot and popcount per 32 elements and one

@@ -193,6 +193,7 @@ def _run(be, x, w, nbins, bins_desc, strategy, x_dtype=None):
 last_strategy = {"histogram": None, "bincount": None}
 
 
+@_arrays.takes_stream
 def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="auto", stream=None):
     """Compute the histogram of `a`, exactly like :func:`numpy.histogram`.
 
@@ -355,6 +356,7 @@ def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
     return lib.from_host(edges, x.device)
 
 
+@_arrays.takes_stream
 def bincount(x, weights=None, minlength=0, *, strategy="auto", stream=None):
     """Count occurrences of each value in a non-negative integer array, exactly
     like :func:`numpy.bincount`.

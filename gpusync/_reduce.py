@@ -64,6 +64,7 @@ def _run(func, arrays, out_dtype, strategy, deterministic):
     return out[0]
 
 
+@_arrays.takes_stream
 def sum(a, *, strategy="auto", deterministic=False, stream=None):  # noqa: A001 - NumPy's name
     """Sum of all elements of `a`, like ``np.sum(a)``.
 
@@ -107,6 +108,7 @@ def _shape(x):
     return tuple(x.shape)
 
 
+@_arrays.takes_stream
 def dot(a, b, *, strategy="auto", deterministic=False, stream=None):
     """Dot product of two 1-D arrays, like ``np.dot(a, b)``.
 

@@ -35,6 +35,7 @@ def _axis(axis, ndim):
     return ax
 
 
+@_arrays.takes_stream
 def cumsum(a, axis=None, *, strategy="auto", stream=None):
     """Cumulative sum of the elements, like ``np.cumsum(a)`` (1-D arrays, or
     any array flattened when ``axis`` is None).

@@ -92,3 +92,12 @@ def test_empty_cache(backend):
     gs.empty_cache()
     np.testing.assert_array_equal(gs.bincount(a, minlength=256), ref)
     gs.empty_cache()
+
+
+def test_every_function_documents_stream():
+    import inspect
+
+    for f in (gs.histogram, gs.bincount, gs.sum, gs.dot, gs.binned_statistic, gs.packbits, gs.count_nonzero,
+              gs.cumsum):
+        assert inspect.signature(f).parameters["stream"].default is None, f.__name__
+        assert "``stream``" in f.__doc__, f.__name__
