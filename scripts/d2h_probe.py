@@ -1,3 +1,6 @@
+"""The host cumsum (staged in and out) under the device->host staging knobs,
+against first-touch writes of 512 MB on this host and CuPy's .get().
+python scripts/d2h_probe.py on a GPU machine."""
 import os, sys, time
 import numpy as np
 sys.path.insert(0, os.getcwd())

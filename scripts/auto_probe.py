@@ -1,0 +1,24 @@
+"""Per-call time of a 5.7 MB device-array histogram by strategy (20 back-to-back
+calls, CUDA events), the strategy auto resolves to, and where the Python time
+goes (cProfile).  python scripts/auto_probe.py on a GPU machine."""
+import os, sys, time
+import numpy as np
+sys.path.insert(0, os.getcwd())
+import cupy as cp
+import gpusync as gs
+from benchmarks.histogram import seed_text_host
+from benchmarks.common import Timer
+x = cp.asarray(seed_text_host()); cp.cuda.Device().synchronize()
+timer = Timer(cp)
+for rnd in range(2):
+    for s in ("auto", "shared", "warp", "auto"):
+        fn = lambda s=s: gs.histogram(x, bins=128, range=(0, 128), strategy=s)
+        fn()
+        print(rnd, s, "%.4f ms" % timer.gpu(fn, reps=20, inner=20), flush=True)
+os.environ["GPUSYNC_DEBUG"] = "1"
+gs.histogram(x, bins=128, range=(0, 128), strategy="auto")
+gs.histogram(x, bins=128, range=(0, 128), strategy="shared")
+del os.environ["GPUSYNC_DEBUG"]
+import cProfile, pstats
+cProfile.run("for _ in range(300): gs.histogram(x, bins=128, range=(0, 128))", "/tmp/pa")
+pstats.Stats("/tmp/pa").sort_stats("tottime").print_stats(8)
