@@ -127,7 +127,7 @@ def call_stream(stream, first):
     token = _CALL_STREAM.set(handle)
     try:
         target = _device_target(first)
-        if target is None or target[0] == "numba":  # Numba has no current stream to set
+        if target is None:
             yield
             return
         lib, device = target

@@ -1,15 +1,21 @@
 """The host cumsum (staged in and out) under the device->host staging knobs,
 against first-touch writes of 512 MB on this host and CuPy's .get().
 python scripts/d2h_probe.py on a GPU machine."""
-import os, sys, time
+import os
+import sys
+import time
+
 import numpy as np
-sys.path.insert(0, os.getcwd())
-import gpusync as gs
-def w(fn, reps=5):
-    fn(); ts = []
-    for _ in range(reps):
-        t = time.perf_counter(); fn(); ts.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(ts))
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpusync as gs  # noqa: E402
+from benchmarks.host import wall_ms  # noqa: E402
+
+
+def w(fn):
+    return wall_ms(fn, 5)
+
+
 c = np.random.default_rng(0).integers(-100, 100, 64 << 20, dtype=np.int32)
 t = time.perf_counter(); z = np.empty(64 << 20, np.int64); z[:] = 1; print("first touch 512MB single thread %.1f ms" % (1e3 * (time.perf_counter() - t)))
 t = time.perf_counter(); z[:] = 2; print("second write 512MB %.1f ms" % (1e3 * (time.perf_counter() - t)))

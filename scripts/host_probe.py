@@ -5,28 +5,18 @@ no staging) and from a device array: how far staging is from its floor.
 python scripts/host_probe.py"""
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpusync as gs  # noqa: E402
 from benchmarks.histogram import seed_text_host  # noqa: E402
-
-
-def wall_ms(fn, reps=31):
-    fn()
-    ts = []
-    for _ in range(reps):
-        s = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - s)
-    return 1e3 * float(np.median(ts))
+from benchmarks.host import wall_ms  # noqa: E402
 
 
 t = seed_text_host()
 a = np.random.default_rng(0).integers(0, 256, 256 << 20, dtype=np.uint8)
-print(f"text 5.7M {wall_ms(lambda: gs.histogram(t, bins=128, range=(0, 128))):.3f} ms, "
+print(f"text 5.7M {wall_ms(lambda: gs.histogram(t, bins=128, range=(0, 128)), 31):.3f} ms, "
       f"u8 bincount 256M {wall_ms(lambda: gs.bincount(a, minlength=256), 9):.3f} ms")
 try:
     import cupy as cp
@@ -36,6 +26,6 @@ except ImportError:
 p = cupyx.empty_pinned(t.shape, t.dtype)
 p[:] = t
 d = cp.asarray(t)
-print(f"text from pinned memory (direct DMA) {wall_ms(lambda: gs.histogram(p, bins=128, range=(0, 128))):.3f} ms, "
-      f"device array {wall_ms(lambda: (gs.histogram(d, bins=128, range=(0, 128)), cp.cuda.Device().synchronize())):.3f} ms, "
-      f"1000 bytes {wall_ms(lambda: gs.histogram(t[:1000], bins=128, range=(0, 128))):.3f} ms")
+print(f"text from pinned memory (direct DMA) {wall_ms(lambda: gs.histogram(p, bins=128, range=(0, 128)), 31):.3f} ms, "
+      f"device array {wall_ms(lambda: (gs.histogram(d, bins=128, range=(0, 128)), cp.cuda.Device().synchronize()), 31):.3f} ms, "
+      f"1000 bytes {wall_ms(lambda: gs.histogram(t[:1000], bins=128, range=(0, 128)), 31):.3f} ms")

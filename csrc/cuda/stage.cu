@@ -248,8 +248,8 @@ int crew_begin(job *j)
     return n;
 }
 
-/* Take j back from the crew: no worker touches it after this returns. */
-void crew_end(job *j)
+/* Take the job back from the crew: no worker touches it after this returns. */
+void crew_end()
 {
     pthread_mutex_lock(&crew.m);
     crew.current = NULL;
@@ -257,7 +257,6 @@ void crew_end(job *j)
         pthread_cond_wait(&crew.idle, &crew.m);
     pthread_mutex_unlock(&crew.m);
     pthread_mutex_unlock(&crew_lock);
-    (void)j;
 }
 
 /* The current device's pool, locked (release with pthread_mutex_unlock). */
@@ -426,7 +425,7 @@ gs_status gs_cuda_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s)
     const int workers = st == GS_OK ? crew_begin(&j) : 0;
     if (workers == 0 && st == GS_OK) { /* no crew: the driver's own staging */
         j.abort.store(true);
-        crew_end(&j);
+        crew_end();
         pthread_mutex_unlock(&p->lock);
         GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
         return GS_OK;
@@ -450,7 +449,7 @@ fail:
     if (workers) {
         if (st != GS_OK)
             j.abort.store(true);
-        crew_end(&j);
+        crew_end();
     }
     pthread_mutex_unlock(&p->lock);
     return st;
@@ -476,7 +475,7 @@ gs_status gs_cuda_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s)
     const int workers = crew_begin(&j);
     if (workers == 0) {
         j.abort.store(true);
-        crew_end(&j);
+        crew_end();
         pthread_mutex_unlock(&p->lock);
         GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
         GS_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -517,7 +516,7 @@ gs_status gs_cuda_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s)
 fail:
     if (st != GS_OK)
         j.abort.store(true);
-    crew_end(&j);
+    crew_end();
     if (st != GS_OK)
         cudaStreamSynchronize(s); /* no DMA may land in a slot after we give it up */
     pthread_mutex_unlock(&p->lock);
