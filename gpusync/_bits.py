@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _arrays, _backend, _core
+from numpy.lib.array_utils import normalize_axis_index
+
+from . import _arrays, _axis, _backend, _core
 from ._arrays import DeviceArray, Lib
 
 last_strategy = {}
@@ -30,22 +32,77 @@ def _host(x, backend):
 
 
 @_arrays.takes_stream
-def packbits(a, bitorder="big", *, threshold=None, stream=None):
-    """``np.packbits(a != 0, bitorder=bitorder)`` for a 1-D array of any
-    dtype -- or of ``a > threshold`` -- built on warp ballots.
+def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
+    """``np.packbits(a != 0, axis, bitorder)`` for an array of any dtype --
+    or of ``a > threshold`` -- built on warp ballots.
 
-    Returns ceil(len(a) / 8) uint8, bits of the last byte past the end zero.
-    ``threshold`` compares like NumPy (a float is rounded to a float array's
-    dtype first; NaN gives all zeros).  Device arrays give device arrays,
-    enqueued on their stream without waiting.
+    NumPy's parameters: `axis` None packs the flattened array, an int packs
+    along that axis (each line padded with zero bits to a multiple of 8);
+    `bitorder` ``"big"`` or ``"little"``.  Returns uint8, bits of a line's
+    last byte past its end zero.  ``threshold`` (gpusync's) compares like
+    NumPy (a float is rounded to a float array's dtype first; NaN gives all
+    zeros).  Device arrays give device arrays, enqueued on their stream
+    without waiting.
     """
     with _arrays.call_stream(stream, a):
-        return _packbits_impl(a, bitorder, threshold=threshold)
+        if bitorder not in ("big", "little"):
+            raise ValueError("'order' must be either 'little' or 'big'")
+        x = _arrays.checked_input(a, "a", "packbits")
+        nd = len(x.shape)
+        if axis is None or nd <= 1:
+            if axis is not None:
+                normalize_axis_index(axis, max(nd, 1))
+            return _packbits_impl(x if nd == 1 else _flat(x), bitorder, threshold=threshold)
+        return _packbits_axis(x, normalize_axis_index(axis, nd), bitorder, threshold)
+
+
+def _flat(x):
+    if isinstance(x, DeviceArray):
+        return _arrays.as_input(Lib.of(x.lib).ravel(x.obj), "a")
+    return np.ravel(x)
+
+
+def _packbits_axis(x, axis, bitorder, threshold):
+    """Pack along `axis` of an N-D array: the lines moved last and padded to
+    whole bytes in one copy, packed as one flat array (8-bit aligned lines
+    pack independently), the result's axes moved back."""
+    thr = _threshold(threshold, x.dtype)
+    shape = tuple(x.shape)
+    n = shape[axis]
+    nbytes = (n + 7) // 8
+    order = [i for i in range(len(shape)) if i != axis] + [axis]
+    if isinstance(x, DeviceArray):
+        lib = x.lib
+        obj = x.obj.reshape(shape)
+        mask = obj > thr if thr is not None else obj != 0
+        if lib == "torch":
+            torch = __import__("torch")
+            m = mask.permute(*order).to(torch.uint8)
+            lines = torch.nn.functional.pad(m, (0, nbytes * 8 - n)).contiguous()
+            packed = _packbits_impl(_arrays.as_input(lines.reshape(-1), "a"), bitorder)
+            res = packed.reshape(tuple(m.shape[:-1]) + (nbytes,))
+            return res.permute(*_inverse(order)).contiguous()
+        cp = __import__("cupy")
+        m = cp.transpose(mask, order)
+        pad = [(0, 0)] * (len(shape) - 1) + [(0, nbytes * 8 - n)]
+        lines = cp.ascontiguousarray(cp.pad(m.astype(cp.uint8), pad))
+        packed = _packbits_impl(_arrays.as_input(lines.reshape(-1), "a"), bitorder)
+        return cp.ascontiguousarray(cp.transpose(packed.reshape(m.shape[:-1] + (nbytes,)), _inverse(order)))
+    mask = np.greater(x, thr) if thr is not None else x
+    lines = np.zeros(tuple(shape[i] for i in order[:-1]) + (nbytes * 8,), dtype=mask.dtype)
+    lines[..., :n] = np.transpose(mask, order)
+    packed = _packbits_impl(lines.reshape(-1), bitorder)
+    return np.ascontiguousarray(np.transpose(packed.reshape(lines.shape[:-1] + (nbytes,)), _inverse(order)))
+
+
+def _inverse(order):
+    inv = [0] * len(order)
+    for i, o in enumerate(order):
+        inv[o] = i
+    return inv
 
 
 def _packbits_impl(a, bitorder="big", threshold=None):
-    if bitorder not in ("big", "little"):
-        raise ValueError("'order' must be either 'little' or 'big'")
     x = _arrays.checked_input(a, "a", "packbits")
     if len(x.shape) != 1:
         raise ValueError(f"packbits: expected a 1-D array, got {len(x.shape)} dimensions "
@@ -56,7 +113,7 @@ def _packbits_impl(a, bitorder="big", threshold=None):
     if isinstance(x, DeviceArray):
         lib = Lib.of(x.lib)
         if be == "cpu":
-            return lib.from_host(packbits(x.to_host(), bitorder, threshold=threshold), x.device)
+            return lib.from_host(_packbits_impl(x.to_host(), bitorder, threshold=threshold), x.device)
         out = lib.empty(nbytes, np.uint8, x.device)
         _core.packbits("cuda", x.desc(), thr, bitorder == "little", _arrays.as_input(out, "out").desc(), x.stream)
         return out
@@ -66,13 +123,24 @@ def _packbits_impl(a, bitorder="big", threshold=None):
 
 
 @_arrays.takes_stream
-def count_nonzero(a, *, threshold=None, stream=None):
-    """``np.count_nonzero(a)`` -- or of ``a > threshold`` -- over all
-    elements, with one warp ballot and popcount per 32 elements and one
-    atomic per warp.  Host input gives an int; a device array a 0-d int64
-    array of its library (no host sync)."""
+def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
+    """``np.count_nonzero(a, axis, keepdims=keepdims)`` -- or of
+    ``a > threshold`` (gpusync's) -- over all elements with one warp ballot
+    and popcount per 32 elements and one atomic per warp, or along `axis`
+    (an int, negative int or tuple) by the segmented kernel of
+    :func:`sum`.  Host input gives an int (axis None) or an intp array; a
+    device array a 0-d int64 array of its library (no host sync) or an int64
+    array."""
     with _arrays.call_stream(stream, a):
-        return _count_nonzero_impl(a, threshold=threshold)
+        if axis is None and not keepdims:
+            return _count_nonzero_impl(a, threshold=threshold)
+        x = _arrays.checked_input(a, "a", "count_nonzero")
+        if threshold is not None:
+            thr = _threshold(threshold, x.dtype)
+            x = _arrays.as_input(x.obj.reshape(tuple(x.shape)) > thr, "a") if isinstance(x, DeviceArray) else \
+                np.greater(x, thr)
+        return _axis.reduce("count_nonzero", _axis.COUNT_NONZERO, x.obj.reshape(tuple(x.shape))
+                            if isinstance(x, DeviceArray) else x, axis, keepdims=keepdims)
 
 
 def _count_nonzero_impl(a, threshold=None):
@@ -89,7 +157,7 @@ def _count_nonzero_impl(a, threshold=None):
         return lib.scalar(out)
     out = np.empty(1, np.int64)
     _core.count_nonzero(be, _host(x, be), thr, out, _arrays.host_stream())
-    return int(out[0])
+    return np.intp(out[0])  # NumPy 2 returns an intp scalar
 
 
 _AUTO = {"histogram": "shared", "bincount": "shared", "sum": "threadfence", "dot": "threadfence",

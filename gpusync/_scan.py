@@ -3,11 +3,10 @@ prefixes by decoupled look-back, a grid barrier or kernel relaunches."""
 from __future__ import annotations
 
 import functools
-import operator
 
 import numpy as np
 
-from . import _arrays, _backend, _core
+from . import _arrays, _axis, _backend, _core
 from ._arrays import DeviceArray, Lib
 
 STRATEGIES = ("auto", "lookback", "barrier", "relaunch")
@@ -20,25 +19,15 @@ def _cumsum_dtype(dt: np.dtype) -> np.dtype:
     return np.cumsum(np.zeros(1, dt)).dtype  # bool, small ints -> int64 / uint64
 
 
-def _axis(axis, ndim):
-    if axis is None:
-        return None
-    try:
-        ax = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"cumsum: axis must be an integer or None, got {axis!r}") from None
-    if not -max(ndim, 1) <= ax < max(ndim, 1):
-        raise np.exceptions.AxisError(ax, max(ndim, 1))
-    if ndim > 1:
-        raise NotImplementedError("cumsum: gpusync scans 1-D arrays (or the flattened array with axis=None); "
-                                  f"got axis={axis} for a {ndim}-D array")
-    return ax
-
-
 @_arrays.takes_stream
-def cumsum(a, axis=None, *, strategy="auto", stream=None):
-    """Cumulative sum of the elements, like ``np.cumsum(a)`` (1-D arrays, or
-    any array flattened when ``axis`` is None).
+def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
+    """Cumulative sum of the elements, like ``np.cumsum(a, axis, dtype, out)``.
+
+    NumPy's parameters: `axis` None scans the flattened array, an int (or
+    negative int) scans along that axis -- one segmented-scan kernel over a
+    strided view, every line scanned independently; `dtype` the result and
+    accumulator dtype; `out` an array of the result's shape (NumPy, CuPy or
+    PyTorch) written in place and returned.
 
     The result dtype is NumPy's: bool and signed integers narrower than 64
     bits give int64, unsigned ones uint64, floats keep their dtype.  Integer
@@ -65,21 +54,19 @@ def cumsum(a, axis=None, *, strategy="auto", stream=None):
     that library on its device and stream.  The call waits for the stream to
     check the spin loops' time-out flag (a :class:`gpusync.DeadlockError`).
     """
-    with _arrays.call_stream(stream, a):
-        return _cumsum_impl(a, axis, strategy=strategy)
-
-
-def _cumsum_impl(a, axis=None, strategy="auto"):
     if not isinstance(strategy, str) or strategy not in STRATEGIES:
         raise ValueError(f"cumsum: strategy must be one of {', '.join(map(repr, STRATEGIES))}; got {strategy!r}")
-    x = _arrays.checked_input(a, "a", "cumsum")
-    _axis(axis, len(x.shape))
-    out_dtype = _cumsum_dtype(np.dtype(x.dtype))
+    with _arrays.call_stream(stream, a):
+        return _axis.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy, rt))
+
+
+def _cumsum_impl(x, strategy, out_dtype):
+    """The 1-D (or flattened) scan with the strategy's look-back / barrier / relaunch."""
     be = _backend.backend()
     if isinstance(x, DeviceArray):
         lib = Lib.of(x.lib)
         if be == "cpu":
-            return lib.from_host(cumsum(x.to_host(), strategy=strategy), x.device)
+            return lib.from_host(_cumsum_impl(x.to_host(), strategy, out_dtype), x.device)
         out = lib.empty(x.length, out_dtype, x.device)
         last_strategy["cumsum"] = _core.cumsum("cuda", x.desc(), _arrays.as_input(out, "out").desc(), strategy,
                                                x.stream)

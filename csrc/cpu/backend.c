@@ -119,6 +119,9 @@ static gs_status cpu_stream_wait(int device, void *consumer, void *producer)
 
 static gs_status cpu_empty_cache(void) { return GS_OK; }
 
+gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
+                             gs_array *out, void *stream);
+
 static const gs_backend_ops cpu_ops = {
     "cpu",
     cpu_available,
@@ -142,6 +145,7 @@ static const gs_backend_ops cpu_ops = {
     gs_cpu_cumsum,
     cpu_stream_wait,
     cpu_empty_cache,
+    .reduce_axis = gs_cpu_reduce_axis, /* issue 15 */
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

@@ -257,6 +257,8 @@ gs_status gs_cuda_self_test(int which, int64_t *bad);
 gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds, int skip_block,
                                     gs_barrier_result *res);
 gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
+gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
+                              gs_array *out, void *stream);
 }
 
 static const gs_backend_ops cuda_ops = {
@@ -282,6 +284,7 @@ static const gs_backend_ops cuda_ops = {
     gs_cuda_cumsum,
     cuda_stream_wait,
     cuda_empty_cache,
+    gs_cuda_reduce_axis, /* issue 15 */
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

@@ -695,6 +695,41 @@ static PyObject *py_hist_auto_strategy(PyObject *self, PyObject *args, PyObject 
     return PyUnicode_FromString(gs_strategy_name(gs_hist_auto_strategy(&s)));
 }
 
+/* reduce_axis(backend, a, (n0, n1, n2), (s0, s1, s2), op, out, stream): a is a
+ * descriptor tuple whose ptr is the view's base (length and stride unused). */
+static PyObject *py_reduce_axis(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *ao, *oo;
+    long long n[3], s[3];
+    int op;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sO(LLL)(LLL)iOK", &backend, &ao, &n[0], &n[1], &n[2], &s[0], &s[1], &s[2], &op,
+                          &oo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_arg a, out;
+    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out"))
+        return NULL;
+    if (!out.writable) {
+        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
+        return NULL;
+    }
+    if (!ops->reduce_axis) {
+        PyErr_SetString(PyExc_NotImplementedError, "reduce_axis: not in this backend");
+        return NULL;
+    }
+    const int64_t shape[3] = {n[0], n[1], n[2]}, strides[3] = {s[0], s[1], s[2]};
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->reduce_axis(&a.a, shape, strides, op, &out.a, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_raise_status(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -736,6 +771,8 @@ static PyMethodDef methods[] = {
     {"device_info", py_device_info, METH_VARARGS, "device_info(ordinal) -> dict"},
     {"hist_auto_strategy", (PyCFunction)(void (*)(void))py_hist_auto_strategy, METH_VARARGS | METH_KEYWORDS,
      "the strategy `auto` picks for a histogram of this shape on this device"},
+    {"reduce_axis", py_reduce_axis, METH_VARARGS,
+     "reduce_axis(backend, a, (outer, len, inner), strides, op, out, stream): segmented sum/count/cumsum"},
     {"_raise_status", py_raise_status, METH_VARARGS, "test hook: raise the exception for a status code"},
     {NULL, NULL, 0, NULL},
 };
