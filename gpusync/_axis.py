@@ -12,9 +12,10 @@ is NumPy's.  Reading the proxy costs O(size of the result), not O(input).
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_tuple
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from . import _arrays, _backend, _core
 from ._arrays import DeviceArray, Lib
@@ -286,7 +287,7 @@ def cumsum(a, axis, dtype, out, flat_scan):
         res_shape = (math.prod(shape),)
         ax = None
     else:
-        (ax,) = normalize_axis_tuple(axis, max(len(shape), 1))
+        ax = normalize_axis_index(operator.index(axis), max(len(shape), 1))  # NumPy's TypeError / AxisError
         if not shape:  # NumPy: a 0-d array scans as 1-D
             shape = (1,)
         res_shape = shape
