@@ -195,9 +195,31 @@ def _out_obj(out):
     return out
 
 
+def _axes_of(axis, ndim):
+    """normalize_axis_tuple with the reductions' message for repeated axes."""
+    if not isinstance(axis, (tuple, list)):
+        axis = (operator.index(axis),)  # NumPy's TypeError for a float axis
+    axes = normalize_axis_tuple(axis, ndim, allow_duplicate=True)
+    if len(set(axes)) != len(axes):
+        raise ValueError("duplicate value in 'axis'")
+    return axes
+
+
 def _proxy(x, axes):
     shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
     return np.broadcast_to(np.zeros((), np.dtype(x.dtype)), shape)
+
+
+def _numpy_check(fn, proxy, x, **kw):
+    """fn on the proxy: NumPy's result shape and dtype, or NumPy's error --
+    with the message NumPy gives for the real shape (a zero-stride view of
+    it, on which NumPy fails before reading anything)."""
+    try:
+        return fn(proxy, **kw)
+    except Exception:
+        full = np.broadcast_to(np.zeros((), proxy.dtype), tuple(x.shape))
+        fn(full, **kw)
+        raise
 
 
 def _host_out_proxy(out):
@@ -216,13 +238,14 @@ def _host_out_proxy(out):
 def _write_out(res, out, x):
     """Copy a computed result into the caller's `out` in place; return out."""
     if isinstance(out, np.ndarray):
-        if isinstance(res, np.ndarray):
-            np.copyto(out, res.reshape(out.shape), casting="unsafe")
+        if isinstance(res, (np.ndarray, np.generic)):
+            np.copyto(out, np.reshape(res, out.shape), casting="unsafe")
         else:  # device result into a host out
             np.copyto(out, Lib.of(x.lib).to_host(res).reshape(out.shape), casting="unsafe")
         return out
     mod = type(out).__module__.split(".")[0]
-    if isinstance(res, np.ndarray):
+    if isinstance(res, (np.ndarray, np.generic)):
+        res = np.asarray(res)
         res = Lib.of(mod if mod in ("cupy", "torch") else x.lib).from_host(res, _arrays.as_input(out, "out").device)
     if mod == "torch":
         out.copy_(res.reshape(out.shape))
@@ -236,22 +259,26 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
     x = _arrays.checked_input(a, "a", func)
     ndim = len(x.shape)
     out = _out_obj(out)
-    axes = tuple(range(ndim)) if axis is None else normalize_axis_tuple(axis, ndim)
+    axes = tuple(range(ndim)) if axis is None else _axes_of(axis, ndim)
     proxy = _proxy(x, axes)
     outp = _host_out_proxy(out)
     if op == COUNT_NONZERO:
-        ref = np.count_nonzero(proxy, axis=axis, keepdims=keepdims)
+        ref = _numpy_check(np.count_nonzero, proxy, x, axis=axis, keepdims=keepdims)
         loop = np.dtype(np.intp)
         init = None
     else:
         # initial=0 (the default) adds nothing, so -0.0 sums keep their sign as in NumPy
         kw = {} if (type(initial) is int and initial == 0) else {"initial": initial}
-        ref = np.sum(proxy, axis=axis, dtype=dtype, out=outp, keepdims=keepdims, **kw)
-        loop = np.dtype(dtype) if dtype is not None else (
-            np.dtype(outp.dtype) if outp is not None else np.add.reduce(np.zeros(1, x.dtype)).dtype)
+        ref = _numpy_check(np.sum, proxy, x, axis=axis, dtype=dtype, out=outp, keepdims=keepdims, **kw)
+        # the loop dtype: dtype=, else the input's sum dtype (an out of another dtype gets the result cast)
+        loop = np.dtype(dtype) if dtype is not None else np.add.reduce(np.zeros(1, x.dtype)).dtype
         init = None if not kw else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
         if where is not True:
-            np.broadcast_shapes(np.shape(where), tuple(x.shape))  # NumPy's error for a bad mask
+            try:
+                np.broadcast_shapes(np.shape(where), tuple(x.shape))
+            except ValueError:  # NumPy's own error: it fails at the broadcast, before reading anything
+                np.sum(np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape)), axis=axis, where=where)
+                raise
             if isinstance(x, DeviceArray):
                 x = _lib_where(x, where, x.dtype.type(0))
             else:
@@ -294,10 +321,10 @@ def cumsum(a, axis, dtype, out, flat_scan):
     rt = np.dtype(dtype) if dtype is not None else np.cumsum(np.zeros(1, x.dtype)).dtype
     if out is not None:
         outp = _host_out_proxy(out)
-        if tuple(outp.shape) != tuple(res_shape):
-            raise ValueError(f"operands could not be broadcast together with remapped shapes "
-                             f"[original->remapped]: {tuple(outp.shape)}->{tuple(outp.shape)} "
-                             f"{tuple(res_shape)}->{tuple(res_shape)} ")
+        if tuple(outp.shape) != tuple(res_shape):  # NumPy's error (raised before it reads anything)
+            full = np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape))
+            np.cumsum(full, axis=axis, dtype=dtype, out=np.empty(outp.shape, outp.dtype))
+            raise ValueError(f"cumsum: out has shape {tuple(outp.shape)}, expected {tuple(res_shape)}")
     x = _category_cast(x, rt)
     if ax is None or len(shape) == 1:
         natural = np.cumsum(np.zeros(1, x.dtype)).dtype  # what the 1-D scan kernels write

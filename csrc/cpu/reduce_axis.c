@@ -42,7 +42,7 @@ typedef struct {
         const T *base = (const T *)c->a + o * c->s0 + i0 * c->s2;                                             \
         ACC *acc = (ACC *)accp;                                                                               \
         if (w == 1 && c->op != GS_AXIS_CUMSUM) { /* one long segment: 4 chains */                          \
-            ACC s[4] = {0, 0, 0, 0};                                                                          \
+            ACC s[4] = {(ACC)-0.0, (ACC)-0.0, (ACC)-0.0, (ACC)-0.0}; /* -0.0 stays for integers: 0 */          \
             int64_t k = k0;                                                                                   \
             for (; k + 4 <= k1; k += 4)                                                                       \
                 for (int u = 0; u < 4; u++)                                                                   \
@@ -139,7 +139,11 @@ static void run_items(void *vc, int tid, int64_t begin, int64_t end)
         const int64_t o = item / c->nchunks, i0 = (item % c->nchunks) * CHUNK;
         const int w = (int)(c->inner - i0 < CHUNK ? c->inner - i0 : CHUNK);
         const int64_t k0 = c->len * part / c->kparts, k1 = c->len * (part + 1) / c->kparts;
-        memset(&acc, 0, sizeof acc);
+        if (c->is_float && c->len > 0) /* -0.0 + x == x for every x: NumPy's sum of {-0.0} is -0.0 */
+            for (int j = 0; j < CHUNK; j++)
+                acc.f[j] = -0.0;
+        else
+            memset(&acc, 0, sizeof acc);
         add_rows(c, o, i0, w, k0, k1, &acc);
         if (c->op == GS_AXIS_CUMSUM)
             continue;
@@ -214,7 +218,7 @@ gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const in
             const int w = (int)(c.inner - i0 < CHUNK ? c.inner - i0 : CHUNK);
             char *dst = c.out + (size_t)(o * c.inner + i0) * c.osz;
             for (int j = 0; j < w; j++) {
-                double f = 0;
+                double f = -0.0;
                 uint64_t u = 0;
                 for (int64_t part = 0; part < c.kparts; part++) {
                     size_t at = (size_t)(item * c.kparts + part) * CHUNK + (size_t)j;
