@@ -55,6 +55,20 @@ def segments(shape, strides, axes):
     return tuple(g[0] for g in groups), tuple(g[1] for g in groups)
 
 
+def nd_input(a, func):
+    """checked_input() that keeps an N-D device array's shape: a device array
+    that is not C-contiguous is first made so by its own library (the flat
+    descriptor of _arrays would otherwise flatten it)."""
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is not None and len(cai["shape"]) > 1 and cai.get("strides") is not None:
+        mod = type(a).__module__.split(".")[0]
+        if mod == "torch":
+            a = a.contiguous()
+        elif mod == "cupy":
+            a = __import__("cupy").ascontiguousarray(a)
+    return _arrays.checked_input(a, "a", func)
+
+
 def _elem_strides(x):
     """Element strides of a host array or a (C-contiguous) device view."""
     if isinstance(x, DeviceArray):
@@ -256,7 +270,7 @@ def _write_out(res, out, x):
 
 def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True):
     """sum / count_nonzero of `a` along `axis` by NumPy's rules."""
-    x = _arrays.checked_input(a, "a", func)
+    x = nd_input(a, func)
     ndim = len(x.shape)
     out = _out_obj(out)
     axes = tuple(range(ndim)) if axis is None else _axes_of(axis, ndim)
@@ -307,7 +321,7 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
 
 def cumsum(a, axis, dtype, out, flat_scan):
     """np.cumsum by NumPy's rules; `flat_scan(x, out_dtype)` scans a 1-D array."""
-    x = _arrays.checked_input(a, "a", "cumsum")
+    x = nd_input(a, "cumsum")
     out = _out_obj(out)
     shape = tuple(x.shape)
     if axis is None:

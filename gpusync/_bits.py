@@ -47,7 +47,7 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
     with _arrays.call_stream(stream, a):
         if bitorder not in ("big", "little"):
             raise ValueError("'order' must be either 'little' or 'big'")
-        x = _arrays.checked_input(a, "a", "packbits")
+        x = _axis.nd_input(a, "packbits")
         nd = len(x.shape)
         if axis is None or nd <= 1:
             if axis is not None:
@@ -134,7 +134,7 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
     with _arrays.call_stream(stream, a):
         if axis is None and not keepdims:
             return _count_nonzero_impl(a, threshold=threshold)
-        x = _arrays.checked_input(a, "a", "count_nonzero")
+        x = _axis.nd_input(a, "count_nonzero")
         if threshold is not None:
             thr = _threshold(threshold, x.dtype)
             x = _arrays.as_input(x.obj.reshape(tuple(x.shape)) > thr, "a") if isinstance(x, DeviceArray) else \
