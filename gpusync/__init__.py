@@ -26,6 +26,7 @@ from ._reduce import dot, sum  # noqa: F401,A004
 from ._binstat import STATISTICS as BINNED_STATISTICS  # noqa: F401
 from ._binstat import BinnedStatisticResult, binned_statistic  # noqa: F401
 from ._bits import count_nonzero, kernels, occupancy, packbits  # noqa: F401
+from ._histdd import histogram2d, histogramdd  # noqa: F401
 from ._barrier import STRATEGIES as BARRIER_STRATEGIES  # noqa: F401
 from ._barrier import barrier_benchmark  # noqa: F401
 from ._scan import STRATEGIES as CUMSUM_STRATEGIES  # noqa: F401
@@ -37,6 +38,8 @@ __version__ = "0.1.0"
 __all__ = [
     "histogram",
     "bincount",
+    "histogram2d",
+    "histogramdd",
     "sum",
     "dot",
     "binned_statistic",

@@ -112,12 +112,20 @@ static gs_status stub_reduce_axis(const gs_array *a, const int64_t shape[3], con
     return NO_CUDA;
 }
 
+static gs_status stub_histogramdd(const gs_array *c, int ndim, const double *e, const int64_t *ne, const gs_array *w,
+                                  gs_array *out, void *stream)
+{
+    (void)c, (void)ndim, (void)e, (void)ne, (void)w, (void)out, (void)stream;
+    return NO_CUDA;
+}
+
 static const gs_backend_ops stub_ops = {
     "cuda",      stub_available, stub_device_count,  stub_device_info,      stub_pointer_device, stub_histogram,
     stub_minmax, stub_uniform_edges, stub_reduce, stub_binned_statistic, stub_counter,        stub_test_deadlock,
     stub_packbits, stub_count_nonzero, stub_kernel_names, stub_occupancy, stub_divergence, stub_self_test,
     stub_barrier_benchmark, stub_cumsum,
     .reduce_axis = stub_reduce_axis, /* issue 15 */
+    .histogramdd = stub_histogramdd, /* issue 15 */
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

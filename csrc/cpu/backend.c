@@ -121,6 +121,8 @@ static gs_status cpu_empty_cache(void) { return GS_OK; }
 
 gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
                              gs_array *out, void *stream);
+gs_status gs_cpu_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
+                             const gs_array *weights, gs_array *out, void *stream);
 
 static const gs_backend_ops cpu_ops = {
     "cpu",
@@ -146,6 +148,7 @@ static const gs_backend_ops cpu_ops = {
     cpu_stream_wait,
     cpu_empty_cache,
     .reduce_axis = gs_cpu_reduce_axis, /* issue 15 */
+    .histogramdd = gs_cpu_histogramdd, /* issue 15 */
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

@@ -259,6 +259,8 @@ gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, 
 gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
 gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
                               gs_array *out, void *stream);
+gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
+                              const gs_array *weights, gs_array *out, void *stream);
 }
 
 static const gs_backend_ops cuda_ops = {
@@ -285,6 +287,7 @@ static const gs_backend_ops cuda_ops = {
     cuda_stream_wait,
     cuda_empty_cache,
     gs_cuda_reduce_axis, /* issue 15 */
+    gs_cuda_histogramdd, /* issue 15 */
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

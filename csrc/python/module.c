@@ -730,6 +730,62 @@ static PyObject *py_reduce_axis(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* histogramdd(backend, [coords], edges (float64, all dimensions'), nedges
+ * (int64), weights or None, out, stream) */
+static PyObject *py_histogramdd(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *co, *eo, *no, *wo, *oo;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOO!O!OOK", &backend, &co, &PyArray_Type, &eo, &PyArray_Type, &no, &wo, &oo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    if (!ops->histogramdd) {
+        PyErr_SetString(PyExc_NotImplementedError, "histogramdd: not in this backend");
+        return NULL;
+    }
+    PyArrayObject *ea = (PyArrayObject *)eo, *na = (PyArrayObject *)no;
+    if (!PyList_Check(co) || PyList_GET_SIZE(co) < 1 || PyList_GET_SIZE(co) > GS_HISTDD_MAX_DIMS ||
+        PyArray_TYPE(ea) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ea) || PyArray_TYPE(na) != NPY_INT64 ||
+        !PyArray_IS_C_CONTIGUOUS(na) || PyArray_SIZE(na) != PyList_GET_SIZE(co)) {
+        PyErr_SetString(PyExc_ValueError, "histogramdd: bad coordinates, edges or nedges");
+        return NULL;
+    }
+    const int ndim = (int)PyList_GET_SIZE(co);
+    gs_array coords[GS_HISTDD_MAX_DIMS];
+    int64_t total = 0;
+    const int64_t *ne = (const int64_t *)PyArray_DATA(na);
+    for (int d = 0; d < ndim; d++) {
+        gs_arg a;
+        if (!parse_array(PyList_GET_ITEM(co, d), &a, "coords"))
+            return NULL;
+        coords[d] = a.a;
+        total += ne[d];
+    }
+    if (PyArray_SIZE(ea) != total) {
+        PyErr_SetString(PyExc_ValueError, "histogramdd: edges do not match nedges");
+        return NULL;
+    }
+    gs_arg w, out;
+    if ((wo != Py_None && !parse_array(wo, &w, "weights")) || !parse_array(oo, &out, "out"))
+        return NULL;
+    if (!out.writable) {
+        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
+        return NULL;
+    }
+    const double *e = (const double *)PyArray_DATA(ea);
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->histogramdd(coords, ndim, e, ne, wo == Py_None ? NULL : &w.a, &out.a, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_raise_status(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -773,6 +829,8 @@ static PyMethodDef methods[] = {
      "the strategy `auto` picks for a histogram of this shape on this device"},
     {"reduce_axis", py_reduce_axis, METH_VARARGS,
      "reduce_axis(backend, a, (outer, len, inner), strides, op, out, stream): segmented sum/count/cumsum"},
+    {"histogramdd", py_histogramdd, METH_VARARGS,
+     "histogramdd(backend, [coords], edges, nedges, weights or None, out, stream): numpy.histogramdd's counts"},
     {"_raise_status", py_raise_status, METH_VARARGS, "test hook: raise the exception for a status code"},
     {NULL, NULL, 0, NULL},
 };

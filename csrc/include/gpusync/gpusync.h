@@ -305,7 +305,23 @@ typedef struct gs_backend_ops {
      * arrays. */
     gs_status (*reduce_axis)(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
                              gs_array *out, void *stream);
+
+    /* numpy.histogramdd's counting: coords are ndim (1..GS_HISTDD_MAX_DIMS)
+     * 1-D views of n elements, all of one dtype, on one device (host arrays
+     * on the CUDA backend: contiguous, staged); edges (host memory) holds
+     * dimension d's nedges[d] >= 2 non-decreasing edges after the earlier
+     * dimensions' ones.  A value v (compared as double) has c = the number
+     * of edges <= v, less one when v equals the last edge; it is counted
+     * when 1 <= c <= nedges[d] - 1, in bin c - 1 (NaN and values outside
+     * are dropped).  out (prod(nedges[d] - 1) elements, C order, contiguous,
+     * on the coords' device) is zeroed and gets int64 counts, or with
+     * weights (float64, n elements) float64 sums.  Asynchronous for device
+     * arrays. */
+    gs_status (*histogramdd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
+                             const gs_array *weights, gs_array *out, void *stream);
 } gs_backend_ops;
+
+#define GS_HISTDD_MAX_DIMS 32
 
 /* reduce_axis's operations. */
 enum { GS_AXIS_SUM = 0, GS_AXIS_COUNT_NONZERO = 1, GS_AXIS_CUMSUM = 2 };
