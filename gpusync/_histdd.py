@@ -186,7 +186,9 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
     for both or ``[edges_x, edges_y]`` (or mixed); `range` ``[[xmin, xmax],
     [ymin, ymax]]``; `density`; `weights`.  Returns ``(H, xedges,
     yedges)``.  Counted by :func:`histogramdd`'s fused kernel."""
-    # np.histogram2d's own reading of `bins`
+    # np.histogram2d's own checks and reading of `bins`
+    if len(x) != len(y):
+        raise ValueError("x and y must have the same length.")
     try:
         nbins = len(bins)
     except TypeError:
