@@ -136,7 +136,7 @@ def _range_of(x, range):  # noqa: A002
     return (float(_host(mn)), float(_host(mx)))
 
 
-def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="auto",  # noqa: A002
+def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="auto",  # noqa: A002
               split_every=8):
     """gs.histogram over a Dask array (weights: a Dask array of a's shape).
     Returns (hist, bin_edges) as NumPy arrays, like np.histogram."""
