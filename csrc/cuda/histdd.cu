@@ -10,6 +10,10 @@
  *            (uint32 counts, or float64 weight sums) next to the edges, and
  *            adds its non-zero bins to the result at the end; used when the
  *            bins (and edges) fit in a block's opt-in shared memory;
+ *   cluster  (sm_90+) when the bins do not fit one block: a thread-block
+ *            cluster of C blocks holds them, each block a power-of-two slice
+ *            in its shared memory, and every block adds to any bin through
+ *            distributed shared memory (cluster.map_shared_rank);
  *   global   otherwise: one global atomic per counted point.
  *
  * Edges live in shared memory when there are at most EDGES_SMEM of them.
@@ -19,8 +23,16 @@
 #include "internal.cuh"
 #include "../common/histdd.h"
 
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <string.h>
+#include <type_traits>
+
+namespace cg = cooperative_groups;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define GS_HISTDD_NO_CLUSTERS 1 /* the cluster kernel's body is only compiled for sm_90+ */
+#endif
 
 namespace {
 
@@ -107,6 +119,100 @@ template <class T, bool WEIGHTED, bool SHARED> __global__ void __launch_bounds__
     }
 }
 
+/* Block r of a cluster keeps bins [r << sshift, (r + 1) << sshift); the
+ * first cluster.sync() publishes the zeroed slices, the second makes every
+ * block's adds visible before the slices are flushed. */
+template <class T, bool WEIGHTED> __global__ void __launch_bounds__(THREADS) histdd_cluster_kernel(dd_args r, int sshift)
+{
+#ifndef GS_HISTDD_NO_CLUSTERS
+    using S = typename std::conditional<WEIGHTED, double, unsigned>::type;
+    extern __shared__ double smem[];
+    const int64_t slice = (int64_t)1 << sshift;
+    S *h = (S *)smem;
+    double *s_edges = smem + (slice * sizeof(S) + 7) / 8;
+    cg::cluster_group cl = cg::this_cluster();
+    for (int64_t k = threadIdx.x; k < slice; k += blockDim.x)
+        h[k] = 0;
+    if (r.edges_in_smem)
+        for (int64_t k = threadIdx.x; k < r.nedges_total; k += blockDim.x)
+            s_edges[k] = r.edges[k];
+    cl.sync();
+    const double *edges = r.edges_in_smem ? s_edges : r.edges;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < r.n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t at = linear_bin<T>(r, edges, i);
+        if (at < 0)
+            continue;
+        S *dst = cl.map_shared_rank(h, (unsigned)(at >> sshift));
+        if (WEIGHTED)
+            atomicAdd((double *)dst + (at & (slice - 1)), r.w[i * r.wstride]);
+        else
+            atomicAdd((unsigned *)dst + (at & (slice - 1)), 1u);
+    }
+    cl.sync();
+    const int64_t first = (int64_t)cl.block_rank() << sshift;
+    for (int64_t k = threadIdx.x; k < slice && first + k < r.nbins; k += blockDim.x) {
+        if (h[k] == 0)
+            continue;
+        if (WEIGHTED)
+            atomicAdd((double *)r.out + first + k, (double)h[k]);
+        else
+            atomicAdd((unsigned long long *)r.out + first + k, (unsigned long long)h[k]);
+    }
+#endif
+}
+
+/* The cluster launch, or GS_ERR_UNSUPPORTED_DEVICE when no cluster shape
+ * fits (the caller then counts with global atomics). */
+template <class T, bool WEIGHTED> gs_status launch_cluster(dd_args &r, size_t ebytes, const gs_device_info *dev,
+                                                           cudaStream_t s)
+{
+    if (dev->major < 9 || !dev->cluster_launch)
+        return GS_ERR_UNSUPPORTED_DEVICE;
+    const int64_t cell = WEIGHTED ? 8 : 4, room = dev->shared_memory_per_block_optin - (int64_t)ebytes - 16;
+    int csize = 0, sshift = 0;
+    for (int c = 2; c <= GS_HIST_CLUSTER_MAX && !csize; c *= 2) {
+        int sh = 0;
+        while (((int64_t)1 << sh) * c < r.nbins)
+            sh++;
+        if (((int64_t)1 << sh) * cell <= room)
+            csize = c, sshift = sh;
+    }
+    if (!csize)
+        return GS_ERR_UNSUPPORTED_DEVICE;
+    auto kern = histdd_cluster_kernel<T, WEIGHTED>;
+    gs_status st = gs_cuda_allow_smem((const void *)kern, dev);
+    if (st != GS_OK)
+        return st;
+    const size_t smem = (((size_t)1 << sshift) * (size_t)cell + 7) / 8 * 8 + ebytes;
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = csize;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(THREADS);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cfg.gridDim = dim3(csize);
+    int clusters = 0;
+    GS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, (void *)kern, &cfg));
+    if (clusters < 1)
+        return GS_ERR_UNSUPPORTED_DEVICE;
+    const int64_t work = (r.n + THREADS * 8 - 1) / (THREADS * 8);
+    int64_t grid = (int64_t)clusters * csize < work ? (int64_t)clusters * csize : work;
+    const int64_t min_grid = ((r.n >> 31) + 1) * csize; /* < 2^31 points per cluster: 32-bit counters */
+    if (grid < min_grid)
+        grid = min_grid;
+    grid = (grid + csize - 1) / csize * csize;
+    if (grid > 0x7fffffff)
+        return gs_fail(GS_ERR_OVERFLOW, "histogramdd: grid of %lld blocks", (long long)grid);
+    cfg.gridDim = dim3((unsigned)grid);
+    GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, r, sshift));
+    return GS_OK;
+}
+
 template <class T, bool WEIGHTED, bool SHARED>
 gs_status launch3(dd_args &r, size_t smem, const gs_device_info *dev, cudaStream_t s)
 {
@@ -138,6 +244,11 @@ template <class T> gs_status launch(dd_args &r, const gs_device_info *dev, cudaS
     const size_t cell = r.w ? 8 : 4;
     const size_t smem = ebytes + (size_t)r.nbins * cell;
     const bool shared = smem <= (size_t)dev->shared_memory_per_block_optin;
+    if (!shared) { /* the bins spread over a cluster's shared memory, else global atomics */
+        gs_status st = r.w ? launch_cluster<T, true>(r, ebytes, dev, s) : launch_cluster<T, false>(r, ebytes, dev, s);
+        if (st != GS_ERR_UNSUPPORTED_DEVICE)
+            return st;
+    }
     if (r.w)
         return shared ? launch3<T, true, true>(r, smem, dev, s) : launch3<T, true, false>(r, ebytes, dev, s);
     return shared ? launch3<T, false, true>(r, smem, dev, s) : launch3<T, false, false>(r, ebytes, dev, s);
