@@ -108,3 +108,21 @@ def test_dot_out_and_nd():
         np.dot(a, b, np.zeros((), np.float32))
     with pytest.raises(ValueError, match="matrix product"):
         gs.dot(np.ones((2, 2)), np.ones((2, 2)))
+
+
+def test_stubs_match_runtime_signatures():
+    import ast
+    import os
+
+    path = os.path.join(os.path.dirname(gs.__file__), "__init__.pyi")
+    assert os.path.exists(os.path.join(os.path.dirname(gs.__file__), "py.typed"))
+    tree = ast.parse(open(path).read())
+    stubs = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    for name in gs.__all__:
+        obj = getattr(gs, name)
+        if not callable(obj) or isinstance(obj, type):
+            continue
+        assert name in stubs, name
+        a = stubs[name].args
+        names = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+        assert names == list(inspect.signature(obj).parameters), name
