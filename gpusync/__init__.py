@@ -27,6 +27,8 @@ from ._binstat import STATISTICS as BINNED_STATISTICS  # noqa: F401
 from ._binstat import BinnedStatisticResult, binned_statistic  # noqa: F401
 from ._bits import count_nonzero, kernels, occupancy, packbits  # noqa: F401
 from ._histdd import histogram2d, histogramdd  # noqa: F401
+from ._binstat_dd import BinnedStatistic2dResult, BinnedStatisticddResult  # noqa: F401
+from ._binstat_dd import binned_statistic_2d, binned_statistic_dd  # noqa: F401
 from ._barrier import STRATEGIES as BARRIER_STRATEGIES  # noqa: F401
 from ._barrier import barrier_benchmark  # noqa: F401
 from ._scan import STRATEGIES as CUMSUM_STRATEGIES  # noqa: F401
@@ -44,6 +46,10 @@ __all__ = [
     "dot",
     "binned_statistic",
     "BinnedStatisticResult",
+    "binned_statistic_2d",
+    "binned_statistic_dd",
+    "BinnedStatistic2dResult",
+    "BinnedStatisticddResult",
     "packbits",
     "count_nonzero",
     "occupancy",

@@ -53,9 +53,14 @@ def scipy_callable(x, values, statistic, bins, range_):  # noqa: A002
     """SciPy's own binned_statistic for a callable statistic, on the host."""
     import scipy.stats
 
+    warn_once(statistic, stacklevel=5)
+    return scipy.stats.binned_statistic(x, values, statistic, bins, range_)
+
+
+def warn_once(statistic, stacklevel=5):
+    """The one-time note that a callable statistic is not accelerated."""
     name = getattr(statistic, "__name__", repr(statistic))
     if name not in _warned:
         _warned.add(name)
-        warnings.warn(f"gpusync.binned_statistic: the callable statistic {name!r} runs SciPy's own code on the host "
-                      "(not accelerated)", RuntimeWarning, stacklevel=4)
-    return scipy.stats.binned_statistic(x, values, statistic, bins, range_)
+        warnings.warn(f"gpusync: the callable statistic {name!r} runs SciPy's own code on the host "
+                      "(not accelerated)", RuntimeWarning, stacklevel=stacklevel)
