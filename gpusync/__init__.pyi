@@ -64,3 +64,23 @@ def use_backend(name: str) -> ContextManager[None]: ...
 def cuda_available() -> bool: ...
 def device_info(device: int = 0) -> dict: ...
 def empty_cache() -> None: ...
+
+class BinnedStatisticddResult(NamedTuple):
+    statistic: Array
+    bin_edges: list
+    binnumber: Array
+
+class BinnedStatistic2dResult(NamedTuple):
+    statistic: Array
+    x_edge: Array
+    y_edge: Array
+    binnumber: Array
+
+def binned_statistic_dd(sample: Any, values: ArrayLike, statistic: Union[str, Callable[..., Any]] = "mean",
+                        bins: Any = 10, range: Optional[Sequence[Any]] = None, expand_binnumbers: bool = False,
+                        binned_statistic_result: Optional[BinnedStatisticddResult] = None, *,
+                        strategy: str = "auto", stream: _Stream = None) -> BinnedStatisticddResult: ...
+def binned_statistic_2d(x: ArrayLike, y: ArrayLike, values: ArrayLike,
+                        statistic: Union[str, Callable[..., Any]] = "mean", bins: Any = 10,
+                        range: Optional[Sequence[Any]] = None, expand_binnumbers: bool = False, *,
+                        strategy: str = "auto", stream: _Stream = None) -> BinnedStatistic2dResult: ...

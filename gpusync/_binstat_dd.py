@@ -129,7 +129,7 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
     except TypeError:
         bins = d * [bins]
     if range is not None and len(range) != d:
-        raise ValueError("range argument must have one entry per dimension")
+        raise ValueError(f"range given for {len(range)} dimensions; {d} required")
     # 1. each dimension's SciPy bin numbers and edges
     if previous is None:
         per_dim, edges = [], []
