@@ -1,8 +1,9 @@
 """packbits, count_nonzero (warp votes) and occupancy (resource partitioning)."""
 from __future__ import annotations
 
-import numpy as np
+import operator
 
+import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from . import _arrays, _axis, _backend, _core
@@ -54,6 +55,90 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
                 normalize_axis_index(axis, max(nd, 1))
             return _packbits_impl(x if nd == 1 else _flat(x), bitorder, threshold=threshold)
         return _packbits_axis(x, normalize_axis_index(axis, nd), bitorder, threshold)
+
+
+@_arrays.takes_stream
+def unpackbits(a, /, axis=None, count=None, bitorder="big", *, stream=None):
+    """``np.unpackbits(a, axis, count, bitorder)``: each uint8 of `a` as 8
+    elements of 0 / 1 (uint8).
+
+    NumPy's parameters: `axis` None unpacks the flattened array, an int
+    unpacks along that axis; `count` keeps that many bits per line (zero-
+    padded when larger), a negative one drops bits from the end; `bitorder`
+    ``"big"`` or ``"little"``.  One thread per byte writes its 8 bytes in
+    one store (CUDA; a table lookup on CPU threads).  Device arrays give
+    device arrays, enqueued on their stream.
+    """
+    with _arrays.call_stream(stream, a):
+        if not isinstance(bitorder, str) or bitorder[:1] not in ("l", "b"):  # NumPy's rule: the first letter
+            raise ValueError("'order' must begin with 'l' or 'b'")
+        little = bitorder[0] == "l"
+        x = _axis.nd_input(a, "unpackbits") if not isinstance(a, np.ndarray) else a
+        if not isinstance(x, DeviceArray):
+            x = np.asarray(x)
+        if np.dtype(x.dtype) != np.uint8:
+            raise TypeError("Expected an input array of unsigned byte data type")
+        if count is not None:
+            count = operator.index(count)
+        shape = tuple(x.shape)
+        if axis is None or len(shape) <= 1:
+            if axis is not None:
+                normalize_axis_index(operator.index(axis), max(len(shape), 1))
+            flat = x if len(shape) == 1 else _flat(x)
+            bits = _unpack_flat(flat, little)
+            return _count_last(bits, count, 8 * (flat.length if isinstance(flat, DeviceArray) else flat.size))
+        ax = normalize_axis_index(operator.index(axis), len(shape))
+        order = [i for i in range(len(shape)) if i != ax] + [ax]
+        if isinstance(x, DeviceArray):
+            obj = x.obj.reshape(shape)
+            if x.lib == "torch":
+                lines = obj.permute(*order).contiguous()
+                bits = _unpack_flat(_arrays.as_input(lines.reshape(-1), "a"), little)
+                bits = _count_last(bits.reshape(tuple(lines.shape[:-1]) + (8 * shape[ax],)), count, 8 * shape[ax])
+                return bits.permute(*_inverse(order)).contiguous()
+            cp = __import__("cupy")
+            lines = cp.ascontiguousarray(cp.transpose(obj, order))
+            bits = _unpack_flat(_arrays.as_input(lines.reshape(-1), "a"), little)
+            bits = _count_last(bits.reshape(lines.shape[:-1] + (8 * shape[ax],)), count, 8 * shape[ax])
+            return cp.ascontiguousarray(cp.transpose(bits, _inverse(order)))
+        lines = np.ascontiguousarray(np.transpose(x, order))
+        bits = _unpack_flat(lines.reshape(-1), little)
+        bits = _count_last(bits.reshape(lines.shape[:-1] + (8 * shape[ax],)), count, 8 * shape[ax])
+        return np.ascontiguousarray(np.transpose(bits, _inverse(order)))
+
+
+def _unpack_flat(x, little):
+    be = _backend.backend()
+    if isinstance(x, DeviceArray):
+        lib = Lib.of(x.lib)
+        if be == "cpu":
+            return lib.from_host(_unpack_flat(x.to_host(), little), x.device)
+        out = lib.empty(8 * x.length, np.uint8, x.device)
+        _core.unpackbits("cuda", x.desc(), little, _arrays.as_input(out, "out").desc(), x.stream)
+        return out
+    src = np.ascontiguousarray(x) if be == "cuda" else x
+    out = np.empty(8 * src.shape[0], np.uint8)
+    _core.unpackbits(be, src, little, out, _arrays.host_stream())
+    return out
+
+
+def _count_last(bits, count, nbits):
+    """NumPy's `count` along the last axis of `bits` (nbits long)."""
+    if count is None:
+        return bits
+    if count < 0:
+        if -count > nbits:
+            raise ValueError("-count larger than number of elements")
+        return bits[..., : nbits + count]
+    if count <= nbits:
+        return bits[..., :count]
+    mod = type(bits).__module__.split(".")[0]
+    shape = tuple(bits.shape[:-1]) + (count - nbits,)
+    if mod == "torch":
+        torch = __import__("torch")
+        return torch.cat([bits, torch.zeros(shape, dtype=bits.dtype, device=bits.device)], -1)
+    xp = np if mod == "numpy" else __import__(mod)
+    return xp.concatenate([bits, xp.zeros(shape, dtype=bits.dtype)], -1)
 
 
 def _flat(x):

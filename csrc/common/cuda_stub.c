@@ -119,6 +119,12 @@ static gs_status stub_histogramdd(const gs_array *c, int ndim, const double *e, 
     return NO_CUDA;
 }
 
+static gs_status stub_unpackbits(const gs_array *a, int little, gs_array *out, void *stream)
+{
+    (void)a, (void)little, (void)out, (void)stream;
+    return NO_CUDA;
+}
+
 static const gs_backend_ops stub_ops = {
     "cuda",      stub_available, stub_device_count,  stub_device_info,      stub_pointer_device, stub_histogram,
     stub_minmax, stub_uniform_edges, stub_reduce, stub_binned_statistic, stub_counter,        stub_test_deadlock,
@@ -126,6 +132,7 @@ static const gs_backend_ops stub_ops = {
     stub_barrier_benchmark, stub_cumsum,
     .reduce_axis = stub_reduce_axis, /* issue 15 */
     .histogramdd = stub_histogramdd, /* issue 15 */
+    .unpackbits = stub_unpackbits,   /* issue 15 */
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

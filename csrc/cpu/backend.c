@@ -124,6 +124,8 @@ gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const in
 gs_status gs_cpu_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                              const gs_array *weights, gs_array *out, void *stream);
 
+gs_status gs_cpu_unpackbits(const gs_array *a, int little, gs_array *out, void *stream);
+
 static const gs_backend_ops cpu_ops = {
     "cpu",
     cpu_available,
@@ -149,6 +151,7 @@ static const gs_backend_ops cpu_ops = {
     cpu_empty_cache,
     .reduce_axis = gs_cpu_reduce_axis, /* issue 15 */
     .histogramdd = gs_cpu_histogramdd, /* issue 15 */
+    .unpackbits = gs_cpu_unpackbits,   /* issue 15 */
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

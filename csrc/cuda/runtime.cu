@@ -261,6 +261,7 @@ gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[3], const i
                               gs_array *out, void *stream);
 gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                               const gs_array *weights, gs_array *out, void *stream);
+gs_status gs_cuda_unpackbits(const gs_array *a, int little, gs_array *out, void *stream);
 }
 
 static const gs_backend_ops cuda_ops = {
@@ -288,6 +289,7 @@ static const gs_backend_ops cuda_ops = {
     cuda_empty_cache,
     gs_cuda_reduce_axis, /* issue 15 */
     gs_cuda_histogramdd, /* issue 15 */
+    gs_cuda_unpackbits,  /* issue 15 */
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

@@ -786,6 +786,37 @@ static PyObject *py_histogramdd(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* unpackbits(backend, a (uint8), little, out (uint8, 8 n), stream) */
+static PyObject *py_unpackbits(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *ao, *oo;
+    int little;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOpOK", &backend, &ao, &little, &oo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_arg a, out;
+    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out"))
+        return NULL;
+    if (!ops->unpackbits) {
+        PyErr_SetString(PyExc_NotImplementedError, "unpackbits: not in this backend");
+        return NULL;
+    }
+    if (!out.writable) {
+        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
+        return NULL;
+    }
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->unpackbits(&a.a, little, &out.a, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_raise_status(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -831,6 +862,7 @@ static PyMethodDef methods[] = {
      "reduce_axis(backend, a, (outer, len, inner), strides, op, out, stream): segmented sum/count/cumsum"},
     {"histogramdd", py_histogramdd, METH_VARARGS,
      "histogramdd(backend, [coords], edges, nedges, weights or None, out, stream): numpy.histogramdd's counts"},
+    {"unpackbits", py_unpackbits, METH_VARARGS, "unpackbits(backend, a, little, out, stream)"},
     {"_raise_status", py_raise_status, METH_VARARGS, "test hook: raise the exception for a status code"},
     {NULL, NULL, 0, NULL},
 };

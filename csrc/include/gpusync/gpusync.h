@@ -319,6 +319,11 @@ typedef struct gs_backend_ops {
      * arrays. */
     gs_status (*histogramdd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                              const gs_array *weights, gs_array *out, void *stream);
+
+    /* np.unpackbits of the n uint8 of a into out (8 n uint8 of 0 / 1, same
+     * device, contiguous), bit order little when `little`.  Asynchronous
+     * for device arrays. */
+    gs_status (*unpackbits)(const gs_array *a, int little, gs_array *out, void *stream);
 } gs_backend_ops;
 
 #define GS_HISTDD_MAX_DIMS 32
