@@ -17,21 +17,8 @@ import numpy as np
 
 from . import _core
 
-# gs_dtype codes (csrc/include/gpusync/gpusync.h)
-_DTYPE_CODES = {
-    np.dtype(np.bool_): 0,
-    np.dtype(np.int8): 1,
-    np.dtype(np.uint8): 2,
-    np.dtype(np.int16): 3,
-    np.dtype(np.uint16): 4,
-    np.dtype(np.int32): 5,
-    np.dtype(np.uint32): 6,
-    np.dtype(np.int64): 7,
-    np.dtype(np.uint64): 8,
-    np.dtype(np.float16): 9,
-    np.dtype(np.float32): 10,
-    np.dtype(np.float64): 11,
-}
+# gs_dtype codes: defined once in C (gpusync.h), exported by the binding
+_DTYPE_CODES = {np.dtype(name): code for name, code in _core.DTYPES.items()}
 
 _KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
 

@@ -55,7 +55,7 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_STAGE_SPIN_US] = {.name = "GPUSYNC_STAGE_SPIN_US", .type = "int", .fallback = "", .lo = 0,
                               .hi = 1000000, .meaning = "how long an idle crew thread spins before it sleeps"},
     [GS_ENV_STAGE_UNIT_KB] = {.name = "GPUSYNC_STAGE_UNIT_KB", .type = "int", .fallback = "", .lo = 4,
-                              .hi = 65536, .meaning = "the smallest staging unit (one DMA) in KiB"},
+                              .hi = 2048, .meaning = "the smallest staging unit (one DMA) in KiB (at most the 2 MiB slot)"},
     [GS_ENV_STAGE_SPLIT] = {.name = "GPUSYNC_STAGE_SPLIT", .type = "int", .fallback = "", .lo = 1, .hi = 64,
                             .meaning = "host-to-device: crew pieces per staging unit"},
     [GS_ENV_STAGE_D2H_SPLIT] = {.name = "GPUSYNC_STAGE_D2H_SPLIT", .type = "int", .fallback = "1", .lo = 1,
@@ -183,13 +183,28 @@ static const env_cache *lookup_locked(gs_env_var v)
     return c;
 }
 
+/* Per-thread copies: a lookup whose text has not changed takes no lock (the
+ * cost of the getenv it replaces: hot loops such as the CPU counter demo
+ * read the spin time-out per lock). */
+static _Thread_local env_cache mine[GS_ENV_COUNT];
+
+static env_cache lookup(gs_env_var v)
+{
+    const char *s = getenv(table[v].name);
+    env_cache *m = &mine[v];
+    if (m->parsed && strncmp(m->raw, s ? s : "", sizeof m->raw) == 0)
+        return *m;
+    pthread_mutex_lock(&env_lock);
+    *m = *lookup_locked(v);
+    pthread_mutex_unlock(&env_lock);
+    return *m;
+}
+
 double gs_env_number(gs_env_var v, double dflt, int *set)
 {
-    pthread_mutex_lock(&env_lock);
-    const env_cache *c = lookup_locked(v);
-    const int ok = c->valid;
-    const double x = c->value;
-    pthread_mutex_unlock(&env_lock);
+    const env_cache c = lookup(v);
+    const int ok = c.valid;
+    const double x = c.value;
     if (set)
         *set = ok;
     return ok ? x : dflt;
@@ -197,11 +212,8 @@ double gs_env_number(gs_env_var v, double dflt, int *set)
 
 int gs_env_choice(gs_env_var v)
 {
-    pthread_mutex_lock(&env_lock);
-    const env_cache *c = lookup_locked(v);
-    const int k = c->valid ? (int)c->value : -1;
-    pthread_mutex_unlock(&env_lock);
-    return k;
+    const env_cache c = lookup(v);
+    return c.valid ? (int)c.value : -1;
 }
 
 int64_t gs_spin_timeout_ns(void)

@@ -943,7 +943,8 @@ PyMODINIT_FUNC PyInit__core(void)
         goto fail;
     Py_CLEAR(b);
     if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
-        add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0)
+        add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
+        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0)
         goto fail;
     gs_set_interrupt_hook(interrupt_hook);
     if (PyModule_AddIntConstant(m, "HIST_BLOCK_THREADS", GS_HIST_BLOCK_THREADS) < 0 ||
