@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import warnings
 
 import numpy as np
@@ -118,6 +119,7 @@ def call_stream(stream, first):
             yield
             return
         lib, device = target
+        _need_cuda("stream")
         impl = Lib.of(lib)  # an unknown CAI producer's results: CuPy's, else PyTorch's
         if lib in ("cupy", "torch") and hasattr(first, "__cuda_array_interface__"):
             producer = impl.current_stream(device)
@@ -183,7 +185,20 @@ def _lib_name(obj) -> str:
     return mod if mod in ("cupy", "torch", "numba") else "other"
 
 
+@functools.lru_cache(maxsize=None)
+def _cuda_state():
+    return _core.available("cuda")
+
+
+def _need_cuda(name):
+    """A device array needs the CUDA backend: say so clearly where it cannot run."""
+    ok, why = _cuda_state()
+    if not ok:
+        raise _core.NoCudaError(f"{name}: a CUDA device array needs the cuda backend, which cannot run here: {why}")
+
+
 def _cai_view(obj, name):
+    _need_cuda(name)
     cai = obj.__cuda_array_interface__
     shape = tuple(int(s) for s in cai["shape"])
     dtype = np.dtype(cai["typestr"])

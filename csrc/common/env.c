@@ -33,8 +33,7 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                            "may see no progress before it raises DeadlockError; smaller values "
                                            "are raised to the minimum with a warning"},
     [GS_ENV_NUM_THREADS] = {.name = "GPUSYNC_NUM_THREADS", .type = "int", .fallback = "",
-                            .lo = 1, .hi = 1024,
-                            .meaning = "CPU backend threads (default: online CPUs, at most 64)"},
+                            .lo = 1, .hi = 256, .meaning = "CPU backend threads (default: the online CPUs, at most 256)"},
     [GS_ENV_DEBUG] = {.name = "GPUSYNC_DEBUG", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
                       .meaning = "1: print each CUDA call's launch shape and the strategy auto chose on stderr"},
     [GS_ENV_POOL_KEEP_MB] = {.name = "GPUSYNC_POOL_KEEP_MB", .type = "int", .fallback = "1024", .lo = 0,
@@ -51,7 +50,7 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_NO_STAGING] = {.name = "GPUSYNC_NO_STAGING", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
                            .meaning = "1: copy host inputs with plain cudaMemcpy instead of the staging crew"},
     [GS_ENV_STAGE_THREADS] = {.name = "GPUSYNC_STAGE_THREADS", .type = "int", .fallback = "", .lo = 1, .hi = 256,
-                              .meaning = "host threads of the staging crew (default: 4, at most CPUs - 1)"},
+                              .meaning = "host threads of the staging crew (default: 16, at most CPUs - 1)"},
     [GS_ENV_STAGE_SPIN_US] = {.name = "GPUSYNC_STAGE_SPIN_US", .type = "int", .fallback = "", .lo = 0,
                               .hi = 1000000, .meaning = "how long an idle crew thread spins before it sleeps"},
     [GS_ENV_STAGE_UNIT_KB] = {.name = "GPUSYNC_STAGE_UNIT_KB", .type = "int", .fallback = "", .lo = 4,
