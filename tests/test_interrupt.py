@@ -114,3 +114,19 @@ def test_gpu_interrupt_leaves_no_cancel_behind():
         assert_stops(lambda: gs.barrier_benchmark("sense", rounds=10**12))
         r = gs.barrier_benchmark("sense", rounds=200_000)
         assert r["rounds"] == 200_000 and r["stale"] == 0
+
+
+def test_waits_in_other_threads_are_not_disturbed():
+    """Only the main thread runs signal handlers: another thread's wait never
+    takes the GIL to look, and ends on time."""
+    done = []
+
+    def worker():
+        t0 = time.monotonic()
+        _core._test_interrupt_wait(100)
+        done.append(time.monotonic() - t0)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(5)
+    assert done and 0.099 <= done[0] < 2.0

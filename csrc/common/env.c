@@ -90,18 +90,21 @@ static void warn_locked(const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(pending[npending++], sizeof pending[0], fmt, ap);
+    vsnprintf(pending[npending], sizeof pending[0], fmt, ap);
     va_end(ap);
+    __atomic_store_n(&npending, npending + 1, __ATOMIC_RELEASE);
 }
 
 int gs_env_take_warning(char *buf, size_t len)
 {
+    if (__atomic_load_n(&npending, __ATOMIC_ACQUIRE) == 0) /* every call asks: no lock when none */
+        return 0;
     pthread_mutex_lock(&env_lock);
     int got = npending > 0;
     if (got) {
         snprintf(buf, len, "%s", pending[0]);
         memmove(pending[0], pending[1], sizeof pending[0] * (size_t)(npending - 1));
-        npending--;
+        __atomic_store_n(&npending, npending - 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&env_lock);
     return got;
