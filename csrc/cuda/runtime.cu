@@ -344,7 +344,6 @@ gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy,
 static const gs_backend_ops cuda_ops = {
     .name = "cuda",
     .available = cuda_available,
-    .device_count = cuda_device_count,
     .device_info = cuda_device_info,
     .pointer_device = cuda_pointer_device,
     .histogram = gs_cuda_histogram,

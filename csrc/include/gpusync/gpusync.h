@@ -177,7 +177,6 @@ typedef struct gs_backend_ops {
     /* Nonzero when the backend can run here (a driver and a device for CUDA);
      * otherwise a reason is left in gs_last_error(). */
     int (*available)(void);
-    int (*device_count)(void);
     gs_status (*device_info)(int ordinal, gs_device_info *info);
     /* The device that owns a pointer, or GS_HOST for host or unknown memory. */
     int (*pointer_device)(const void *p);
