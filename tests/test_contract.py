@@ -66,7 +66,8 @@ def test_statistics_reach_the_engine_by_code():
 
 
 def test_dead_entry_points_are_gone():
-    assert not hasattr(_core, "device_count")
+    for dead in ("device_count", "HIST_BLOCK_THREADS", "HIST_CLUSTER_MAX"):
+        assert not hasattr(_core, dead), dead
     assert not hasattr(gs._bits, "last_strategy")
 
 

@@ -20,8 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BIG 1e15
-
 static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_BACKEND] = {.name = "GPUSYNC_BACKEND", .type = "choice", .fallback = "",
                         .choices = "cpu|cuda",

@@ -961,9 +961,6 @@ PyMODINIT_FUNC PyInit__core(void)
             goto fail;
     }
     gs_set_interrupt_hook(interrupt_hook);
-    if (PyModule_AddIntConstant(m, "HIST_BLOCK_THREADS", GS_HIST_BLOCK_THREADS) < 0 ||
-        PyModule_AddIntConstant(m, "HIST_CLUSTER_MAX", GS_HIST_CLUSTER_MAX) < 0)
-        goto fail;
     return m;
 fail:
     Py_XDECREF(b);
