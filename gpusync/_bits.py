@@ -9,7 +9,6 @@ from numpy.lib.array_utils import normalize_axis_index
 from . import _arrays, _axis, _backend, _core
 from ._arrays import DeviceArray, Lib
 
-last_strategy = {}
 
 
 def _threshold(threshold, dtype):
