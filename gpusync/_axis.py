@@ -20,7 +20,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from . import _arrays, _backend, _core
 from ._arrays import DeviceArray, Lib
 
-SUM, COUNT_NONZERO, CUMSUM = 0, 1, 2  # GS_AXIS_* (gpusync.h)
+# reduce_axis's operations: the codes of gpusync.h's GS_AXIS_*, exported by the binding
+SUM, COUNT_NONZERO, CUMSUM = (_core.AXIS_OPS[k] for k in ("sum", "count_nonzero", "cumsum"))
 
 
 # ---- views --------------------------------------------------------------------------------------------------

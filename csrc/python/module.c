@@ -993,6 +993,17 @@ static int add_names(PyObject *m, const char *attr, const char *(*name_of)(int))
 
 static const char *strategy_name_of(int c) { return c < GS_STRATEGY_COUNT ? gs_strategy_name((gs_strategy)c) : NULL; }
 
+/* reduce_axis's operations by name (issue 15): _core.AXIS_OPS */
+static const char *axis_op_name_of(int c)
+{
+    switch (c) {
+    case GS_AXIS_SUM: return "sum";
+    case GS_AXIS_COUNT_NONZERO: return "count_nonzero";
+    case GS_AXIS_CUMSUM: return "cumsum";
+    default: return NULL;
+    }
+}
+
 static PyMethodDef methods[] = {
     {"_ops_null_slots", py_ops_null_slots, METH_VARARGS, "test hook: NULL slots of a backend's ops table"},
     {"_test_interrupt_wait", py_test_interrupt_wait, METH_VARARGS,
@@ -1075,7 +1086,7 @@ PyMODINIT_FUNC PyInit__core(void)
     Py_CLEAR(b);
     if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
         add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
-        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0)
+        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0 || add_names(m, "AXIS_OPS", axis_op_name_of) < 0)
         goto fail;
     { /* threading.main_thread().ident: the thread Python runs signal handlers in */
         PyObject *thr = PyImport_ImportModule("threading"), *mt = NULL, *id = NULL;
