@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK 256
+#define CHUNK 2048 /* accumulators per work item: 8-16 KB of each row read contiguously */
 
 typedef struct {
     const char *a;
@@ -50,6 +50,20 @@ typedef struct {
             for (; k < k1; k++)                                                                               \
                 s[0] += (ACC)CONV(base[k * c->s1]);                                                           \
             acc[0] += (s[0] + s[1]) + (s[2] + s[3]);                                                          \
+        } else if (w == 1 && (c->osz == 8 || c->odt == GS_FLOAT32)) { /* one row's scan, stored inline */   \
+            ACC s = acc[0];                                                                                   \
+            char *po = c->out + (size_t)o * (size_t)c->len * c->osz;                                          \
+            if (c->odt == GS_FLOAT32)                                                                         \
+                for (int64_t k = k0; k < k1; k++) {                                                           \
+                    s += (ACC)CONV(base[k * c->s1]);                                                          \
+                    ((float *)po)[k] = (float)s;                                                              \
+                }                                                                                             \
+            else /* float64 from double, int64 / uint64 from uint64: the accumulator's own bits */            \
+                for (int64_t k = k0; k < k1; k++) {                                                           \
+                    s += (ACC)CONV(base[k * c->s1]);                                                          \
+                    memcpy(po + (size_t)k * 8, &s, 8);                                                        \
+                }                                                                                             \
+            acc[0] = s;                                                                                       \
         } else if (c->s2 == 1) {                                                                              \
             for (int64_t k = k0; k < k1; k++) {                                                               \
                 const T *row = base + k * c->s1;                                                              \
