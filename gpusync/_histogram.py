@@ -54,15 +54,40 @@ def _reference_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return k
 
 
-def _direct_offset(edges: np.ndarray):
-    """Offset when the edges are consecutive integers e0, e0+1, ..., e0+n (exact)."""
-    if edges.dtype.kind not in "fiu" or len(edges) < 2:
+def _direct_offset(edges: np.ndarray, x_dtype: np.dtype):
+    """Offset when the edges are exactly the consecutive integers e0, e0+1,
+    ..., e0+n AND comparing integer data of `x_dtype` with them in NumPy's
+    comparison type (the result_type of data and edges) is exact, so that
+    ``x - e0`` is NumPy's bin; else None.  The core subtracts in 64-bit
+    two's complement, so the offset is also kept where that cannot wrap
+    into the bins (unsigned data: a non-negative offset below 2^63 - n)."""
+    x_dtype = np.dtype(x_dtype)
+    if edges.dtype.kind not in "fiu" or len(edges) < 2 or x_dtype.kind not in "biu":
         return None
-    e0 = edges[0]
-    if not np.isfinite(e0) or e0 != np.floor(e0) or abs(float(e0)) + len(edges) >= _EXACT_INT:
+    n = len(edges) - 1
+    if edges.dtype.kind == "f":
+        e0 = edges[0]
+        if not (np.isfinite(e0) and np.isfinite(edges[-1])) or e0 != np.floor(e0):
+            return None
+        e0 = int(e0)
+        if max(abs(e0), abs(e0 + n)) >= _EXACT_INT:  # the float64 check below is exact only within 2^53
+            return None
+        if not np.array_equal(edges.astype(np.float64), np.arange(n + 1, dtype=np.float64) + float(e0)):
+            return None
+    else:
+        e0 = int(edges[0])
+        if int(edges[-1]) - e0 != n or not np.all(edges[1:] > edges[:-1]):
+            return None  # increasing integers spanning n: consecutive
+    cmp = np.result_type(x_dtype, edges.dtype)
+    if cmp.kind == "f":  # the data are rounded to `cmp`: exact near the edges only below 2^(nmant+1)
+        if max(abs(e0), abs(e0 + n)) >= 2.0 ** (np.finfo(cmp).nmant + 1):
+            return None
+    if x_dtype.kind == "u" or x_dtype.kind == "b":
+        if e0 < 0 or e0 + n >= 2**63:
+            return None
+    elif max(abs(e0), abs(e0 + n)) > 2**62:
         return None
-    expect = (np.arange(len(edges), dtype=np.float64) + float(e0)).astype(edges.dtype)
-    return int(e0) if np.array_equal(edges, expect) else None
+    return e0
 
 
 def _uniform_formula(edges: np.ndarray):
@@ -94,7 +119,7 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
         vals = np.arange(256, dtype=np.uint8).view(x_dtype)
         lut = _reference_bins(vals, edges).astype(np.int32)
         # unit-width integer edges on unsigned bytes: x - offset, no table
-        off = _direct_offset(edges) if x_dtype.kind in "ub" else None
+        off = _direct_offset(edges, x_dtype) if x_dtype.kind in "ub" else None
         if off is not None and 0 <= off <= 255:
             direct = np.full(256, -1, dtype=np.int64)
             raw = np.arange(256)
@@ -105,7 +130,7 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
                 return _bins_tuple(_DIRECT, n, offset=off, closed=1)
         return _bins_tuple(_LUT, n, lut=lut.tobytes())
     if x_dtype.kind in "iu":
-        off = _direct_offset(edges)
+        off = _direct_offset(edges, x_dtype)
         if off is not None:
             return _bins_tuple(_DIRECT, n, offset=off, closed=1)
     if uniform:
@@ -113,7 +138,10 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
         if f is not None:
             start, step, stop, af32, ef32 = f
             e64 = edges.astype(np.float64)
-            scale = n / (e64[-1] - e64[0])
+            with np.errstate(over="ignore", divide="ignore"):
+                scale = n / (e64[-1] - e64[0])
+            if not scale < 2.0**127:  # subnormal-wide bins: no finite (float32) scale -- binary search
+                return _bins_tuple(_EDGES, n, edges=np.ascontiguousarray(edges, dtype=np.float64))
             # how far the edges sit from their ideal positions k, in bins, plus
             # the error of a float32 estimate (relative 2^-22, kept 4x wide):
             # estimates farther than this from an integer need no correction
@@ -396,8 +424,8 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
         raise TypeError(f"bincount: weights has dtype {wa.dtype}, which is not supported")
     weighted = wa is not None
     device = isinstance(xa, DeviceArray)
-    if n == 0:
-        out = np.zeros(minlength, dtype=np.float64 if weighted else np.int64)
+    if n == 0:  # NumPy's result for empty input is int64, weighted or not
+        out = np.zeros(minlength, dtype=np.int64)
         return Lib.of(xa.lib).from_host(out, xa.device) if device else out
     x_dtype = np.dtype(np.uint8) if xa.dtype == np.bool_ else None
     xin = xa if device else _flat_host(xa)
@@ -422,13 +450,22 @@ def _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device):
     can hold in one pass -- no separate pass for the maximum -- then check
     for negatives and cut NumPy's length from the counts.
     # synchronize! (device input: the counts are read back)"""
-    dt = np.dtype(np.uint8) if (x_dtype is not None or xa.dtype == np.bool_) else np.dtype(xa.dtype)
+    dt = np.dtype(np.uint8) if xa.dtype == np.bool_ else np.dtype(xa.dtype)
     info = np.iinfo(dt)
     span = int(info.max) - int(info.min) + 1
-    full, used = _run(be, xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0), strategy,
-                      x_dtype)
+    if dt.itemsize == 1:  # the core bins 8-bit data by their raw byte: count bytes, then order by value
+        if device:
+            x_dtype = np.dtype(np.uint8)
+        else:
+            xin = xin.view(np.uint8)
+        full, used = _run(be, xin, None, 256, _bins_tuple(_DIRECT, 256, offset=0, closed=0), strategy, x_dtype)
+    else:
+        full, used = _run(be, xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0),
+                          strategy, x_dtype)
     last_strategy["bincount"] = used
     counts = Lib.of(xa.lib).to_host(full) if device else full
+    if dt == np.int8:  # raw bytes 0x80..0xff are -128..-1
+        counts = np.concatenate((counts[128:], counts[:128]))
     neg = -int(info.min)
     if neg and counts[:neg].any():
         raise ValueError("'list' argument must have no negative elements")

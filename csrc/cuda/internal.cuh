@@ -226,11 +226,26 @@ template <class E>
 __device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
 {
     k = k < 0 ? 0 : (k > n - 1 ? n - 1 : k);
-    while (x < e[k])
-        k--;
-    while (k < n - 1 && x >= e[k + 1])
-        k++;
-    return k;
+    int lo, hi; /* e[lo] <= x < e[hi] (or x == e[n], hi == n) */
+    if (x < e[k]) {
+        if (k > 0 && x >= e[k - 1])
+            return k - 1;
+        lo = 0;
+        hi = k;
+    } else {
+        if (k >= n - 1 || x < e[k + 1])
+            return k;
+        lo = k + 1;
+        hi = n;
+    }
+    while (hi - lo > 1) { /* a bad estimate: binary search, log2(n) steps */
+        const int mid = lo + ((hi - lo) >> 1);
+        if (e[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo < n ? lo : n - 1;
 }
 
 /* Equal-width bins: estimate f = (x - e(0)) * scale.  Farther than `margin`
