@@ -46,16 +46,19 @@ def _edges(xmin, xmax, x_dtype, bins, range_):
     return np.linspace(smin, smax, int(bins) + 1, dtype=edges_dtype)
 
 
+_ORD_INT = {2: np.int16, 4: np.int32, 8: np.int64}  # a float's bits as the signed integer of its width
+
+
 def _ordinal(v: np.ndarray) -> np.ndarray:
     """Integers in the order of the floats (for a binary search over them)."""
-    it = np.int64 if v.dtype == np.float64 else np.int32
+    it = _ORD_INT[v.dtype.itemsize]
     i = v.view(it).astype(np.int64)
     sign = np.int64(np.iinfo(it).min)
     return np.where(i < 0, sign - i, i)
 
 
 def _from_ordinal(o: int, dt: np.dtype):
-    it = np.int64 if dt == np.float64 else np.int32
+    it = _ORD_INT[np.dtype(dt).itemsize]
     sign = int(np.iinfo(it).min)
     i = o if o >= 0 else sign - o
     return np.array([i], dtype=it).view(dt)[0]
@@ -117,6 +120,18 @@ def _top_search(last_bytes, edges_dtype, decimal, x_dtype):
     return float(_from_ordinal(lo, np.dtype(x_dtype))) if x_dtype.kind == "f" else float(lo)
 
 
+def _overflowed_spread(result, values, binnumber, nb):
+    """SciPy's std of a bin of finite values is never NaN: it sums the squared
+    deviations from the bin's mean, and an overflow there is +inf.  The
+    running (Welford) update overflows to inf - inf = NaN instead; such bins
+    -- non-empty, every value finite, NaN result -- are +inf."""
+    cnt = np.bincount(binnumber, minlength=nb + 2)[1:nb + 1]
+    bad = np.bincount(binnumber[~np.isfinite(values)], minlength=nb + 2)[1:nb + 1]
+    out = np.array(result, np.float64, copy=True)
+    out[np.isnan(out) & (cnt > 0) & (bad == 0)] = np.inf
+    return out
+
+
 @_arrays.takes_stream
 def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strategy="auto", stream=None):  # noqa: A002
     """Compute a binned statistic, like ``scipy.stats.binned_statistic``.
@@ -156,6 +171,10 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     xv = _arrays.checked_input(x, "x", "binned_statistic")
     vv = _arrays.checked_input(values, "values", "binned_statistic")
     for v, name in ((xv, "x"), (vv, "values")):
+        if np.dtype(v.dtype) == np.bool_:  # SciPy's arithmetic on the edges fails for bool too
+            raise TypeError(f"binned_statistic: {name} has dtype bool, which is not supported "
+                            "(scipy.stats.binned_statistic cannot bin it either); convert it to a number type")
+    for v, name in ((xv, "x"), (vv, "values")):
         if len(v.shape) != 1:
             raise ValueError(f"binned_statistic: {name} must be 1-D; got shape {tuple(v.shape)}")
     if vv.shape[0] != xv.shape[0]:
@@ -184,9 +203,14 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
         edges = _edges(lo, hi, x_dtype, bins, range)
     if len(edges) < 2:
         raise ValueError("zero-size array to reduction operation minimum which has no identity")
+    with np.errstate(invalid="ignore"):
+        steps = np.diff(edges)
+    if np.any(steps < 0) and np.any(steps > 0) or np.any(np.isnan(steps)):
+        raise ValueError("bins must be monotonically increasing or decreasing")
+    if not np.all(steps > 0):
+        raise ValueError("binned_statistic: bins must increase monotonically (gpusync does not take "
+                         "decreasing or repeated edges)")
     top = _top(edges, x_dtype)
-    if not np.all(np.diff(edges) > 0):
-        raise ValueError("binned_statistic: bin edges must increase monotonically")
     nb = len(edges) - 1
 
     # one float dtype for both arrays at the C API (conversions are exact)
@@ -204,6 +228,11 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
                                       _arrays.as_input(result, "r").desc(),
                                       _arrays.as_input(binnumber, "b").desc(), strategy, xv.stream)
         last_strategy["binned_statistic"] = used
+        if statistic in ("std", "var"):
+            rh = Lib.of(xv.lib).to_host(result).reshape(-1)  # synchronize! (the call waits anyway)
+            if np.isnan(rh).any():
+                fixed = _overflowed_spread(rh, vv.to_host(), Lib.of(xv.lib).to_host(binnumber).reshape(-1), nb)
+                result = lib.from_host(fixed, xv.device)
         return BinnedStatisticResult(result, lib.from_host(edges, xv.device), binnumber)
     xh = xv.to_host() if on_device else xv
     vh = vv.to_host() if on_device else vv
@@ -214,6 +243,8 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     used = _core.binned_statistic(be, xh, vh, e64, top, stat_code, result, binnumber, strategy,
                                   _arrays.host_stream())
     last_strategy["binned_statistic"] = used
+    if statistic in ("std", "var") and np.isnan(result).any():
+        result = _overflowed_spread(result, vh, binnumber, nb)
     if on_device:
         lib = Lib.of(xv.lib)
         return BinnedStatisticResult(lib.from_host(result, xv.device), lib.from_host(edges, xv.device),

@@ -294,13 +294,19 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
         else:
             proxy = np.empty(0, dtype=dt)
         edges, desc, uniform = _plan(proxy, bins, range)
+    device = isinstance(x, DeviceArray)
+    if len(edges) < 2:  # bins=[] or one edge: NumPy's empty histogram
+        hdt = np.float64 if density else (np.int64 if w is None else np.dtype(w.dtype))
+        out = np.zeros(0, hdt)
+        if device:
+            return Lib.of(x.lib).from_host(out, x.device), Lib.of(x.lib).from_host(edges, x.device)
+        return out, edges
     if desc is None:
         desc = _describe_bins(np.dtype(dt), edges, uniform)
     nbins = len(edges) - 1
     out, used = _run(be, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
     last_strategy["histogram"] = used
 
-    device = isinstance(x, DeviceArray)
     if w is not None and np.dtype(w.dtype) != np.float64:
         out = Lib.of(x.lib).astype(out, w.dtype) if device else out.astype(w.dtype)
     edges_out = _edges_for(x, edges, uniform) if device else edges
