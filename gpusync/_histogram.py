@@ -237,9 +237,12 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     (warp-aggregated updates with ``__match_any_sync``), ``"cluster"``
     (histogram spread over a thread-block cluster's distributed shared memory;
     compute capability >= 9.0) or ``"auto"``.  All give identical integer
-    counts.  Weighted sums in float are accumulated in float64 with atomics:
-    exact for integer weights, not bit-reproducible run to run for float
-    weights (the order of additions varies).
+    counts.  Weighted sums are accumulated in float64 with atomics and cast
+    to ``weights.dtype``: integer weights are exact while every bin's total
+    stays within +-2^53 (NumPy's equal-width path also sums in float64; its
+    edge-array path sums integer weights in their own dtype); float weights
+    are not bit-reproducible run to run (the order of additions varies).
+    Byte-swapped or unaligned input is copied once to native order.
 
     Returns ``(hist, bin_edges)`` as NumPy arrays for host input; for a CuPy /
     PyTorch / Numba input, arrays of that library on the input's device.  With
