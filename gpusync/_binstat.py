@@ -192,7 +192,7 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     lo = hi = None
     if n and (np.ndim(bins) == 0 or x_dtype.kind == "f"):
         lo, hi = _minmax(xv)  # NaN propagates into both
-        if x_dtype.kind == "f" and np.isnan(lo):
+        if np.ndim(bins) == 0 and x_dtype.kind == "f" and np.isnan(lo):
             raise ValueError("The sample on which `values` is to be binned contains at least one NaN, and the "
                              "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
         if np.ndim(bins) == 0 and x_dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
