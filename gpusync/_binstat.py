@@ -120,15 +120,24 @@ def _top_search(last_bytes, edges_dtype, decimal, x_dtype):
     return float(_from_ordinal(lo, np.dtype(x_dtype))) if x_dtype.kind == "f" else float(lo)
 
 
+def _may_overflow(values):
+    """Whether squared deviations of these values can overflow float64 (a
+    finite |value| above 2^500); else a NaN std/var is an empty bin or NaN data."""
+    with np.errstate(invalid="ignore"):
+        big = np.abs(values) > 2.0**500
+    return bool((big & np.isfinite(values)).any())
+
+
 def _overflowed_spread(result, values, binnumber, nb):
     """SciPy's std of a bin of finite values is never NaN: it sums the squared
     deviations from the bin's mean, and an overflow there is +inf.  The
-    running (Welford) update overflows to inf - inf = NaN instead; such bins
-    -- non-empty, every value finite, NaN result -- are +inf."""
+    running (Welford) update overflows to inf - inf = NaN (or -inf) instead;
+    such bins -- non-empty, every value finite, NaN or negative result --
+    are +inf."""
     cnt = np.bincount(binnumber, minlength=nb + 2)[1:nb + 1]
     bad = np.bincount(binnumber[~np.isfinite(values)], minlength=nb + 2)[1:nb + 1]
     out = np.array(result, np.float64, copy=True)
-    out[np.isnan(out) & (cnt > 0) & (bad == 0)] = np.inf
+    out[~(out >= 0) & (cnt > 0) & (bad == 0)] = np.inf
     return out
 
 
@@ -230,9 +239,11 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
         last_strategy["binned_statistic"] = used
         if statistic in ("std", "var"):
             rh = Lib.of(xv.lib).to_host(result).reshape(-1)  # synchronize! (the call waits anyway)
-            if np.isnan(rh).any():
-                fixed = _overflowed_spread(rh, vv.to_host(), Lib.of(xv.lib).to_host(binnumber).reshape(-1), nb)
-                result = lib.from_host(fixed, xv.device)
+            if not (rh >= 0).all():
+                vh = vv.to_host()
+                if _may_overflow(vh):
+                    fixed = _overflowed_spread(rh, vh, Lib.of(xv.lib).to_host(binnumber).reshape(-1), nb)
+                    result = lib.from_host(fixed, xv.device)
         return BinnedStatisticResult(result, lib.from_host(edges, xv.device), binnumber)
     xh = xv.to_host() if on_device else xv
     vh = vv.to_host() if on_device else vv
@@ -243,7 +254,7 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     used = _core.binned_statistic(be, xh, vh, e64, top, stat_code, result, binnumber, strategy,
                                   _arrays.host_stream())
     last_strategy["binned_statistic"] = used
-    if statistic in ("std", "var") and np.isnan(result).any():
+    if statistic in ("std", "var") and not (result >= 0).all() and _may_overflow(vh):
         result = _overflowed_spread(result, vh, binnumber, nb)
     if on_device:
         lib = Lib.of(xv.lib)

@@ -270,6 +270,9 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
             x_dtype = None
     dt = x_dtype or x.dtype
     host_flat = _flat_host(x) if isinstance(x, np.ndarray) else None
+    if range is not None and np.ndim(bins) == 0 and np.ndim(range) == 1 and len(range) == 2 and \
+            all(isinstance(r, (bool, np.bool_)) for r in range) and range[0] != range[1]:
+        np.subtract(range[1], range[0])  # NumPy's own TypeError: its equal-width path subtracts the bounds
 
     # bin edges, from NumPy itself
     if isinstance(bins, str):
