@@ -151,8 +151,15 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     min skips it) or ``"var"`` (the square of ``"std"``; not in SciPy).
     `bins` is a number of equal-width bins or the sequence of edges, `range`
     ``(lower, upper)``; x outside the edges is not counted, and x equal to the
-    upper edge (to SciPy's rounding) falls into the last bin.  NaN in x is a
-    ValueError (as in current SciPy); infinite x needs explicit edges.
+    upper edge (to SciPy's rounding) falls into the last bin.  With `bins` a
+    number, NaN or infinite x is a ValueError (as in SciPy); with explicit
+    edges NaN x is an outlier (bin number nbins + 1), as SciPy's digitize
+    makes it.  Where SciPy's rounding overflows (``np.around`` of float16 x,
+    of integers near their dtype's limit, or of values near the float
+    maximum) SciPy drops x equal to the last edge; gpusync keeps it in the
+    last bin.  ``std``/``var`` of a bin of finite values whose squared
+    deviations overflow is inf, as SciPy gives.  bool x or values are a
+    TypeError (SciPy fails on them too).
 
     `strategy`: ``"shared"`` keeps every bin's state in each block's shared
     memory, updated under per-bin shared-memory mutexes, and merges the
