@@ -9,7 +9,9 @@ are NumPy's own.  Then we describe to the core how a value becomes a bin:
 * ``DIRECT``  integers on unit-width integer edges (and bincount): x - offset;
 * ``UNIFORM`` equal-width bins whose edges a closed formula reproduces bit for
               bit (verified here), so kernels need no edge array;
-* ``EDGES``   anything else: binary search in the edges.
+* ``EDGES``   anything else: binary search in the edges;
+* ``EDGES_INT`` 64-bit integers on integer edges beyond 2^53 that NumPy
+              compares exactly (in int64 / uint64): binary search in integers.
 
 Implicit host synchronizations are marked ``# synchronize!``.
 """
@@ -26,7 +28,7 @@ from ._arrays import DeviceArray, Lib
 
 STRATEGIES = ("auto", "global", "shared", "warp", "cluster")
 
-_DIRECT, _LUT, _UNIFORM, _EDGES = 0, 1, 2, 3
+_DIRECT, _LUT, _UNIFORM, _EDGES, _EDGES_INT = 0, 1, 2, 3, 4
 _EXACT_INT = 2.0**53
 
 
@@ -133,6 +135,11 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
         off = _direct_offset(edges, x_dtype)
         if off is not None:
             return _bins_tuple(_DIRECT, n, offset=off, closed=1)
+        cmp = np.result_type(x_dtype, edges.dtype)
+        if x_dtype.itemsize == 8 and cmp.kind in "iu" and np.abs(edges.astype(np.float64)).max() >= _EXACT_INT:
+            # float64 would round the data and the edges; NumPy compares them exactly in `cmp`, whose
+            # signedness is the data's (int64 data: int64, uint64 data: uint64)
+            return _bins_tuple(_EDGES_INT, n, edges=np.ascontiguousarray(edges.astype(cmp)).view(np.float64))
     if uniform:
         f = _uniform_formula(edges)
         if f is not None:

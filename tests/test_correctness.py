@@ -123,12 +123,16 @@ def test_histogram_int64_unit_edges_above_2_53_exact(backend, lib):
     np.testing.assert_array_equal(host(gs.histogram(to_lib(a, lib), bins=bins)[0]), np.histogram(a, bins=bins)[0])
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (docs/histogram.md): 64-bit integers against non-unit integer "
-                                       "edges above 2^53 are compared in float64, NumPy compares them exactly")
-def test_histogram_int64_edges_above_2_53_compare_exactly(backend):
-    a = np.array([2**60 + 10])
-    bins = np.array([2**60, 2**60 + 3, 2**60 + 6])
-    np.testing.assert_array_equal(gs.histogram(a, bins=bins)[0], np.histogram(a, bins=bins)[0])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_histogram_64bit_integers_on_integer_edges_above_2_53_compare_exactly(backend, lib, dtype):
+    base = 2**60 if dtype == np.int64 else 2**63
+    a = np.array([base + 10, base + 3, base + 6, base + 5, base - 1, base + 2, 5], dtype)
+    for bins in (np.array([base, base + 3, base + 6], dtype), np.array([base, base + 3, base + 3, base + 10], dtype)):
+        ref = np.histogram(a, bins=bins)[0]
+        np.testing.assert_array_equal(host(gs.histogram(to_lib(a, lib), bins=bins)[0]), ref)
+    a = np.array([2**60 + 10])  # the reproducer
+    bins = np.array([2**60, 2**60 + 1, 2**60 + 2])
+    np.testing.assert_array_equal(host(gs.histogram(to_lib(a, lib), bins=bins)[0]), [0, 0])
 
 
 # rows 8, 9 ---------------------------------------------------------------------------------------

@@ -33,10 +33,9 @@ instead:
   fuzz then compares with the edge-array result (gpusync's documented rule).
   On some subnormal ranges that path even indexes out of bounds
   (IndexError); those cases are compared with the edge-array path too.
-* Known gpusync limits (documented in docs/histogram.md, gpusync/_bits.py):
-  64-bit integer data against integer edges of magnitude above 2^53, and
-  count_nonzero/packbits of 64-bit integers with an integer threshold of
-  magnitude >= 2^53; those combinations are not generated.
+* Known gpusync limit (documented in gpusync/_bits.py): count_nonzero /
+  packbits of 64-bit integers with an integer threshold of magnitude >= 2^53
+  (compared in float64); that combination is not generated.
 """
 from __future__ import annotations
 
@@ -287,8 +286,6 @@ def _hist_case(rng, lib, backend):
             e = np.arange(3).astype(edt)
         if rng.integers(0, 2):
             e = e[np.sort(rng.choice(e.size, min(e.size, int(rng.integers(2, 10))), replace=False))]
-        if dt.itemsize == 8 and dt.kind in "iu" and e.dtype.kind in "iu" and np.abs(e.astype(np.float64)).max() >= 2**53:
-            e = np.array([-3, 0, 5, 9])  # known limit: exact int64 edges above 2^53 (module docstring)
         bins = e
     w = None
     if rng.integers(0, 3) == 0 and a.ndim:

@@ -217,6 +217,31 @@ GS_HD int64_t gs_bin_real(const gs_binner *b, double x)
     return lo;
 }
 
+/* GS_BINS_EDGES_INT: 64-bit integers against integer edges of the same
+ * signedness, compared exactly (binary search; the rules of GS_BINS_EDGES). */
+#define GS_BIN_INT_SEARCH(NAME, T)                                                                            \
+    GS_HD int64_t NAME(const gs_binner *b, T x)                                                               \
+    {                                                                                                         \
+        const T *e = (const T *)(const void *)b->edges;                                                      \
+        const int64_t n = b->nbins;                                                                           \
+        if (x < e[0])                                                                                         \
+            return -1;                                                                                        \
+        if (x >= e[n])                                                                                        \
+            return x == e[n] ? n - 1 : -1;                                                                    \
+        int64_t lo = 0, hi = n; /* e[lo] <= x < e[hi] */                                                    \
+        while (hi - lo > 1) {                                                                                 \
+            const int64_t mid = lo + (hi - lo) / 2;                                                           \
+            if (e[mid] <= x)                                                                                  \
+                lo = mid;                                                                                     \
+            else                                                                                              \
+                hi = mid;                                                                                     \
+        }                                                                                                     \
+        return lo;                                                                                            \
+    }
+GS_BIN_INT_SEARCH(gs_bin_i64, int64_t)
+GS_BIN_INT_SEARCH(gs_bin_u64, uint64_t)
+#undef GS_BIN_INT_SEARCH
+
 /* Bin of element i of an array of dtype `dt` (host or device pointer `p`).
  * The 8-bit dtypes use the LUT or DIRECT on the raw byte. */
 GS_HD int64_t gs_bin_of(const gs_binner *b, const void *p, int dt, int64_t i)
@@ -244,10 +269,14 @@ GS_HD int64_t gs_bin_of(const gs_binner *b, const void *p, int dt, int64_t i)
     }
     case GS_INT64: {
         int64_t v = ((const int64_t *)p)[i];
+        if (b->kind == GS_BINS_EDGES_INT)
+            return gs_bin_i64(b, v);
         return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, (uint64_t)v) : gs_bin_real(b, (double)v);
     }
     case GS_UINT64: {
         uint64_t v = ((const uint64_t *)p)[i];
+        if (b->kind == GS_BINS_EDGES_INT)
+            return gs_bin_u64(b, v);
         return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, v) : gs_bin_real(b, (double)v);
     }
     case GS_FLOAT16:

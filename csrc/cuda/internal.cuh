@@ -331,8 +331,8 @@ GS_INT_BIN(int16_t, int64_t, gs_bin_real_smem(b, s, (float)v, true))
 GS_INT_BIN(uint16_t, uint64_t, gs_bin_real_smem(b, s, (float)v, true))
 GS_INT_BIN(int32_t, int64_t, gs_bin_real_smem_d(b, s, (double)v))
 GS_INT_BIN(uint32_t, uint64_t, gs_bin_real_smem_d(b, s, (double)v))
-GS_INT_BIN(int64_t, int64_t, gs_bin_real_smem_d(b, s, (double)v))
-GS_INT_BIN(uint64_t, uint64_t, gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(int64_t, int64_t, b.kind == GS_BINS_EDGES_INT ? gs_bin_i64(&b, v) : gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(uint64_t, uint64_t, b.kind == GS_BINS_EDGES_INT ? gs_bin_u64(&b, v) : gs_bin_real_smem_d(b, s, (double)v))
 #undef GS_INT_BIN
 __device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, gs_f16 v)
 {
