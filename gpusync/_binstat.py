@@ -223,6 +223,8 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
         steps = np.diff(edges)
     if np.any(steps < 0) and np.any(steps > 0) or np.any(np.isnan(steps)):
         raise ValueError("bins must be monotonically increasing or decreasing")
+    if np.any(steps == 0):
+        raise ValueError("The smallest edge difference is numerically 0.")
     if not np.all(steps > 0):
         raise ValueError("binned_statistic: bins must increase monotonically (gpusync does not take "
                          "decreasing or repeated edges)")
