@@ -18,6 +18,7 @@ Implicit host synchronizations are marked ``# synchronize!``.
 from __future__ import annotations
 
 import functools
+import math
 import operator
 import warnings
 
@@ -114,8 +115,62 @@ def _uniform_formula(edges: np.ndarray):
     return None
 
 
-def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
-    """The core's bin description for values of `x_dtype` and these edges."""
+def _min_rounding_to_at_least(e: float, lo: int, hi: int):
+    """The smallest integer x in [lo, hi] with float(x) >= e (float64,
+    round-to-nearest-even as NumPy and C convert), or None."""
+    if math.isnan(e) or float(hi) < e:
+        return None
+    if e <= float(lo):
+        return lo
+    c = min(math.ceil(e), hi)  # float(c) >= e; float() moves an integer by at most 2^11 below 2^64
+    a = max(lo, c - 4096)
+    while a < c:  # float(c) >= e; find the first such x in [a, c]
+        m = (a + c) // 2
+        if float(m) >= e:
+            c = m
+        else:
+            a = m + 1
+    return c
+
+
+def _exact_bounds_bins(x_dtype: np.dtype, edges: np.ndarray, bounds):
+    """64-bit integer data, equal-width bins and integer range bounds beyond
+    2^53: NumPy keeps x with first <= x <= last compared exactly, and bins it
+    by comparing float64(x) with the float64 edges.  Both become integer
+    thresholds for EDGES_INT (t[k] = the smallest x of bin k, t[n] = the
+    largest kept x); None when they do not apply or do not fit the dtype."""
+    if x_dtype.itemsize != 8 or x_dtype.kind not in "iu" or bounds is None or len(edges) < 2:
+        return None
+    first, last = bounds
+    ints = [isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)) for b in (first, last)]
+    if not any(ints) or max(abs(int(b)) if i else 0 for b, i in zip((first, last), ints)) <= 2**53:
+        return None
+    if first == last or len(edges) > 100_001:  # NumPy widens equal bounds by 0.5 (floats)
+        return None
+    info = np.iinfo(x_dtype)
+    lo, hi = int(info.min), int(info.max)
+    t = [max(int(first), lo) if ints[0] else _min_rounding_to_at_least(float(first), lo, hi)]
+    for e in edges[1:-1]:
+        t.append(_min_rounding_to_at_least(float(e), lo, hi))
+    if ints[1]:
+        top = min(int(last), hi)
+    else:  # the largest x with float(x) <= last: one below the smallest with float(x) > last
+        above = _min_rounding_to_at_least(float(np.nextafter(float(last), np.inf)), lo, hi)
+        top = hi if above is None else above - 1
+    if any(v is None for v in t) or t[0] > top or top < lo:
+        if (t[0] is None or t[0] > hi or top < lo) and top >= lo - 1:
+            t, top = [hi] * (len(edges) - 1), hi - 1  # nothing is kept: every x < t[0] or > top
+        else:
+            return None
+    t = [max(v, t[0]) for v in t]  # non-decreasing (the first threshold is the exact bound)
+    arr = np.array(t + [top], dtype=x_dtype)
+    return _bins_tuple(_EDGES_INT, len(edges) - 1, edges=np.ascontiguousarray(arr).view(np.float64))
+
+
+def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool, bounds=None):
+    """The core's bin description for values of `x_dtype` and these edges
+    (`bounds`: the ``range`` NumPy checks the data against, for equal-width
+    bins)."""
     n = len(edges) - 1
     if x_dtype.itemsize == 1:  # every byte value's bin, computed by NumPy's rules
         vals = np.arange(256, dtype=np.uint8).view(x_dtype)
@@ -135,6 +190,9 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
         off = _direct_offset(edges, x_dtype)
         if off is not None:
             return _bins_tuple(_DIRECT, n, offset=off, closed=1)
+        exact = _exact_bounds_bins(x_dtype, edges, bounds) if uniform else None
+        if exact is not None:
+            return exact
         cmp = np.result_type(x_dtype, edges.dtype)
         if x_dtype.itemsize == 8 and cmp.kind in "iu" and np.abs(edges.astype(np.float64)).max() >= _EXACT_INT:
             # float64 would round the data and the edges; NumPy compares them exactly in `cmp`, whose
@@ -315,7 +373,7 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
             return Lib.of(x.lib).from_host(out, x.device), Lib.of(x.lib).from_host(edges, x.device)
         return out, edges
     if desc is None:
-        desc = _describe_bins(np.dtype(dt), edges, uniform)
+        desc = _describe_bins(np.dtype(dt), edges, uniform, range)
     nbins = len(edges) - 1
     out, used = _run(be, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
     last_strategy["histogram"] = used
@@ -349,7 +407,7 @@ def _plan_cached(proxy_dtype, proxy_bytes, bins_key, range_key, bins_h, range_h)
     edges = np.histogram_bin_edges(proxy, bins=bins, range=range)
     edges.flags.writeable = False
     uniform = np.ndim(bins) == 0
-    return edges, _describe_bins(np.dtype(proxy_dtype), edges, uniform), uniform
+    return edges, _describe_bins(np.dtype(proxy_dtype), edges, uniform, range), uniform
 
 
 def _plan(proxy, bins, range):

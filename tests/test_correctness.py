@@ -307,3 +307,20 @@ def test_warnings_not_raised_by_the_rescaled_sum(backend):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         gs.sum(np.array([1.7e308, 1.7e308, -1.7e308]))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_histogram_integer_range_bounds_above_2_53_compare_exactly(backend, lib, dtype):
+    """NumPy keeps first <= x <= last comparing integers exactly, then bins in float64."""
+    base = 2**62 if dtype == np.int64 else 2**63 + 2**62
+    a = np.array([base, base + 1, base + 700, base + 2**40, base - 1, base - 900, base + 2**41, 3], dtype)
+    bounds = [(dtype(base), dtype(base + 2**40)), (dtype(base + 1), dtype(base + 2**41)),
+              (dtype(base - 2**30), dtype(base))]
+    if dtype == np.int64:  # Python ints (NumPy's own subtraction of uint64-sized Python ints overflows)
+        bounds += [(base + 1, base + 2**41), (base - 2**30, base)]
+    for rng_ in bounds:
+        for bins in (1, 3, 7):
+            ref = np.histogram(a, bins=bins, range=rng_)
+            got = gs.histogram(to_lib(a, lib), bins=bins, range=rng_)
+            np.testing.assert_array_equal(host(got[0]), ref[0], err_msg=f"{rng_} {bins}")
+            np.testing.assert_array_equal(host(got[1]), ref[1])

@@ -165,8 +165,9 @@ def to_lib(a, lib):
         return d
     import torch
 
-    return torch.as_tensor(h.astype(np.uint8) if h.dtype == bool else h, device="cuda").to(
-        torch.bool if h.dtype == bool else None)
+    if h.dtype == bool:
+        return torch.as_tensor(h.astype(np.uint8), device="cuda").to(torch.bool)
+    return torch.as_tensor(h, device="cuda")
 
 
 def host(r):
@@ -327,11 +328,12 @@ def _hist_case(rng, lib, backend):
     else:
         # NumPy sums weights per block in float64 (equal-width bins) or as differences of a cumulative sum
         # in the weights' dtype (edge arrays): its error is relative to the total |weight|
-        scale = float(np.abs(w).sum()) if w is not None else 0.0
+        scale = float(np.abs(w[np.isfinite(w)]).sum()) if w is not None else 0.0
         f32 = w is not None and w.dtype == np.float32
         atol = scale * (2.0**-18 if f32 else 2.0**-40)
         if density:  # raw errors divided by the bin widths and the (possibly cancelling) total
-            raw = np.histogram(a, bins, **{k: v for k, v in kw.items() if k != "density"})[0].astype(np.float64)
+            raw = np.histogram(a, ref[1], **{k: v for k, v in kw.items() if k not in ("density", "range")})[0]
+            raw = raw.astype(np.float64)
             total = abs(float(raw.sum()))
             db = np.diff(ref[1].astype(np.float64))
             atol = (atol + 1e-300) / db.min() / max(total, 1e-300) * (1 + np.abs(raw).max() / max(total, 1e-300)) \
