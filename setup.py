@@ -262,7 +262,9 @@ class BuildExt(build_ext):
         cc = self.compiler
         macros = ext.define_macros + [(u,) for u in ext.undef_macros]
         args = ext.extra_compile_args or []
-        key = repr((cc.compiler_so, macros, ext.include_dirs, args, self.debug, np.__version__, sys.version,
+        # numpy's headers by version, not by path: pip builds in a fresh environment every time
+        incs = [f"numpy {np.__version__}" if d == np.get_include() else d for d in ext.include_dirs]
+        key = repr((cc.compiler_so, macros, incs, args, self.debug, sys.version,
                     tool_version(cc.compiler_so[:1]), self.headers))
 
         def compile_one(src, out):
@@ -334,5 +336,31 @@ class BuildPy(build_py):
             shutil.copy2(h, dst)
 
 
+def read_license_expression_on_old_setuptools():
+    """pyproject.toml's `license = "MIT"` (PEP 639) needs setuptools >= 77,
+    which pip and `python -m build` install for the build (build-system
+    requires).  A direct `python3 setup.py build_ext --inplace` runs the
+    setuptools already installed; where that is older, it reads the
+    expression as the old `{text = ...}` form (the metadata of an in-place
+    build is never published)."""
+    import setuptools
+    from setuptools.config import pyprojecttoml
+
+    if int(setuptools.__version__.split(".")[0]) >= 77:
+        return
+    load = pyprojecttoml.load_file
+
+    def load_file(path):
+        doc = load(path)
+        project = doc.get("project", {})
+        if isinstance(project.get("license"), str):
+            project["license"] = {"text": project["license"]}
+        project.pop("license-files", None)
+        return doc
+
+    pyprojecttoml.load_file = load_file
+
+
 if __name__ == "__main__":  # importable for tests (tests/test_packaging.py)
+    read_license_expression_on_old_setuptools()
     setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt, "build_py": BuildPy})
