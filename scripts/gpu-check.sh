@@ -81,7 +81,7 @@ fi
 
 if [ -z "${SKIP_NCU:-}" ] && command -v ncu >/dev/null; then
     step "ncu SpeedOfLight of the histogram kernels"
-    ncu --clock-control none --section SpeedOfLight -k regex:hist_ python3 scripts/ncu_hist.py \
+    ncu --clock-control none --section SpeedOfLight -k regex:hist_ python3 -m benchmarks.probes.ncu_hist \
         >"$out/ncu.log" 2>&1 || echo "ncu failed (see ncu.log)"
     grep -E "hist_|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput" "$out/ncu.log" | head -40
 fi
