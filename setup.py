@@ -153,10 +153,12 @@ def cuda_archs(nvcc):
 
 
 def headers_digest():
-    """Every header under csrc/, by path and content."""
+    """Every file under csrc/ that is not itself compiled (headers of any
+    extension), by path and content: a changed header recompiles everything."""
     h = hashlib.sha256()
-    for path in sorted(glob(os.path.join(CSRC, "**", "*.h"), recursive=True)
-                       + glob(os.path.join(CSRC, "**", "*.cuh"), recursive=True)):
+    for path in sorted(glob(os.path.join(CSRC, "**", "*"), recursive=True)):
+        if not os.path.isfile(path) or path.endswith((".c", ".cu")):
+            continue
         h.update(path.encode() + b"\0")
         with open(path, "rb") as f:
             h.update(f.read())
