@@ -237,6 +237,12 @@ class BuildExt(build_ext):
         nvcc, how = find_nvcc()
         ext = self.extensions[0]
         folder, why = ObjectCache.default_folder(self.build_temp)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            if not os.access(folder, os.W_OK):
+                raise PermissionError(f"{folder} is not writable")
+        except OSError as e:  # e.g. a packaging sandbox with a read-only home
+            folder, why = os.path.join(self.build_temp, "objs"), f"off: {e}"
         self.cache = ObjectCache(folder)
         say(f"object cache {folder} ({why})")
         self.headers = headers_digest()
