@@ -10,7 +10,8 @@ import warnings
 from . import _core
 
 _lock = threading.Lock()
-_state = {"current": None, "warned": False}
+_state = {"current": None}
+_warned = {"gpu_unused": False}  # the one-time warning of _warn_gpu_unused
 
 
 def cuda_available() -> bool:
@@ -23,11 +24,16 @@ def _default() -> str:
     forced = os.environ.get("GPUSYNC_BACKEND", "").strip().lower()
     if forced in ("cpu", "cuda"):
         return forced
+    return "cuda" if _cuda_or_warn() else "cpu"
+
+
+def _cuda_or_warn() -> bool:
+    """cuda_available(), and where it is not on a machine with an NVIDIA GPU,
+    a one-time warning with the reason and the fix."""
     ok, why = _core.available("cuda")
-    if ok:
-        return "cuda"
-    _warn_gpu_unused(why)
-    return "cpu"
+    if not ok:
+        _warn_gpu_unused(why)
+    return bool(ok)
 
 
 def _nvidia_gpu_present() -> bool:
@@ -58,11 +64,11 @@ def _fallback_advice(why: str) -> str:
 def _warn_gpu_unused(why: str) -> None:
     """Warn once when a machine with an NVIDIA GPU ends up on the CPU
     backend by default (not when the user chose the CPU)."""
-    if _state["warned"] or not _nvidia_gpu_present():
+    if _warned["gpu_unused"] or not _nvidia_gpu_present():
         return
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
         return  # the user hid the GPUs on purpose
-    _state["warned"] = True
+    _warned["gpu_unused"] = True
     warnings.warn(f"gpusync: this machine has an NVIDIA GPU, but gpusync runs on the CPU backend: "
                   f"{_fallback_advice(why)}. Set GPUSYNC_BACKEND=cpu to choose the CPU backend "
                   "without this warning.", RuntimeWarning, stacklevel=4)

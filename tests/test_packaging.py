@@ -140,7 +140,7 @@ def test_object_cache_location(setup_py, monkeypatch, tmp_path):
 @pytest.fixture
 def fresh_backend(monkeypatch):
     monkeypatch.setitem(_backend._state, "current", None)
-    monkeypatch.setitem(_backend._state, "warned", False)
+    monkeypatch.setitem(_backend._warned, "gpu_unused", False)
     monkeypatch.delenv("GPUSYNC_BACKEND", raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
