@@ -137,14 +137,17 @@ def cuda_archs(nvcc):
     caps, source = visible_gpu_archs()
     usable = [c for c in caps if c >= supported[0]]  # older GPUs: neither gpusync nor this nvcc builds for them
     if usable:
-        archs = sorted({c for c in usable if c in supported})
-        # a GPU newer than this nvcc runs the PTX of the newest architecture it knows below it
-        newer = [c for c in usable if c not in supported]
+        # a GPU this nvcc does not know runs the SASS of an older minor version of its major
+        # one (binary compatible) where there is one, else the PTX of the newest below it
+        archs = sorted({max([a for a in supported if a // 10 == c // 10 and a <= c], default=0)
+                        for c in usable} - {0})
         older = [a for a in supported if a <= max(usable)]
         ptx = max(archs + older[-1:])
+        newer = [c for c in usable if c not in supported]
         if newer:
             say(f"compute capability {', '.join(f'{c // 10}.{c % 10}' for c in newer)} is not known to this "
-                f"nvcc: it will run the PTX of compute_{ptx} (JIT-compiled by the driver on first use)")
+                f"nvcc: building sm_{', sm_'.join(map(str, archs)) or '-'} and PTX compute_{ptx} "
+                "(which the driver compiles on first use) for it")
         return archs, ptx, f"the GPUs visible here ({source})"
     why = (f"no GPU visible ({source})" if not caps
            else f"no GPU of compute capability >= {supported[0] // 10}.{supported[0] % 10} here ({source})")

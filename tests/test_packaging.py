@@ -76,10 +76,12 @@ def test_archs_of_the_visible_gpus(setup_py, fake_tools):
     assert (archs, ptx) == ([86, 90], 90) and "nvidia-smi" in why
 
 
-def test_gpu_newer_than_nvcc_runs_ptx(setup_py, fake_tools):
+def test_gpu_unknown_to_nvcc(setup_py, fake_tools):
     nvcc, gpus = fake_tools
-    gpus("13.0\n")
+    gpus("13.0\n")  # a new major version: only PTX runs there
     assert setup_py.cuda_archs(nvcc)[:2] == ([], 121)
+    gpus("10.1\n8.6\n")  # a minor version nvcc does not list: sm_100 code runs on 10.1
+    assert setup_py.cuda_archs(nvcc)[:2] == ([86, 100], 100)
 
 
 def test_no_gpu_portable_default(setup_py, fake_tools):
