@@ -146,9 +146,10 @@ def fresh_backend(monkeypatch):
     monkeypatch.delenv("GPUSYNC_BACKEND", raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
-    def machine(has_gpu, why):
+    def machine(has_gpu, why, chosen=None):
         monkeypatch.setattr(_backend, "_nvidia_gpu_present", lambda: has_gpu)
         monkeypatch.setattr(_backend._core, "available", lambda name: (False, why))
+        monkeypatch.setattr(_backend._core, "env_backend", lambda: chosen)  # GPUSYNC_BACKEND as C reads it
 
     return machine
 
@@ -175,9 +176,8 @@ def test_warns_once_when_the_gpu_goes_unused(fresh_backend, why, words):
 
 @pytest.mark.parametrize("case", ["no GPU", "chosen", "hidden"])
 def test_no_warning_without_a_gpu_or_by_choice(fresh_backend, monkeypatch, case):
-    fresh_backend(case != "no GPU", "gpusync was built without CUDA (no nvcc at build time)")
-    if case == "chosen":
-        monkeypatch.setenv("GPUSYNC_BACKEND", "cpu")
+    fresh_backend(case != "no GPU", "gpusync was built without CUDA (no nvcc at build time)",
+                  chosen="cpu" if case == "chosen" else None)
     if case == "hidden":
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with warnings.catch_warnings():
