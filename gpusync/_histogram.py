@@ -29,7 +29,8 @@ from ._arrays import DeviceArray, Lib
 
 STRATEGIES = ("auto", "global", "shared", "warp", "cluster")
 
-_DIRECT, _LUT, _UNIFORM, _EDGES, _EDGES_INT = 0, 1, 2, 3, 4
+_DIRECT, _LUT, _UNIFORM, _EDGES, _EDGES_INT = (_core.BINS_KINDS[k] for k in ("direct", "lut", "uniform", "edges",
+                                                                               "edges_int"))
 _EXACT_INT = 2.0**53
 
 
