@@ -70,6 +70,15 @@
  * each reduced in a fixed order to one partial, the partials in a fixed
  * order -- the same bits whatever the grid, strategy or device. */
 #define GS_REDUCE_TILE 16384
+/* Strategy auto on device inputs of at most this many bytes (both arrays
+ * of a dot): one block of GS_REDUCE_SMALL_THREADS threads, no workspace, no
+ * memset, no second step -- launch latency dominates there.
+ * GPUSYNC_REDUCE_SMALL_BYTES overrides (threshold sweeps).  With
+ * deterministic=True the one-block path takes up to GS_REDUCE_SMALL_TILES
+ * tiles (it adds them in the tile order of the multi-block path). */
+#define GS_REDUCE_SMALL_BYTES (128 * 1024)
+#define GS_REDUCE_SMALL_THREADS 1024
+#define GS_REDUCE_SMALL_TILES 2
 /* Freed scratch memory gpusync's device pool keeps across synchronizations
  * (GPUSYNC_POOL_KEEP_MB overrides; gs.empty_cache() trims it): enough for
  * the staging chunks of a two-array call, so repeated calls do not map
