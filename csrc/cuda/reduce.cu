@@ -31,9 +31,12 @@
 #include "gpusync/mutex.cuh"
 #include "gpusync/reduce.cuh"
 
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+namespace cg = cooperative_groups;
 
 namespace {
 
@@ -146,11 +149,10 @@ template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t
         s += __ldcg(part + i); /* L2: written by other SMs */
     s = gpusync::block_sum(s, scratch);
     if (threadIdx.x == 0) {
-        const A total = *acc_ptr(ws, A()) + s; /* the only writer; kernels on the stream run in order */
-        if (out)
-            store_result(out, out_dtype, total);
+        if (out) /* one launch over a device input: nothing was added before (no memset needed) */
+            store_result(out, out_dtype, A() + s);
         else
-            *acc_ptr(ws, A()) = total;
+            *acc_ptr(ws, A()) += s; /* the only writer; kernels on the stream run in order */
     }
 }
 
@@ -283,6 +285,34 @@ template <class T, bool DOT> __global__ void __launch_bounds__(GS_REDUCE_THREADS
         store_result(r.out, r.out_dtype, A() + fin);
 }
 
+/* Small device inputs, strategy auto: one cluster of up to 8 blocks (one
+ * launch, no workspace, no memset).  Each block reduces its tiles; the
+ * block sums meet in block 0 through distributed shared memory. */
+template <class T, bool DOT>
+__global__ void __launch_bounds__(GS_REDUCE_SMALL_THREADS) reduce_cluster_kernel(reduce_args<T> r)
+{
+    using A = acc_of<T>;
+    __shared__ A scratch[32];
+    __shared__ A part;
+    cg::cluster_group cl = cg::this_cluster();
+    A s = A();
+    constexpr int64_t TB = (int64_t)GS_REDUCE_SMALL_THREADS * (16 / sizeof(T)) * GS_REDUCE_UNROLL;
+    for (int64_t lo = (int64_t)blockIdx.x * TB; lo < r.n; lo += (int64_t)gridDim.x * TB)
+        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x,
+                           GS_REDUCE_SMALL_THREADS, r.vec, r.stream);
+    s = gpusync::block_sum(s, scratch);
+    if (threadIdx.x == 0)
+        part = s;
+    cl.sync(); /* every block's part is written (the grid is one cluster: rank == blockIdx.x) */
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        A t = A();
+        for (unsigned b = 0; b < gridDim.x; b++)
+            t += *cl.map_shared_rank(&part, b);
+        store_result(r.out, r.out_dtype, t);
+    }
+    cl.sync(); /* no block leaves (its shared memory) before block 0 has read it */
+}
+
 /* two-pass: the second kernel (one block). */
 template <class A>
 __global__ void __launch_bounds__(GS_REDUCE_THREADS) finish_kernel(reduce_ws *ws, int64_t p, void *out, int out_dtype)
@@ -314,7 +344,7 @@ struct reduce_plan {
     cudaStream_t stream;
     void *out;      /* device output: the finishing block stores the result (threadfence, grid, two-pass) */
     int out_dtype;
-    int single;     /* one block, no workspace (small inputs, strategy auto) */
+    int single;     /* one launch of one block or one cluster, no workspace (small inputs, strategy auto) */
     int stream_loads;
 };
 
@@ -338,10 +368,26 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
     r.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
     if (p.single) {
         void *args1[] = {&r};
-        const void *k1 = p.deterministic ? (const void *)reduce_tiles_single_kernel<T, DOT>
-                                         : (const void *)reduce_kernel<T, DOT, MODE_SINGLE, GS_REDUCE_SMALL_THREADS>;
-        GS_CUDA_CHECK(cudaLaunchKernel(k1, dim3(1), dim3(p.deterministic ? GS_REDUCE_THREADS : GS_REDUCE_SMALL_THREADS),
-                                       args1, 0, p.stream));
+        if (p.deterministic) {
+            GS_CUDA_CHECK(cudaLaunchKernel((const void *)reduce_tiles_single_kernel<T, DOT>, dim3(1),
+                                           dim3(GS_REDUCE_THREADS), args1, 0, p.stream));
+        } else if (p.single > 1) { /* one cluster of p.single blocks */
+            cudaLaunchConfig_t cfg = {};
+            cudaLaunchAttribute attr[1];
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = (unsigned)p.single;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = 1;
+            cfg.gridDim = dim3((unsigned)p.single);
+            cfg.blockDim = dim3(GS_REDUCE_SMALL_THREADS);
+            cfg.stream = p.stream;
+            cfg.attrs = attr;
+            cfg.numAttrs = 1;
+            GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, reduce_cluster_kernel<T, DOT>, r));
+        } else {
+            GS_CUDA_CHECK(cudaLaunchKernel((const void *)reduce_kernel<T, DOT, MODE_SINGLE, GS_REDUCE_SMALL_THREADS>,
+                                           dim3(1), dim3(GS_REDUCE_SMALL_THREADS), args1, 0, p.stream));
+        }
         return GS_OK;
     }
     const int threads =
@@ -471,12 +517,24 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     /* inputs larger than L2 stream through it (evict-first loads); smaller ones may stay for the next call */
     p.stream_loads = (on_host ? (int64_t)GS_STAGE_BYTES * (b ? 2 : 1) : in_bytes) > dev->l2_cache_bytes;
     if (!on_host && a->length > 0 && asked == GS_STRATEGY_AUTO) {
-        /* small inputs: one block does it all (launch and tail dominate there) */
-        int64_t small = GS_REDUCE_SMALL_BYTES;
+        /* Device input, strategy auto.  Small inputs: one launch of one block
+         * (or one cluster of blocks on devices with clusters), no workspace
+         * -- launch latency dominates there.  Larger: two-pass with the
+         * finishing kernel storing the result: two launches and no memset
+         * (a memset in a stream or graph costs about a launch more). */
+        const int clusters = dev->major >= 9;
+        int64_t small = clusters ? GS_REDUCE_CLUSTER_BYTES : GS_REDUCE_SMALL_BYTES;
         const char *e = getenv("GPUSYNC_REDUCE_SMALL_BYTES"); /* threshold sweeps */
         if (e && *e)
             small = atoll(e);
-        p.single = det ? a->length <= (int64_t)GS_REDUCE_TILE * GS_REDUCE_SMALL_TILES : in_bytes <= small;
+        if (det) {
+            p.single = a->length <= (int64_t)GS_REDUCE_TILE * GS_REDUCE_SMALL_TILES;
+        } else if (in_bytes <= small) {
+            int64_t c = clusters ? (in_bytes + GS_REDUCE_SMALL_BYTES - 1) / GS_REDUCE_SMALL_BYTES : 1;
+            p.single = (int)(c < 1 ? 1 : c > GS_REDUCE_CLUSTER_MAX ? GS_REDUCE_CLUSTER_MAX : c);
+        }
+        strategy = p.strategy = GS_STRATEGY_TWO_PASS;
+        *used = strategy;
     }
     /* device output and a strategy whose last step is one block: that block stores the result */
     const int fused = !on_host && (p.single || strategy == GS_STRATEGY_THREADFENCE || strategy == GS_STRATEGY_GRID ||
@@ -496,7 +554,8 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
         return st;
     }
     GS_CUDA_GOTO(gs_malloc_async((void **)&p.ws, ws_bytes, s));
-    GS_CUDA_GOTO(cudaMemsetAsync(p.ws, 0, sizeof(reduce_ws), s));
+    if (!(p.out && strategy == GS_STRATEGY_TWO_PASS)) /* (two-pass storing into out reads no header word) */
+        GS_CUDA_GOTO(cudaMemsetAsync(p.ws, 0, sizeof(reduce_ws), s));
     p.bw = (gpusync::grid_barrier_words *)((char *)p.ws + part_bytes);
     p.groups = (unsigned *)(p.bw + 1);
     if (!on_host) {
