@@ -166,7 +166,7 @@ def half_decades(lo=10**4, hi=2 * 10**9):
     return out
 
 
-def merge_results(outdir, info, rows, ceilings=None, sweeps=None):
+def merge_results(outdir, info, rows, ceilings=None, sweeps=None, partial=False):
     """Replace this benchmark's ops' rows in <outdir>/latest.json; keep the rest."""
     path = os.path.join(outdir, "latest.json")
     data = {}
@@ -174,11 +174,18 @@ def merge_results(outdir, info, rows, ceilings=None, sweeps=None):
         with open(path) as f:
             data = json.load(f)
     dev = short_device(info["name"])
+    old = short_device(data.get("device", info["name"]))
+    for r in data.get("rows", []):  # rows written before rows named their GPU: the file's GPU
+        r.setdefault("device", old)
     for r in rows:  # each row names its GPU, so that both GPUs' results live side by side
         r.setdefault("device", dev)
     ops = {r["op"] for r in rows}
-    kept = [r for r in data.get("rows", []) if not (r["op"] in ops and r.get("device", dev) == dev)]
-    data["device"] = info["name"]
+    cases = {r["case"] for r in rows}
+    # a benchmark's rows replace its earlier rows on the same GPU (a partial run, e.g. --dist or
+    # --sweep, replaces only the cases it measured)
+    kept = [r for r in data.get("rows", []) if not (r["op"] in ops and r["device"] == dev and
+                                                    (not partial or r["case"] in cases))]
+    data["device"] = info["name"]  # (the GPU of the latest run; each row names its own)
     data["date"] = datetime.date.today().isoformat()
     data.setdefault("ceilings", {}).update(ceilings or {})
     data["rows"] = kept + rows

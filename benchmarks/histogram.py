@@ -46,13 +46,103 @@ def seed_text_host(n=5_700_000):
     return rng.choice(np.frombuffer(b"  etaoinshrdlucmfwypvbgkqjxz ETAOIN.,", dtype=np.uint8), size=n).astype(np.uint8)
 
 
+def make_dist(cp, name, n):
+    """8-bit inputs of the distribution sweep."""
+    rs = cp.random.RandomState(3)
+    if name == "uniform":
+        return rs.randint(0, 256, n, dtype=cp.uint8)
+    if name == "text":
+        return make_text(cp, n)
+    if name == "same":
+        return cp.full(n, ord("e"), cp.uint8)
+    if name == "zipf":  # heavy-tailed: value k with probability ~ 1 / k^1.3
+        out = cp.empty(n, cp.uint8)
+        for i in range(0, n, 1 << 26):
+            m = min(n - i, 1 << 26)
+            out[i:i + m] = cp.minimum(rs.zipf(1.3, m) - 1, 255).astype(cp.uint8)
+        return out
+    if name == "runs":  # sorted runs: 4096 equal bytes at a time
+        vals = rs.randint(0, 256, n // 4096 + 1, dtype=cp.uint8)
+        return cp.repeat(vals, 4096)[:n]
+    if name == "alternating":  # 0, 255, 0, 255, ...
+        return ((cp.arange(n, dtype=cp.int64) & 1) * 255).astype(cp.uint8)
+    raise ValueError(name)
+
+
+def dist_sweep(args):
+    """uint8, 256 bins: every distribution at 32 MiB, 256 MiB and 1 GiB, against CUB and the read ceiling."""
+    import cupy as cp
+
+    from benchmarks.common import short_device
+
+    gs.use_backend("cuda")
+    info = gs.device_info()
+    dev = short_device(info["name"])
+    timer = Timer(cp)
+    cub = build_peers()
+    buf = cp.random.randint(0, 256, GIB, dtype=cp.uint8)
+    ceiling = read_ceiling(cp, timer, buf)
+    del buf
+    print(f"device {info['name']}  read ceiling {ceiling:.0f} GB/s", flush=True)
+    rows, lines = [], []
+    sizes = [(32 << 20, "32MiB"), (256 << 20, "256MiB"), (GIB, "1GiB")]
+    for dname in ("uniform", "text", "same", "zipf", "runs", "alternating"):
+        for n, label in sizes:
+            x = make_dist(cp, dname, n)
+            ref = cp.bincount(x, minlength=256).get()
+            case = f"u8-256-{dname}-{label}"
+            res = {}
+            for impl, fn in (("gpusync:auto", lambda: gs.histogram(x, bins=256, range=(0, 256))[0]),
+                             ("gpusync:bincount", lambda: gs.bincount(x, minlength=256))):
+                ok = bool(np.array_equal(cp.asnumpy(fn()), ref))
+                ms = timer.gpu(fn, reps=9, inner=5)
+                res[impl] = ms
+                rows.append({"op": "histogram", "case": case, "impl": impl, "ms": round(ms, 5),
+                             "gbps": round(n / ms / 1e6, 1), "correct": ok})
+            os.environ["GPUSYNC_HIST_U8_KERNEL"] = "0"  # the general shared-memory kernel, for comparison
+            ms = timer.gpu(lambda: gs.histogram(x, bins=256, range=(0, 256), strategy="shared")[0], reps=9, inner=5)
+            del os.environ["GPUSYNC_HIST_U8_KERNEL"]
+            rows.append({"op": "histogram", "case": case, "impl": "gpusync:shared(general kernel)",
+                         "ms": round(ms, 5), "gbps": round(n / ms / 1e6, 1)})
+            hout = np.zeros(256, np.int64)
+            cms = cub.cub_hist_u8(x.data.ptr, n, 256, 0, 256, hout.ctypes.data, 9)
+            if cms > 0:
+                rows.append({"op": "histogram", "case": case, "impl": "cub", "ms": round(cms, 5),
+                             "gbps": round(n / cms / 1e6, 1)})
+            a = res["gpusync:auto"]
+            line = (f"| {case} | {a * 1e3:.1f} | {100 * n / a / 1e6 / ceiling:.1f}% | "
+                    f"{100 * n / res['gpusync:bincount'] / 1e6 / ceiling:.1f}% | {100 * n / ms / 1e6 / ceiling:.1f}% | "
+                    f"{100 * n / cms / 1e6 / ceiling:.1f}% | {cms / a:.2f}x | "
+                    f"{'ok' if all(r.get('correct', True) for r in rows[-4:]) else '**WRONG**'} |")
+            lines.append(line)
+            print(line, flush=True)
+            x = None
+            cp.get_default_memory_pool().free_all_blocks()
+    data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
+    text = [f"# uint8 histogram, 256 bins, by distribution: {info['name']}, {data['date']}", "",
+            f"CUDA events around 5 back-to-back calls, median of 9; read ceiling **{ceiling:.0f} GB/s** "
+            "(1 GiB, 16-byte loads, same run).", "",
+            "| case | auto us | auto % of read | bincount % of read | general shared kernel % | CUB % | "
+            "CUB time / auto time | check |", "|---|---:|---:|---:|---:|---:|---:|---|"] + lines
+    with open(os.path.join(args.out, f"histogram_dist_{dev}.md"), "w") as fh:
+        fh.write("\n".join(text) + "\n")
+    if any(r.get("correct") is False for r in rows):
+        print("WRONG results")
+        sys.exit(1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--quick", action="store_true", help="smaller inputs (smoke test)")
     ap.add_argument("--no-numpy-large", action="store_true", help="skip NumPy on the 1 GiB inputs")
     ap.add_argument("--replot", action="store_true", help="only redraw the plots from <out>/latest.json")
+    ap.add_argument("--dist", action="store_true",
+                    help="only the 8-bit distributions (uniform, text, same, zipf, runs, alternating) at 32 MiB, "
+                         "256 MiB, 1 GiB against CUB; writes <out>/histogram_dist_<GPU>.md")
     args = ap.parse_args()
+    if args.dist:
+        return dist_sweep(args)
     os.makedirs(args.out, exist_ok=True)
     if args.replot:
         with open(os.path.join(args.out, "latest.json")) as f:

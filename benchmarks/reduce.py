@@ -271,7 +271,7 @@ def sweep(args):
             print(line, flush=True)
             arrs = None
             cp.get_default_memory_pool().free_all_blocks()
-    data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)})
+    data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
     text = [f"# sum / dot size sweep: {info['name']}, {data['date']}", "",
             f"Device time per call, CUDA-graph replay (gpusync and the peers alike); read ceiling "
             f"**{ceiling:.0f} GB/s** (1 GiB, 16-byte loads, same run).  Peer: CUB DeviceReduce::Sum "

@@ -137,8 +137,128 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     }
 }
 
+/* 8-bit data into at most GS_HIST_U8_BINS bins, unweighted, contiguous:
+ * GS_HIST_U8_THREADS-thread blocks, GS_HIST_U8_BLOCKS_PER_SM of them per
+ * SM, 32 replicas (lane l of every warp owns bank l, whatever the data),
+ * GS_HIST_U8_UNROLL 16-byte loads in flight per thread.  MODE: 0 identity
+ * (byte = bin), 1 offset with a closed top, 2 lookup table. */
+template <int MODE>
+__global__ void __launch_bounds__(GS_HIST_U8_THREADS, GS_HIST_U8_BLOCKS_PER_SM)
+    hist_u8_kernel(gs_binner b, const uint8_t *__restrict__ x, int64_t n, unsigned long long *__restrict__ out)
+{
+    __shared__ unsigned h[GS_HIST_U8_BINS * 32];
+    __shared__ int lut[MODE == 2 ? 256 : 1];
+    for (int i = threadIdx.x; i < GS_HIST_U8_BINS * 32; i += blockDim.x)
+        h[i] = 0;
+    if (MODE == 2)
+        for (int i = threadIdx.x; i < 256; i += blockDim.x)
+            lut[i] = b.lut[i];
+    __syncthreads();
+    unsigned *const mine = h + (threadIdx.x & 31);
+    const unsigned off = (unsigned)b.offset, lim = (unsigned)(b.nbins + b.closed_top), last = (unsigned)b.nbins - 1;
+    auto add = [&](unsigned v) {
+        if (MODE == 0) {
+            atomicAdd_block(mine + (v << 5), 1u);
+        } else if (MODE == 1) {
+            const unsigned d = v - off;
+            if (d < lim)
+                atomicAdd_block(mine + (min(d, last) << 5), 1u);
+        } else {
+            const int k = lut[v];
+            if (k >= 0)
+                atomicAdd_block(mine + ((unsigned)k << 5), 1u);
+        }
+    };
+    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, step = (int64_t)gridDim.x * blockDim.x;
+    int64_t head = (int64_t)((16 - ((uintptr_t)x & 15)) & 15);
+    if (head > n)
+        head = n;
+    if (tid < head)
+        add(x[tid]);
+    const int4 *xv = reinterpret_cast<const int4 *>(x + head);
+    const int64_t nv = (n - head) >> 4;
+    constexpr int U = GS_HIST_U8_UNROLL;
+    for (int64_t j = tid; j < nv; j += U * step) {
+        int4 r[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            r[u] = j + u * step < nv ? __ldcs(xv + j + u * step) : make_int4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (j + u * step < nv)
+                gs_each_byte(r[u], add);
+    }
+    const int64_t t0 = head + (nv << 4);
+    if (tid < n - t0)
+        add(x[t0 + tid]);
+    __syncthreads();
+    for (int k = threadIdx.x; k < (int)b.nbins; k += blockDim.x) {
+        unsigned acc = 0;
+        for (int r = 0; r < 32; r++) /* rotate the start so a warp reads 32 banks */
+            acc += h[(k << 5) + ((r + k) & 31)];
+        if (acc != 0)
+            atomicAdd(out + k, (unsigned long long)acc);
+    }
+}
+
+/* The 8-bit kernel above, when it applies (returns 1 and launches). */
+static int launch_u8(const gs_hist_launch *l, gs_status *st)
+{
+    const gs_binner &b = l->binner;
+    if (l->w || l->xstride != 1 || b.nbins > GS_HIST_U8_BINS || b.nbins < 1)
+        return 0;
+    const char *off = getenv("GPUSYNC_HIST_U8_KERNEL"); /* A/B against the general kernel */
+    if (off && atoi(off) == 0)
+        return 0;
+    int mode;
+    if (b.kind == GS_BINS_LUT)
+        mode = 2;
+    else if (b.offset == 0 && b.nbins >= 256)
+        mode = 0;
+    else if (b.offset >= 0 && b.offset <= 255)
+        mode = 1;
+    else
+        return 0;
+    const void *kern = mode == 0 ? (const void *)hist_u8_kernel<0>
+                       : mode == 1 ? (const void *)hist_u8_kernel<1>
+                                   : (const void *)hist_u8_kernel<2>;
+    int per_sm = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, GS_HIST_U8_THREADS, 0);
+    if (e != cudaSuccess) {
+        *st = gs_cuda_fail(e, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", __FILE__, __LINE__);
+        return 1;
+    }
+    const int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * l->dev->multiprocessors;
+    const int64_t per_block = (int64_t)GS_HIST_U8_THREADS * 16 * GS_HIST_U8_UNROLL;
+    int64_t grid = (l->n + per_block - 1) / per_block;
+    if (grid > resident)
+        grid = resident;
+    if (grid < (l->dev->multiprocessors + 1) / 2 && l->n > per_block)
+        grid = (l->dev->multiprocessors + 1) / 2; /* small inputs: spread over half the SMs at least */
+    if (grid <= l->n / GS_HIST_MAX_ELEMS_PER_BLOCK) /* 32-bit shared counters */
+        grid = l->n / GS_HIST_MAX_ELEMS_PER_BLOCK + 1;
+    if (grid < 1)
+        grid = 1;
+    const char *force = getenv("GPUSYNC_HIST_GRID"); /* block-count sweeps */
+    if (force && atoll(force) > 0)
+        grid = atoll(force);
+    gs_binner bb = b;
+    const uint8_t *xp = (const uint8_t *)l->x;
+    int64_t n = l->n;
+    unsigned long long *o = (unsigned long long *)l->out;
+    void *args[] = {&bb, &xp, &n, &o};
+    e = cudaLaunchKernel(kern, dim3((unsigned)grid), dim3(GS_HIST_U8_THREADS), args, 0, l->stream);
+    *st = e == cudaSuccess ? GS_OK : gs_cuda_fail(e, "cudaLaunchKernel", __FILE__, __LINE__);
+    return 1;
+}
+
 template <class T> static gs_status launch(const gs_hist_launch *l)
 {
+    if constexpr (sizeof(T) == 1) {
+        gs_status st8;
+        if (launch_u8(l, &st8))
+            return st8;
+    }
     const int W = l->w != NULL;
     int R = gs_hist_replicas(l->binner.nbins, W, l->dev->shared_memory_per_block_optin);
     if (R == 0)

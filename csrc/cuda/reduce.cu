@@ -72,6 +72,28 @@ __device__ __forceinline__ int4 load16(const int4 *p, bool stream)
     return stream ? __ldcs(p) : __ldg(p); /* evict-first only when the input is larger than L2 */
 }
 
+/* 16-byte loads in flight per thread and array: sums of 8-byte elements
+ * take twice GS_REDUCE_UNROLL (half the elements per load).  The order of
+ * additions does not depend on it (each thread adds its elements in index
+ * order), so deterministic results do not either. */
+template <class T, bool DOT> __host__ __device__ constexpr int unroll_of() { return (!DOT && sizeof(T) >= 8) ? 2 * GS_REDUCE_UNROLL : GS_REDUCE_UNROLL; }
+
+/* Programmatic dependent launch (sm_90): a kernel lets the next one on the
+ * stream start launching now; the next one waits for this grid's completion
+ * (and its memory) before it reads what this one wrote. */
+__device__ __forceinline__ void pdl_launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 template <class T, bool DOT, class A>
 __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_t sa, const T *__restrict__ b,
                                            int64_t sb, int64_t lo, int64_t hi, int64_t start, int64_t step, bool vec,
@@ -82,7 +104,7 @@ __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_
             add<DOT>(s, a[i * sa], DOT ? b[i * sb] : T());
         return;
     }
-    constexpr int V = 16 / sizeof(T), U = GS_REDUCE_UNROLL;
+    constexpr int V = 16 / sizeof(T), U = unroll_of<T, DOT>();
     int64_t hv = (int64_t)(((16 - ((uintptr_t)(a + lo) & 15)) & 15) / sizeof(T));
     if (hv > hi - lo)
         hv = hi - lo;
@@ -175,7 +197,9 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
     __shared__ A scratch[32];
     __shared__ bool last;
     A s = A();
-    constexpr int64_t TB = (int64_t)THREADS * (16 / sizeof(T)) * GS_REDUCE_UNROLL;
+    constexpr int64_t TB = (int64_t)THREADS * (16 / sizeof(T)) * unroll_of<T, DOT>();
+    if (MODE == MODE_PARTIAL)
+        pdl_launch_dependents(); /* the finishing kernel may launch; it waits for us (pdl_wait) */
     for (int64_t lo = (int64_t)blockIdx.x * TB; lo < r.n; lo += (int64_t)gridDim.x * TB)
         accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x, THREADS, r.vec,
                            r.stream);
@@ -231,6 +255,8 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
     __shared__ A scratch[32];
     __shared__ bool last;
     const int64_t tiles = (r.n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE;
+    if (MODE == MODE_PARTIAL)
+        pdl_launch_dependents();
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         A s = A();
         const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
@@ -296,7 +322,7 @@ __global__ void __launch_bounds__(GS_REDUCE_SMALL_THREADS) reduce_cluster_kernel
     __shared__ A part;
     cg::cluster_group cl = cg::this_cluster();
     A s = A();
-    constexpr int64_t TB = (int64_t)GS_REDUCE_SMALL_THREADS * (16 / sizeof(T)) * GS_REDUCE_UNROLL;
+    constexpr int64_t TB = (int64_t)GS_REDUCE_SMALL_THREADS * (16 / sizeof(T)) * unroll_of<T, DOT>();
     for (int64_t lo = (int64_t)blockIdx.x * TB; lo < r.n; lo += (int64_t)gridDim.x * TB)
         accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x,
                            GS_REDUCE_SMALL_THREADS, r.vec, r.stream);
@@ -317,6 +343,7 @@ __global__ void __launch_bounds__(GS_REDUCE_SMALL_THREADS) reduce_cluster_kernel
 template <class A>
 __global__ void __launch_bounds__(GS_REDUCE_THREADS) finish_kernel(reduce_ws *ws, int64_t p, void *out, int out_dtype)
 {
+    pdl_wait(); /* launched early (programmatic dependent launch): the partials are ready after this */
     finish<A>(ws, p, out, out_dtype);
 }
 
@@ -418,7 +445,7 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
     if (!p.deterministic && p.strategy == GS_STRATEGY_MUTEX && resident > p.dev->multiprocessors)
         resident = p.dev->multiprocessors; /* one big block per SM: fewest lock hand-overs */
     const int64_t per_block = p.deterministic ? GS_REDUCE_TILE
-                                              : (int64_t)threads * (16 / (int64_t)sizeof(T)) * GS_REDUCE_UNROLL;
+                                              : (int64_t)threads * (16 / (int64_t)sizeof(T)) * unroll_of<T, DOT>();
     const int64_t work = (n + per_block - 1) / per_block;
     int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
     const char *force = getenv("GPUSYNC_REDUCE_GRID"); /* block-count sweeps */
@@ -439,8 +466,16 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
         GS_CUDA_CHECK(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(threads), args, 0, p.stream));
     if (p.strategy == GS_STRATEGY_TWO_PASS) {
         const int64_t parts = p.deterministic ? work : grid;
-        finish_kernel<A><<<1, threads, 0, p.stream>>>(p.ws, parts, p.out, p.out_dtype);
-        GS_CUDA_CHECK(cudaGetLastError());
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = p.dev->major >= 9;
+        cfg.gridDim = dim3(1);
+        cfg.blockDim = dim3(threads);
+        cfg.stream = p.stream;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, finish_kernel<A>, p.ws, parts, p.out, p.out_dtype));
     }
     return GS_OK;
 }

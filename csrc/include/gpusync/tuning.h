@@ -32,6 +32,17 @@
 #define GS_HIST_SMEM_EDGES 513
 #define GS_HIST_STATIC_SMEM (GS_HIST_SMEM_EDGES * 12 + 16)
 
+/* 8-bit data into at most GS_HIST_U8_BINS bins (strategy shared, so auto):
+ * a kernel of its own with 32 replicas in 32 KB of static shared memory,
+ * GS_HIST_U8_BLOCKS_PER_SM blocks of GS_HIST_U8_THREADS threads per SM and
+ * GS_HIST_U8_UNROLL 16-byte loads in flight per thread (the issue's H200
+ * evidence: 4 x 512 with 32 replicas reached 97% of read on uniform and
+ * text bytes). */
+#define GS_HIST_U8_BINS 256
+#define GS_HIST_U8_THREADS 512
+#define GS_HIST_U8_BLOCKS_PER_SM 4
+#define GS_HIST_U8_UNROLL 4
+
 /* Elements of 16-byte vector loads each thread issues before using any of
  * them (memory-level parallelism). */
 #define GS_HIST_VEC_UNROLL 2
@@ -83,9 +94,9 @@
  * cluster of ceil(bytes / GS_REDUCE_SMALL_BYTES) blocks, at most
  * GS_REDUCE_CLUSTER_MAX (the portable cluster size), still one launch with
  * no workspace. */
-#define GS_REDUCE_CLUSTER_BYTES (512 * 1024)
+#define GS_REDUCE_CLUSTER_BYTES (64 * 1024) /* H100: a cluster launch costs more than a second kernel (4.5 against 3.7 us at 128-512 KB) */
 #define GS_REDUCE_CLUSTER_MAX 8
-#define GS_REDUCE_SMALL_TILES 2
+#define GS_REDUCE_SMALL_TILES 1
 /* Freed scratch memory gpusync's device pool keeps across synchronizations
  * (GPUSYNC_POOL_KEEP_MB overrides; gs.empty_cache() trims it): enough for
  * the staging chunks of a two-array call, so repeated calls do not map
