@@ -94,7 +94,11 @@ __device__ __forceinline__ void pdl_wait()
 #endif
 }
 
-template <class T, bool DOT, class A>
+/* deterministic=True: a tile is GS_REDUCE_TILE elements for 256 threads;
+ * sums load a whole float32 tile in one round (16 vectors per thread). */
+template <class T, bool DOT> __host__ __device__ constexpr int tile_unroll_of() { return DOT ? 8 : 16; }
+
+template <class T, bool DOT, class A, int U = unroll_of<T, DOT>()>
 __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_t sa, const T *__restrict__ b,
                                            int64_t sb, int64_t lo, int64_t hi, int64_t start, int64_t step, bool vec,
                                            bool stream)
@@ -104,7 +108,7 @@ __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_
             add<DOT>(s, a[i * sa], DOT ? b[i * sb] : T());
         return;
     }
-    constexpr int V = 16 / sizeof(T), U = unroll_of<T, DOT>();
+    constexpr int V = 16 / sizeof(T);
     int64_t hv = (int64_t)(((16 - ((uintptr_t)(a + lo) & 15)) & 15) / sizeof(T));
     if (hv > hi - lo)
         hv = hi - lo;
@@ -260,7 +264,8 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         A s = A();
         const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
-        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec, r.stream);
+        accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
+                                                        r.stream);
         s = gpusync::block_sum(s, scratch);
         if (threadIdx.x == 0)
             partials_of<A>(r.ws)[t] = s;
@@ -297,7 +302,8 @@ template <class T, bool DOT> __global__ void __launch_bounds__(GS_REDUCE_THREADS
     for (int64_t t = 0; t < tiles; t++) {
         A s = A();
         const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
-        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec, r.stream);
+        accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
+                                                        r.stream);
         s = gpusync::block_sum(s, scratch);
         if (threadIdx.x == 0)
             tile_sum = s;

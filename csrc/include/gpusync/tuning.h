@@ -32,17 +32,6 @@
 #define GS_HIST_SMEM_EDGES 513
 #define GS_HIST_STATIC_SMEM (GS_HIST_SMEM_EDGES * 12 + 16)
 
-/* 8-bit data into at most GS_HIST_U8_BINS bins (strategy shared, so auto):
- * a kernel of its own with 32 replicas in 32 KB of static shared memory,
- * GS_HIST_U8_BLOCKS_PER_SM blocks of GS_HIST_U8_THREADS threads per SM and
- * GS_HIST_U8_UNROLL 16-byte loads in flight per thread (the issue's H200
- * evidence: 4 x 512 with 32 replicas reached 97% of read on uniform and
- * text bytes). */
-#define GS_HIST_U8_BINS 256
-#define GS_HIST_U8_THREADS 512
-#define GS_HIST_U8_BLOCKS_PER_SM 4
-#define GS_HIST_U8_UNROLL 4
-
 /* Elements of 16-byte vector loads each thread issues before using any of
  * them (memory-level parallelism). */
 #define GS_HIST_VEC_UNROLL 2
