@@ -69,6 +69,92 @@ def make_dist(cp, name, n):
     raise ValueError(name)
 
 
+def extra_cases(cp, timer, rows, ceiling):
+    """The issue's named cases beyond 8-bit data: float64 histogram, small-range
+    16-bit and 1M-bin int64 bincounts, binned_statistic with 1,000 bins."""
+    try:
+        import torch
+    except Exception:  # pragma: no cover
+        torch = None
+    rs = cp.random.RandomState(5)
+    out = []
+
+    def one(case, op, impl, fn, nbytes, ref=None):
+        try:
+            ok = None
+            if ref is not None:
+                got = fn()
+                got = got[0] if isinstance(got, tuple) else got
+                ok = bool(np.array_equal(cp.asnumpy(got), ref))
+            ms = timer.gpu(fn, reps=9, inner=5)
+        except Exception as e:  # a peer that cannot run this case is reported, not fatal
+            print(f"  {case} {impl}: {type(e).__name__}: {e}", flush=True)
+            return
+        row = {"op": op, "case": case, "impl": impl, "ms": round(ms, 5), "gbps": round(nbytes / ms / 1e6, 1)}
+        if ok is not None:
+            row["correct"] = ok
+        rows.append(row)
+        out.append(f"| {case} | {impl}{'' if ok is not False else ' **WRONG**'} | {ms * 1e3:.1f} | "
+                   f"{100 * nbytes / ms / 1e6 / ceiling:.1f}% |")
+        print(out[-1], flush=True)
+
+    x = rs.random_sample(1 << 27)  # float64 in [0, 1)
+    ref = np.histogram(cp.asnumpy(x), bins=100, range=(0, 1))[0]
+    one("f64-100-range-128M", "histogram", "gpusync:auto", lambda: gs.histogram(x, bins=100, range=(0, 1)), x.nbytes,
+        ref)
+    one("f64-100-range-128M", "histogram", "cupy:histogram", lambda: cp.histogram(x, bins=100, range=(0, 1)),
+        x.nbytes)
+    if torch is not None:
+        t = torch.as_tensor(x, device="cuda")
+        one("f64-100-range-128M", "histogram", "torch:histc", lambda: torch.histc(t, bins=100, min=0, max=1),
+            x.nbytes)
+        t = None
+    x = rs.randint(0, 4096, 1 << 28, dtype=cp.uint16)
+    ref = cp.bincount(x, minlength=4096).get()
+    one("u16-bincount-4096-256M", "bincount", "gpusync:auto", lambda: gs.bincount(x, minlength=4096), x.nbytes, ref)
+    one("u16-bincount-4096-256M", "bincount", "gpusync:auto(bins given: histogram)",
+        lambda: gs.histogram(x, bins=4096, range=(0, 4096)), x.nbytes, ref)
+    one("u16-bincount-4096-256M", "bincount", "cupy:bincount", lambda: cp.bincount(x, minlength=4096), x.nbytes)
+    if torch is not None:
+        t = torch.as_tensor(x.astype(cp.int32), device="cuda")  # torch.bincount takes no uint16: an int32 copy
+        one("u16-bincount-4096-256M", "bincount", "torch:bincount(int32 copy)",
+            lambda: torch.bincount(t, minlength=4096), x.nbytes)
+        t = None
+    x = rs.randint(0, 1 << 20, 1 << 26, dtype=cp.int64)
+    ref = cp.bincount(x, minlength=1 << 20).get()
+    one("i64-bincount-1M-64M", "bincount", "gpusync:auto", lambda: gs.bincount(x, minlength=1 << 20), x.nbytes, ref)
+    one("i64-bincount-1M-64M", "bincount", "cupy:bincount", lambda: cp.bincount(x, minlength=1 << 20), x.nbytes)
+    if torch is not None:
+        t = torch.as_tensor(x, device="cuda")
+        one("i64-bincount-1M-64M", "bincount", "torch:bincount", lambda: torch.bincount(t, minlength=1 << 20),
+            x.nbytes)
+        t = None
+    x = rs.standard_normal(1 << 25)
+    v = rs.standard_normal(1 << 25) * 3 + 1
+    for stat in ("mean", "std"):
+        case = f"binstat-{stat}-1000-32M"
+        for s in ("auto", "shared"):
+            one(case, "binned_statistic", f"gpusync:{s}",
+                lambda s=s: gs.binned_statistic(x, v, stat, bins=1000, strategy=s), x.nbytes + v.nbytes)
+        if torch is not None:
+            tx, tv = torch.as_tensor(x, device="cuda"), torch.as_tensor(v, device="cuda")
+
+            def torch_binstat():  # bucketize + index_add_ (what a PyTorch user writes)
+                lo, hi = tx.min(), tx.max()
+                b = ((tx - lo) / (hi - lo) * 1000).long().clamp_(0, 999)
+                cnt = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, torch.ones_like(tv))
+                s1 = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, tv)
+                mean = s1 / cnt
+                if stat == "mean":
+                    return mean
+                d = tv - mean[b]
+                return torch.sqrt(torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, d * d) / cnt)
+
+            one(case, "binned_statistic", "torch:index_add_", torch_binstat, x.nbytes + v.nbytes)
+    cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
 def dist_sweep(args):
     """uint8, 256 bins: every distribution at 32 MiB, 256 MiB and 1 GiB, against CUB and the read ceiling."""
     import cupy as cp
@@ -95,10 +181,9 @@ def dist_sweep(args):
             for impl, fn in (("gpusync:auto", lambda: gs.histogram(x, bins=256, range=(0, 256))[0]),
                              ("gpusync:bincount", lambda: gs.bincount(x, minlength=256))):
                 ok = bool(np.array_equal(cp.asnumpy(fn()), ref))
-                try:  # device time: a CUDA graph of 5 calls, replayed
+                if impl == "gpusync:auto":  # device time: a CUDA graph of 5 calls, replayed
                     ms = timer.graph(fn, reps=9, inner=5)
-                except Exception as e:  # not capturable (a host sync inside): events around 5 calls
-                    print(f"  {case} {impl}: no graph ({type(e).__name__}); events", flush=True)
+                else:  # bincount finds the largest value first (a host sync): not capturable
                     impl += "(events)"
                     ms = timer.gpu(fn, reps=9, inner=5)
                 res[impl.replace("(events)", "")] = ms
@@ -121,6 +206,9 @@ def dist_sweep(args):
             print(line, flush=True)
             x = None
             cp.get_default_memory_pool().free_all_blocks()
+    lines += ["", "Other cases (CUDA events around 5 back-to-back calls, median of 9; % of read):", "",
+              "| case | impl | us | % of read |", "|---|---|---:|---:|"]
+    lines += extra_cases(cp, timer, rows, ceiling)
     data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
     text = [f"# uint8 histogram, 256 bins, by distribution: {info['name']}, {data['date']}", "",
             "gpusync: CUDA-graph replay of 5 calls (device time), median of 9; 'auto, events': events around 5 "
