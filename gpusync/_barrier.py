@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from . import _backend, _core
 
-STRATEGIES = ("auto", "lock", "lockfree", "sense", "cooperative", "relaunch")
+STRATEGIES = ("auto", "lock", "lockfree", "sense", "flat", "cooperative", "relaunch")
 
 
 def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):

@@ -83,6 +83,7 @@ typedef enum gs_strategy {
     GS_STRATEGY_LOCKFREE,    /* seed 000's arrival/release arrays */
     GS_STRATEGY_COOPERATIVE, /* cooperative groups grid.sync() */
     GS_STRATEGY_SENSE,       /* ours: hierarchical sense-reversing */
+    GS_STRATEGY_FLAT,        /* ours: one monotone counter, red.release arrivals, ld.acquire polls */
     GS_STRATEGY_COUNT
 } gs_strategy;
 
