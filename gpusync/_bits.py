@@ -6,7 +6,6 @@ import numpy as np
 from . import _arrays, _backend, _core
 from ._arrays import DeviceArray, Lib
 
-last_strategy = {}
 
 
 def _threshold(threshold, dtype):
@@ -102,7 +101,8 @@ def kernels():
 
 
 def occupancy(op, block_size=None, strategy=None):
-    """Resource partitioning of one of gpusync's kernels on this GPU (seed 002).
+    """Resource partitioning of one of gpusync's kernels on this GPU (the
+    resource partitioning the original article on warps describes).
 
     `op` is ``"histogram"``, ``"sum"``, ``"dot"``, ``"binned_statistic"``,
     ``"packbits"`` or ``"count_nonzero"`` (with `strategy`, or as

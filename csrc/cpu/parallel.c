@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "parallel.h"
+#include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 
 #include <pthread.h>
@@ -26,10 +27,7 @@ int gs_cpu_threads_for(int64_t n)
 {
     if (n < GS_CPU_PARALLEL_MIN)
         return 1;
-    long t = 0;
-    const char *env = getenv("GPUSYNC_NUM_THREADS");
-    if (env)
-        t = strtol(env, NULL, 10);
+    long t = (long)gs_env_number(GS_ENV_NUM_THREADS, 0, NULL);
     if (t <= 0)
         t = sysconf(_SC_NPROCESSORS_ONLN);
     if (t < 1)

@@ -454,9 +454,10 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
                                               : (int64_t)threads * (16 / (int64_t)sizeof(T)) * unroll_of<T, DOT>();
     const int64_t work = (n + per_block - 1) / per_block;
     int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
-    const char *force = getenv("GPUSYNC_REDUCE_GRID"); /* block-count sweeps */
-    if (force && atoll(force) > 0 && !p.deterministic && p.strategy != GS_STRATEGY_GRID)
-        grid = atoll(force); /* (never past the co-resident maximum for the grid barrier) */
+    int forced = 0; /* block-count sweeps */
+    const double force = gs_env_number(GS_ENV_REDUCE_GRID, 0, &forced);
+    if (forced && !p.deterministic && p.strategy != GS_STRATEGY_GRID)
+        grid = (int64_t)force; /* (never past the co-resident maximum for the grid barrier) */
     const int64_t cap = (int64_t)p.dev->multiprocessors * (p.dev->max_threads_per_multiprocessor / 32);
     if (grid > cap) /* the workspace holds this many partials */
         grid = cap;
@@ -564,10 +565,9 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
          * finishing kernel storing the result: two launches and no memset
          * (a memset in a stream or graph costs about a launch more). */
         const int clusters = dev->major >= 9;
-        int64_t small = clusters ? GS_REDUCE_CLUSTER_BYTES : GS_REDUCE_SMALL_BYTES;
-        const char *e = getenv("GPUSYNC_REDUCE_SMALL_BYTES"); /* threshold sweeps */
-        if (e && *e)
-            small = atoll(e);
+        int set = 0; /* threshold sweeps */
+        const double forced = gs_env_number(GS_ENV_REDUCE_SMALL_BYTES, 0, &set);
+        const int64_t small = set ? (int64_t)forced : clusters ? GS_REDUCE_CLUSTER_BYTES : GS_REDUCE_SMALL_BYTES;
         if (det) {
             p.single = a->length <= (int64_t)GS_REDUCE_TILE * GS_REDUCE_SMALL_TILES;
         } else if (in_bytes <= small) {
@@ -584,7 +584,7 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
         p.out = out->data;
     void *d_a = NULL, *d_b = NULL;
     int flag = 0;
-    if (getenv("GPUSYNC_DEBUG"))
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] %s n=%lld dtype=%d strategy=%s deterministic=%d device=%d%s\n",
                 b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
                 on_host ? " (host input staged)" : "");
@@ -626,7 +626,8 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     }
     if (on_host) {
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, &p.ws->result, gs_dtype_size(out->dtype), cudaMemcpyDeviceToHost, s));
-        GS_CUDA_GOTO(cudaStreamSynchronize(s));
+        if ((st = gs_cuda_wait_stream(s)) != GS_OK)
+            goto fail;
     }
     if (strategy == GS_STRATEGY_MUTEX || strategy == GS_STRATEGY_GRID) {
         st = gs_cuda_read_flag(&p.ws->error, s, &flag);

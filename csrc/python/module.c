@@ -16,6 +16,8 @@
 #include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 
+#include <time.h>
+
 static PyObject *GpusyncError, *CudaError, *DeadlockError, *UnsupportedDeviceError, *NoCudaError,
     *CooperativeLaunchError;
 
@@ -32,11 +34,52 @@ static PyObject *gs_raise(gs_status st)
     case GS_ERR_OVERFLOW: type = PyExc_OverflowError; break;
     case GS_ERR_DEADLOCK: type = DeadlockError; break;
     case GS_ERR_NO_COOPERATIVE: type = CooperativeLaunchError; break;
+    case GS_ERR_INTERRUPTED:
+        gs_interrupt_clear();
+        if (!PyErr_Occurred()) /* the hook already set the handler's exception */
+            PyErr_SetNone(PyExc_KeyboardInterrupt);
+        return NULL;
     default: type = CudaError; break;
     }
     const char *msg = gs_last_error();
     PyErr_SetString(type, msg && msg[0] ? msg : "gpusync: unknown error");
     return NULL;
+}
+
+/* After every backend call (GIL held again): environment warnings become
+ * RuntimeWarnings, a failure an exception, and an exception the interrupt
+ * hook left (KeyboardInterrupt from a signal handler) wins even when the call
+ * finished.  Returns 1 when the call's result should be returned. */
+static int gs_done(gs_status st)
+{
+    char msg[320];
+    while (gs_env_take_warning(msg, sizeof msg))
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, msg, 1) < 0)
+            return 0;
+    if (st != GS_OK) {
+        gs_raise(st);
+        return 0;
+    }
+    if (PyErr_Occurred()) {
+        gs_interrupt_clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* The interrupt hook (gpusync.h): run by the calling thread inside a long
+ * wait, with the GIL released.  A pending SIGINT runs Python's handler here,
+ * whose exception stays set on this thread until gs_done sees it. */
+static unsigned long main_thread_ident; /* Python runs signal handlers only there */
+
+static int interrupt_hook(void)
+{
+    if (PyThread_get_thread_ident() != main_thread_ident)
+        return 0; /* no handler can run here: do not contend for the GIL */
+    PyGILState_STATE g = PyGILState_Ensure();
+    const int hit = PyErr_Occurred() != NULL || PyErr_CheckSignals() < 0;
+    PyGILState_Release(g);
+    return hit;
 }
 
 static const gs_backend_ops *backend_by_name(const char *name)
@@ -222,8 +265,8 @@ static PyObject *py_histogram(PyObject *self, PyObject *args)
                         &used);
     Py_END_ALLOW_THREADS
     bins_release(&bins);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -244,8 +287,8 @@ static PyObject *py_minmax(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->minmax(&x.a, buf, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyBytes_FromStringAndSize(buf, (Py_ssize_t)(2 * gs_dtype_size(x.a.dtype)));
 }
 
@@ -267,8 +310,8 @@ static PyObject *py_uniform_edges(PyObject *self, PyObject *args)
     st = ops->uniform_edges(&bins.b, &out.a, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
     bins_release(&bins);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -295,8 +338,8 @@ static PyObject *py_reduce(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->reduce(&a.a, bo == Py_None ? NULL : &b.a, &out.a, strategy, det, (void *)(uintptr_t)stream, &used);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -333,8 +376,8 @@ static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
                                no == Py_None ? NULL : &bn.a, strategy, (void *)(uintptr_t)stream, &used);
     Py_END_ALLOW_THREADS
     Py_DECREF(edges);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -355,8 +398,8 @@ static PyObject *py_counter(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->counter(kind, blocks, threads, &value, &ms);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue("(Ld)", (long long)value, ms);
 }
 
@@ -374,8 +417,8 @@ static PyObject *py_test_deadlock(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->test_deadlock((int64_t)(ms * 1e6));
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -411,8 +454,8 @@ static PyObject *py_packbits(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->packbits(&a.a, tp, little, &out.a, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -434,8 +477,8 @@ static PyObject *py_count_nonzero(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->count_nonzero(&a.a, tp, &out.a, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -450,8 +493,8 @@ static PyObject *py_kernel_names(PyObject *self, PyObject *args)
     if (!ops)
         return NULL;
     gs_status st = ops->kernel_names(buf, sizeof buf);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(buf);
 }
 
@@ -470,8 +513,8 @@ static PyObject *py_occupancy(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->occupancy(name, block, &o);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue("{s:s,s:i,s:i,s:L,s:L,s:i,s:i,s:i,s:d,s:s,s:{s:i,s:i,s:i,s:i},s:i,s:i}", "kernel", o.name,
                          "block_size", o.block_size, "registers", o.registers, "static_smem",
                          (long long)o.static_smem, "dynamic_smem", (long long)o.dynamic_smem, "active_blocks_per_sm",
@@ -498,8 +541,8 @@ static PyObject *py_divergence(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->divergence(kind, n, block, iters, &ms);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyFloat_FromDouble(ms);
 }
 
@@ -518,8 +561,8 @@ static PyObject *py_self_test(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->self_test(which, &bad);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyLong_FromLongLong((long long)bad);
 }
 
@@ -540,8 +583,8 @@ static PyObject *py_barrier_benchmark(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->barrier_benchmark(s, blocks, threads, rounds, skip, &r);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue("{s:s,s:s,s:L,s:i,s:L,s:L,s:d,s:d,s:L}", "strategy", gs_strategy_name(r.used), "note",
                          r.note, "blocks", (long long)r.blocks,
                          "threads", r.threads, "max_blocks", (long long)r.max_blocks, "rounds", (long long)r.rounds,
@@ -570,8 +613,8 @@ static PyObject *py_cumsum(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->cumsum(&a.a, &out.a, strategy, (void *)(uintptr_t)stream, &used);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -589,16 +632,6 @@ static PyObject *py_available(PyObject *self, PyObject *args)
     ok = ops->available();
     Py_END_ALLOW_THREADS
     return Py_BuildValue("(Ns)", PyBool_FromLong(ok), ok ? "" : gs_last_error());
-}
-
-static PyObject *py_device_count(PyObject *self, PyObject *args)
-{
-    (void)self;
-    const char *backend;
-    if (!PyArg_ParseTuple(args, "s", &backend))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    return ops ? PyLong_FromLong(ops->device_count()) : NULL;
 }
 
 static PyObject *py_pointer_device(PyObject *self, PyObject *args)
@@ -627,8 +660,8 @@ static PyObject *py_stream_wait(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->stream_wait(device, (void *)(uintptr_t)consumer, (void *)(uintptr_t)producer);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -645,8 +678,8 @@ static PyObject *py_empty_cache(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->empty_cache();
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -661,8 +694,8 @@ static PyObject *py_device_info(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = gs_cuda_backend()->device_info(ordinal, &d);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue(
         "{s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:O,s:O}", "name", d.name, "ordinal",
         d.ordinal, "compute_capability", d.major, d.minor, "multiprocessors", d.multiprocessors, "warp_size",
@@ -706,7 +739,145 @@ static PyObject *py_raise_status(PyObject *self, PyObject *args)
     return gs_raise((gs_status)st);
 }
 
+/* Test hook: the indexes of NULL slots in a backend's ops table (must be []). */
+static PyObject *py_ops_null_slots(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    if (!PyArg_ParseTuple(args, "s", &backend))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    _Static_assert(sizeof(gs_backend_ops) % sizeof(void (*)(void)) == 0, "ops: pointer-sized slots only");
+    PyObject *out = PyList_New(0);
+    const size_t n = sizeof(gs_backend_ops) / sizeof(void (*)(void));
+    for (size_t i = 0; out && i < n; i++) {
+        void (*slot)(void);
+        memcpy(&slot, (const char *)ops + i * sizeof slot, sizeof slot);
+        if (!slot) {
+            PyObject *k = PyLong_FromSize_t(i);
+            if (!k || PyList_Append(out, k) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(k);
+        }
+    }
+    return out;
+}
+
+/* Test hook: wait up to `ms` as every long wait does (polling the interrupt
+ * flag); KeyboardInterrupt when a SIGINT arrives meanwhile. */
+static PyObject *py_test_interrupt_wait(PyObject *self, PyObject *args)
+{
+    (void)self;
+    double ms;
+    if (!PyArg_ParseTuple(args, "d", &ms))
+        return NULL;
+    gs_status st = GS_OK;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec t0, t, nap = {0, 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (gs_interrupt_poll()) {
+            st = gs_interrupted();
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 >= ms)
+            break;
+        nanosleep(&nap, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    if (!gs_done(st))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The environment table (csrc/common/env.c) for docs and tests: a tuple of
+ * (name, type, default, lo, hi, choices, meaning). */
+static PyObject *py_env_table(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    const gs_env_info *t = gs_env_table();
+    PyObject *out = PyTuple_New(GS_ENV_COUNT);
+    for (int i = 0; out && i < GS_ENV_COUNT; i++) {
+        PyObject *row = Py_BuildValue("(sssddzs)", t[i].name, t[i].type, t[i].fallback, t[i].lo, t[i].hi,
+                                      t[i].choices, t[i].meaning);
+        if (!row)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, row);
+    }
+    return out;
+}
+
+/* GPUSYNC_BACKEND through the table: "cpu", "cuda" or None (unset or
+ * invalid: a RuntimeWarning names the variable). */
+static PyObject *py_env_backend(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    const int k = gs_env_choice(GS_ENV_BACKEND);
+    if (!gs_done(GS_OK))
+        return NULL;
+    if (k < 0)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(k == 0 ? "cpu" : "cuda");
+}
+
+/* Test hook: read variable `name` through the table now (its warnings
+ * surface as RuntimeWarnings); the number, or None when unset or invalid. */
+static PyObject *py_env_number(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    const gs_env_info *t = gs_env_table();
+    for (int i = 0; i < GS_ENV_COUNT; i++)
+        if (strcmp(t[i].name, name) == 0) {
+            int set = 0;
+            const double v = strcmp(t[i].type, "choice") == 0 ? gs_env_choice((gs_env_var)i)
+                                                              : gs_env_number((gs_env_var)i, 0, &set);
+            if (strcmp(t[i].type, "choice") == 0)
+                set = v >= 0;
+            if (!gs_done(GS_OK))
+                return NULL;
+            if (!set)
+                Py_RETURN_NONE;
+            return PyFloat_FromDouble(v);
+        }
+    PyErr_Format(PyExc_KeyError, "%s is not a gpusync environment variable", name);
+    return NULL;
+}
+
+static int add_names(PyObject *m, const char *attr, const char *(*name_of)(int))
+{
+    PyObject *d = PyDict_New();
+    if (!d)
+        return -1;
+    for (int c = 0; name_of(c); c++) {
+        PyObject *v = PyLong_FromLong(c);
+        if (!v || PyDict_SetItemString(d, name_of(c), v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    const int rc = PyModule_AddObjectRef(m, attr, d);
+    Py_DECREF(d);
+    return rc;
+}
+
+static const char *strategy_name_of(int c) { return c < GS_STRATEGY_COUNT ? gs_strategy_name((gs_strategy)c) : NULL; }
+
 static PyMethodDef methods[] = {
+    {"_ops_null_slots", py_ops_null_slots, METH_VARARGS, "test hook: NULL slots of a backend's ops table"},
+    {"_test_interrupt_wait", py_test_interrupt_wait, METH_VARARGS,
+     "test hook: wait `ms` polling for interrupts; KeyboardInterrupt on SIGINT"},
+    {"_env_table", py_env_table, METH_NOARGS, "the GPUSYNC_* variables: (name, type, default, lo, hi, choices, meaning)"},
+    {"env_backend", py_env_backend, METH_NOARGS, "GPUSYNC_BACKEND: 'cpu', 'cuda' or None"},
+    {"_env_number", py_env_number, METH_VARARGS, "test hook: a GPUSYNC_* variable as the C side reads it"},
     {"histogram", py_histogram, METH_VARARGS,
      "histogram(backend, x, weights, out, bins, strategy, stream) -> strategy used"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
@@ -728,7 +899,6 @@ static PyMethodDef methods[] = {
      "barrier_benchmark(backend, strategy, blocks, threads, rounds, skip_block) -> dict"},
     {"cumsum", py_cumsum, METH_VARARGS, "cumsum(backend, a, out, strategy, stream) -> strategy used"},
     {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
-    {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
     {"empty_cache", py_empty_cache, METH_VARARGS, "empty_cache(backend): give cached scratch memory back"},
     {"stream_wait", py_stream_wait, METH_VARARGS,
      "stream_wait(backend, device, consumer, producer): order consumer after producer's work so far"},
@@ -740,7 +910,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "gpusync._core", NULL, -1, methods};
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, .m_name = "gpusync._core", .m_doc = NULL, .m_size = -1, .m_methods = methods};
 
 static PyObject *new_exc(PyObject *m, const char *name, PyObject *bases, const char *doc)
 {
@@ -775,9 +946,21 @@ PyMODINIT_FUNC PyInit__core(void)
               new_exc(m, "CooperativeLaunchError", b, "The grid cannot be co-resident or launched cooperatively.")))
         goto fail;
     Py_CLEAR(b);
-    if (PyModule_AddIntConstant(m, "HIST_BLOCK_THREADS", GS_HIST_BLOCK_THREADS) < 0 ||
-        PyModule_AddIntConstant(m, "HIST_CLUSTER_MAX", GS_HIST_CLUSTER_MAX) < 0)
+    if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
+        add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
+        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0)
         goto fail;
+    { /* threading.main_thread().ident: the thread Python runs signal handlers in */
+        PyObject *thr = PyImport_ImportModule("threading"), *mt = NULL, *id = NULL;
+        if (thr && (mt = PyObject_CallMethod(thr, "main_thread", NULL)) && (id = PyObject_GetAttrString(mt, "ident")))
+            main_thread_ident = PyLong_AsUnsignedLong(id);
+        Py_XDECREF(id);
+        Py_XDECREF(mt);
+        Py_XDECREF(thr);
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    gs_set_interrupt_hook(interrupt_hook);
     return m;
 fail:
     Py_XDECREF(b);
