@@ -5,7 +5,7 @@ import numpy as np
 
 from . import _backend, _core
 
-STRATEGIES = ("auto", "lock", "lockfree", "sense", "cooperative", "relaunch")
+STRATEGIES = ("auto", "lock", "lockfree", "sense", "flat", "cooperative", "relaunch")
 
 
 def _positive_int(v, name):
