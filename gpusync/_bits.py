@@ -12,17 +12,34 @@ from ._arrays import DeviceArray, Lib
 
 
 def _threshold(threshold, dtype):
-    """`a > threshold` as NumPy compares it: a Python float is rounded to a
-    float array's dtype first (NEP 50); integer arrays compare in float64."""
+    """`a > threshold` as NumPy compares it, as the float64 the core compares
+    each element (converted to float64) with.  NumPy compares in
+    ``np.result_type(a, threshold)`` (NEP 50: a Python float is rounded to a
+    float array's dtype, a NumPy float64 scalar is not; integer arrays with a
+    float compare in float64).  An integer threshold with an integer array
+    compares exactly: out-of-range thresholds become +-inf, and the float64
+    comparison is exact for |threshold| < 2^53 (beyond that, 64-bit integer
+    arrays are compared after rounding to float64 -- see the docstring)."""
     if threshold is None:
         return None
-    if isinstance(threshold, (complex, np.complexfloating)) or not np.isscalar(threshold):
+    if isinstance(threshold, (str, bytes)) or not isinstance(threshold, (bool, int, float, np.bool_, np.integer,
+                                                                         np.floating)):
         raise TypeError(f"threshold must be a real number, got {threshold!r}")
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        with np.errstate(over="ignore"):
-            return float(dtype.type(threshold))
-    return float(threshold)
+    is_int = isinstance(threshold, (bool, int, np.bool_, np.integer))
+    if is_int and dtype.kind in "biu":
+        t = int(threshold)
+        info = np.iinfo(np.uint8 if dtype.kind == "b" else dtype)
+        if t >= info.max:
+            return float("inf")  # nothing is greater
+        if t < info.min:
+            return float("-inf")  # everything is
+        return float(t)
+    cmp = np.result_type(dtype, threshold)  # NumPy 2: Python scalars are weak
+    if cmp.kind != "f":
+        cmp = np.dtype(np.float64)
+    with np.errstate(over="ignore"):
+        return float(cmp.type(threshold))
 
 
 def _host(x, backend):
@@ -40,9 +57,12 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
     along that axis (each line padded with zero bits to a multiple of 8);
     `bitorder` ``"big"`` or ``"little"``.  Returns uint8, bits of a line's
     last byte past its end zero.  ``threshold`` (gpusync's) compares like
-    NumPy (a float is rounded to a float array's dtype first; NaN gives all
-    zeros).  Device arrays give device arrays, enqueued on their stream
-    without waiting.
+    NumPy, in ``np.result_type(a, threshold)`` (a Python float is rounded to
+    a float array's dtype first, a NumPy float64 scalar is not; NaN gives all
+    zeros).  Exact except for 64-bit integer arrays with an integer threshold
+    of magnitude >= 2^53, which are compared after rounding both to float64.
+    Device arrays give device arrays, enqueued on their stream without
+    waiting.
     """
     with _arrays.call_stream(stream, a):
         if bitorder not in ("big", "little"):
@@ -158,7 +178,7 @@ def _packbits_axis(x, axis, bitorder, threshold):
     if isinstance(x, DeviceArray):
         lib = x.lib
         obj = x.obj.reshape(shape)
-        mask = obj > thr if thr is not None else obj != 0
+        mask = obj != 0 if thr is None else _mask_above(x, thr).obj.reshape(shape)
         if lib == "torch":
             torch = __import__("torch")
             m = mask.permute(*order).to(torch.uint8)
@@ -172,11 +192,20 @@ def _packbits_axis(x, axis, bitorder, threshold):
         lines = cp.ascontiguousarray(cp.pad(m.astype(cp.uint8), pad))
         packed = _packbits_impl(_arrays.as_input(lines.reshape(-1), "a"), bitorder)
         return cp.ascontiguousarray(cp.transpose(packed.reshape(m.shape[:-1] + (nbytes,)), _inverse(order)))
-    mask = np.greater(x, thr) if thr is not None else x
+    mask = x if thr is None else _mask_above(x, thr)
     lines = np.zeros(tuple(shape[i] for i in order[:-1]) + (nbytes * 8,), dtype=mask.dtype)
     lines[..., :n] = np.transpose(mask, order)
     packed = _packbits_impl(lines.reshape(-1), bitorder)
     return np.ascontiguousarray(np.transpose(packed.reshape(lines.shape[:-1] + (nbytes,)), _inverse(order)))
+
+
+def _mask_above(x, thr):
+    """`x > thr` as the core compares it: every element as float64 against
+    the float64 threshold that _threshold() chose (NumPy's result)."""
+    if isinstance(x, DeviceArray):
+        obj = Lib.of(x.lib).astype(x.obj, np.float64).reshape(tuple(x.shape))
+        return _arrays.as_input(obj > thr, "a")
+    return np.greater(x, np.float64(thr))  # a float64 scalar: compared in float64
 
 
 def _inverse(order):
@@ -209,20 +238,19 @@ def _packbits_impl(a, bitorder="big", threshold=None):
 @_arrays.takes_stream
 def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
     """``np.count_nonzero(a, axis, keepdims=keepdims)`` -- or of
-    ``a > threshold`` (gpusync's) -- over all elements with one warp ballot
-    and popcount per 32 elements and one atomic per warp, or along `axis`
-    (an int, negative int or tuple) by the segmented kernel of
-    :func:`sum`.  Host input gives an int (axis None) or an intp array; a
-    device array a 0-d int64 array of its library (no host sync) or an int64
-    array."""
+    ``a > threshold`` (gpusync's; compares as in :func:`packbits`) -- over
+    all elements with one warp ballot and popcount per 32 elements and one
+    atomic per warp, or along `axis` (an int, negative int or tuple) by the
+    segmented kernel of :func:`sum`.  Host input gives an intp scalar (axis
+    None) or an intp array; a device array a 0-d int64 array of its library
+    (no host sync) or an int64 array."""
     with _arrays.call_stream(stream, a):
         if axis is None and not keepdims:
             return _count_nonzero_impl(a, threshold=threshold)
         x = _axis.nd_input(a, "count_nonzero")
         if threshold is not None:
             thr = _threshold(threshold, x.dtype)
-            x = _arrays.as_input(x.obj.reshape(tuple(x.shape)) > thr, "a") if isinstance(x, DeviceArray) else \
-                np.greater(x, thr)
+            x = _mask_above(x, thr)
         return _axis.reduce("count_nonzero", _axis.COUNT_NONZERO, x.obj.reshape(tuple(x.shape))
                             if isinstance(x, DeviceArray) else x, axis, keepdims=keepdims)
 
@@ -254,7 +282,8 @@ def kernels():
 
 
 def occupancy(op, block_size=None, strategy=None):
-    """Resource partitioning of one of gpusync's kernels on this GPU (seed 002).
+    """Resource partitioning of one of gpusync's kernels on this GPU (the
+    resource partitioning the original article on warps describes).
 
     `op` is ``"histogram"``, ``"sum"``, ``"dot"``, ``"binned_statistic"``,
     ``"packbits"`` or ``"count_nonzero"`` (with `strategy`, or as

@@ -84,6 +84,7 @@ typedef enum gs_strategy {
     GS_STRATEGY_LOCKFREE,    /* seed 000's arrival/release arrays */
     GS_STRATEGY_COOPERATIVE, /* cooperative groups grid.sync() */
     GS_STRATEGY_SENSE,       /* ours: hierarchical sense-reversing */
+    GS_STRATEGY_FLAT,        /* ours: one monotone counter, red.release arrivals, ld.acquire polls */
     GS_STRATEGY_COUNT
 } gs_strategy;
 
@@ -106,7 +107,12 @@ typedef enum gs_bins_kind {
     GS_BINS_UNIFORM = 2,
     /* Sorted edges (nbins + 1 doubles, non-decreasing): bin k holds
      * edges[k] <= x < edges[k+1], the last bin is closed, NaN is dropped. */
-    GS_BINS_EDGES = 3
+    GS_BINS_EDGES = 3,
+    /* 64-bit integer inputs against integer edges, compared exactly (NumPy
+     * compares them in int64 / uint64): `edges` holds nbins + 1 8-byte
+     * entries that are the int64 edges (int64 input) or uint64 edges (uint64
+     * input), non-decreasing; the rules are GS_BINS_EDGES'. */
+    GS_BINS_EDGES_INT = 4
 } gs_bins_kind;
 
 typedef struct gs_hist_bins {
@@ -123,7 +129,8 @@ typedef struct gs_hist_bins {
      * correction.  0.5 (or more) makes every estimate go through the edges. */
     double start, step, stop, scale, margin;
     int arith_f32, edges_f32;
-    /* GS_BINS_EDGES: nbins + 1 entries, host memory */
+    /* GS_BINS_EDGES (doubles), GS_BINS_EDGES_INT (int64/uint64 bits):
+     * nbins + 1 entries, host memory */
     const double *edges;
 } gs_hist_bins;
 
@@ -375,6 +382,8 @@ typedef enum gs_env_var {
     GS_ENV_STAGE_D2H_SPLIT,
     GS_ENV_STAGE_UNITS,
     GS_ENV_STAGE_NT,
+    GS_ENV_REDUCE_SMALL_BYTES,
+    GS_ENV_BARRIER_VERIFY,
     GS_ENV_COUNT
 } gs_env_var;
 
