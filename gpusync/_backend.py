@@ -7,7 +7,7 @@ import threading
 from . import _core
 
 _lock = threading.Lock()
-_state = {"current": None}
+_state = {"current": None, "forced": None}
 
 
 def cuda_available() -> bool:
@@ -16,24 +16,35 @@ def cuda_available() -> bool:
     return bool(ok)
 
 
-def _default() -> str:
+def _default():
+    """(backend, forced): GPUSYNC_BACKEND forces one; else CUDA when it can run."""
     forced = os.environ.get("GPUSYNC_BACKEND", "").strip().lower()
     if forced in ("cpu", "cuda"):
-        return forced
-    return "cuda" if cuda_available() else "cpu"
+        return forced, forced
+    return ("cuda" if cuda_available() else "cpu"), None
 
 
 def backend() -> str:
     """The backend gpusync's functions run on now: ``"cuda"`` or ``"cpu"``."""
+    cur = _state["current"]
+    if cur is not None:
+        return cur
     with _lock:
         if _state["current"] is None:
-            _state["current"] = _default()
+            _state["current"], _state["forced"] = _default()
         return _state["current"]
 
 
-def _set(name: str) -> None:
+def forced():
+    """The backend forced by use_backend() or GPUSYNC_BACKEND, else None (the
+    dispatcher then picks the engine of each host-input call)."""
+    backend()
+    return _state["forced"]
+
+
+def _set(name, forced_name) -> None:
     with _lock:
-        _state["current"] = name
+        _state["current"], _state["forced"] = name, forced_name
 
 
 class use_backend:
@@ -49,14 +60,14 @@ class use_backend:
             ok, why = _core.available("cuda")
             if not ok:
                 raise _core.NoCudaError(f"the CUDA backend cannot run here: {why}")
-        self._previous = backend()
-        _set(name)
+        self._previous = (backend(), forced())
+        _set(name, name)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _set(self._previous)
+        _set(*self._previous)
         return False
 
 

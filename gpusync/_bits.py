@@ -3,11 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _arrays, _backend, _core
-from ._arrays import DeviceArray, Lib
-
-last_strategy = {}
-
+from . import _arrays, _backend, _core, _dispatch
+from ._arrays import DeviceArray
 
 def _threshold(threshold, dtype):
     """`a > threshold` as NumPy compares it: a Python float is rounded to a
@@ -23,10 +20,8 @@ def _threshold(threshold, dtype):
     return float(threshold)
 
 
-def _host(x, backend):
-    if backend == "cuda" or x.ndim != 1:
-        return np.ascontiguousarray(x).reshape(-1)
-    return x
+def _host(x):
+    return x if isinstance(x, DeviceArray) else np.ascontiguousarray(x).reshape(-1)
 
 
 @_arrays.takes_stream
@@ -51,17 +46,13 @@ def _packbits_impl(a, bitorder="big", threshold=None):
         raise ValueError(f"packbits: expected a 1-D array, got {len(x.shape)} dimensions "
                          "(flatten it first, as np.packbits with axis=None does)")
     thr = _threshold(threshold, x.dtype)
-    be = _backend.backend()
     nbytes = (x.shape[0] + 7) // 8
-    if isinstance(x, DeviceArray):
-        lib = Lib.of(x.lib)
-        if be == "cpu":
-            return lib.from_host(packbits(x.to_host(), bitorder, threshold=threshold), x.device)
-        out = lib.empty(nbytes, np.uint8, x.device)
-        _core.packbits("cuda", x.desc(), thr, bitorder == "little", _arrays.as_input(out, "out").desc(), x.stream)
-        return out
-    out = np.empty(nbytes, np.uint8)
-    _core.packbits(be, _host(x, be), thr, bitorder == "little", out, _arrays.host_stream())
+
+    def call(be, ins, outs, s, stream):
+        _core.packbits(be, ins[0], thr, bitorder == "little", outs[0], stream)
+        return "ballot"
+
+    (out,) = _dispatch.run("packbits", [_host(x)], [(nbytes, np.uint8)], call, names=["a"])
     return out
 
 
@@ -78,18 +69,13 @@ def count_nonzero(a, *, threshold=None, stream=None):
 def _count_nonzero_impl(a, threshold=None):
     x = _arrays.checked_input(a, "a", "count_nonzero")
     thr = _threshold(threshold, x.dtype)
-    be = _backend.backend()
-    if isinstance(x, DeviceArray):
-        lib = Lib.of(x.lib)
-        if be == "cpu":
-            return lib.scalar(lib.from_host(np.array([count_nonzero(x.to_host(), threshold=threshold)],
-                                                     np.int64), x.device))
-        out = lib.empty(1, np.int64, x.device)
-        _core.count_nonzero("cuda", x.desc(), thr, _arrays.as_input(out, "out").desc(), x.stream)
-        return lib.scalar(out)
-    out = np.empty(1, np.int64)
-    _core.count_nonzero(be, _host(x, be), thr, out, _arrays.host_stream())
-    return int(out[0])
+
+    def call(be, ins, outs, s, stream):
+        _core.count_nonzero(be, ins[0], thr, outs[0], stream)
+        return "ballot"
+
+    (out,) = _dispatch.run("count_nonzero", [_host(x)], [(1, np.int64)], call, names=["a"], merge=True)
+    return int(out[0]) if isinstance(out, np.ndarray) else out.reshape(())
 
 
 _AUTO = {"histogram": "shared", "bincount": "shared", "sum": "threadfence", "dot": "threadfence",

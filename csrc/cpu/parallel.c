@@ -22,11 +22,21 @@ static void *run_slice(void *arg)
     return NULL;
 }
 
+/* The dispatcher's thread count for the calling thread's next calls (0: the
+ * engine's own choice).  Thread-local: concurrent callers do not interfere. */
+static _Thread_local int thread_request;
+
+void gs_cpu_request_threads(int nthreads) { thread_request = nthreads > 0 ? nthreads : 0; }
+
 int gs_cpu_threads_for(int64_t n)
 {
+    long t = 0;
+    if (thread_request > 0) { /* the dispatcher chose (1: the calling thread alone) */
+        t = thread_request > GS_CPU_MAX_THREADS ? GS_CPU_MAX_THREADS : thread_request;
+        return (int)(t > n ? (n > 0 ? n : 1) : t);
+    }
     if (n < GS_CPU_PARALLEL_MIN)
         return 1;
-    long t = 0;
     const char *env = getenv("GPUSYNC_NUM_THREADS");
     if (env)
         t = strtol(env, NULL, 10);

@@ -706,7 +706,19 @@ static PyObject *py_raise_status(PyObject *self, PyObject *args)
     return gs_raise((gs_status)st);
 }
 
+static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    gs_cpu_request_threads((int)(n < 0 ? 0 : n > 4096 ? 4096 : n));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"cpu_threads", py_cpu_threads, METH_O,
+     "cpu_threads(n): the CPU engine's threads for this thread's next calls (1: the caller alone; 0: its own choice)"},
     {"histogram", py_histogram, METH_VARARGS,
      "histogram(backend, x, weights, out, bins, strategy, stream) -> strategy used"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},

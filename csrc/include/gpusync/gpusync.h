@@ -307,6 +307,10 @@ enum {
 int64_t gs_spin_timeout_ns(void);
 
 const gs_backend_ops *gs_cpu_backend(void);
+/* The CPU engine's thread count for the calling thread's following calls,
+ * chosen by the Python dispatcher's cost model: 1 runs on the calling thread
+ * alone (no hand-off), k > 1 on k pool threads, 0 the engine's own choice. */
+void gs_cpu_request_threads(int nthreads);
 const gs_backend_ops *gs_cuda_backend(void);
 
 /* Which strategy `auto` picks: a pure function of the problem's shape and the

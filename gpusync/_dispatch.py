@@ -1,0 +1,384 @@
+"""The dispatcher: the one module every public function passes through.
+
+It owns, for every op:
+
+* the strategy check (the public STRATEGIES tuples live here) and the map of
+  each strategy to the closest technique of the engine that runs it;
+* routing: host or device input, the forced backend (``use_backend``,
+  ``GPUSYNC_BACKEND``), inputs on one side and one device;
+* output allocation (NumPy for host input, the input's library on its device);
+* the engine choice for host input -- the calling thread alone, the CPU pool,
+  the GPU, or both on disjoint parts -- from the cost model (_costmodel.py)
+  and the machine constants (_calibrate.py);
+* the fall-back to the CPU engine when the GPU fails on a host input;
+* the plan record: :func:`last_plan` (per thread), logged with GPUSYNC_DEBUG=1.
+
+A wrapper computes NumPy's semantics (dtypes, edges, errors), then calls
+:func:`run` with flat inputs, the outputs' lengths and dtypes, and a `call`
+that invokes the C core for one engine.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+
+import numpy as np
+
+from . import _arrays, _backend, _calibrate, _core, _costmodel
+from ._arrays import DeviceArray, Lib
+
+# ---- strategies: the public tuples (one copy) and each engine's technique
+
+STRATEGIES = {
+    "histogram": ("auto", "global", "shared", "warp", "cluster"),
+    "sum": ("auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp"),
+    "cumsum": ("auto", "lookback", "barrier", "relaunch"),
+    "binned_statistic": ("auto", "shared", "global"),
+    "barrier_benchmark": ("auto", "lock", "lockfree", "sense", "cooperative", "relaunch"),
+}
+STRATEGIES["bincount"] = STRATEGIES["histogram"]
+STRATEGIES["dot"] = STRATEGIES["sum"]
+
+# What a strategy runs as on the CPU engine when it has no CPU technique of
+# its own: (technique, why).  CPU threads have no warps and no clusters.
+_CPU_MAP = {
+    ("histogram", "cluster"): ("shared", "CPU threads have no thread-block clusters: each thread keeps a "
+                                         "private histogram (the closest technique), merged at the end"),
+    ("sum", "warp"): ("atomic", "CPU threads have no warps: each thread adds its partial with one atomic "
+                                "(the closest technique to one atomic per warp)"),
+}
+_CPU_MAP[("bincount", "cluster")] = _CPU_MAP[("histogram", "cluster")]
+_CPU_MAP[("dot", "warp")] = _CPU_MAP[("sum", "warp")]
+
+
+def check_strategy(op: str, strategy) -> str:
+    """ValueError unless `strategy` is one of the op's public strategies."""
+    valid = STRATEGIES[op]
+    if not isinstance(strategy, str) or strategy not in valid:
+        raise ValueError(f"{op}: strategy must be one of {', '.join(repr(s) for s in valid)}; got {strategy!r}")
+    return strategy
+
+
+def engine_strategy(op: str, strategy: str, engine: str):
+    """(strategy the engine runs, note or "") for `strategy` on `engine`."""
+    if engine in ("caller", "cpu"):
+        mapped = _CPU_MAP.get((op, strategy))
+        if mapped is not None:
+            return mapped[0], f"strategy {strategy!r} runs as {mapped[0]!r} on the CPU engine: {mapped[1]}"
+    return strategy, ""
+
+
+# ---- environment: the variables this layer adds, read in one place
+
+ENGINES = ("auto", "caller", "cpu", "cuda", "cpu+cuda")
+_env_cache: dict = {}
+
+
+def _env(name: str, choices: tuple, default: str) -> str:
+    """GPUSYNC_<name>, one of `choices` (case-insensitive); an invalid value
+    warns once naming the variable, then the default."""
+    raw = os.environ.get(name)
+    hit = _env_cache.get(name)
+    if hit is not None and hit[0] == raw:
+        return hit[1]
+    val = default
+    if raw is not None and raw.strip() != "":
+        v = raw.strip().lower()
+        if v in choices:
+            val = v
+        else:
+            warnings.warn(f"{name}={raw!r} is not valid (expected one of {', '.join(choices)}); using {default!r}",
+                          RuntimeWarning, stacklevel=3)
+    _env_cache[name] = (raw, val)
+    return val
+
+
+def env_engine() -> str:
+    """GPUSYNC_ENGINE: force the engine of host-input calls (default auto)."""
+    return _env("GPUSYNC_ENGINE", ENGINES, "auto")
+
+
+def env_debug() -> bool:
+    """GPUSYNC_DEBUG=1: log each call's plan on stderr."""
+    return _env("GPUSYNC_DEBUG", ("0", "1"), "0") == "1"
+
+
+# ---- the plan record
+
+_tls = threading.local()
+
+
+def last_plan() -> dict | None:
+    """What the calling thread's last gpusync call ran, or None before any.
+
+    A dict: ``op``; ``place`` ("host" or "device"); ``n`` elements;
+    ``dtype``; ``engine`` -- ``"caller"`` (the CPU engine on the calling
+    thread alone), ``"cpu"`` (the CPU engine's thread pool), ``"cuda"`` or
+    ``"cpu+cuda"`` (both on disjoint parts); ``strategy`` (asked) and
+    ``strategy_used`` (what ran); ``threads`` (CPU threads, 0 for none);
+    ``split`` (``{"cuda": elements, "cpu": elements}`` for cpu+cuda, else
+    None); ``predicted_ms`` (the cost model's time of each candidate engine);
+    ``forced`` (the backend forced by use_backend / GPUSYNC_BACKEND /
+    GPUSYNC_ENGINE, or None); ``notes`` (fall-backs, strategy mappings).
+    Per thread: concurrent callers each see their own.
+    """
+    plan = getattr(_tls, "plan", None)
+    return None if plan is None else dict(plan, notes=list(plan["notes"]))
+
+
+def _record(plan: dict) -> None:
+    _tls.plan = plan
+    if env_debug():
+        pm = ", ".join(f"{k} {v:.3g}" for k, v in plan["predicted_ms"].items())
+        print(f"gpusync: {plan['op']} n={plan['n']} {plan['dtype']} ({plan['place']}) -> {plan['engine']} "
+              f"strategy={plan['strategy_used']} threads={plan['threads']} split={plan['split']} "
+              f"predicted ms: {pm}" + "".join(f"; {n}" for n in plan["notes"]), file=sys.stderr)
+
+
+def record(op, *, engine, strategy, used, n=0, dtype="", place="host", threads=0, notes=()):
+    """Plan record of a call that does not go through :func:`run` (barriers)."""
+    _record({"op": op, "place": place, "n": int(n), "dtype": str(dtype), "engine": engine, "strategy": strategy,
+             "strategy_used": used, "threads": threads, "split": None, "predicted_ms": {},
+             "forced": _backend.forced(), "notes": list(notes)})
+
+
+# ---- the machine constants the model runs with
+
+_machine = {"m": None, "injected": False}
+_machine_lock = threading.Lock()
+
+
+def machine() -> _costmodel.Machine:
+    """The constants in use: injected (tests), else calibrated / cached / defaults."""
+    m = _machine["m"]
+    if m is None:
+        with _machine_lock:
+            if _machine["m"] is None:
+                _machine["m"] = _calibrate.constants()
+            m = _machine["m"]
+    return m
+
+
+def set_machine(m: _costmodel.Machine | None) -> None:
+    """Inject machine constants (tests, benchmarks); None: back to calibrated."""
+    with _machine_lock:
+        _machine["m"] = m
+        _machine["injected"] = m is not None
+
+
+# ---- the test hook for the two-engine split on a machine without a GPU
+
+_stand_in = {"gpu": None}
+
+
+def set_gpu_stand_in(backend_name: str | None) -> None:
+    """Test hook: run the "GPU" half of a cpu+cuda split on this backend
+    (e.g. "cpu"), so that the split, the threads and the merge run on a
+    CPU-only machine.  None: the real CUDA engine."""
+    _stand_in["gpu"] = backend_name
+
+
+def _gpu_name() -> str:
+    return _stand_in["gpu"] or "cuda"
+
+
+def _gpu_usable() -> bool:
+    return _stand_in["gpu"] is not None or _backend.cuda_available()
+
+
+# ---- run
+
+def _place(op, ins, names):
+    """'host' or 'device' (and the device array that leads) for the inputs."""
+    lead = None
+    for a, name in zip(ins, names):
+        if a is None:
+            continue
+        if lead is None:
+            lead = (a, name)
+            continue
+        if isinstance(a, DeviceArray) != isinstance(lead[0], DeviceArray):
+            side = "a device array" if isinstance(lead[0], DeviceArray) else "a host array"
+            raise ValueError(f"{op}: {name}: {lead[1]} is {side} but {name} is not; put both on one side "
+                             "(both host arrays or both on one device)")
+        if isinstance(a, DeviceArray) and a.device != lead[0].device:
+            raise ValueError(f"{op}: {name} is on device {a.device}, but {lead[1]} is on device {lead[0].device}")
+    if lead is not None and isinstance(lead[0], DeviceArray):
+        return "device", lead[0]
+    return "host", None
+
+
+def _desc(a):
+    return a.desc() if isinstance(a, DeviceArray) else a
+
+
+def _to_host(a):
+    if not isinstance(a, DeviceArray):
+        return a
+    h = a.to_host()
+    return h.view(a.dtype) if h.dtype != a.dtype else h
+
+
+def _allowed(forced):
+    """The engines a host-input call may use, given what is forced."""
+    env = env_engine()
+    if env != "auto":
+        if env in ("cuda", "cpu+cuda") and not _gpu_usable():
+            return ("caller", "cpu"), f"GPUSYNC_ENGINE={env} but CUDA is not available here: CPU engine"
+        if forced == "cpu" and env in ("cuda", "cpu+cuda"):
+            return ("caller", "cpu"), f"GPUSYNC_ENGINE={env} ignored: the cpu backend is forced"
+        return (env,), ""
+    if forced == "cpu":
+        return ("caller", "cpu"), ""
+    if forced == "cuda":
+        return ("cuda",), ""
+    if _gpu_usable():
+        return ("caller", "cpu", "cuda", "cpu+cuda"), ""
+    return ("caller", "cpu"), ""
+
+
+def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=None, merge=False,
+        part_dtypes=None, n=None):
+    """Run one op: route, choose the engine, allocate, call, record the plan.
+
+    ins     the inputs: flat host arrays (NumPy, native and aligned) or
+            DeviceArray views, all on one side; None entries pass through.
+    outs    [(length, dtype), ...] of the outputs to allocate.
+    call    call(backend_name, ins, outs, strategy, stream) -> strategy used;
+            ins / outs as the C core takes them (NumPy arrays or descriptors).
+    merge   the outputs of disjoint parts add up (histogram counts, sums):
+            the input may be split between two engines.
+    part_dtypes  the dtypes of a part's outputs when they differ from the
+            final ones (float32 sums: float64 partials, rounded once).
+
+    Returns the list of outputs: NumPy arrays for host input, arrays of the
+    input's library on its device for device input.
+    """
+    names = names or [f"in{i}" for i in range(len(ins))]
+    place, lead = _place(op, ins, names)
+    forced = _backend.forced()
+    first = next(a for a in ins if a is not None)
+    n = int(first.size if n is None else n)
+    dtype = first.dtype
+    notes = []
+    if in_bytes is None:
+        in_bytes = sum(np.dtype(a.dtype).itemsize for a in ins if a is not None)
+    out_bytes = sum(int(L) * np.dtype(d).itemsize for L, d in outs)
+    shape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, place)
+    plan = {"op": op, "place": place, "n": n, "dtype": str(np.dtype(dtype)), "engine": None, "strategy": strategy,
+            "strategy_used": None, "threads": 0, "split": None, "predicted_ms": {}, "forced": forced,
+            "notes": notes}
+
+    if place == "device":
+        lib = Lib.of(lead.lib)
+        if _backend.backend() == "cpu":  # the CPU engine, forced: copy, compute, copy back
+            notes.append("device input copied to the host: the cpu backend is forced")
+            host = [_to_host(a) for a in ins]
+            hshape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, "host")
+            res = _run_host(op, host, outs, call, strategy, hshape, ("caller", "cpu"), plan, merge, part_dtypes)
+            plan["place"] = "device"
+            _record(plan)
+            return [lib.from_host(r, lead.device) for r in res]
+        res = [lib.empty(int(L), d, lead.device) for L, d in outs]
+        descs = [_arrays.as_input(r, "out").desc() for r in res]
+        choice = _costmodel.choose(machine(), shape)
+        plan.update(engine="cuda", predicted_ms={k: v * 1e3 for k, v in choice.predicted.items()})
+        plan["strategy_used"] = call("cuda", [_desc(a) for a in ins], descs, strategy, lead.stream)
+        _record(plan)
+        return res
+
+    allowed, note = _allowed(forced)
+    if note:
+        notes.append(note)
+    res = _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes)
+    _record(plan)
+    return res
+
+
+def _alloc(outs, dtypes=None):
+    return [np.empty(int(L), d if dtypes is None else dtypes[i]) for i, (L, d) in enumerate(outs)]
+
+
+def _call_cpu(op, ins, outs_arr, call, strategy, threads, plan):
+    used, note = engine_strategy(op, strategy, "caller")
+    if note:
+        plan["notes"].append(note)
+    _core.cpu_threads(threads)
+    try:
+        return call("cpu", ins, outs_arr, used, _arrays.host_stream())
+    finally:
+        _core.cpu_threads(0)
+
+
+def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes):
+    m = machine()
+    if not merge or shape.op not in _costmodel.SPLITTABLE:
+        allowed = tuple(e for e in allowed if e != "cpu+cuda") or ("caller", "cpu")
+    if len(allowed) == 1 and allowed[0] in ("cuda", "cpu+cuda") and not _gpu_usable():
+        allowed = ("caller", "cpu")
+    choice = _costmodel.choose(m, shape, allowed)
+    plan["predicted_ms"] = {k: v * 1e3 for k, v in choice.predicted.items()}
+    engine = choice.engine
+    if engine in ("cuda", "cpu+cuda"):
+        try:
+            if engine == "cuda":
+                res = _alloc(outs)
+                plan["strategy_used"] = call(_gpu_name(), ins, res, strategy, _arrays.host_stream())
+                plan.update(engine="cuda", threads=0)
+                return res
+            return _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes)
+        except (_core.CudaError, MemoryError) as exc:
+            if plan["forced"] == "cuda" or env_engine() in ("cuda", "cpu+cuda"):
+                raise
+            plan["notes"].append(f"fell back to the CPU engine: the GPU failed ({type(exc).__name__}: {exc})")
+            choice = _costmodel.choose(m, shape, ("caller", "cpu"))
+            engine = choice.engine
+    threads = 1 if engine == "caller" else max(2, choice.threads)
+    res = _alloc(outs)
+    plan["strategy_used"] = _call_cpu(op, ins, res, call, strategy, threads, plan)
+    plan.update(engine=engine, threads=threads)
+    return res
+
+
+def _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes):
+    """Both engines at once on disjoint parts of the flat inputs, then the
+    outputs added (counts exactly; float partials in float64, rounded once)."""
+    n = plan["n"]
+    ng = int(n * choice.gpu_share)
+    gpu_ins = [None if a is None else a[:ng] for a in ins]
+    cpu_ins = [None if a is None else a[ng:] for a in ins]
+    gpu_out, cpu_out = _alloc(outs, part_dtypes), _alloc(outs, part_dtypes)
+    box = {}
+    stream = _arrays.host_stream()
+
+    def gpu_half():
+        try:
+            box["used"] = call(_gpu_name(), gpu_ins, gpu_out, strategy, stream)
+        except BaseException as exc:  # re-raised on the calling thread
+            box["error"] = exc
+
+    t = threading.Thread(target=gpu_half, name="gpusync-gpu-half", daemon=True)
+    t.start()
+    try:
+        cpu_used = _call_cpu(op, cpu_ins, cpu_out, call, strategy, choice.threads, plan)
+    finally:
+        t.join()
+    if "error" in box:
+        raise box["error"]
+    res = []
+    for g, c, (L, d) in zip(gpu_out, cpu_out, outs):
+        total = np.add(g, c)
+        res.append(total if total.dtype == np.dtype(d) else total.astype(d))
+    plan.update(engine="cpu+cuda", threads=choice.threads, split={"cuda": ng, "cpu": n - ng},
+                strategy_used=box["used"] if box["used"] == cpu_used else f"{box['used']}+{cpu_used}")
+    return res
+
+
+def scalar(out):
+    """The 0-d result of a one-element output: a NumPy scalar for host output,
+    a 0-d array of the input's library for device output."""
+    if isinstance(out, np.ndarray):
+        return out[0]
+    return out.reshape(())
