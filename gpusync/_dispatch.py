@@ -329,7 +329,7 @@ def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_d
                 plan.update(engine="cuda", threads=0)
                 return res
             return _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes)
-        except (_core.CudaError, MemoryError) as exc:
+        except (_core.CudaError, _core.NoCudaError, MemoryError) as exc:
             if plan["forced"] == "cuda" or env_engine() in ("cuda", "cpu+cuda"):
                 raise
             plan["notes"].append(f"fell back to the CPU engine: the GPU failed ({type(exc).__name__}: {exc})")
