@@ -124,13 +124,21 @@ def last_plan() -> dict | None:
     GPUSYNC_ENGINE, or None); ``notes`` (fall-backs, strategy mappings).
     Per thread: concurrent callers each see their own.
     """
-    plan = getattr(_tls, "plan", None)
-    return None if plan is None else dict(plan, notes=list(plan["notes"]))
+    rec = getattr(_tls, "plan", None)
+    if rec is None:
+        return None
+    plan, used = rec
+    out = dict(plan, notes=list(plan["notes"]))
+    if used is not None:
+        out["strategy_used"] = used
+    return out
 
 
-def _record(plan: dict) -> None:
-    _tls.plan = plan
+def _record(plan: dict, used=None) -> None:
+    _tls.plan = (plan, used)
     if env_debug():
+        if used is not None:
+            plan = dict(plan, strategy_used=used)
         pm = ", ".join(f"{k} {v:.3g}" for k, v in plan["predicted_ms"].items())
         print(f"gpusync: {plan['op']} n={plan['n']} {plan['dtype']} ({plan['place']}) -> {plan['engine']} "
               f"strategy={plan['strategy_used']} threads={plan['threads']} split={plan['split']} "
@@ -163,6 +171,7 @@ def machine() -> _costmodel.Machine:
 
 def set_machine(m: _costmodel.Machine | None) -> None:
     """Inject machine constants (tests, benchmarks); None: back to calibrated."""
+    _plans.clear()
     with _machine_lock:
         _machine["m"] = m
         _machine["injected"] = m is not None
@@ -178,6 +187,7 @@ def set_gpu_stand_in(backend_name: str | None) -> None:
     (e.g. "cpu"), so that the split, the threads and the merge run on a
     CPU-only machine.  None: the real CUDA engine."""
     _stand_in["gpu"] = backend_name
+    _plans.clear()
 
 
 def _gpu_name() -> str:
@@ -239,8 +249,43 @@ def _allowed(forced):
     return ("caller", "cpu"), ""
 
 
+# Plans of repeated host-input calls that ran on the CPU engine: the model's
+# choice for the same op, size, dtypes, bins, strategy and forced state is the
+# same, so a repeated call skips routing and the model.  Keyed also by the
+# environment variables that steer the choice and by the constants in use.
+_plans: dict = {}
+_PLANS_MAX = 4096
+_environ = os.environ
+
+
 def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=None, merge=False,
         part_dtypes=None, n=None):
+    if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
+        key = (op, strategy, bins, merge, _backend._state["forced"], _environ.get("GPUSYNC_ENGINE"),
+               _stand_in["gpu"], id(_machine["m"]), tuple(None if a is None else (a.size, a.dtype) for a in ins))
+        hit = _plans.get(key)
+        if hit is not None:
+            plan, threads, used_strategy = hit
+            res = [np.empty(L, d) for L, d in outs]
+            _core.cpu_threads(threads)
+            try:
+                used = call("cpu", ins, res, used_strategy, _arrays.host_stream())
+            finally:
+                _core.cpu_threads(0)
+            _record(plan, used)
+            return res
+        res = _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n)
+        plan = _tls.plan[0]
+        if plan["engine"] in ("caller", "cpu") and plan["place"] == "host" and not any(
+                "fell back" in t for t in plan["notes"]):
+            if len(_plans) >= _PLANS_MAX:
+                _plans.clear()
+            _plans[key] = (plan, plan["threads"], engine_strategy(op, strategy, "caller")[0])
+        return res
+    return _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n)
+
+
+def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n):
     """Run one op: route, choose the engine, allocate, call, record the plan.
 
     ins     the inputs: flat host arrays (NumPy, native and aligned) or
