@@ -42,9 +42,14 @@ def forced():
     return _state["forced"]
 
 
+_on_change = []  # callbacks run when the backend changes (the dispatcher's cached plans)
+
+
 def _set(name, forced_name) -> None:
     with _lock:
         _state["current"], _state["forced"] = name, forced_name
+    for fn in _on_change:
+        fn()
 
 
 class use_backend:

@@ -34,6 +34,10 @@ def packbits(a, bitorder="big", *, threshold=None, stream=None):
     dtype first; NaN gives all zeros).  Device arrays give device arrays,
     enqueued on their stream without waiting.
     """
+    if stream is None and threshold is None and bitorder == "big":
+        r = _core.fast_packbits(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _packbits_impl(a, bitorder, threshold=threshold)
 
@@ -62,6 +66,10 @@ def count_nonzero(a, *, threshold=None, stream=None):
     elements, with one warp ballot and popcount per 32 elements and one
     atomic per warp.  Host input gives an int; a device array a 0-d int64
     array of its library (no host sync)."""
+    if stream is None and threshold is None:
+        r = _core.fast_count_nonzero(a)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _count_nonzero_impl(a, threshold=threshold)
 

@@ -110,6 +110,19 @@ def env_debug() -> bool:
 _tls = threading.local()
 
 
+def _fast_plan(rec):
+    """The plan of a call the C fast path ran (the calling thread alone)."""
+    _seq, op, n, dtype, used = rec
+    notes = ["the C fast path: a native contiguous NumPy array with default options, on the calling thread"]
+    in_bytes = np.dtype(dtype).itemsize * (2 if op == "dot" else 1)
+    shape = _costmodel.Shape(op, n, in_bytes, 8, 0, True, "host")
+    pred = _costmodel.choose(machine(), shape, _allowed(_backend.forced())[0]).predicted
+    return {"op": op, "place": "host", "n": n, "dtype": str(dtype), "engine": "caller", "strategy": "auto",
+            "strategy_used": used if used != "auto" else "", "threads": 1, "split": None,
+            "predicted_ms": {k: v * 1e3 for k, v in pred.items()},
+            "forced": _backend.forced(), "notes": notes}
+
+
 def last_plan() -> dict | None:
     """What the calling thread's last gpusync call ran, or None before any.
 
@@ -125,9 +138,12 @@ def last_plan() -> dict | None:
     Per thread: concurrent callers each see their own.
     """
     rec = getattr(_tls, "plan", None)
+    fast = _core.fast_last()
+    if fast is not None and (rec is None or fast[0] > rec[2]):
+        return _fast_plan(fast)
     if rec is None:
         return None
-    plan, used = rec
+    plan, used, _seq = rec
     out = dict(plan, notes=list(plan["notes"]))
     if used is not None:
         out["strategy_used"] = used
@@ -135,7 +151,7 @@ def last_plan() -> dict | None:
 
 
 def _record(plan: dict, used=None) -> None:
-    _tls.plan = (plan, used)
+    _tls.plan = (plan, used, _core.plan_seq())
     if env_debug():
         if used is not None:
             plan = dict(plan, strategy_used=used)
@@ -171,10 +187,10 @@ def machine() -> _costmodel.Machine:
 
 def set_machine(m: _costmodel.Machine | None) -> None:
     """Inject machine constants (tests, benchmarks); None: back to calibrated."""
-    _plans.clear()
     with _machine_lock:
         _machine["m"] = m
         _machine["injected"] = m is not None
+    fast_invalidate()
 
 
 # ---- the test hook for the two-engine split on a machine without a GPU
@@ -187,7 +203,7 @@ def set_gpu_stand_in(backend_name: str | None) -> None:
     (e.g. "cpu"), so that the split, the threads and the merge run on a
     CPU-only machine.  None: the real CUDA engine."""
     _stand_in["gpu"] = backend_name
-    _plans.clear()
+    fast_invalidate()
 
 
 def _gpu_name() -> str:
@@ -196,6 +212,53 @@ def _gpu_name() -> str:
 
 def _gpu_usable() -> bool:
     return _stand_in["gpu"] is not None or _backend.cuda_available()
+
+
+# ---- the C fast path's limits (csrc/python/module.c, "per-call fast path")
+
+_fast = {"synced": False}
+_FAST_SHAPES = {  # op -> (bytes read per element for 1-byte and 8-byte items, result bytes)
+    "sum": ((1, 8), 8), "dot": ((2, 16), 8), "count_nonzero": ((1, 8), 8), "packbits": ((1, 8), 0),
+    "cumsum": ((1, 8), 0), "histogram": ((1, 8), 8), "bincount": ((1, 8), 8),
+}
+
+
+def _caller_limit(m, op, allowed) -> int:
+    """The largest n for which the model picks the calling thread alone."""
+    if "caller" not in allowed:
+        return 0
+    limit = 1 << 40
+    for in_bytes in _FAST_SHAPES[op][0]:
+        def caller(n):
+            s = _costmodel.Shape(op, n, in_bytes, _FAST_SHAPES[op][1] or n * 8, 1, True, "host")
+            return _costmodel.choose(m, s, allowed).engine == "caller"
+        lo, hi = 0, 1 << 34
+        if caller(hi):
+            continue
+        while hi - lo > 1:  # caller(lo) and not caller(hi)
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if caller(mid) else (lo, mid)
+        limit = min(limit, lo)
+    return limit
+
+
+def fast_sync() -> None:
+    """Give the C fast path its per-op limits for the current state."""
+    allowed, _ = _allowed(_backend.forced()) if env_engine() == "auto" else (("cuda",), "")
+    m = machine()
+    names = _core.fast_config(None)
+    _core.fast_config(tuple(_caller_limit(m, op, allowed) for op in names))
+    _fast["synced"] = True
+
+
+def fast_invalidate() -> None:
+    """The state the limits came from changed: off until the next general call."""
+    _fast["synced"] = False
+    _plans.clear()
+    _core.fast_config(tuple(-1 for _ in _core.fast_config(None)))
+
+
+_backend._on_change.append(fast_invalidate)
 
 
 # ---- run
@@ -286,6 +349,8 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
 
 
 def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n):
+    if not _fast["synced"]:
+        fast_sync()
     """Run one op: route, choose the engine, allocate, call, record the plan.
 
     ins     the inputs: flat host arrays (NumPy, native and aligned) or

@@ -196,8 +196,33 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     comes from the data (``range=None``) or `bins` is a string, the call reads
     the data's min/max first.  # synchronize!
     """
+    fast = None
+    if (stream is None and weights is None and not density and strategy == "auto" and type(bins) is int
+            and type(a) is np.ndarray and type(range) is tuple):
+        fast = (a.dtype, bins) + tuple((type(v), v) for v in range)
+        hit = _fast_plans.get(fast)
+        if hit is not None:
+            counts = _core.fast_histogram(a, hit[1])  # the C fast path (_dispatch.py)
+            if counts is not NotImplemented:
+                return counts, hit[0].copy()
     with _arrays.call_stream(stream, a):
-        return _histogram_impl(a, bins, range, weights, density, strategy=strategy)
+        res = _histogram_impl(a, bins, range, weights, density, strategy=strategy)
+    if fast is not None and len(range) == 2 and a.dtype != np.bool_ and len(_fast_plans) < 1024:
+        proxy = np.empty(0, dtype=a.dtype)
+        try:
+            edges, desc, uniform = _plan(proxy, bins, range)
+        except (TypeError, ValueError):
+            return res
+        if desc is None:
+            desc = _describe_bins(np.dtype(a.dtype), edges, uniform)
+        edges.flags.writeable = False
+        _fast_plans[fast] = (edges, desc)
+    return res
+
+
+# (dtype, bins, range with its types) -> (edges, bins description) of calls
+# whose bins and range fix the edges: the fast path's cached plans
+_fast_plans: dict = {}
 
 
 def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy="auto"):
@@ -340,6 +365,10 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto", stream=None):
     as in :func:`histogram`.  Reading the maximum makes the call wait for a
     device input.  # synchronize!
     """
+    if stream is None and weights is None and strategy == "auto" and type(minlength) is int:
+        r = _core.fast_bincount(x, minlength)  # the C fast path (_dispatch.py)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, x):
         return _bincount_impl(x, weights, minlength, strategy=strategy)
 

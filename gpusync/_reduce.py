@@ -64,6 +64,10 @@ def sum(a, *, strategy="auto", deterministic=False, stream=None):  # noqa: A001 
     (except strategies ``"mutex"`` and ``"grid"``, which check their spin
     loops' time-out).
     """
+    if stream is None and strategy == "auto" and not deterministic:
+        r = _core.fast_sum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _sum_impl(a, strategy=strategy, deterministic=deterministic)
 
@@ -93,6 +97,10 @@ def dot(a, b, *, strategy="auto", deterministic=False, stream=None):
     dtype first.  Floating inputs accumulate in float64 (products of float32
     are exact there).  `strategy` and `deterministic` as in :func:`sum`.
     """
+    if stream is None and strategy == "auto" and not deterministic:
+        r = _core.fast_dot(a, b)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _dot_impl(a, b, strategy=strategy, deterministic=deterministic)
 

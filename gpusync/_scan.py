@@ -63,6 +63,10 @@ def cumsum(a, axis=None, *, strategy="auto", stream=None):
     that library on its device and stream.  The call waits for the stream to
     check the spin loops' time-out flag (a :class:`gpusync.DeadlockError`).
     """
+    if stream is None and axis is None and strategy == "auto":
+        r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _cumsum_impl(a, axis, strategy=strategy)
 
