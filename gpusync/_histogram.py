@@ -198,8 +198,9 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     """
     fast = None
     if (stream is None and weights is None and not density and strategy == "auto" and type(bins) is int
-            and type(a) is np.ndarray and type(range) is tuple):
-        fast = (a.dtype, bins) + tuple((type(v), v) for v in range)
+            and type(a) is np.ndarray and type(range) is tuple and len(range) == 2):
+        r0, r1 = range
+        fast = (a.dtype, bins, type(r0), r0, type(r1), r1)  # NumPy's edges depend on the bounds' types
         hit = _fast_plans.get(fast)
         if hit is not None:
             counts = _core.fast_histogram(a, hit[1])  # the C fast path (_dispatch.py)
@@ -207,7 +208,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
                 return counts, hit[0].copy()
     with _arrays.call_stream(stream, a):
         res = _histogram_impl(a, bins, range, weights, density, strategy=strategy)
-    if fast is not None and len(range) == 2 and a.dtype != np.bool_ and len(_fast_plans) < 1024:
+    if fast is not None and a.dtype != np.bool_ and len(_fast_plans) < 1024:
         proxy = np.empty(0, dtype=a.dtype)
         try:
             edges, desc, uniform = _plan(proxy, bins, range)

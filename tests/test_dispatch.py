@@ -232,3 +232,80 @@ def test_quick_measurement_gives_sane_constants():
     m = _calibrate.measure(quick=True)
     assert m.cores >= 1 and all(b > 0 for _, b in m.host_bw) and m.handoff >= 0
     assert _costmodel.choose(m, shape("sum", 10)).engine == "caller"
+
+
+# ---- the C fast path
+
+FAST_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+               np.float16, np.float32, np.float64]
+
+
+def _fast_ran(op):
+    p = gs.last_plan()
+    return p["op"] == op and any("fast path" in n for n in p["notes"])
+
+
+@pytest.mark.parametrize("dtype", FAST_DTYPES)
+def test_fast_path_matches_numpy_and_is_recorded(dtype):
+    rng = np.random.default_rng(5)
+    from conftest import random_array
+
+    x = random_array(rng, dtype, 1000)
+    y = random_array(rng, dtype, 1000)
+    with gs.use_backend("cpu"):
+        gs.sum(x)  # the first call configures the fast path's limits
+        for _ in range(2):
+            s = gs.sum(x)
+        assert _fast_ran("sum")
+        ref = np.sum(x) if np.dtype(dtype).kind != "f" else np.sum(x.astype(np.float64)).astype(np.dtype(dtype))
+        assert s.dtype == np.sum(x).dtype
+        if np.dtype(dtype).kind == "f":
+            assert s == pytest.approx(ref, rel=1e-3 if dtype == np.float16 else 1e-6)
+        else:
+            assert s == ref
+        assert gs.count_nonzero(x) == np.count_nonzero(x) and _fast_ran("count_nonzero")
+        np.testing.assert_array_equal(gs.packbits(x), np.packbits(x != 0))
+        assert _fast_ran("packbits")
+        c = gs.cumsum(x)
+        assert c.dtype == np.cumsum(x).dtype and _fast_ran("cumsum")
+        if np.dtype(dtype).kind != "f":
+            np.testing.assert_array_equal(c, np.cumsum(x))
+        d = gs.dot(x, y)
+        assert d.dtype == np.dot(x, y).dtype and _fast_ran("dot")
+        if np.dtype(dtype).kind in "biu":
+            assert d == np.dot(x, y)
+        if dtype != np.bool_:
+            h, e = gs.histogram(x, 17, range=(-5, 60))
+            h, e = gs.histogram(x, 17, range=(-5, 60))
+            rh, re = np.histogram(x, 17, range=(-5, 60))
+            np.testing.assert_array_equal(h, rh)
+            np.testing.assert_array_equal(e, re)
+            assert e.dtype == re.dtype and _fast_ran("histogram")
+            e[0] = 7  # the caller's edges are a copy
+            np.testing.assert_array_equal(gs.histogram(x, 17, range=(-5, 60))[1], re)
+        if dtype in (np.bool_, np.uint8, np.uint16):
+            np.testing.assert_array_equal(gs.bincount(x, minlength=3), np.bincount(x, minlength=3))
+            assert _fast_ran("bincount")
+
+
+def test_fast_path_declines_what_it_cannot_take():
+    with gs.use_backend("cpu"):
+        gs.sum(np.ones(4))
+        x = np.arange(20, dtype=np.float64)
+        for a in (x[::2], x.reshape(4, 5).T, list(x)):  # byte-swapped / unaligned: issue 12's fix
+            assert gs.sum(a) == np.sum(np.asarray(a))
+            assert not _fast_ran("sum")
+        with pytest.raises(ValueError, match="negative"):
+            gs.bincount(np.array([-1, 2], np.int64))
+        np.testing.assert_array_equal(gs.bincount(np.array([0, 10**6])), np.bincount(np.array([0, 10**6])))
+        assert gs.sum(np.ones(4), deterministic=True) == 4.0 and not _fast_ran("sum")
+
+
+def test_fast_path_off_when_engine_forced(monkeypatch):
+    with gs.use_backend("cpu"):
+        gs.sum(np.ones(4))
+        monkeypatch.setenv("GPUSYNC_ENGINE", "cpu")
+        gs.sum(np.ones(1000))
+        p = gs.last_plan()
+        assert p["engine"] == "cpu" and not _fast_ran("sum")
+    _dispatch._env_cache.clear()
