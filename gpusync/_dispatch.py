@@ -145,6 +145,9 @@ def last_plan() -> dict | None:
         return None
     plan, used, _seq = rec
     out = dict(plan, notes=list(plan["notes"]))
+    if isinstance(out["predicted_ms"], _costmodel.Shape):
+        pred = _costmodel.choose(machine(), out["predicted_ms"]).predicted
+        out["predicted_ms"] = {k: v * 1e3 for k, v in pred.items()}
     if used is not None:
         out["strategy_used"] = used
     return out
@@ -153,8 +156,7 @@ def last_plan() -> dict | None:
 def _record(plan: dict, used=None) -> None:
     _tls.plan = (plan, used, _core.plan_seq())
     if env_debug():
-        if used is not None:
-            plan = dict(plan, strategy_used=used)
+        plan = last_plan()
         pm = ", ".join(f"{k} {v:.3g}" for k, v in plan["predicted_ms"].items())
         print(f"gpusync: {plan['op']} n={plan['n']} {plan['dtype']} ({plan['place']}) -> {plan['engine']} "
               f"strategy={plan['strategy_used']} threads={plan['threads']} split={plan['split']} "
@@ -393,8 +395,7 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
             return [lib.from_host(r, lead.device) for r in res]
         res = [lib.empty(int(L), d, lead.device) for L, d in outs]
         descs = [_arrays.as_input(r, "out").desc() for r in res]
-        choice = _costmodel.choose(machine(), shape)
-        plan.update(engine="cuda", predicted_ms={k: v * 1e3 for k, v in choice.predicted.items()})
+        plan.update(engine="cuda", predicted_ms=shape)  # computed when last_plan() asks: not per call
         plan["strategy_used"] = call("cuda", [_desc(a) for a in ins], descs, strategy, lead.stream)
         _record(plan)
         return res
