@@ -19,7 +19,6 @@ that invokes the C core for one engine.
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import warnings
@@ -79,7 +78,7 @@ _env_cache: dict = {}
 def _env(name: str, choices: tuple, default: str) -> str:
     """GPUSYNC_<name>, one of `choices` (case-insensitive); an invalid value
     warns once naming the variable, then the default."""
-    raw = os.environ.get(name)
+    raw = _core.getenv(name)  # os.environ writes through to it; cheaper than os.environ.get per call
     hit = _env_cache.get(name)
     if hit is not None and hit[0] == raw:
         return hit[1]
@@ -320,13 +319,12 @@ def _allowed(forced):
 # environment variables that steer the choice and by the constants in use.
 _plans: dict = {}
 _PLANS_MAX = 4096
-_environ = os.environ
 
 
 def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=None, merge=False,
         part_dtypes=None, n=None):
     if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
-        key = (op, strategy, bins, merge, _backend._state["forced"], _environ.get("GPUSYNC_ENGINE"),
+        key = (op, strategy, bins, merge, _backend._state["forced"], _core.getenv("GPUSYNC_ENGINE"),
                _stand_in["gpu"], id(_machine["m"]), tuple(None if a is None else (a.size, a.dtype) for a in ins))
         hit = _plans.get(key)
         if hit is not None:

@@ -1051,6 +1051,20 @@ static PyObject *py_fast_last(PyObject *self, PyObject *noargs)
     return r;
 }
 
+/* getenv(name): the process environment as C sees it (os.environ writes
+ * through to it), without os.environ's per-call key encoding. */
+static PyObject *py_getenv(PyObject *self, PyObject *name)
+{
+    (void)self;
+    const char *key = PyUnicode_AsUTF8(name);
+    if (!key)
+        return NULL;
+    const char *v = getenv(key);
+    if (!v)
+        Py_RETURN_NONE;
+    return PyUnicode_DecodeFSDefault(v);
+}
+
 static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -1072,6 +1086,7 @@ static PyMethodDef methods[] = {
     {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order"},
     {"plan_seq", py_plan_seq, METH_NOARGS, "the next number of this thread's call sequence"},
     {"fast_last", py_fast_last, METH_NOARGS, "(seq, op, n, dtype, strategy) of this thread's last fast call"},
+    {"getenv", py_getenv, METH_O, "getenv(name) -> the value or None (the C environment)"},
     {"cpu_threads", py_cpu_threads, METH_O,
      "cpu_threads(n): the CPU engine's threads for this thread's next calls (1: the caller alone; 0: its own choice)"},
     {"histogram", py_histogram, METH_VARARGS,
