@@ -345,6 +345,9 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             return self.cp.empty(n, dtype=dtype)
 
+    def ptr(self, a):  # the device pointer of an array we allocated (contiguous)
+        return int(a.data.ptr)
+
     def from_host(self, a, device):
         with self.cp.cuda.Device(device):
             return self.cp.asarray(a)
@@ -381,6 +384,9 @@ class _Torch:
 
     def empty(self, n, dtype, device):
         return self.torch.empty(n, dtype=self._dt(dtype), device=f"cuda:{device}")
+
+    def ptr(self, a):  # the device pointer of a tensor we allocated (contiguous)
+        return int(a.data_ptr())
 
     def from_host(self, a, device):
         return self.torch.as_tensor(a, device=f"cuda:{device}")

@@ -83,7 +83,7 @@ def _count_nonzero_impl(a, threshold=None):
         return "ballot"
 
     (out,) = _dispatch.run("count_nonzero", [_host(x)], [(1, np.int64)], call, names=["a"], merge=True)
-    return int(out[0]) if isinstance(out, np.ndarray) else out.reshape(())
+    return int(out[0]) if isinstance(out, np.ndarray) else _dispatch.scalar(out)
 
 
 _AUTO = {"histogram": "shared", "bincount": "shared", "sum": "threadfence", "dot": "threadfence",

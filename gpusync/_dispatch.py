@@ -392,7 +392,7 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
             _record(plan)
             return [lib.from_host(r, lead.device) for r in res]
         res = [lib.empty(int(L), d, lead.device) for L, d in outs]
-        descs = [_arrays.as_input(r, "out").desc() for r in res]
+        descs = [_new_desc(lib, r, int(L), d, lead.device) for r, (L, d) in zip(res, outs)]
         plan.update(engine="cuda", predicted_ms=shape)  # computed when last_plan() asks: not per call
         plan["strategy_used"] = call("cuda", [_desc(a) for a in ins], descs, strategy, lead.stream)
         _record(plan)
@@ -485,9 +485,18 @@ def _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes):
     return res
 
 
+def _new_desc(lib, arr, n, dtype, device):
+    """The core's descriptor of an output we just allocated: built from what
+    we know (no re-parse of its __cuda_array_interface__)."""
+    ptr = getattr(lib, "ptr", None)
+    if ptr is None:
+        return _arrays.as_input(arr, "out").desc()
+    return (ptr(arr), n, 1, _arrays.dtype_code(dtype), device)
+
+
 def scalar(out):
     """The 0-d result of a one-element output: a NumPy scalar for host output,
-    a 0-d array of the input's library for device output."""
+    the input library's 0-d result for device output."""
     if isinstance(out, np.ndarray):
         return out[0]
-    return out.reshape(())
+    return Lib.of(_arrays._lib_name(out)).scalar(out)
