@@ -196,8 +196,8 @@ def measure(quick: bool = False, verbose: bool = False) -> Machine:
     """Measure the constants (quick: CPU only, ~0.1 s; full: a few seconds)."""
     m = defaults()
     cores = m.cores
-    n = (1 << 20) if quick else (1 << 24)  # float64 elements: 8 MB / 128 MB
-    budget = 0.02 if quick else 0.3
+    n = (1 << 23) if quick else (1 << 24)  # float64 elements: 64 MB / 128 MB (past the caches)
+    budget = 0.03 if quick else 0.3
     big = np.ones(n, np.float64)
     out = np.empty(1, np.float64)
 

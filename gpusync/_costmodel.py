@@ -183,6 +183,11 @@ def choose(m: Machine, s: Shape, engines=("caller", "cpu", "cuda", "cpu+cuda")) 
     if m.gpu and "cpu+cuda" in engines and s.op in SPLITTABLE and s.n >= 2:
         t = best_pool(m, s, s.n)[0] or 1
         f, c = split(m, s, t)
+        if engines == ("cpu+cuda",):  # forced: both halves get work, whatever the model says
+            f = f if 0.0 < f < 1.0 else 0.5
+            ng = min(max(int(s.n * f), 1), s.n - 1)
+            f = (ng + 0.5) / s.n  # int(n * f) == ng
+            c = max(_gpu_time(m, s, ng), _cpu_time(m, s, s.n - ng, t)) + s.out_bytes / m.merge_bw
         if 0.0 < f < 1.0:
             pred["cpu+cuda"] = c
             info["cpu+cuda"] = (t, f)

@@ -309,3 +309,46 @@ def test_fast_path_off_when_engine_forced(monkeypatch):
         p = gs.last_plan()
         assert p["engine"] == "cpu" and not _fast_ran("sum")
     _dispatch._env_cache.clear()
+
+
+def test_forced_split_gives_both_halves_work(model):
+    """GPUSYNC_ENGINE=cpu+cuda (benchmarks) splits even where the model would not."""
+    model(CPU_ONLY.replace(gpu=True))
+    for n in (2, 3, 1000, 10**6):
+        c = _costmodel.choose(CPU_ONLY.replace(gpu=True), shape("sum", n), ("cpu+cuda",))
+        ng = int(n * c.gpu_share)
+        assert c.engine == "cpu+cuda" and 0 < ng < n, n
+
+
+# ---- on a GPU
+
+@pytest.mark.gpu
+def test_gpu_split_matches_numpy(monkeypatch):
+    monkeypatch.setenv("GPUSYNC_ENGINE", "cpu+cuda")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(10_000_003)
+    h, e = gs.histogram(x, 100, range=(-4, 4))
+    p = gs.last_plan()
+    assert p["engine"] == "cpu+cuda" and 0 < p["split"]["cuda"] < x.size
+    np.testing.assert_array_equal(h, np.histogram(x, 100, range=(-4, 4))[0])
+    xi = rng.integers(0, 1000, 10_000_003)
+    np.testing.assert_array_equal(gs.bincount(xi), np.bincount(xi))
+    assert gs.sum(xi) == np.sum(xi) and gs.last_plan()["engine"] == "cpu+cuda"
+    f32 = x.astype(np.float32)
+    assert gs.sum(f32) == np.float32(np.sum(f32.astype(np.float64)))
+    assert gs.count_nonzero(x > 0) == np.count_nonzero(x > 0)
+    assert gs.dot(x, x) == pytest.approx(np.dot(x, x), rel=1e-12)
+    _dispatch._env_cache.clear()
+
+
+@pytest.mark.gpu
+def test_gpu_device_input_stays_on_device_and_host_engines_are_recorded():
+    cp = pytest.importorskip("cupy")
+    assert int(gs.sum(cp.ones(10_000))) == 10_000 and gs.last_plan()["engine"] == "cuda"
+    assert gs.last_plan()["place"] == "device"
+    gs.sum(np.ones(10))
+    assert gs.last_plan()["engine"] == "caller"
+    with gs.use_backend("cuda"):
+        assert gs.sum(np.ones(10)) == 10.0 and gs.last_plan()["engine"] == "cuda"
+    with gs.use_backend("cpu"):
+        assert int(gs.sum(cp.ones(10))) == 10 and gs.last_plan()["engine"] in ("caller", "cpu")
