@@ -51,7 +51,10 @@ def key() -> dict:
 def cache_path(k: dict | None = None) -> str:
     k = key() if k is None else k
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    digest = hashlib.sha1(json.dumps(k, sort_keys=True).encode()).hexdigest()[:16]
+    # one file per machine and GPU; the version and format are checked inside
+    # (a file from another gpusync version is stale: one warning, then ignored)
+    where = {f: k.get(f) for f in ("cpu", "cores", "gpu")}
+    digest = hashlib.sha1(json.dumps(where, sort_keys=True).encode()).hexdigest()[:16]
     return os.path.join(base, "gpusync", f"calibration-{digest}.json")
 
 

@@ -171,7 +171,7 @@ def record(op, *, engine, strategy, used, n=0, dtype="", place="host", threads=0
 
 # ---- the machine constants the model runs with
 
-_machine = {"m": None, "injected": False}
+_machine = {"m": None}
 _machine_lock = threading.Lock()
 
 
@@ -190,7 +190,6 @@ def set_machine(m: _costmodel.Machine | None) -> None:
     """Inject machine constants (tests, benchmarks); None: back to calibrated."""
     with _machine_lock:
         _machine["m"] = m
-        _machine["injected"] = m is not None
     fast_invalidate()
 
 
@@ -323,6 +322,21 @@ _PLANS_MAX = 4096
 
 def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=None, merge=False,
         part_dtypes=None, n=None):
+    """Run one op: route, choose the engine, allocate, call, record the plan.
+
+    ins     the inputs: flat host arrays (NumPy, native and aligned) or
+            DeviceArray views, all on one side; None entries pass through.
+    outs    [(length, dtype), ...] of the outputs to allocate.
+    call    call(backend_name, ins, outs, strategy, stream) -> strategy used;
+            ins / outs as the C core takes them (NumPy arrays or descriptors).
+    merge   the outputs of disjoint parts add up (histogram counts, sums):
+            the input may be split between two engines.
+    part_dtypes  the dtypes of a part's outputs when they differ from the
+            final ones (float32 sums: float64 partials, rounded once).
+
+    Returns the list of outputs: NumPy arrays for host input, arrays of the
+    input's library on its device for device input.
+    """
     if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
         key = (op, strategy, bins, merge, _backend._state["forced"], _core.getenv("GPUSYNC_ENGINE"),
                _stand_in["gpu"], id(_machine["m"]), tuple(None if a is None else (a.size, a.dtype) for a in ins))
@@ -349,23 +363,9 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
 
 
 def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n):
+    """run() without a cached plan."""
     if not _fast["synced"]:
         fast_sync()
-    """Run one op: route, choose the engine, allocate, call, record the plan.
-
-    ins     the inputs: flat host arrays (NumPy, native and aligned) or
-            DeviceArray views, all on one side; None entries pass through.
-    outs    [(length, dtype), ...] of the outputs to allocate.
-    call    call(backend_name, ins, outs, strategy, stream) -> strategy used;
-            ins / outs as the C core takes them (NumPy arrays or descriptors).
-    merge   the outputs of disjoint parts add up (histogram counts, sums):
-            the input may be split between two engines.
-    part_dtypes  the dtypes of a part's outputs when they differ from the
-            final ones (float32 sums: float64 partials, rounded once).
-
-    Returns the list of outputs: NumPy arrays for host input, arrays of the
-    input's library on its device for device input.
-    """
     names = names or [f"in{i}" for i in range(len(ins))]
     place, lead = _place(op, ins, names)
     forced = _backend.forced()

@@ -217,8 +217,9 @@ def test_cache_roundtrip_and_corrupt_or_stale_cache_warns_once(tmp_path, monkeyp
         warnings.simplefilter("error")
         assert _calibrate.load(k=k) is None  # one warning, not one per call
     monkeypatch.setitem(_calibrate._warned, "cache", False)
-    with open(path, "w") as f:
-        json.dump({"key": dict(k, version="0.0.0"), "constants": {}}, f)
+    old = dict(k, version="0.0.0")  # written by another version: same file, stale
+    assert _calibrate.cache_path(old) == path
+    _calibrate.save(CPU_ONLY, k=old)
     with pytest.warns(RuntimeWarning, match="stale"):
         assert _calibrate.load(k=k) is None
     monkeypatch.setitem(_calibrate._warned, "cache", False)
