@@ -733,13 +733,21 @@ typedef struct {
 static _Thread_local fast_record fast_last;
 static _Thread_local unsigned long long call_seq;
 
+/* Whether the fast path is on for `op` now: configured, and neither
+ * GPUSYNC_ENGINE nor GPUSYNC_DEBUG=1 set (they steer or log the plan: the
+ * general path reads them). */
+static int fast_on(int op)
+{
+    if (fast_limit[op] <= 0)
+        return 0;
+    const char *dbg = getenv("GPUSYNC_DEBUG");
+    return !getenv("GPUSYNC_ENGINE") && !(dbg && dbg[0] && strcmp(dbg, "0") != 0);
+}
+
 /* The input when the fast path can take it: 1 and its gs_array, else 0. */
 static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
 {
-    if (!PyArray_CheckExact(obj) || fast_limit[op] <= 0)
-        return 0;
-    const char *dbg = getenv("GPUSYNC_DEBUG"); /* these steer or log the plan: the general path reads them */
-    if (getenv("GPUSYNC_ENGINE") || (dbg && strcmp(dbg, "0") != 0 && dbg[0]))
+    if (!PyArray_CheckExact(obj))
         return 0;
     PyArrayObject *arr = (PyArrayObject *)obj;
     const int64_t n = PyArray_SIZE(arr);
@@ -789,7 +797,7 @@ static int fast_sum_type(gs_dtype dt)
 static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op)
 {
     gs_array a, b, out;
-    if (!fast_input(ao, op, op == FAST_DOT, &a) ||
+    if (!fast_on(op) || !fast_input(ao, op, op == FAST_DOT, &a) ||
         (bo && (!fast_input(bo, op, 1, &b) || b.dtype != a.dtype || b.length != a.length)))
         Py_RETURN_NOTIMPLEMENTED;
     const int typenum = bo ? PyArray_TYPE((PyArrayObject *)ao) : fast_sum_type(a.dtype);
@@ -829,20 +837,21 @@ static PyObject *py_fast_sum(PyObject *self, PyObject *a)
     return fast_reduce(a, NULL, FAST_SUM);
 }
 
-static PyObject *py_fast_dot(PyObject *self, PyObject *args)
+static PyObject *py_fast_dot(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    PyObject *a, *b;
-    if (!PyArg_UnpackTuple(args, "fast_dot", 2, 2, &a, &b))
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_dot takes 2 arguments");
         return NULL;
-    return fast_reduce(a, b, FAST_DOT);
+    }
+    return fast_reduce(args[0], args[1], FAST_DOT);
 }
 
 static PyObject *py_fast_count_nonzero(PyObject *self, PyObject *ao)
 {
     (void)self;
     gs_array a;
-    if (!fast_input(ao, FAST_COUNT_NONZERO, 0, &a))
+    if (!fast_on(FAST_COUNT_NONZERO) || !fast_input(ao, FAST_COUNT_NONZERO, 0, &a))
         Py_RETURN_NOTIMPLEMENTED;
     int64_t count = 0;
     gs_array out = {&count, 1, 1, GS_INT64, GS_HOST};
@@ -885,7 +894,7 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *ao)
 {
     (void)self;
     gs_array a, out;
-    if (!fast_input(ao, FAST_PACKBITS, 1, &a))
+    if (!fast_on(FAST_PACKBITS) || !fast_input(ao, FAST_PACKBITS, 1, &a))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *r = fast_new((a.length + 7) / 8, NPY_UINT8, &out);
     if (!r)
@@ -900,7 +909,7 @@ static PyObject *py_fast_cumsum(PyObject *self, PyObject *ao)
 {
     (void)self;
     gs_array a, out;
-    if (!fast_input(ao, FAST_CUMSUM, 0, &a))
+    if (!fast_on(FAST_CUMSUM) || !fast_input(ao, FAST_CUMSUM, 0, &a))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *r = fast_new(a.length, fast_sum_type(a.dtype), &out);
     if (!r)
@@ -914,14 +923,16 @@ static PyObject *py_fast_cumsum(PyObject *self, PyObject *ao)
 
 /* fast_histogram(a, bins, nbins): counts (int64) with a bin description the
  * wrapper cached for this dtype, bins and range. */
-static PyObject *py_fast_histogram(PyObject *self, PyObject *args)
+static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    PyObject *ao, *bo;
     gs_array a, out;
-    if (!PyArg_UnpackTuple(args, "fast_histogram", 2, 2, &ao, &bo))
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_histogram takes 2 arguments");
         return NULL;
-    if (!fast_input(ao, FAST_HISTOGRAM, 0, &a) || a.dtype == GS_BOOL)
+    }
+    PyObject *ao = args[0], *bo = args[1];
+    if (!fast_on(FAST_HISTOGRAM) || !fast_input(ao, FAST_HISTOGRAM, 0, &a) || a.dtype == GS_BOOL)
         Py_RETURN_NOTIMPLEMENTED;
     bins_arg bins;
     if (!parse_bins(bo, &bins))
@@ -942,15 +953,19 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *args)
 /* fast_bincount(x, minlength): np.bincount of a 1-D array of integers >= 0
  * without weights; NotImplemented for negatives, empty input or a maximum far
  * above the length (the general path says why or allocates with care). */
-static PyObject *py_fast_bincount(PyObject *self, PyObject *args)
+static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    PyObject *ao;
-    long long minlength;
     gs_array a, out;
-    if (!PyArg_ParseTuple(args, "OL", &ao, &minlength))
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_bincount takes 2 arguments");
         return NULL;
-    if (!fast_input(ao, FAST_BINCOUNT, 1, &a) || a.length == 0 || minlength < 0 ||
+    }
+    PyObject *ao = args[0];
+    const long long minlength = PyLong_AsLongLong(args[1]);
+    if (minlength == -1 && PyErr_Occurred())
+        return NULL;
+    if (!fast_on(FAST_BINCOUNT) || !fast_input(ao, FAST_BINCOUNT, 1, &a) || a.length == 0 || minlength < 0 ||
         a.dtype == GS_FLOAT16 || a.dtype == GS_FLOAT32 || a.dtype == GS_FLOAT64)
         Py_RETURN_NOTIMPLEMENTED;
     if (a.dtype == GS_BOOL)
@@ -1077,12 +1092,12 @@ static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
 
 static PyMethodDef methods[] = {
     {"fast_sum", py_fast_sum, METH_O, "fast path: sum(a) on the calling thread, or NotImplemented"},
-    {"fast_dot", py_fast_dot, METH_VARARGS, "fast path: dot(a, b) on the calling thread, or NotImplemented"},
+    {"fast_dot", (PyCFunction)(void (*)(void))py_fast_dot, METH_FASTCALL, "fast path: dot(a, b) on the calling thread, or NotImplemented"},
     {"fast_count_nonzero", py_fast_count_nonzero, METH_O, "fast path: count_nonzero(a), or NotImplemented"},
     {"fast_packbits", py_fast_packbits, METH_O, "fast path: packbits(a) (big bit order), or NotImplemented"},
     {"fast_cumsum", py_fast_cumsum, METH_O, "fast path: cumsum(a) flattened, or NotImplemented"},
-    {"fast_histogram", py_fast_histogram, METH_VARARGS, "fast path: counts of a with a bins description"},
-    {"fast_bincount", py_fast_bincount, METH_VARARGS, "fast path: bincount(x, minlength), or NotImplemented"},
+    {"fast_histogram", (PyCFunction)(void (*)(void))py_fast_histogram, METH_FASTCALL, "fast path: counts of a with a bins description"},
+    {"fast_bincount", (PyCFunction)(void (*)(void))py_fast_bincount, METH_FASTCALL, "fast path: bincount(x, minlength), or NotImplemented"},
     {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order"},
     {"plan_seq", py_plan_seq, METH_NOARGS, "the next number of this thread's call sequence"},
     {"fast_last", py_fast_last, METH_NOARGS, "(seq, op, n, dtype, strategy) of this thread's last fast call"},
