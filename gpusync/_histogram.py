@@ -201,7 +201,10 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
             and type(a) is np.ndarray and type(range) is tuple and len(range) == 2):
         r0, r1 = range
         fast = (a.dtype, bins, type(r0), r0, type(r1), r1)  # NumPy's edges depend on the bounds' types
-        hit = _fast_plans.get(fast)
+        try:
+            hit = _fast_plans.get(fast)
+        except TypeError:  # unhashable bounds: NumPy's own path says what is wrong with them
+            hit = fast = None
         if hit is not None:
             counts = _core.fast_histogram(a, hit[1])  # the C fast path (_dispatch.py)
             if counts is not NotImplemented:
