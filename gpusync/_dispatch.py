@@ -392,7 +392,7 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
             _record(plan)
             return [lib.from_host(r, lead.device) for r in res]
         res = [lib.empty(int(L), d, lead.device) for L, d in outs]
-        descs = [_new_desc(lib, r, int(L), d, lead.device) for r, (L, d) in zip(res, outs)]
+        descs = [new_desc(lib, r, int(L), d, lead.device) for r, (L, d) in zip(res, outs)]
         plan.update(engine="cuda", predicted_ms=shape)  # computed when last_plan() asks: not per call
         plan["strategy_used"] = call("cuda", [_desc(a) for a in ins], descs, strategy, lead.stream)
         _record(plan)
@@ -485,7 +485,7 @@ def _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes):
     return res
 
 
-def _new_desc(lib, arr, n, dtype, device):
+def new_desc(lib, arr, n, dtype, device):
     """The core's descriptor of an output we just allocated: built from what
     we know (no re-parse of its __cuda_array_interface__)."""
     ptr = getattr(lib, "ptr", None)

@@ -354,7 +354,7 @@ def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
         desc = _bins_tuple(_UNIFORM, len(edges) - 1, start=start, step=step, stop=stop, arith_f32=af32,
                            edges_f32=ef32)
         out = lib.empty(len(edges), edges.dtype, x.device)
-        _core.uniform_edges("cuda", desc, _arrays.as_input(out, "edges").desc(), x.stream)
+        _core.uniform_edges("cuda", desc, _dispatch.new_desc(lib, out, len(edges), edges.dtype, x.device), x.stream)
         return out
     return lib.from_host(edges, x.device)
 
