@@ -214,11 +214,11 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     if fast is not None and a.dtype != np.bool_ and len(_fast_plans) < 1024:
         proxy = np.empty(0, dtype=a.dtype)
         try:
-            edges, desc, uniform = _plan(proxy, bins, range)
+            edges, desc, uniform = _plan(proxy, bins, range)  # the same cached plan the general path used
         except (TypeError, ValueError):
             return res
-        if desc is None:
-            desc = _describe_bins(np.dtype(a.dtype), edges, uniform)
+        if desc is None:  # not cacheable there: no fast plan either
+            return res
         edges.flags.writeable = False
         _fast_plans[fast] = (edges, desc)
     return res

@@ -302,6 +302,17 @@ def test_fast_path_declines_what_it_cannot_take():
         assert gs.sum(np.ones(4), deterministic=True) == 4.0 and not _fast_ran("sum")
 
 
+def test_fast_path_hands_non_finite_float_results_to_the_general_path():
+    """inf / NaN sums take the general path (which owns NumPy's answer there)."""
+    with gs.use_backend("cpu"):
+        gs.sum(np.ones(4))
+        for x in (np.array([1.0, np.inf]), np.array([np.nan, 1.0], np.float32), np.array([np.inf], np.float16)):
+            got = gs.sum(x)
+            assert not _fast_ran("sum") and gs.last_plan()["op"] == "sum"
+            np.testing.assert_array_equal(got, np.sum(x))
+        assert gs.sum(np.ones(4)) == 4.0 and _fast_ran("sum")
+
+
 def test_fast_path_off_when_engine_forced(monkeypatch):
     with gs.use_backend("cpu"):
         gs.sum(np.ones(4))

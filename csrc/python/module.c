@@ -13,6 +13,8 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <math.h>
+
 #include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 
@@ -824,6 +826,24 @@ static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op)
     if (st != GS_OK) {
         Py_DECREF(descr);
         return gs_raise(st);
+    }
+    /* a float result that is inf or NaN goes through the general path, which
+     * owns what NumPy gives there (e.g. partial sums that overflow) */
+    int finite = 1;
+    if (out.dtype == GS_FLOAT64)
+        finite = isfinite(buf.d);
+    else if (out.dtype == GS_FLOAT32) {
+        float f;
+        memcpy(&f, buf.c, sizeof f);
+        finite = isfinite(f);
+    } else if (out.dtype == GS_FLOAT16) {
+        uint16_t h;
+        memcpy(&h, buf.c, sizeof h);
+        finite = (h & 0x7c00) != 0x7c00;
+    }
+    if (!finite) {
+        Py_DECREF(descr);
+        Py_RETURN_NOTIMPLEMENTED;
     }
     fast_note(op, &a, PyArray_TYPE((PyArrayObject *)ao), used);
     PyObject *r = PyArray_Scalar(buf.c, descr, NULL);
