@@ -364,3 +364,31 @@ def test_gpu_device_input_stays_on_device_and_host_engines_are_recorded():
         assert gs.sum(np.ones(10)) == 10.0 and gs.last_plan()["engine"] == "cuda"
     with gs.use_backend("cpu"):
         assert int(gs.sum(cp.ones(10))) == 10 and gs.last_plan()["engine"] in ("caller", "cpu")
+
+
+@pytest.mark.parametrize("engine", ["caller", "cpu", "cpu+cuda"])
+def test_results_identical_whichever_engine_ran(engine, monkeypatch, model):
+    """Integers exact, floats within the documented bound, on every engine
+    (cpu+cuda with the CPU engine standing in for the GPU half)."""
+    _dispatch.set_gpu_stand_in("cpu")
+    monkeypatch.setenv("GPUSYNC_ENGINE", engine)
+    rng = np.random.default_rng(11)
+    n = 200_003
+    x = rng.standard_normal(n)
+    xi = rng.integers(-1000, 1000, n).astype(np.int32)
+    u = rng.integers(0, 300, n)
+    w = rng.random(n)
+    try:
+        np.testing.assert_array_equal(gs.histogram(x, 64, range=(-3, 3))[0], np.histogram(x, 64, range=(-3, 3))[0])
+        assert gs.last_plan()["engine"] == engine
+        np.testing.assert_allclose(gs.histogram(x, 64, range=(-3, 3), weights=w)[0],
+                                   np.histogram(x, 64, range=(-3, 3), weights=w)[0], rtol=1e-12)
+        np.testing.assert_array_equal(gs.bincount(u), np.bincount(u))
+        assert gs.sum(xi) == np.sum(xi) and gs.sum(xi).dtype == np.sum(xi).dtype
+        assert gs.sum(x) == pytest.approx(np.sum(x), rel=1e-12, abs=1e-9)
+        assert gs.dot(xi, xi) == np.dot(xi, xi)
+        assert gs.count_nonzero(xi) == np.count_nonzero(xi)
+        np.testing.assert_array_equal(gs.cumsum(xi), np.cumsum(xi))
+        np.testing.assert_array_equal(gs.packbits(xi), np.packbits(xi != 0))
+    finally:
+        _dispatch._env_cache.clear()
