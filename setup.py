@@ -137,7 +137,7 @@ ext = Extension(
     "gpusync._core",
     sources=c_sources,
     include_dirs=[os.path.join(CSRC, "include"), os.path.join(CSRC, "common"), np.get_include()],
-    extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-Wall", "-Wno-missing-braces"],
+    extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-Wall", "-Wno-missing-braces", "-Werror=missing-field-initializers"],
     libraries=["pthread"],
 )
 

@@ -6,6 +6,7 @@ import numpy as np
 from . import _arrays, _backend, _core, _dispatch
 from ._arrays import DeviceArray
 
+
 def _threshold(threshold, dtype):
     """`a > threshold` as NumPy compares it: a Python float is rounded to a
     float array's dtype first (NEP 50); integer arrays compare in float64."""

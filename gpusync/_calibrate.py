@@ -50,6 +50,7 @@ def key() -> dict:
 
 def cache_path(k: dict | None = None) -> str:
     k = key() if k is None else k
+    # XDG_CACHE_HOME is the platform's variable (not a GPUSYNC_ one: not in the C table)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     # one file per machine and GPU; the version and format are checked inside
     # (a file from another gpusync version is stale: one warning, then ignored)
@@ -148,19 +149,16 @@ def defaults() -> Machine:
     return m
 
 
-_ENV_CHOICES = ("auto", "off", "0", "1")
-
-
 def constants() -> Machine:
     """The constants the dispatcher uses: the cache, else a quick measurement
     (unless GPUSYNC_CALIBRATE=off), else defaults."""
-    from ._dispatch import _env
+    from ._dispatch import env_calibrate
 
-    mode = _env("GPUSYNC_CALIBRATE", _ENV_CHOICES, "auto")
+    mode = env_calibrate()
     m = load()
     if m is not None:
         return m
-    if mode in ("off", "0"):
+    if mode == "off":
         return defaults()
     try:
         return measure(quick=True)
@@ -245,8 +243,9 @@ def _op_rates(verbose):
         "histogram": lambda: gs.histogram(x, 100, range=(-4, 4)), "bincount": lambda: gs.bincount(xi),
         "binned_statistic": lambda: gs.binned_statistic(x, x, "mean", bins=100, range=(-4, 4)),
     }
-    saved = os.environ.get("GPUSYNC_ENGINE")
-    os.environ["GPUSYNC_ENGINE"] = "caller"  # the dispatcher runs each on the calling thread
+    from . import _dispatch
+
+    _dispatch._override["engine"] = "caller"  # each op on the calling thread, whatever the environment
     try:
         for op, fn in cases.items():
             s = _best(fn, 5, 0.3)
@@ -254,10 +253,7 @@ def _op_rates(verbose):
             if verbose:
                 print(f"  {op:17s} 1 thread: {n / s / 1e6:9.1f} M elements/s")
     finally:
-        if saved is None:
-            del os.environ["GPUSYNC_ENGINE"]
-        else:
-            os.environ["GPUSYNC_ENGINE"] = saved
+        _dispatch._override["engine"] = None
     return rates
 
 

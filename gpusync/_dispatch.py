@@ -69,39 +69,26 @@ def engine_strategy(op: str, strategy: str, engine: str):
     return strategy, ""
 
 
-# ---- environment: the variables this layer adds, read in one place
+# ---- environment: the dispatcher's variables, read through the C table
+# (csrc/common/env.c: one parse, one warning naming an invalid variable)
 
 ENGINES = ("auto", "caller", "cpu", "cuda", "cpu+cuda")
-_env_cache: dict = {}
-
-
-def _env(name: str, choices: tuple, default: str) -> str:
-    """GPUSYNC_<name>, one of `choices` (case-insensitive); an invalid value
-    warns once naming the variable, then the default."""
-    raw = _core.getenv(name)  # os.environ writes through to it; cheaper than os.environ.get per call
-    hit = _env_cache.get(name)
-    if hit is not None and hit[0] == raw:
-        return hit[1]
-    val = default
-    if raw is not None and raw.strip() != "":
-        v = raw.strip().lower()
-        if v in choices:
-            val = v
-        else:
-            warnings.warn(f"{name}={raw!r} is not valid (expected one of {', '.join(choices)}); using {default!r}",
-                          RuntimeWarning, stacklevel=3)
-    _env_cache[name] = (raw, val)
-    return val
+_override = {"engine": None}  # calibrate's own runs: the calling thread alone, whatever the environment
 
 
 def env_engine() -> str:
     """GPUSYNC_ENGINE: force the engine of host-input calls (default auto)."""
-    return _env("GPUSYNC_ENGINE", ENGINES, "auto")
+    return _override["engine"] or _core.env_dispatch()[0]
+
+
+def env_calibrate() -> str:
+    """GPUSYNC_CALIBRATE: "auto" (a quick measurement on first need) or "off"."""
+    return _core.env_dispatch()[1]
 
 
 def env_debug() -> bool:
     """GPUSYNC_DEBUG=1: log each call's plan on stderr."""
-    return _env("GPUSYNC_DEBUG", ("0", "1"), "0") == "1"
+    return _core.env_dispatch()[2]
 
 
 # ---- the plan record
@@ -338,7 +325,7 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
     input's library on its device for device input.
     """
     if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
-        key = (op, strategy, bins, merge, _backend._state["forced"], _core.getenv("GPUSYNC_ENGINE"),
+        key = (op, strategy, bins, merge, _backend._state["forced"], env_engine(),
                _stand_in["gpu"], id(_machine["m"]), tuple(None if a is None else (a.size, a.dtype) for a in ins))
         hit = _plans.get(key)
         if hit is not None:

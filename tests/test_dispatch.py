@@ -173,8 +173,7 @@ def test_concurrent_threads_keep_their_own_plans(model):
 
 
 def test_invalid_engine_variable_warns_naming_it(monkeypatch):
-    monkeypatch.setenv("GPUSYNC_ENGINE", "gpu")
-    _dispatch._env_cache.clear()
+    monkeypatch.setenv("GPUSYNC_ENGINE", "gpu")  # the C table warns, once per value
     with pytest.warns(RuntimeWarning, match="GPUSYNC_ENGINE"):
         assert gs.sum(np.ones(4)) == 4.0
     with warnings.catch_warnings():
@@ -183,7 +182,6 @@ def test_invalid_engine_variable_warns_naming_it(monkeypatch):
     monkeypatch.setenv("GPUSYNC_ENGINE", "caller")
     gs.sum(np.ones(10_000_000, np.float32))
     assert gs.last_plan()["engine"] == "caller"
-    _dispatch._env_cache.clear()
 
 
 def test_debug_logs_the_plan(monkeypatch, capsys):
@@ -320,7 +318,6 @@ def test_fast_path_off_when_engine_forced(monkeypatch):
         gs.sum(np.ones(1000))
         p = gs.last_plan()
         assert p["engine"] == "cpu" and not _fast_ran("sum")
-    _dispatch._env_cache.clear()
 
 
 def test_forced_split_gives_both_halves_work(model):
@@ -350,7 +347,6 @@ def test_gpu_split_matches_numpy(monkeypatch):
     assert gs.sum(f32) == np.float32(np.sum(f32.astype(np.float64)))
     assert gs.count_nonzero(x > 0) == np.count_nonzero(x > 0)
     assert gs.dot(x, x) == pytest.approx(np.dot(x, x), rel=1e-12)
-    _dispatch._env_cache.clear()
 
 
 @pytest.mark.gpu
@@ -378,17 +374,19 @@ def test_results_identical_whichever_engine_ran(engine, monkeypatch, model):
     xi = rng.integers(-1000, 1000, n).astype(np.int32)
     u = rng.integers(0, 300, n)
     w = rng.random(n)
-    try:
-        np.testing.assert_array_equal(gs.histogram(x, 64, range=(-3, 3))[0], np.histogram(x, 64, range=(-3, 3))[0])
-        assert gs.last_plan()["engine"] == engine
-        np.testing.assert_allclose(gs.histogram(x, 64, range=(-3, 3), weights=w)[0],
-                                   np.histogram(x, 64, range=(-3, 3), weights=w)[0], rtol=1e-12)
-        np.testing.assert_array_equal(gs.bincount(u), np.bincount(u))
-        assert gs.sum(xi) == np.sum(xi) and gs.sum(xi).dtype == np.sum(xi).dtype
-        assert gs.sum(x) == pytest.approx(np.sum(x), rel=1e-12, abs=1e-9)
-        assert gs.dot(xi, xi) == np.dot(xi, xi)
-        assert gs.count_nonzero(xi) == np.count_nonzero(xi)
-        np.testing.assert_array_equal(gs.cumsum(xi), np.cumsum(xi))
-        np.testing.assert_array_equal(gs.packbits(xi), np.packbits(xi != 0))
-    finally:
-        _dispatch._env_cache.clear()
+    np.testing.assert_array_equal(gs.histogram(x, 64, range=(-3, 3))[0], np.histogram(x, 64, range=(-3, 3))[0])
+    assert gs.last_plan()["engine"] == engine
+    np.testing.assert_allclose(gs.histogram(x, 64, range=(-3, 3), weights=w)[0],
+                               np.histogram(x, 64, range=(-3, 3), weights=w)[0], rtol=1e-12)
+    np.testing.assert_array_equal(gs.bincount(u), np.bincount(u))
+    assert gs.sum(xi) == np.sum(xi) and gs.sum(xi).dtype == np.sum(xi).dtype
+    assert gs.sum(x) == pytest.approx(np.sum(x), rel=1e-12, abs=1e-9)
+    assert gs.dot(xi, xi) == np.dot(xi, xi)
+    assert gs.count_nonzero(xi) == np.count_nonzero(xi)
+    np.testing.assert_array_equal(gs.cumsum(xi), np.cumsum(xi))
+    np.testing.assert_array_equal(gs.packbits(xi), np.packbits(xi != 0))
+
+
+def test_public_strategies_are_names_the_core_knows():
+    for op, names in _dispatch.STRATEGIES.items():
+        assert set(names) <= set(gs._core.STRATEGIES), op

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "parallel.h"
+#include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 
 #include <pthread.h>
@@ -31,15 +32,17 @@ void gs_cpu_request_threads(int nthreads) { thread_request = nthreads > 0 ? nthr
 int gs_cpu_threads_for(int64_t n)
 {
     long t = 0;
-    if (thread_request > 0) { /* the dispatcher chose (1: the calling thread alone) */
+    if (thread_request > 0) { /* the dispatcher chose (1: the calling thread alone), within GPUSYNC_NUM_THREADS */
+        int set = 0;
+        const double cap = gs_env_number(GS_ENV_NUM_THREADS, 0, &set);
         t = thread_request > GS_CPU_MAX_THREADS ? GS_CPU_MAX_THREADS : thread_request;
+        if (set && t > (long)cap)
+            t = (long)cap;
         return (int)(t > n ? (n > 0 ? n : 1) : t);
     }
     if (n < GS_CPU_PARALLEL_MIN)
         return 1;
-    const char *env = getenv("GPUSYNC_NUM_THREADS");
-    if (env)
-        t = strtol(env, NULL, 10);
+    t = (long)gs_env_number(GS_ENV_NUM_THREADS, 0, NULL);
     if (t <= 0)
         t = sysconf(_SC_NPROCESSORS_ONLN);
     if (t < 1)

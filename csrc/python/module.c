@@ -18,6 +18,8 @@
 #include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 
+#include <time.h>
+
 static PyObject *GpusyncError, *CudaError, *DeadlockError, *UnsupportedDeviceError, *NoCudaError,
     *CooperativeLaunchError;
 
@@ -34,11 +36,52 @@ static PyObject *gs_raise(gs_status st)
     case GS_ERR_OVERFLOW: type = PyExc_OverflowError; break;
     case GS_ERR_DEADLOCK: type = DeadlockError; break;
     case GS_ERR_NO_COOPERATIVE: type = CooperativeLaunchError; break;
+    case GS_ERR_INTERRUPTED:
+        gs_interrupt_clear();
+        if (!PyErr_Occurred()) /* the hook already set the handler's exception */
+            PyErr_SetNone(PyExc_KeyboardInterrupt);
+        return NULL;
     default: type = CudaError; break;
     }
     const char *msg = gs_last_error();
     PyErr_SetString(type, msg && msg[0] ? msg : "gpusync: unknown error");
     return NULL;
+}
+
+/* After every backend call (GIL held again): environment warnings become
+ * RuntimeWarnings, a failure an exception, and an exception the interrupt
+ * hook left (KeyboardInterrupt from a signal handler) wins even when the call
+ * finished.  Returns 1 when the call's result should be returned. */
+static int gs_done(gs_status st)
+{
+    char msg[320];
+    while (gs_env_take_warning(msg, sizeof msg))
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, msg, 1) < 0)
+            return 0;
+    if (st != GS_OK) {
+        gs_raise(st);
+        return 0;
+    }
+    if (PyErr_Occurred()) {
+        gs_interrupt_clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* The interrupt hook (gpusync.h): run by the calling thread inside a long
+ * wait, with the GIL released.  A pending SIGINT runs Python's handler here,
+ * whose exception stays set on this thread until gs_done sees it. */
+static unsigned long main_thread_ident; /* Python runs signal handlers only there */
+
+static int interrupt_hook(void)
+{
+    if (PyThread_get_thread_ident() != main_thread_ident)
+        return 0; /* no handler can run here: do not contend for the GIL */
+    PyGILState_STATE g = PyGILState_Ensure();
+    const int hit = PyErr_Occurred() != NULL || PyErr_CheckSignals() < 0;
+    PyGILState_Release(g);
+    return hit;
 }
 
 static const gs_backend_ops *backend_by_name(const char *name)
@@ -224,8 +267,8 @@ static PyObject *py_histogram(PyObject *self, PyObject *args)
                         &used);
     Py_END_ALLOW_THREADS
     bins_release(&bins);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -246,8 +289,8 @@ static PyObject *py_minmax(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->minmax(&x.a, buf, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyBytes_FromStringAndSize(buf, (Py_ssize_t)(2 * gs_dtype_size(x.a.dtype)));
 }
 
@@ -269,8 +312,8 @@ static PyObject *py_uniform_edges(PyObject *self, PyObject *args)
     st = ops->uniform_edges(&bins.b, &out.a, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
     bins_release(&bins);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -297,8 +340,8 @@ static PyObject *py_reduce(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->reduce(&a.a, bo == Py_None ? NULL : &b.a, &out.a, strategy, det, (void *)(uintptr_t)stream, &used);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -335,8 +378,8 @@ static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
                                no == Py_None ? NULL : &bn.a, strategy, (void *)(uintptr_t)stream, &used);
     Py_END_ALLOW_THREADS
     Py_DECREF(edges);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -357,8 +400,8 @@ static PyObject *py_counter(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->counter(kind, blocks, threads, &value, &ms);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue("(Ld)", (long long)value, ms);
 }
 
@@ -376,8 +419,8 @@ static PyObject *py_test_deadlock(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->test_deadlock((int64_t)(ms * 1e6));
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -413,8 +456,8 @@ static PyObject *py_packbits(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->packbits(&a.a, tp, little, &out.a, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -436,8 +479,8 @@ static PyObject *py_count_nonzero(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->count_nonzero(&a.a, tp, &out.a, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -452,8 +495,8 @@ static PyObject *py_kernel_names(PyObject *self, PyObject *args)
     if (!ops)
         return NULL;
     gs_status st = ops->kernel_names(buf, sizeof buf);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(buf);
 }
 
@@ -472,8 +515,8 @@ static PyObject *py_occupancy(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->occupancy(name, block, &o);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue("{s:s,s:i,s:i,s:L,s:L,s:i,s:i,s:i,s:d,s:s,s:{s:i,s:i,s:i,s:i},s:i,s:i}", "kernel", o.name,
                          "block_size", o.block_size, "registers", o.registers, "static_smem",
                          (long long)o.static_smem, "dynamic_smem", (long long)o.dynamic_smem, "active_blocks_per_sm",
@@ -500,8 +543,8 @@ static PyObject *py_divergence(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->divergence(kind, n, block, iters, &ms);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyFloat_FromDouble(ms);
 }
 
@@ -520,8 +563,8 @@ static PyObject *py_self_test(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->self_test(which, &bad);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyLong_FromLongLong((long long)bad);
 }
 
@@ -542,8 +585,8 @@ static PyObject *py_barrier_benchmark(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->barrier_benchmark(s, blocks, threads, rounds, skip, &r);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue("{s:s,s:s,s:L,s:i,s:L,s:L,s:d,s:d,s:L}", "strategy", gs_strategy_name(r.used), "note",
                          r.note, "blocks", (long long)r.blocks,
                          "threads", r.threads, "max_blocks", (long long)r.max_blocks, "rounds", (long long)r.rounds,
@@ -572,8 +615,8 @@ static PyObject *py_cumsum(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->cumsum(&a.a, &out.a, strategy, (void *)(uintptr_t)stream, &used);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -591,16 +634,6 @@ static PyObject *py_available(PyObject *self, PyObject *args)
     ok = ops->available();
     Py_END_ALLOW_THREADS
     return Py_BuildValue("(Ns)", PyBool_FromLong(ok), ok ? "" : gs_last_error());
-}
-
-static PyObject *py_device_count(PyObject *self, PyObject *args)
-{
-    (void)self;
-    const char *backend;
-    if (!PyArg_ParseTuple(args, "s", &backend))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    return ops ? PyLong_FromLong(ops->device_count()) : NULL;
 }
 
 static PyObject *py_pointer_device(PyObject *self, PyObject *args)
@@ -629,8 +662,8 @@ static PyObject *py_stream_wait(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->stream_wait(device, (void *)(uintptr_t)consumer, (void *)(uintptr_t)producer);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -647,8 +680,8 @@ static PyObject *py_empty_cache(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->empty_cache();
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -663,8 +696,8 @@ static PyObject *py_device_info(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = gs_cuda_backend()->device_info(ordinal, &d);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue(
         "{s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:O,s:O}", "name", d.name, "ordinal",
         d.ordinal, "compute_capability", d.major, d.minor, "multiprocessors", d.multiprocessors, "warp_size",
@@ -742,8 +775,7 @@ static int fast_on(int op)
 {
     if (fast_limit[op] <= 0)
         return 0;
-    const char *dbg = getenv("GPUSYNC_DEBUG");
-    return !getenv("GPUSYNC_ENGINE") && !(dbg && dbg[0] && strcmp(dbg, "0") != 0);
+    return gs_env_choice(GS_ENV_ENGINE) <= 0 && gs_env_number(GS_ENV_DEBUG, 0, NULL) == 0;
 }
 
 /* The input when the fast path can take it: 1 and its gs_array, else 0. */
@@ -823,9 +855,9 @@ static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op)
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
     FAST_RUN(a.length, st, ops->reduce(&a, bo ? &b : NULL, &out, GS_STRATEGY_AUTO, 0, NULL, &used));
-    if (st != GS_OK) {
+    if (!gs_done(st)) {
         Py_DECREF(descr);
-        return gs_raise(st);
+        return NULL;
     }
     /* a float result that is inf or NaN goes through the general path, which
      * owns what NumPy gives there (e.g. partial sums that overflow) */
@@ -878,8 +910,8 @@ static PyObject *py_fast_count_nonzero(PyObject *self, PyObject *ao)
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
     FAST_RUN(a.length, st, ops->count_nonzero(&a, NULL, &out, NULL));
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     fast_note(FAST_COUNT_NONZERO, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
     return PyLong_FromLongLong((long long)count);
 }
@@ -902,9 +934,9 @@ static PyArrayObject *fast_new(int64_t n, int typenum, gs_array *view)
 static PyObject *fast_finish(PyArrayObject *r, gs_status st, int op, const gs_array *a, int typenum,
                              gs_strategy used)
 {
-    if (st != GS_OK) {
+    if (!gs_done(st)) {
         Py_DECREF(r);
-        return gs_raise(st);
+        return NULL;
     }
     fast_note(op, a, typenum, used);
     return (PyObject *)r;
@@ -970,6 +1002,38 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
     return fast_finish(r, st, FAST_HISTOGRAM, &a, PyArray_TYPE((PyArrayObject *)ao), used);
 }
 
+/* The minimum and maximum of a contiguous integer array (bincount's
+ * argument check, as NumPy's own bincount makes it in C); 0 when they do not
+ * fit int64 (uint64 above 2^62: no fast path). */
+#define FAST_RANGE(T)                                                                                         \
+    do {                                                                                                      \
+        const T *p = (const T *)a->data;                                                                      \
+        T l = p[0], h = p[0];                                                                                 \
+        for (int64_t i = 1; i < a->length; i++) {                                                             \
+            l = p[i] < l ? p[i] : l;                                                                          \
+            h = p[i] > h ? p[i] : h;                                                                          \
+        }                                                                                                     \
+        if ((uint64_t)h > (uint64_t)INT64_MAX / 2 && (T)-1 > 0)                                               \
+            return 0;                                                                                         \
+        *lo = (int64_t)l;                                                                                     \
+        *hi = (int64_t)h;                                                                                     \
+    } while (0)
+
+static int fast_int_range(const gs_array *a, int64_t *lo, int64_t *hi)
+{
+    switch (a->dtype) {
+    case GS_INT8: FAST_RANGE(int8_t); return 1;
+    case GS_UINT8: FAST_RANGE(uint8_t); return 1;
+    case GS_INT16: FAST_RANGE(int16_t); return 1;
+    case GS_UINT16: FAST_RANGE(uint16_t); return 1;
+    case GS_INT32: FAST_RANGE(int32_t); return 1;
+    case GS_UINT32: FAST_RANGE(uint32_t); return 1;
+    case GS_INT64: FAST_RANGE(int64_t); return 1;
+    case GS_UINT64: FAST_RANGE(uint64_t); return 1;
+    default: return 0;
+    }
+}
+
 /* fast_bincount(x, minlength): np.bincount of a 1-D array of integers >= 0
  * without weights; NotImplemented for negatives, empty input or a maximum far
  * above the length (the general path says why or allocates with care). */
@@ -991,36 +1055,9 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     if (a.dtype == GS_BOOL)
         a.dtype = GS_UINT8;
     const gs_backend_ops *ops = gs_cpu_backend();
-    union {
-        int64_t i[2];
-        uint64_t u[2];
-        int32_t i32[2];
-        uint32_t u32[2];
-        int16_t i16[2];
-        uint16_t u16[2];
-        int8_t i8[2];
-        uint8_t u8[2];
-    } mm;
-    if (ops->minmax(&a, &mm, NULL) != GS_OK) {
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED;
-    }
     int64_t lo, hi;
-    switch (a.dtype) {
-    case GS_INT8: lo = mm.i8[0], hi = mm.i8[1]; break;
-    case GS_UINT8: lo = mm.u8[0], hi = mm.u8[1]; break;
-    case GS_INT16: lo = mm.i16[0], hi = mm.i16[1]; break;
-    case GS_UINT16: lo = mm.u16[0], hi = mm.u16[1]; break;
-    case GS_INT32: lo = mm.i32[0], hi = mm.i32[1]; break;
-    case GS_UINT32: lo = mm.u32[0], hi = mm.u32[1]; break;
-    case GS_INT64: lo = mm.i[0], hi = mm.i[1]; break;
-    case GS_UINT64:
-        if (mm.u[1] > (uint64_t)INT64_MAX / 2)
-            Py_RETURN_NOTIMPLEMENTED;
-        lo = (int64_t)mm.u[0], hi = (int64_t)mm.u[1];
-        break;
-    default: Py_RETURN_NOTIMPLEMENTED;
-    }
+    if (!fast_int_range(&a, &lo, &hi))
+        Py_RETURN_NOTIMPLEMENTED;
     if (lo < 0 || hi > 4 * a.length + 65536)
         Py_RETURN_NOTIMPLEMENTED;
     const int64_t nbins = hi + 1 > minlength ? hi + 1 : minlength;
@@ -1086,18 +1123,18 @@ static PyObject *py_fast_last(PyObject *self, PyObject *noargs)
     return r;
 }
 
-/* getenv(name): the process environment as C sees it (os.environ writes
- * through to it), without os.environ's per-call key encoding. */
-static PyObject *py_getenv(PyObject *self, PyObject *name)
+/* The dispatcher's variables through the table: (GPUSYNC_ENGINE or None for
+ * auto, GPUSYNC_CALIBRATE, GPUSYNC_DEBUG as a bool); invalid values warn
+ * (RuntimeWarning naming the variable) and read as the default. */
+static PyObject *py_env_dispatch(PyObject *self, PyObject *noargs)
 {
-    (void)self;
-    const char *key = PyUnicode_AsUTF8(name);
-    if (!key)
+    (void)self, (void)noargs;
+    static const char *const engines[] = {"auto", "caller", "cpu", "cuda", "cpu+cuda"};
+    const int e = gs_env_choice(GS_ENV_ENGINE), c = gs_env_choice(GS_ENV_CALIBRATE);
+    const double dbg = gs_env_number(GS_ENV_DEBUG, 0, NULL);
+    if (!gs_done(GS_OK))
         return NULL;
-    const char *v = getenv(key);
-    if (!v)
-        Py_RETURN_NONE;
-    return PyUnicode_DecodeFSDefault(v);
+    return Py_BuildValue("(ssO)", e > 0 ? engines[e] : "auto", c == 1 ? "off" : "auto", dbg != 0 ? Py_True : Py_False);
 }
 
 static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
@@ -1110,7 +1147,145 @@ static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* Test hook: the indexes of NULL slots in a backend's ops table (must be []). */
+static PyObject *py_ops_null_slots(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    if (!PyArg_ParseTuple(args, "s", &backend))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    _Static_assert(sizeof(gs_backend_ops) % sizeof(void (*)(void)) == 0, "ops: pointer-sized slots only");
+    PyObject *out = PyList_New(0);
+    const size_t n = sizeof(gs_backend_ops) / sizeof(void (*)(void));
+    for (size_t i = 0; out && i < n; i++) {
+        void (*slot)(void);
+        memcpy(&slot, (const char *)ops + i * sizeof slot, sizeof slot);
+        if (!slot) {
+            PyObject *k = PyLong_FromSize_t(i);
+            if (!k || PyList_Append(out, k) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(k);
+        }
+    }
+    return out;
+}
+
+/* Test hook: wait up to `ms` as every long wait does (polling the interrupt
+ * flag); KeyboardInterrupt when a SIGINT arrives meanwhile. */
+static PyObject *py_test_interrupt_wait(PyObject *self, PyObject *args)
+{
+    (void)self;
+    double ms;
+    if (!PyArg_ParseTuple(args, "d", &ms))
+        return NULL;
+    gs_status st = GS_OK;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec t0, t, nap = {0, 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (gs_interrupt_poll()) {
+            st = gs_interrupted();
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 >= ms)
+            break;
+        nanosleep(&nap, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    if (!gs_done(st))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The environment table (csrc/common/env.c) for docs and tests: a tuple of
+ * (name, type, default, lo, hi, choices, meaning). */
+static PyObject *py_env_table(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    const gs_env_info *t = gs_env_table();
+    PyObject *out = PyTuple_New(GS_ENV_COUNT);
+    for (int i = 0; out && i < GS_ENV_COUNT; i++) {
+        PyObject *row = Py_BuildValue("(sssddzs)", t[i].name, t[i].type, t[i].fallback, t[i].lo, t[i].hi,
+                                      t[i].choices, t[i].meaning);
+        if (!row)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, row);
+    }
+    return out;
+}
+
+/* GPUSYNC_BACKEND through the table: "cpu", "cuda" or None (unset or
+ * invalid: a RuntimeWarning names the variable). */
+static PyObject *py_env_backend(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    const int k = gs_env_choice(GS_ENV_BACKEND);
+    if (!gs_done(GS_OK))
+        return NULL;
+    if (k < 0)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(k == 0 ? "cpu" : "cuda");
+}
+
+/* Test hook: read variable `name` through the table now (its warnings
+ * surface as RuntimeWarnings); the number, or None when unset or invalid. */
+static PyObject *py_env_number(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    const gs_env_info *t = gs_env_table();
+    for (int i = 0; i < GS_ENV_COUNT; i++)
+        if (strcmp(t[i].name, name) == 0) {
+            int set = 0;
+            const double v = strcmp(t[i].type, "choice") == 0 ? gs_env_choice((gs_env_var)i)
+                                                              : gs_env_number((gs_env_var)i, 0, &set);
+            if (strcmp(t[i].type, "choice") == 0)
+                set = v >= 0;
+            if (!gs_done(GS_OK))
+                return NULL;
+            if (!set)
+                Py_RETURN_NONE;
+            return PyFloat_FromDouble(v);
+        }
+    PyErr_Format(PyExc_KeyError, "%s is not a gpusync environment variable", name);
+    return NULL;
+}
+
+static int add_names(PyObject *m, const char *attr, const char *(*name_of)(int))
+{
+    PyObject *d = PyDict_New();
+    if (!d)
+        return -1;
+    for (int c = 0; name_of(c); c++) {
+        PyObject *v = PyLong_FromLong(c);
+        if (!v || PyDict_SetItemString(d, name_of(c), v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    const int rc = PyModule_AddObjectRef(m, attr, d);
+    Py_DECREF(d);
+    return rc;
+}
+
+static const char *strategy_name_of(int c) { return c < GS_STRATEGY_COUNT ? gs_strategy_name((gs_strategy)c) : NULL; }
+
 static PyMethodDef methods[] = {
+    {"_ops_null_slots", py_ops_null_slots, METH_VARARGS, "test hook: NULL slots of a backend's ops table"},
+    {"_test_interrupt_wait", py_test_interrupt_wait, METH_VARARGS,
+     "test hook: wait `ms` polling for interrupts; KeyboardInterrupt on SIGINT"},
+    {"_env_table", py_env_table, METH_NOARGS, "the GPUSYNC_* variables: (name, type, default, lo, hi, choices, meaning)"},
+    {"env_backend", py_env_backend, METH_NOARGS, "GPUSYNC_BACKEND: 'cpu', 'cuda' or None"},
+    {"_env_number", py_env_number, METH_VARARGS, "test hook: a GPUSYNC_* variable as the C side reads it"},
     {"fast_sum", py_fast_sum, METH_O, "fast path: sum(a) on the calling thread, or NotImplemented"},
     {"fast_dot", (PyCFunction)(void (*)(void))py_fast_dot, METH_FASTCALL, "fast path: dot(a, b) on the calling thread, or NotImplemented"},
     {"fast_count_nonzero", py_fast_count_nonzero, METH_O, "fast path: count_nonzero(a), or NotImplemented"},
@@ -1121,7 +1296,7 @@ static PyMethodDef methods[] = {
     {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order"},
     {"plan_seq", py_plan_seq, METH_NOARGS, "the next number of this thread's call sequence"},
     {"fast_last", py_fast_last, METH_NOARGS, "(seq, op, n, dtype, strategy) of this thread's last fast call"},
-    {"getenv", py_getenv, METH_O, "getenv(name) -> the value or None (the C environment)"},
+    {"env_dispatch", py_env_dispatch, METH_NOARGS, "(GPUSYNC_ENGINE, GPUSYNC_CALIBRATE, GPUSYNC_DEBUG) via the table"},
     {"cpu_threads", py_cpu_threads, METH_O,
      "cpu_threads(n): the CPU engine's threads for this thread's next calls (1: the caller alone; 0: its own choice)"},
     {"histogram", py_histogram, METH_VARARGS,
@@ -1145,7 +1320,6 @@ static PyMethodDef methods[] = {
      "barrier_benchmark(backend, strategy, blocks, threads, rounds, skip_block) -> dict"},
     {"cumsum", py_cumsum, METH_VARARGS, "cumsum(backend, a, out, strategy, stream) -> strategy used"},
     {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
-    {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
     {"empty_cache", py_empty_cache, METH_VARARGS, "empty_cache(backend): give cached scratch memory back"},
     {"stream_wait", py_stream_wait, METH_VARARGS,
      "stream_wait(backend, device, consumer, producer): order consumer after producer's work so far"},
@@ -1157,7 +1331,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "gpusync._core", NULL, -1, methods};
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, .m_name = "gpusync._core", .m_doc = NULL, .m_size = -1, .m_methods = methods};
 
 static PyObject *new_exc(PyObject *m, const char *name, PyObject *bases, const char *doc)
 {
@@ -1192,9 +1367,21 @@ PyMODINIT_FUNC PyInit__core(void)
               new_exc(m, "CooperativeLaunchError", b, "The grid cannot be co-resident or launched cooperatively.")))
         goto fail;
     Py_CLEAR(b);
-    if (PyModule_AddIntConstant(m, "HIST_BLOCK_THREADS", GS_HIST_BLOCK_THREADS) < 0 ||
-        PyModule_AddIntConstant(m, "HIST_CLUSTER_MAX", GS_HIST_CLUSTER_MAX) < 0)
+    if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
+        add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
+        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0)
         goto fail;
+    { /* threading.main_thread().ident: the thread Python runs signal handlers in */
+        PyObject *thr = PyImport_ImportModule("threading"), *mt = NULL, *id = NULL;
+        if (thr && (mt = PyObject_CallMethod(thr, "main_thread", NULL)) && (id = PyObject_GetAttrString(mt, "ident")))
+            main_thread_ident = PyLong_AsUnsignedLong(id);
+        Py_XDECREF(id);
+        Py_XDECREF(mt);
+        Py_XDECREF(thr);
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    gs_set_interrupt_hook(interrupt_hook);
     return m;
 fail:
     Py_XDECREF(b);
