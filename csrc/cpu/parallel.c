@@ -23,26 +23,14 @@ static void *run_slice(void *arg)
     return NULL;
 }
 
-/* The dispatcher's thread count for the calling thread's next calls (0: the
- * engine's own choice).  Thread-local: concurrent callers do not interfere. */
-static _Thread_local int thread_request;
-
-void gs_cpu_request_threads(int nthreads) { thread_request = nthreads > 0 ? nthreads : 0; }
-
 int gs_cpu_threads_for(int64_t n)
 {
-    long t = 0;
-    if (thread_request > 0) { /* the dispatcher chose (1: the calling thread alone), within GPUSYNC_NUM_THREADS */
-        int set = 0;
-        const double cap = gs_env_number(GS_ENV_NUM_THREADS, 0, &set);
-        t = thread_request > GS_CPU_MAX_THREADS ? GS_CPU_MAX_THREADS : thread_request;
-        if (set && t > (long)cap)
-            t = (long)cap;
-        return (int)(t > n ? (n > 0 ? n : 1) : t);
-    }
+    const int requested = gs_cpu_requested_threads(n); /* the dispatcher chose (1: the caller alone) */
+    if (requested)
+        return requested > GS_CPU_MAX_THREADS ? GS_CPU_MAX_THREADS : requested;
     if (n < GS_CPU_PARALLEL_MIN)
         return 1;
-    t = (long)gs_env_number(GS_ENV_NUM_THREADS, 0, NULL);
+    long t = (long)gs_env_number(GS_ENV_NUM_THREADS, 0, NULL);
     if (t <= 0)
         t = sysconf(_SC_NPROCESSORS_ONLN);
     if (t < 1)

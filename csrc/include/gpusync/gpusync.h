@@ -381,6 +381,9 @@ const gs_backend_ops *gs_cpu_backend(void);
  * chosen by the Python dispatcher's cost model: 1 runs on the calling thread
  * alone (no hand-off), k > 1 on k pool threads, 0 the engine's own choice. */
 void gs_cpu_request_threads(int nthreads);
+/* The request for n items (capped by GPUSYNC_NUM_THREADS and n), or 0 when
+ * none: the engine's thread-count choice asks this first (csrc/cpu/request.c). */
+int gs_cpu_requested_threads(int64_t n);
 const gs_backend_ops *gs_cuda_backend(void);
 
 /* Which strategy `auto` picks: a pure function of the problem's shape and the
