@@ -34,7 +34,7 @@ from ._headers import include_dir  # noqa: F401
 from ._dispatch import last_plan  # noqa: F401
 from ._calibrate import calibrate  # noqa: F401
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 __all__ = [
     "histogram",

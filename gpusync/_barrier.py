@@ -10,8 +10,8 @@ def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     """Run `rounds` grid barriers of `strategy` in one persistent kernel and
     return the latency per barrier.
 
-    Strategies: ``"lock"`` and ``"lockfree"`` (seed 000's, with the missing
-    fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
+    Strategies: ``"lock"`` and ``"lockfree"`` (the original article's on
+    inter-block barriers, with its missing fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
     counters and one generation word), ``"cooperative"`` (cooperative groups'
     ``this_grid().sync()``) and ``"relaunch"`` (one kernel launch per round, in
     a stream and replayed from a CUDA graph).  ``"auto"`` runs

@@ -97,7 +97,8 @@ def kernels():
 
 
 def occupancy(op, block_size=None, strategy=None):
-    """Resource partitioning of one of gpusync's kernels on this GPU (seed 002).
+    """Resource partitioning of one of gpusync's kernels on this GPU (the
+    resource partitioning the original article on warps describes).
 
     `op` is ``"histogram"``, ``"sum"``, ``"dot"``, ``"binned_statistic"``,
     ``"packbits"`` or ``"count_nonzero"`` (with `strategy`, or as
