@@ -3,7 +3,7 @@ forced engine compares, for NumPy inputs of several sizes, plus the per-call
 wall time of device inputs (issue 13's targets).
 
     python -m gpusync calibrate
-    python scripts/dispatch_probe.py [--big]     # --big: the 300M float64 histogram
+    python -m benchmarks.probes.dispatch_probe [--big]     # --big: the 300M float64 histogram
 
 Prints one line per (case, engine): wall ms (median of 5) and, for auto, the
 plan's engine and split.  Device rows need CuPy."""
