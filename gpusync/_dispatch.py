@@ -197,8 +197,15 @@ def _gpu_name() -> str:
     return _stand_in["gpu"] or "cuda"
 
 
+_cuda = {"ok": None}  # whether the CUDA engine can run here: asked once
+
+
 def _gpu_usable() -> bool:
-    return _stand_in["gpu"] is not None or _backend.cuda_available()
+    if _stand_in["gpu"] is not None:
+        return True
+    if _cuda["ok"] is None:
+        _cuda["ok"] = _backend.cuda_available()
+    return _cuda["ok"]
 
 
 # ---- the C fast path's limits (csrc/python/module.c, "per-call fast path")
