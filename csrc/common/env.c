@@ -62,6 +62,13 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                             .meaning = "units one copy is cut into (before the unit-size bounds)"},
     [GS_ENV_STAGE_NT] = {.name = "GPUSYNC_STAGE_NT", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
                          .meaning = "1: the crew copies with streaming (non-temporal) stores"},
+    [GS_ENV_REDUCE_SMALL_BYTES] = {.name = "GPUSYNC_REDUCE_SMALL_BYTES", .type = "int", .fallback = "", .lo = 0,
+                                   .hi = 2147483647.0,
+                                   .meaning = "tuning: device sum/dot inputs of at most this many bytes run as one "
+                                              "block (strategy auto)"},
+    [GS_ENV_BARRIER_VERIFY] = {.name = "GPUSYNC_BARRIER_VERIFY", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
+                               .meaning = "benchmarks: 0 leaves out barrier_benchmark's verifying reads (the bare "
+                                          "barrier's cost)"},
     [GS_ENV_ENGINE] = {.name = "GPUSYNC_ENGINE", .type = "choice", .fallback = "auto",
                        .choices = "auto|caller|cpu|cuda|cpu+cuda",
                        .meaning = "force the engine of NumPy-input calls (docs/dispatch.md): the calling thread, "

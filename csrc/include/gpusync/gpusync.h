@@ -84,6 +84,7 @@ typedef enum gs_strategy {
     GS_STRATEGY_LOCKFREE,    /* seed 000's arrival/release arrays */
     GS_STRATEGY_COOPERATIVE, /* cooperative groups grid.sync() */
     GS_STRATEGY_SENSE,       /* ours: hierarchical sense-reversing */
+    GS_STRATEGY_FLAT,        /* ours: one monotone counter, red.release arrivals, ld.acquire polls */
     GS_STRATEGY_COUNT
 } gs_strategy;
 
@@ -339,6 +340,8 @@ typedef enum gs_env_var {
     GS_ENV_STAGE_D2H_SPLIT,
     GS_ENV_STAGE_UNITS,
     GS_ENV_STAGE_NT,
+    GS_ENV_REDUCE_SMALL_BYTES,
+    GS_ENV_BARRIER_VERIFY,
     GS_ENV_ENGINE,    /* choice: auto | caller | cpu | cuda | cpu+cuda (the dispatcher) */
     GS_ENV_CALIBRATE, /* choice: auto | off */
     GS_ENV_COUNT
