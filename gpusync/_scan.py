@@ -6,12 +6,10 @@ import functools
 
 import numpy as np
 
-from . import _arrays, _axis, _backend, _core
-from ._arrays import DeviceArray, Lib
+from . import _arrays, _axis, _core, _dispatch
+from ._arrays import DeviceArray
 
-STRATEGIES = ("auto", "lookback", "barrier", "relaunch")
-
-last_strategy = {"cumsum": None}
+STRATEGIES = _dispatch.STRATEGIES["cumsum"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -54,24 +52,22 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
     that library on its device and stream.  The call waits for the stream to
     check the spin loops' time-out flag (a :class:`gpusync.DeadlockError`).
     """
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"cumsum: strategy must be one of {', '.join(map(repr, STRATEGIES))}; got {strategy!r}")
-    with _arrays.call_stream(stream, a):
-        return _axis.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy, rt))
+    if stream is None and axis is None and dtype is None and out is None and strategy == "auto":
+        r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
+    _dispatch.check_strategy("cumsum", strategy)
+    with _arrays.call_stream(stream, a):  # NumPy's axis / dtype / out rules: _axis.cumsum
+        return _axis.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
 
 
-def _cumsum_impl(x, strategy, out_dtype):
-    """The 1-D (or flattened) scan with the strategy's look-back / barrier / relaunch."""
-    be = _backend.backend()
-    if isinstance(x, DeviceArray):
-        lib = Lib.of(x.lib)
-        if be == "cpu":
-            return lib.from_host(_cumsum_impl(x.to_host(), strategy, out_dtype), x.device)
-        out = lib.empty(x.length, out_dtype, x.device)
-        last_strategy["cumsum"] = _core.cumsum("cuda", x.desc(), _arrays.as_input(out, "out").desc(), strategy,
-                                               x.stream)
-        return out
-    src = np.ascontiguousarray(x).reshape(-1)
-    out = np.empty(src.shape[0], out_dtype)
-    last_strategy["cumsum"] = _core.cumsum(be, src, out, strategy, _arrays.host_stream())
+def _cumsum_impl(x, strategy="auto"):
+    """The flattened scan with the strategy's look-back / barrier / relaunch."""
+    out_dtype = _cumsum_dtype(np.dtype(x.dtype))
+    src = x if isinstance(x, DeviceArray) else np.ascontiguousarray(x).reshape(-1)
+
+    def call(be, ins, outs, s, stream):
+        return _core.cumsum(be, ins[0], outs[0], s, stream)
+
+    (out,) = _dispatch.run("cumsum", [src], [(src.size, out_dtype)], call, strategy=strategy, names=["a"])
     return out

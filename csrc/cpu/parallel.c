@@ -25,6 +25,9 @@ static void *run_slice(void *arg)
 
 int gs_cpu_threads_for(int64_t n)
 {
+    const int requested = gs_cpu_requested_threads(n); /* the dispatcher chose (1: the caller alone) */
+    if (requested)
+        return requested > GS_CPU_MAX_THREADS ? GS_CPU_MAX_THREADS : requested;
     if (n < GS_CPU_PARALLEL_MIN)
         return 1;
     long t = (long)gs_env_number(GS_ENV_NUM_THREADS, 0, NULL);

@@ -384,6 +384,8 @@ typedef enum gs_env_var {
     GS_ENV_STAGE_NT,
     GS_ENV_REDUCE_SMALL_BYTES,
     GS_ENV_BARRIER_VERIFY,
+    GS_ENV_ENGINE,    /* choice: auto | caller | cpu | cuda | cpu+cuda (the dispatcher) */
+    GS_ENV_CALIBRATE, /* choice: auto | off */
     GS_ENV_COUNT
 } gs_env_var;
 
@@ -426,6 +428,13 @@ void gs_interrupt_clear(void);
 gs_status gs_interrupted(void); /* gs_fail(GS_ERR_INTERRUPTED, ...) */
 
 const gs_backend_ops *gs_cpu_backend(void);
+/* The CPU engine's thread count for the calling thread's following calls,
+ * chosen by the Python dispatcher's cost model: 1 runs on the calling thread
+ * alone (no hand-off), k > 1 on k pool threads, 0 the engine's own choice. */
+void gs_cpu_request_threads(int nthreads);
+/* The request for n items (capped by GPUSYNC_NUM_THREADS and n), or 0 when
+ * none: the engine's thread-count choice asks this first (csrc/cpu/request.c). */
+int gs_cpu_requested_threads(int64_t n);
 const gs_backend_ops *gs_cuda_backend(void);
 
 /* Which strategy `auto` picks: a pure function of the problem's shape and the
