@@ -107,7 +107,7 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
         return;
     }
     for (int64_t i = lo; i < hi; i++) {
-        if ((i - lo) % GS_CPU_CHUNK == 0 && gs_cpu_stop(tid))
+        if ((i - lo) % (GS_CPU_CHUNK / 16) == 0 && gs_cpu_stop(tid)) /* edges: a binary search each */
             break; /* an interrupt: the merge below still runs, the caller discards it */
         const double x = c->f32 ? (double)((const float *)c->x)[i * c->sx] : ((const double *)c->x)[i * c->sx];
         const int64_t k = bin_number(c->e, c->nb, c->top, x);

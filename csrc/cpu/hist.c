@@ -234,10 +234,13 @@ static void hist_piece(hist_job *j, int tid, int64_t begin, int64_t end)
  * between them. */
 static void hist_slice(void *ctx, int tid, int64_t begin, int64_t end)
 {
-    for (int64_t p = begin; p < end; p += GS_CPU_CHUNK) {
+    hist_job *j = (hist_job *)ctx;
+    /* a binary search over many edges costs ~20x a uniform bin: smaller pieces */
+    const int64_t chunk = j->b->kind == GS_BINS_EDGES ? GS_CPU_CHUNK / 16 : GS_CPU_CHUNK;
+    for (int64_t p = begin; p < end; p += chunk) {
         if (gs_cpu_stop(tid))
             return;
-        hist_piece((hist_job *)ctx, tid, p, end - p < GS_CPU_CHUNK ? end : p + GS_CPU_CHUNK);
+        hist_piece(j, tid, p, end - p < chunk ? end : p + chunk);
     }
 }
 

@@ -55,6 +55,7 @@ static inline void cpu_relax(void)
 typedef struct {
     _Alignas(64) atomic_uint go;
     atomic_uint sleeping;
+    unsigned seen0; /* `go` when the worker was created (jobs may come before it runs) */
 } slot;
 
 static struct {
@@ -82,7 +83,7 @@ static void *worker(void *arg)
 {
     const int w = (int)(intptr_t)arg;
     slot *s = &pool.slots[w];
-    unsigned seen = atomic_load(&s->go);
+    unsigned seen = s->seen0;
     for (;;) {
         const int64_t t0 = now_ns();
         for (unsigned spins = 1; atomic_load_explicit(&s->go, memory_order_acquire) == seen; spins++) {
@@ -128,6 +129,7 @@ static int grow(int want)
         pthread_t th;
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pool.slots[pool.nworkers].seen0 = atomic_load(&pool.slots[pool.nworkers].go);
         const int rc = pthread_create(&th, &a, worker, (void *)(intptr_t)pool.nworkers);
         pthread_attr_destroy(&a);
         if (rc != 0)
@@ -300,8 +302,6 @@ int gs_cpu_threads_for_cost(int64_t n, double ns_per_item)
     }
     return best_t;
 }
-
-int gs_cpu_threads_for(int64_t n) { return gs_cpu_threads_for_cost(n, GS_CPU_NS_DEFAULT); }
 
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
 {

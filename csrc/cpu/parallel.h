@@ -21,24 +21,17 @@ typedef void (*gs_range_fn)(void *ctx, int tid, int64_t begin, int64_t end);
  * on the caller, after the others). */
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx);
 
-/* Threads worth using for n items that cost ns_per_item each on one thread:
- * the count t minimising n*ns_per_item/t + handoff(t), where handoff(t) is
- * the measured cost of waking t-1 pool threads and waiting for them.  1 (the
- * calling thread alone, no hand-off) when threads would not pay.  At most
- * GPUSYNC_NUM_THREADS, or the online CPUs (at most 64). */
-int gs_cpu_threads_for_cost(int64_t n, double ns_per_item);
-
-/* ... with the default per-element cost (GS_CPU_NS_DEFAULT). */
-int gs_cpu_threads_for(int64_t n);
-
-/* The most threads a job may use (GPUSYNC_NUM_THREADS or the online CPUs). */
-int gs_cpu_max_threads(void);
-
-/* Measured hand-off cost (ns) of a job on `nthreads` threads: waking
- * nthreads-1 parked pool threads and seeing them finish an empty slice;
- * 0 for one thread.  Measured once when the pool starts (the best of a few
- * empty jobs), so the first call pays it. */
-double gs_cpu_handoff_ns(int nthreads);
+/* Declared in gpusync.h (the engine choice reads them too):
+ * gs_cpu_threads_for_cost(n, ns_per_item): the thread count t minimising
+ *   n*ns_per_item/t + handoff(t), handoff(t) the measured cost of waking t-1
+ *   pool threads and waiting for them; 1 (the calling thread alone, no
+ *   hand-off) when threads would not pay.  At most gs_cpu_max_threads().
+ * gs_cpu_max_threads(): GPUSYNC_NUM_THREADS, or the online CPUs (at most 64).
+ * gs_cpu_handoff_ns(nthreads): the hand-off of a job on nthreads threads --
+ *   waking nthreads-1 parked pool threads and seeing them finish an empty
+ *   slice; 0 for one thread.  Measured once when the pool starts (the best of
+ *   a few empty jobs; the first call pays it), linear in the threads between
+ *   the two counts measured. */
 
 /* Between two chunks of a slice: nonzero when the job should stop (an
  * interrupt).  Thread 0 -- the caller -- asks the binding's hook (a pending

@@ -73,7 +73,6 @@
 #define GS_CPU_NS_HIST_BYTE 0.25   /* 8-bit histogram: one table increment per byte */
 #define GS_CPU_NS_HIST 1.5         /* histogram / bincount / binned_statistic per element */
 #define GS_CPU_NS_SCAN_BYTE 0.15   /* cumsum: two reads and one write per element */
-#define GS_CPU_NS_DEFAULT 1.0
 /* Elements a CPU thread processes between two checks for an interrupt
  * (gs_cpu_stop): a few tens of microseconds of work. */
 #define GS_CPU_CHUNK 65536
