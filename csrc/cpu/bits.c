@@ -5,6 +5,9 @@
 #include "parallel.h"
 
 #include <stdatomic.h>
+#ifdef __SSE2__
+#include <emmintrin.h> /* baseline x86-64 */
+#endif
 #include <string.h>
 
 typedef struct {
@@ -26,8 +29,13 @@ typedef struct {
         const int64_t s = c->stride;                                                                          \
         if (!c->out) {                                                                                        \
             if (s == 1)                                                                                       \
-                for (int64_t i = e0; i < e1; i++)                                                             \
-                    cnt += (int64_t)(PRED(p[i]));                                                             \
+                for (int64_t i = e0; i < e1; i += 4096) { /* 32-bit lanes: 4096 predicates fit */             \
+                    const int64_t m = e1 - i < 4096 ? e1 - i : 4096;                                          \
+                    uint32_t blk = 0;                                                                         \
+                    for (int64_t k = 0; k < m; k++)                                                           \
+                        blk += (uint32_t)(PRED(p[i + k]));                                                    \
+                    cnt += blk;                                                                               \
+                }                                                                                             \
             else                                                                                              \
                 for (int64_t i = e0; i < e1; i++)                                                             \
                     cnt += (int64_t)(PRED(p[i * s]));                                                         \
@@ -51,8 +59,79 @@ typedef struct {
 #define HALF_NZ(v) (((v)&0x7fffu) != 0)
 #define HALF_GT(v) ((double)gs_half_to_float(v) > thr)
 
+/* Bytes != 0 of 8 one-byte elements to 8 bits at once: the high bit of each
+ * byte of nz is set iff the byte is nonzero; the multiply gathers those bits
+ * into the top byte in element order (little) or reversed (big). */
+static void pack_bytes(bctx *c, int64_t e0, int64_t e1)
+{
+    const uint8_t *p = (const uint8_t *)c->x;
+    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7fULL, ones = 0x0101010101010101ULL;
+    const uint64_t magic = c->little ? 0x0102040810204080ULL : 0x8040201008040201ULL;
+    int64_t b = e0 / 8;
+#ifdef __SSE2__
+    static uint8_t rev[256]; /* bit-reversed bytes, for the big bit order */
+    static int rev_ready;
+    if (!__atomic_load_n(&rev_ready, __ATOMIC_ACQUIRE)) {
+        for (int v = 0; v < 256; v++) {
+            unsigned r = 0;
+            for (int k = 0; k < 8; k++)
+                r |= ((v >> k) & 1u) << (7 - k);
+            rev[v] = (uint8_t)r;
+        }
+        __atomic_store_n(&rev_ready, 1, __ATOMIC_RELEASE);
+    }
+    const __m128i z = _mm_setzero_si128();
+    for (; b * 8 + 16 <= e1; b += 2) { /* bit k of the mask: byte k is nonzero */
+        const unsigned m = ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + b * 8)), z));
+        c->out[b] = c->little ? (uint8_t)m : rev[m & 0xff];
+        c->out[b + 1] = c->little ? (uint8_t)(m >> 8) : rev[(m >> 8) & 0xff];
+    }
+#endif
+    for (; b * 8 + 8 <= e1; b++) {
+        uint64_t x;
+        memcpy(&x, p + b * 8, 8);
+        const uint64_t nz = ((((x & lo7) + lo7) | x) >> 7) & ones;
+        c->out[b] = (uint8_t)((nz * magic) >> 56);
+    }
+    if (b * 8 < e1) { /* the last, partial byte */
+        unsigned byte = 0;
+        for (int64_t i = b * 8; i < e1; i++)
+            byte |= (unsigned)(p[i] != 0) << (c->little ? (int)(i - b * 8) : 7 - (int)(i - b * 8));
+        c->out[b] = (uint8_t)byte;
+    }
+}
+
+#ifdef __SSE2__
+/* Nonzero bytes of p[0, n): zero bytes counted 16 at a time in byte lanes
+ * (at most 255 rounds between two horizontal sums, psadbw). */
+static int64_t count_bytes_sse2(const uint8_t *p, int64_t n)
+{
+    const __m128i z = _mm_setzero_si128();
+    int64_t zeros = 0, i = 0;
+    while (i + 16 <= n) {
+        __m128i acc = z;
+        const int64_t stop = i + 16 * 255 < n ? i + 16 * 255 : n;
+        for (; i + 16 <= stop; i += 16)
+            acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + i)), z));
+        const __m128i s = _mm_sad_epu8(acc, z);
+        zeros += _mm_cvtsi128_si32(s) + _mm_cvtsi128_si32(_mm_unpackhi_epi64(s, s));
+    }
+    for (; i < n; i++)
+        zeros += p[i] == 0;
+    return n - zeros;
+}
+#endif
+
 static int64_t piece(const bctx *c, int64_t e0, int64_t e1)
 {
+    if (c->out && !c->has_thr && c->stride == 1 && gs_dtype_size(c->dt) == 1 && c->dt != GS_FLOAT16) {
+        pack_bytes((bctx *)c, e0, e1);
+        return 0;
+    }
+#ifdef __SSE2__
+    if (!c->out && !c->has_thr && c->stride == 1 && gs_dtype_size(c->dt) == 1)
+        return count_bytes_sse2((const uint8_t *)c->x + e0, e1 - e0);
+#endif
     int64_t cnt = 0;
     const double thr = c->thr;
     const int t = c->has_thr;
