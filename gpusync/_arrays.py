@@ -11,27 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import warnings
 
 import numpy as np
 
 from . import _core
 
-# gs_dtype codes (csrc/include/gpusync/gpusync.h)
-_DTYPE_CODES = {
-    np.dtype(np.bool_): 0,
-    np.dtype(np.int8): 1,
-    np.dtype(np.uint8): 2,
-    np.dtype(np.int16): 3,
-    np.dtype(np.uint16): 4,
-    np.dtype(np.int32): 5,
-    np.dtype(np.uint32): 6,
-    np.dtype(np.int64): 7,
-    np.dtype(np.uint64): 8,
-    np.dtype(np.float16): 9,
-    np.dtype(np.float32): 10,
-    np.dtype(np.float64): 11,
-}
+# gs_dtype codes: defined once in C (gpusync.h), exported by the binding
+_DTYPE_CODES = {np.dtype(name): code for name, code in _core.DTYPES.items()}
 
 _KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
 
@@ -131,6 +119,7 @@ def call_stream(stream, first):
             yield
             return
         lib, device = target
+        _need_cuda("stream")
         impl = Lib.of(lib)  # an unknown CAI producer's results: CuPy's, else PyTorch's
         if lib in ("cupy", "torch") and hasattr(first, "__cuda_array_interface__"):
             producer = impl.current_stream(device)
@@ -196,7 +185,20 @@ def _lib_name(obj) -> str:
     return mod if mod in ("cupy", "torch", "numba") else "other"
 
 
+@functools.lru_cache(maxsize=None)
+def _cuda_state():
+    return _core.available("cuda")
+
+
+def _need_cuda(name):
+    """A device array needs the CUDA backend: say so clearly where it cannot run."""
+    ok, why = _cuda_state()
+    if not ok:
+        raise _core.NoCudaError(f"{name}: a CUDA device array needs the cuda backend, which cannot run here: {why}")
+
+
 def _cai_view(obj, name):
+    _need_cuda(name)
     cai = obj.__cuda_array_interface__
     shape = tuple(int(s) for s in cai["shape"])
     dtype = np.dtype(cai["typestr"])

@@ -17,8 +17,16 @@ def cuda_available() -> bool:
 
 
 def _default() -> str:
-    forced = os.environ.get("GPUSYNC_BACKEND", "").strip().lower()
-    if forced in ("cpu", "cuda"):
+    forced = _core.env_backend()  # GPUSYNC_BACKEND through the C table (a bad value warns there)
+    if forced == "cuda":
+        ok, why = _core.available("cuda")
+        if not ok:
+            import warnings
+
+            warnings.warn(f"GPUSYNC_BACKEND=cuda, but the CUDA backend cannot run here ({why}): using cpu",
+                          RuntimeWarning, stacklevel=3)
+            return "cpu"
+    if forced is not None:
         return forced
     return "cuda" if cuda_available() else "cpu"
 

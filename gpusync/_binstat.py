@@ -20,7 +20,7 @@ from . import _arrays, _backend, _core
 from ._arrays import DeviceArray, Lib
 from ._histogram import _minmax
 
-STATISTICS = ("count", "sum", "mean", "std", "var", "min", "max")
+STATISTICS = tuple(sorted(_core.STATISTICS, key=_core.STATISTICS.get))  # codes defined once in C
 STRATEGIES = ("auto", "shared", "global")
 
 BinnedStatisticResult = namedtuple("BinnedStatisticResult", ("statistic", "bin_edges", "binnumber"))
@@ -192,7 +192,7 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     # one float dtype for both arrays at the C API (conversions are exact)
     work = np.dtype(np.float32) if (x_dtype == np.float32 and np.dtype(vv.dtype) == np.float32) else np.dtype(np.float64)
     be = _backend.backend()
-    stat_code = STATISTICS.index(statistic)
+    stat_code = _core.STATISTICS[statistic]
     e64 = np.ascontiguousarray(edges, dtype=np.float64)
     if on_device and be == "cuda":
         lib = Lib.of(xv.lib)

@@ -6,7 +6,6 @@ import numpy as np
 from . import _arrays, _backend, _core
 from ._arrays import DeviceArray, Lib
 
-last_strategy = {}
 
 
 def _threshold(threshold, dtype):

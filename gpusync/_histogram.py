@@ -26,7 +26,7 @@ from ._arrays import DeviceArray, Lib
 
 STRATEGIES = ("auto", "global", "shared", "warp", "cluster")
 
-_DIRECT, _LUT, _UNIFORM, _EDGES = 0, 1, 2, 3
+_DIRECT, _LUT, _UNIFORM, _EDGES = (_core.BINS_KINDS[k] for k in ("direct", "lut", "uniform", "edges"))
 _EXACT_INT = 2.0**53
 
 

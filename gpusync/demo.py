@@ -147,7 +147,7 @@ def tour(n: int | None = None, reps: int = 5, verbose: bool = True) -> dict:
     return {"backend": _backend.backend(), "device": info["name"], "n": n, "rows": rows}
 
 
-_COUNTER_KINDS = {"race": 0, "atomic": 1, "mutex": 2}
+_COUNTER_KINDS = _core.COUNTER_KINDS  # codes defined once in C (gpusync.h)
 
 
 def _counter(kind: str, blocks: int, threads: int) -> dict:

@@ -39,6 +39,14 @@ static const char *const statistic_names[GS_STAT_KINDS] = {
     [GS_STAT_VAR] = "var",     [GS_STAT_MIN] = "min", [GS_STAT_MAX] = "max",
 };
 
+static const char *const counter_kind_names[] = {
+    [GS_COUNTER_RACE] = "race", [GS_COUNTER_ATOMIC] = "atomic", [GS_COUNTER_MUTEX] = "mutex"};
+const char *gs_counter_kind_name(int code)
+{
+    return code >= 0 && code < (int)(sizeof counter_kind_names / sizeof *counter_kind_names) ? counter_kind_names[code]
+                                                                                              : NULL;
+}
+
 const char *gs_dtype_name(int code)
 {
     return code >= 0 && code < GS_DTYPE_COUNT ? dtype_names[code] : NULL;

@@ -9,7 +9,6 @@ static int stub_available(void)
     NO_CUDA;
     return 0;
 }
-static int stub_device_count(void) { return 0; }
 static int stub_pointer_device(const void *p)
 {
     (void)p;
@@ -116,7 +115,6 @@ static gs_status stub_empty_cache(void) { return GS_OK; /* nothing cached */ }
 static const gs_backend_ops stub_ops = {
     .name = "cuda",
     .available = stub_available,
-    .device_count = stub_device_count,
     .device_info = stub_device_info,
     .pointer_device = stub_pointer_device,
     .histogram = stub_histogram,

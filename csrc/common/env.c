@@ -20,8 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BIG 1e15
-
 static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_BACKEND] = {.name = "GPUSYNC_BACKEND", .type = "choice", .fallback = "",
                         .choices = "cpu|cuda",
@@ -33,8 +31,7 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                            "may see no progress before it raises DeadlockError; smaller values "
                                            "are raised to the minimum with a warning"},
     [GS_ENV_NUM_THREADS] = {.name = "GPUSYNC_NUM_THREADS", .type = "int", .fallback = "",
-                            .lo = 1, .hi = 1024,
-                            .meaning = "CPU backend threads (default: online CPUs, at most 64)"},
+                            .lo = 1, .hi = 256, .meaning = "CPU backend threads (default: the online CPUs, at most 256)"},
     [GS_ENV_DEBUG] = {.name = "GPUSYNC_DEBUG", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
                       .meaning = "1: print each CUDA call's launch shape and the strategy auto chose on stderr"},
     [GS_ENV_POOL_KEEP_MB] = {.name = "GPUSYNC_POOL_KEEP_MB", .type = "int", .fallback = "1024", .lo = 0,
@@ -51,11 +48,11 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_NO_STAGING] = {.name = "GPUSYNC_NO_STAGING", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
                            .meaning = "1: copy host inputs with plain cudaMemcpy instead of the staging crew"},
     [GS_ENV_STAGE_THREADS] = {.name = "GPUSYNC_STAGE_THREADS", .type = "int", .fallback = "", .lo = 1, .hi = 256,
-                              .meaning = "host threads of the staging crew (default: 4, at most CPUs - 1)"},
+                              .meaning = "host threads of the staging crew (default: 16, at most CPUs - 1)"},
     [GS_ENV_STAGE_SPIN_US] = {.name = "GPUSYNC_STAGE_SPIN_US", .type = "int", .fallback = "", .lo = 0,
                               .hi = 1000000, .meaning = "how long an idle crew thread spins before it sleeps"},
     [GS_ENV_STAGE_UNIT_KB] = {.name = "GPUSYNC_STAGE_UNIT_KB", .type = "int", .fallback = "", .lo = 4,
-                              .hi = 65536, .meaning = "the smallest staging unit (one DMA) in KiB"},
+                              .hi = 2048, .meaning = "the smallest staging unit (one DMA) in KiB (at most the 2 MiB slot)"},
     [GS_ENV_STAGE_SPLIT] = {.name = "GPUSYNC_STAGE_SPLIT", .type = "int", .fallback = "", .lo = 1, .hi = 64,
                             .meaning = "host-to-device: crew pieces per staging unit"},
     [GS_ENV_STAGE_D2H_SPLIT] = {.name = "GPUSYNC_STAGE_D2H_SPLIT", .type = "int", .fallback = "1", .lo = 1,
@@ -91,18 +88,21 @@ static void warn_locked(const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(pending[npending++], sizeof pending[0], fmt, ap);
+    vsnprintf(pending[npending], sizeof pending[0], fmt, ap);
     va_end(ap);
+    __atomic_store_n(&npending, npending + 1, __ATOMIC_RELEASE);
 }
 
 int gs_env_take_warning(char *buf, size_t len)
 {
+    if (__atomic_load_n(&npending, __ATOMIC_ACQUIRE) == 0) /* every call asks: no lock when none */
+        return 0;
     pthread_mutex_lock(&env_lock);
     int got = npending > 0;
     if (got) {
         snprintf(buf, len, "%s", pending[0]);
         memmove(pending[0], pending[1], sizeof pending[0] * (size_t)(npending - 1));
-        npending--;
+        __atomic_store_n(&npending, npending - 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&env_lock);
     return got;
@@ -183,13 +183,28 @@ static const env_cache *lookup_locked(gs_env_var v)
     return c;
 }
 
+/* Per-thread copies: a lookup whose text has not changed takes no lock (the
+ * cost of the getenv it replaces: hot loops such as the CPU counter demo
+ * read the spin time-out per lock). */
+static _Thread_local env_cache mine[GS_ENV_COUNT];
+
+static env_cache lookup(gs_env_var v)
+{
+    const char *s = getenv(table[v].name);
+    env_cache *m = &mine[v];
+    if (m->parsed && strncmp(m->raw, s ? s : "", sizeof m->raw) == 0)
+        return *m;
+    pthread_mutex_lock(&env_lock);
+    *m = *lookup_locked(v);
+    pthread_mutex_unlock(&env_lock);
+    return *m;
+}
+
 double gs_env_number(gs_env_var v, double dflt, int *set)
 {
-    pthread_mutex_lock(&env_lock);
-    const env_cache *c = lookup_locked(v);
-    const int ok = c->valid;
-    const double x = c->value;
-    pthread_mutex_unlock(&env_lock);
+    const env_cache c = lookup(v);
+    const int ok = c.valid;
+    const double x = c.value;
     if (set)
         *set = ok;
     return ok ? x : dflt;
@@ -197,11 +212,8 @@ double gs_env_number(gs_env_var v, double dflt, int *set)
 
 int gs_env_choice(gs_env_var v)
 {
-    pthread_mutex_lock(&env_lock);
-    const env_cache *c = lookup_locked(v);
-    const int k = c->valid ? (int)c->value : -1;
-    pthread_mutex_unlock(&env_lock);
-    return k;
+    const env_cache c = lookup(v);
+    return c.valid ? (int)c.value : -1;
 }
 
 int64_t gs_spin_timeout_ns(void)

@@ -33,7 +33,6 @@ static gs_status cpu_divergence(int kind, int64_t n, int block, int iters, doubl
 }
 
 static int cpu_available(void) { return 1; }
-static int cpu_device_count(void) { return 0; }
 static int cpu_pointer_device(const void *p)
 {
     (void)p;
@@ -81,7 +80,6 @@ static gs_status cpu_empty_cache(void) { return GS_OK; }
 static const gs_backend_ops cpu_ops = {
     .name = "cpu",
     .available = cpu_available,
-    .device_count = cpu_device_count,
     .device_info = cpu_device_info,
     .pointer_device = cpu_pointer_device,
     .histogram = gs_cpu_histogram,

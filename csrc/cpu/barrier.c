@@ -31,10 +31,13 @@ typedef struct {
 
 static unsigned value_of(int64_t r, unsigned b) { return (unsigned)r * 2654435761u + b * 40503u + 1u; }
 
-/* Spin until *p reaches v (wrap-safe), or time out. */
+/* Spin until *p reaches v (wrap-safe), or time out: timeout ns in which *p
+ * did not change (the lock barrier's count moves with every arrival, so it
+ * counts time without progress; the other words change once per round). */
 static int wait_ge(atomic_uint *p, unsigned v, cctx *c, int equal)
 {
     int64_t start = 0;
+    unsigned mark = 0;
     for (unsigned spins = 1;; spins++) {
         const unsigned cur = atomic_load_explicit(p, memory_order_acquire);
         if (equal ? cur == v : (int)(cur - v) >= 0)
@@ -43,8 +46,10 @@ static int wait_ge(atomic_uint *p, unsigned v, cctx *c, int equal)
             if (atomic_load_explicit(&c->error, memory_order_relaxed))
                 return 0;
             const int64_t now = gs_now_ns();
-            if (!start)
+            if (!start || cur != mark) {
                 start = now;
+                mark = cur;
+            }
             else if (now - start > c->timeout) {
                 atomic_store(&c->error, 1);
                 return 0;

@@ -107,6 +107,33 @@ gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev);
  * synchronized. */
 gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag);
 
+/* ---- Interrupts on the GPU (one mechanism; see docs/environment.md and
+ * gpusync.h's interrupt section).
+ * Every host wait for device work goes through gs_cuda_wait_stream /
+ * gs_cuda_wait_event: they poll cudaStreamQuery / cudaEventQuery (busy for
+ * the first GS_WAIT_SPIN_US, then in naps of at most GS_WAIT_NAP_US) and
+ * call gs_interrupt_poll() between polls.  On an interrupt they raise the
+ * process-wide device cancel word -- one int of mapped, portable pinned host
+ * memory that every device can read -- and keep waiting: the work must drain
+ * before its buffers are freed.  Kernels that can run without bound (the
+ * barrier benchmark's rounds, the mutex counter demo) read the cancel word
+ * through gs_cuda_cancel_word() every few rounds / blocks and stop; other
+ * kernels are bounded by their data and finish.  When the work has drained,
+ * the word is lowered and the wait returns GS_ERR_INTERRUPTED (the binding
+ * raises KeyboardInterrupt and the next call starts clean). */
+#define GS_WAIT_SPIN_US 5000
+#define GS_WAIT_NAP_US 100
+gs_status gs_cuda_wait_stream(cudaStream_t s);
+gs_status gs_cuda_wait_event(cudaEvent_t e);
+/* The device address of the cancel word (NULL if it could not be made:
+ * kernels then never see a cancel, and waits still end when work drains). */
+const int *gs_cuda_cancel_word(void);
+/* Kernel side: has the host asked to stop?  (A PCIe read: call it rarely.) */
+__device__ __forceinline__ bool gs_cancel_requested(const int *cancel)
+{
+    return cancel != NULL && *(const volatile int *)cancel != 0;
+}
+
 /* A representative instantiation of a gpusync kernel, for gs.occupancy():
  * its launch shape as the library launches it (u8 input and 256 bins for
  * histograms, float32 for reductions, 100 bins for binned_statistic). */

@@ -305,9 +305,10 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
                                               : (int64_t)threads * (16 / (int64_t)sizeof(T)) * GS_REDUCE_UNROLL;
     const int64_t work = (n + per_block - 1) / per_block;
     int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
-    const char *force = getenv("GPUSYNC_REDUCE_GRID"); /* block-count sweeps */
-    if (force && atoll(force) > 0 && !p.deterministic && p.strategy != GS_STRATEGY_GRID)
-        grid = atoll(force); /* (never past the co-resident maximum for the grid barrier) */
+    int forced = 0; /* block-count sweeps */
+    const double force = gs_env_number(GS_ENV_REDUCE_GRID, 0, &forced);
+    if (forced && !p.deterministic && p.strategy != GS_STRATEGY_GRID)
+        grid = (int64_t)force; /* (never past the co-resident maximum for the grid barrier) */
     const int64_t cap = (int64_t)p.dev->multiprocessors * (p.dev->max_threads_per_multiprocessor / 32);
     if (grid > cap) /* the workspace holds this many partials */
         grid = cap;
@@ -398,7 +399,7 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     reduce_plan p = {strategy, det, b != NULL, NULL, NULL, NULL, dev, s};
     void *d_a = NULL, *d_b = NULL;
     int flag = 0;
-    if (getenv("GPUSYNC_DEBUG"))
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] %s n=%lld dtype=%d strategy=%s deterministic=%d device=%d%s\n",
                 b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
                 on_host ? " (host input staged)" : "");
@@ -432,7 +433,8 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     GS_CUDA_GOTO(cudaGetLastError());
     if (on_host) {
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, &p.ws->result, gs_dtype_size(out->dtype), cudaMemcpyDeviceToHost, s));
-        GS_CUDA_GOTO(cudaStreamSynchronize(s));
+        if ((st = gs_cuda_wait_stream(s)) != GS_OK)
+            goto fail;
     }
     if (strategy == GS_STRATEGY_MUTEX || strategy == GS_STRATEGY_GRID) {
         st = gs_cuda_read_flag(&p.ws->error, s, &flag);

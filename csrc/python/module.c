@@ -70,8 +70,12 @@ static int gs_done(gs_status st)
 /* The interrupt hook (gpusync.h): run by the calling thread inside a long
  * wait, with the GIL released.  A pending SIGINT runs Python's handler here,
  * whose exception stays set on this thread until gs_done sees it. */
+static unsigned long main_thread_ident; /* Python runs signal handlers only there */
+
 static int interrupt_hook(void)
 {
+    if (PyThread_get_thread_ident() != main_thread_ident)
+        return 0; /* no handler can run here: do not contend for the GIL */
     PyGILState_STATE g = PyGILState_Ensure();
     const int hit = PyErr_Occurred() != NULL || PyErr_CheckSignals() < 0;
     PyGILState_Release(g);
@@ -966,12 +970,20 @@ PyMODINIT_FUNC PyInit__core(void)
         goto fail;
     Py_CLEAR(b);
     if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
-        add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0)
+        add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
+        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0)
         goto fail;
+    { /* threading.main_thread().ident: the thread Python runs signal handlers in */
+        PyObject *thr = PyImport_ImportModule("threading"), *mt = NULL, *id = NULL;
+        if (thr && (mt = PyObject_CallMethod(thr, "main_thread", NULL)) && (id = PyObject_GetAttrString(mt, "ident")))
+            main_thread_ident = PyLong_AsUnsignedLong(id);
+        Py_XDECREF(id);
+        Py_XDECREF(mt);
+        Py_XDECREF(thr);
+        if (PyErr_Occurred())
+            goto fail;
+    }
     gs_set_interrupt_hook(interrupt_hook);
-    if (PyModule_AddIntConstant(m, "HIST_BLOCK_THREADS", GS_HIST_BLOCK_THREADS) < 0 ||
-        PyModule_AddIntConstant(m, "HIST_CLUSTER_MAX", GS_HIST_CLUSTER_MAX) < 0)
-        goto fail;
     return m;
 fail:
     Py_XDECREF(b);

@@ -62,14 +62,18 @@ __device__ __forceinline__ bool wait_until(Ready ready, int *error, unsigned lon
 {
     if (ready())
         return true;
-    const unsigned long long start = globaltimer_ns();
+    unsigned long long start = globaltimer_ns(), last = start;
     for (unsigned spins = 0;; spins++) {
         if (ready())
             return true;
         if ((spins & 15) == 15) {
             if (load_relaxed(error))
                 return false;
-            if (globaltimer_ns() - start > timeout_ns) {
+            const unsigned long long now = globaltimer_ns();
+            if (now - last > GPUSYNC_SPIN_GAP_NS) /* we were not running (time-sliced): does not count */
+                start += now - last;
+            last = now;
+            if (now - start > timeout_ns) {
                 atomicExch(error, 1);
                 return false;
             }

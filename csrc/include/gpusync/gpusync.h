@@ -177,7 +177,6 @@ typedef struct gs_backend_ops {
     /* Nonzero when the backend can run here (a driver and a device for CUDA);
      * otherwise a reason is left in gs_last_error(). */
     int (*available)(void);
-    int (*device_count)(void);
     gs_status (*device_info)(int ordinal, gs_device_info *info);
     /* The device that owns a pointer, or GS_HOST for host or unknown memory. */
     int (*pointer_device)(const void *p);
@@ -289,6 +288,9 @@ typedef struct gs_backend_ops {
      * work that still uses it.  CPU: nothing cached, GS_OK. */
     gs_status (*empty_cache)(void);
 } gs_backend_ops;
+
+/* The counter demo's kinds (gs_backend_ops.counter). */
+enum { GS_COUNTER_RACE = 0, GS_COUNTER_ATOMIC = 1, GS_COUNTER_MUTEX = 2 };
 
 /* binned_statistic's statistics (scipy.stats.binned_statistic's names; var
  * is std squared).  Exported to Python as _core.STATISTICS (name -> code). */
@@ -416,6 +418,7 @@ const char *gs_strategy_name(gs_strategy s);
 const char *gs_dtype_name(int code);
 const char *gs_bins_kind_name(int code);
 const char *gs_statistic_name(int code);
+const char *gs_counter_kind_name(int code); /* _core.COUNTER_KINDS */
 /* GS_STRATEGY_COUNT when the name is unknown. */
 gs_strategy gs_strategy_from_name(const char *name);
 size_t gs_dtype_size(gs_dtype dt);
