@@ -164,3 +164,17 @@ def test_integer_sums_wrap_like_numpy(cpu):
     assert int(gs.sum(u)) == int(np.sum(u))
     d = np.full(1_000_003, 2**33 + 7, np.int64)
     assert int(gs.dot(d, d)) == int(np.dot(d, d))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bins,lo,hi", [(100, 0.0, 1.0), (7, -3.3, 2.9), (1000, 1000.0, 1001.0), (64, 1e9, 1e9 + 6400.0)])
+def test_uniform_histogram_fast_path_matches_numpy_on_edges(cpu, dtype, bins, lo, hi):
+    """The blocked estimate + exact fallback: values on and next to every
+    edge, outside, NaN and inf land where np.histogram puts them."""
+    edges = np.histogram_bin_edges(np.array([lo, hi]), bins, (lo, hi)).astype(dtype)
+    near = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf)])
+    rng = np.random.default_rng(bins)
+    x = np.concatenate([near, rng.uniform(lo - 1, hi + 1, 5000).astype(dtype),
+                        np.array([np.nan, np.inf, -np.inf], dtype)])
+    x = np.tile(rng.permutation(x), 3)
+    assert np.array_equal(gs.histogram(x, bins, range=(lo, hi))[0], np.histogram(x, bins, range=(lo, hi))[0])
