@@ -32,7 +32,7 @@ from ._scan import STRATEGIES as CUMSUM_STRATEGIES  # noqa: F401
 from ._scan import cumsum  # noqa: F401
 from ._headers import include_dir  # noqa: F401
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 __all__ = [
     "histogram",

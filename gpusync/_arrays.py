@@ -202,12 +202,14 @@ def _cai_view(obj, name):
     cai = obj.__cuda_array_interface__
     shape = tuple(int(s) for s in cai["shape"])
     dtype = np.dtype(cai["typestr"])
-    if not supported_dtype(dtype):
+    if not supported_dtype(dtype.newbyteorder("=")):
         raise TypeError(f"{name}: unsupported dtype {dtype}")
     ptr = int(cai["data"][0])
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
     strides = cai.get("strides")
     isz = dtype.itemsize
+    if not dtype.isnative or (n and (ptr % isz or (strides is not None and any(int(s) % isz for s in strides)))):
+        return _NEEDS_COPY
     if strides is None or n <= 1:
         stride = 1
     else:
@@ -219,8 +221,6 @@ def _cai_view(obj, name):
             stride = 1
         elif len([s for s in shape if s != 1]) == 1:
             axis = next(i for i, s in enumerate(shape) if s != 1)
-            if strides[axis] % isz:
-                raise ValueError(f"{name}: device array is not aligned")
             stride = int(strides[axis]) // isz
         else:
             return None  # needs a copy
@@ -237,6 +237,9 @@ def _cai_view(obj, name):
     return DeviceArray(obj, lib, ptr, n, stride, dtype, device, int(stream), shape)
 
 
+_NEEDS_COPY = object()  # _cai_view: the array must be copied to native order / alignment first
+
+
 def _device_of(obj, lib, ptr):
     if lib == "cupy":
         return int(obj.device.id)
@@ -246,14 +249,28 @@ def _device_of(obj, lib, ptr):
     return dev if dev >= 0 else 0
 
 
+def native_host(a: np.ndarray) -> np.ndarray:
+    """`a` itself when the core can read it in place; else (byte-swapped
+    dtype, or an unaligned view) a native-order, aligned copy of it, the
+    only extra copy a call makes for such input."""
+    dt = a.dtype
+    if (dt.isnative and a.flags.aligned) or dt.kind not in "biuf" or dt.newbyteorder("=") not in _DTYPE_CODES:
+        return a  # in place; or a dtype the callers refuse with their own message
+    return a.astype(dt.newbyteorder("="), order="K")
+
+
 def as_input(obj, name):
-    """Return a NumPy array (host) or a DeviceArray (device) for `obj`."""
+    """Return a NumPy array (host) or a DeviceArray (device) for `obj`.
+    Byte-swapped or unaligned input comes back as a native aligned copy
+    (host: native_host; device: a copy by its own library)."""
     if isinstance(obj, np.ndarray):
-        return obj
+        return native_host(obj)
     if hasattr(obj, "__cuda_array_interface__"):
         view = _cai_view(obj, name)
         if view is None:  # non-contiguous N-d: let the owner library flatten it
             view = _cai_view(Lib.of(_lib_name(obj)).ravel(obj), name)
+        if view is _NEEDS_COPY:  # byte-swapped or unaligned: a native aligned copy on the device
+            view = _cai_view(Lib.of(_lib_name(obj)).native_copy(obj), name)
         return view
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         dev_type, _ = obj.__dlpack_device__()
@@ -268,7 +285,7 @@ def as_input(obj, name):
                 if mod is not None:
                     return as_input(mod.from_dlpack(obj), name)
             raise TypeError(f"{name}: a DLPack CUDA array needs CuPy or PyTorch installed to be read in place")
-    return np.asarray(obj)
+    return native_host(np.asarray(obj))
 
 
 def _import(name):
@@ -294,6 +311,39 @@ class Lib:
                 raise TypeError("results for this device array need CuPy or PyTorch installed")
             cls._cache[name] = impl()
         return cls._cache[name]
+
+
+def _device_native_copy(a):
+    """A native-order, aligned, C-contiguous CuPy copy of any CAI array
+    (byte-swapped dtype, unaligned pointer or strides), made on the device:
+    the bytes the array spans are copied to a fresh allocation, each
+    element's bytes gathered (and reversed when byte-swapped) by CuPy."""
+    import cupy as cp
+
+    cai = a.__cuda_array_interface__
+    dt = np.dtype(cai["typestr"])
+    shape = tuple(int(d) for d in cai["shape"])
+    isz = dt.itemsize
+    strides = cai.get("strides")
+    if strides is None:
+        strides = tuple(int(isz * np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    out_dt = dt.newbyteorder("=")
+    if n == 0:
+        return cp.empty(shape, out_dt)
+    lo = sum(min(0, (d - 1) * int(st)) for d, st in zip(shape, strides))
+    hi = sum(max(0, (d - 1) * int(st)) for d, st in zip(shape, strides)) + isz
+    span = cp.empty(hi - lo, cp.uint8)
+    cp.cuda.runtime.memcpy(span.data.ptr, int(cai["data"][0]) + lo, hi - lo, 3)  # cudaMemcpyDeviceToDevice
+    off = cp.zeros(shape, cp.int64) - lo
+    for axis, (d, st) in enumerate(zip(shape, strides)):
+        idx = cp.arange(d, dtype=cp.int64) * int(st)
+        off = off + idx.reshape((d,) + (1,) * (len(shape) - axis - 1))
+    order = cp.arange(isz, dtype=cp.int64)
+    if not dt.isnative:
+        order = order[::-1]
+    b = span[off.reshape(-1, 1) + order]
+    return cp.ascontiguousarray(b).view(out_dt).reshape(shape)
 
 
 class _StreamHandle:
@@ -351,6 +401,9 @@ class _CuPy:
     def ravel(self, a):
         return self.cp.ravel(a)
 
+    def native_copy(self, a):
+        return _device_native_copy(a)
+
     def scalar(self, a):
         return a.reshape(())
 
@@ -387,6 +440,13 @@ class _Torch:
     def ravel(self, a):
         return a.reshape(-1).contiguous()
 
+    def native_copy(self, a):  # tensors are native and aligned; a foreign CAI array needs CuPy
+        if isinstance(a, self.torch.Tensor):
+            return a.contiguous().clone()
+        if _import("cupy") is None:
+            raise TypeError("a byte-swapped or unaligned device array needs CuPy installed to be copied")
+        return _device_native_copy(a)
+
     def scalar(self, a):
         return a.reshape(())
 
@@ -421,6 +481,14 @@ class _Numba:
 
     def ravel(self, a):
         return a.ravel()
+
+    def native_copy(self, a):
+        """Byte-swapped / unaligned Numba array: CuPy's device-side copy when
+        CuPy is installed, else one round trip through the host."""
+        if _import("cupy") is not None:
+            return _device_native_copy(a)
+        h = a.copy_to_host()
+        return self.from_host(h.astype(h.dtype.newbyteorder("=")), _device_of(a, "numba", 0))
 
     def scalar(self, a):  # Numba has no 0-d device arrays: a host scalar
         return a.copy_to_host()[0]

@@ -1,17 +1,28 @@
 """barrier_benchmark: grid barriers run, verified and timed."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import _backend, _core
 
 STRATEGIES = ("auto", "lock", "lockfree", "sense", "cooperative", "relaunch")
+
+
+def _positive_int(v, name):
+    """v as a positive int (an integral float is taken), else an error naming the argument."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"barrier_benchmark: {name} must be a positive integer; got {v!r}")
+    if not (np.isfinite(v) and int(v) == v and v >= 1):
+        raise ValueError(f"barrier_benchmark: {name} must be a positive integer; got {v!r}")
+    return int(v)
 
 
 def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     """Run `rounds` grid barriers of `strategy` in one persistent kernel and
     return the latency per barrier.
 
-    Strategies: ``"lock"`` and ``"lockfree"`` (seed 000's, with the missing
-    fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
+    Strategies: ``"lock"`` and ``"lockfree"`` (the original article's on
+    inter-block barriers, with its missing fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
     counters and one generation word), ``"cooperative"`` (cooperative groups'
     ``this_grid().sync()``) and ``"relaunch"`` (one kernel launch per round, in
     a stream and replayed from a CUDA graph).  ``"auto"`` runs
@@ -35,11 +46,10 @@ def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     if strategy not in STRATEGIES:
         raise ValueError(f"barrier_benchmark: strategy must be one of {', '.join(map(repr, STRATEGIES))}; "
                          f"got {strategy!r}")
-    if blocks is not None and (int(blocks) != blocks or blocks < 1):
-        raise ValueError("barrier_benchmark: blocks must be a positive integer")
-    if int(rounds) != rounds or rounds < 1:
-        raise ValueError("barrier_benchmark: rounds must be a positive integer")
-    res = _core.barrier_benchmark(_backend.backend(), strategy, int(blocks or 0), int(threads), int(rounds), -1)
+    blocks = None if blocks is None else _positive_int(blocks, "blocks")
+    threads = _positive_int(threads, "threads")
+    rounds = _positive_int(rounds, "rounds")
+    res = _core.barrier_benchmark(_backend.backend(), strategy, int(blocks or 0), threads, rounds, -1)
     if res["stale"]:
         raise _core.GpusyncError(f"barrier '{strategy}' let {res['stale']} reads see data from before the barrier")
     return res

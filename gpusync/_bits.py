@@ -9,17 +9,34 @@ from ._arrays import DeviceArray, Lib
 
 
 def _threshold(threshold, dtype):
-    """`a > threshold` as NumPy compares it: a Python float is rounded to a
-    float array's dtype first (NEP 50); integer arrays compare in float64."""
+    """`a > threshold` as NumPy compares it, as the float64 the core compares
+    each element (converted to float64) with.  NumPy compares in
+    ``np.result_type(a, threshold)`` (NEP 50: a Python float is rounded to a
+    float array's dtype, a NumPy float64 scalar is not; integer arrays with a
+    float compare in float64).  An integer threshold with an integer array
+    compares exactly: out-of-range thresholds become +-inf, and the float64
+    comparison is exact for |threshold| < 2^53 (beyond that, 64-bit integer
+    arrays are compared after rounding to float64 -- see the docstring)."""
     if threshold is None:
         return None
-    if isinstance(threshold, (complex, np.complexfloating)) or not np.isscalar(threshold):
+    if isinstance(threshold, (str, bytes)) or not isinstance(threshold, (bool, int, float, np.bool_, np.integer,
+                                                                         np.floating)):
         raise TypeError(f"threshold must be a real number, got {threshold!r}")
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        with np.errstate(over="ignore"):
-            return float(dtype.type(threshold))
-    return float(threshold)
+    is_int = isinstance(threshold, (bool, int, np.bool_, np.integer))
+    if is_int and dtype.kind in "biu":
+        t = int(threshold)
+        info = np.iinfo(np.uint8 if dtype.kind == "b" else dtype)
+        if t >= info.max:
+            return float("inf")  # nothing is greater
+        if t < info.min:
+            return float("-inf")  # everything is
+        return float(t)
+    cmp = np.result_type(dtype, threshold)  # NumPy 2: Python scalars are weak
+    if cmp.kind != "f":
+        cmp = np.dtype(np.float64)
+    with np.errstate(over="ignore"):
+        return float(cmp.type(threshold))
 
 
 def _host(x, backend):
@@ -34,8 +51,11 @@ def packbits(a, bitorder="big", *, threshold=None, stream=None):
     dtype -- or of ``a > threshold`` -- built on warp ballots.
 
     Returns ceil(len(a) / 8) uint8, bits of the last byte past the end zero.
-    ``threshold`` compares like NumPy (a float is rounded to a float array's
-    dtype first; NaN gives all zeros).  Device arrays give device arrays,
+    ``threshold`` compares like NumPy, in ``np.result_type(a, threshold)``
+    (a Python float is rounded to a float array's dtype first, a NumPy
+    float64 scalar is not; NaN gives all zeros).  Exact except for 64-bit
+    integer arrays with an integer threshold of magnitude >= 2^53, which
+    are compared after rounding both to float64.  Device arrays give device arrays,
     enqueued on their stream without waiting.
     """
     with _arrays.call_stream(stream, a):
@@ -69,7 +89,8 @@ def count_nonzero(a, *, threshold=None, stream=None):
     """``np.count_nonzero(a)`` -- or of ``a > threshold`` -- over all
     elements, with one warp ballot and popcount per 32 elements and one
     atomic per warp.  Host input gives an int; a device array a 0-d int64
-    array of its library (no host sync)."""
+    array of its library (no host sync).  ``threshold`` compares as in
+    :func:`packbits`."""
     with _arrays.call_stream(stream, a):
         return _count_nonzero_impl(a, threshold=threshold)
 
@@ -101,7 +122,8 @@ def kernels():
 
 
 def occupancy(op, block_size=None, strategy=None):
-    """Resource partitioning of one of gpusync's kernels on this GPU (seed 002).
+    """Resource partitioning of one of gpusync's kernels on this GPU (the
+    resource partitioning the original article on warps describes).
 
     `op` is ``"histogram"``, ``"sum"``, ``"dot"``, ``"binned_statistic"``,
     ``"packbits"`` or ``"count_nonzero"`` (with `strategy`, or as

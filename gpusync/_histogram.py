@@ -9,13 +9,16 @@ are NumPy's own.  Then we describe to the core how a value becomes a bin:
 * ``DIRECT``  integers on unit-width integer edges (and bincount): x - offset;
 * ``UNIFORM`` equal-width bins whose edges a closed formula reproduces bit for
               bit (verified here), so kernels need no edge array;
-* ``EDGES``   anything else: binary search in the edges.
+* ``EDGES``   anything else: binary search in the edges;
+* ``EDGES_INT`` 64-bit integers on integer edges beyond 2^53 that NumPy
+              compares exactly (in int64 / uint64): binary search in integers.
 
 Implicit host synchronizations are marked ``# synchronize!``.
 """
 from __future__ import annotations
 
 import functools
+import math
 import operator
 import warnings
 
@@ -26,7 +29,8 @@ from ._arrays import DeviceArray, Lib
 
 STRATEGIES = ("auto", "global", "shared", "warp", "cluster")
 
-_DIRECT, _LUT, _UNIFORM, _EDGES = (_core.BINS_KINDS[k] for k in ("direct", "lut", "uniform", "edges"))
+_DIRECT, _LUT, _UNIFORM, _EDGES, _EDGES_INT = (_core.BINS_KINDS[k] for k in ("direct", "lut", "uniform", "edges",
+                                                                               "edges_int"))
 _EXACT_INT = 2.0**53
 
 
@@ -54,15 +58,40 @@ def _reference_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return k
 
 
-def _direct_offset(edges: np.ndarray):
-    """Offset when the edges are consecutive integers e0, e0+1, ..., e0+n (exact)."""
-    if edges.dtype.kind not in "fiu" or len(edges) < 2:
+def _direct_offset(edges: np.ndarray, x_dtype: np.dtype):
+    """Offset when the edges are exactly the consecutive integers e0, e0+1,
+    ..., e0+n AND comparing integer data of `x_dtype` with them in NumPy's
+    comparison type (the result_type of data and edges) is exact, so that
+    ``x - e0`` is NumPy's bin; else None.  The core subtracts in 64-bit
+    two's complement, so the offset is also kept where that cannot wrap
+    into the bins (unsigned data: a non-negative offset below 2^63 - n)."""
+    x_dtype = np.dtype(x_dtype)
+    if edges.dtype.kind not in "fiu" or len(edges) < 2 or x_dtype.kind not in "biu":
         return None
-    e0 = edges[0]
-    if not np.isfinite(e0) or e0 != np.floor(e0) or abs(float(e0)) + len(edges) >= _EXACT_INT:
+    n = len(edges) - 1
+    if edges.dtype.kind == "f":
+        e0 = edges[0]
+        if not (np.isfinite(e0) and np.isfinite(edges[-1])) or e0 != np.floor(e0):
+            return None
+        e0 = int(e0)
+        if max(abs(e0), abs(e0 + n)) >= _EXACT_INT:  # the float64 check below is exact only within 2^53
+            return None
+        if not np.array_equal(edges.astype(np.float64), np.arange(n + 1, dtype=np.float64) + float(e0)):
+            return None
+    else:
+        e0 = int(edges[0])
+        if int(edges[-1]) - e0 != n or not np.all(edges[1:] > edges[:-1]):
+            return None  # increasing integers spanning n: consecutive
+    cmp = np.result_type(x_dtype, edges.dtype)
+    if cmp.kind == "f":  # the data are rounded to `cmp`: exact near the edges only below 2^(nmant+1)
+        if max(abs(e0), abs(e0 + n)) >= 2.0 ** (np.finfo(cmp).nmant + 1):
+            return None
+    if x_dtype.kind == "u" or x_dtype.kind == "b":
+        if e0 < 0 or e0 + n >= 2**63:
+            return None
+    elif max(abs(e0), abs(e0 + n)) > 2**62:
         return None
-    expect = (np.arange(len(edges), dtype=np.float64) + float(e0)).astype(edges.dtype)
-    return int(e0) if np.array_equal(edges, expect) else None
+    return e0
 
 
 def _uniform_formula(edges: np.ndarray):
@@ -87,14 +116,68 @@ def _uniform_formula(edges: np.ndarray):
     return None
 
 
-def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
-    """The core's bin description for values of `x_dtype` and these edges."""
+def _min_rounding_to_at_least(e: float, lo: int, hi: int):
+    """The smallest integer x in [lo, hi] with float(x) >= e (float64,
+    round-to-nearest-even as NumPy and C convert), or None."""
+    if math.isnan(e) or float(hi) < e:
+        return None
+    if e <= float(lo):
+        return lo
+    c = min(math.ceil(e), hi)  # float(c) >= e; float() moves an integer by at most 2^11 below 2^64
+    a = max(lo, c - 4096)
+    while a < c:  # float(c) >= e; find the first such x in [a, c]
+        m = (a + c) // 2
+        if float(m) >= e:
+            c = m
+        else:
+            a = m + 1
+    return c
+
+
+def _exact_bounds_bins(x_dtype: np.dtype, edges: np.ndarray, bounds):
+    """64-bit integer data, equal-width bins and integer range bounds beyond
+    2^53: NumPy keeps x with first <= x <= last compared exactly, and bins it
+    by comparing float64(x) with the float64 edges.  Both become integer
+    thresholds for EDGES_INT (t[k] = the smallest x of bin k, t[n] = the
+    largest kept x); None when they do not apply or do not fit the dtype."""
+    if x_dtype.itemsize != 8 or x_dtype.kind not in "iu" or bounds is None or len(edges) < 2:
+        return None
+    first, last = bounds
+    ints = [isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)) for b in (first, last)]
+    if not any(ints) or max(abs(int(b)) if i else 0 for b, i in zip((first, last), ints)) <= 2**53:
+        return None
+    if first == last or len(edges) > 100_001:  # NumPy widens equal bounds by 0.5 (floats)
+        return None
+    info = np.iinfo(x_dtype)
+    lo, hi = int(info.min), int(info.max)
+    t = [max(int(first), lo) if ints[0] else _min_rounding_to_at_least(float(first), lo, hi)]
+    for e in edges[1:-1]:
+        t.append(_min_rounding_to_at_least(float(e), lo, hi))
+    if ints[1]:
+        top = min(int(last), hi)
+    else:  # the largest x with float(x) <= last: one below the smallest with float(x) > last
+        above = _min_rounding_to_at_least(float(np.nextafter(float(last), np.inf)), lo, hi)
+        top = hi if above is None else above - 1
+    if any(v is None for v in t) or t[0] > top or top < lo:
+        if (t[0] is None or t[0] > hi or top < lo) and top >= lo - 1:
+            t, top = [hi] * (len(edges) - 1), hi - 1  # nothing is kept: every x < t[0] or > top
+        else:
+            return None
+    t = [max(v, t[0]) for v in t]  # non-decreasing (the first threshold is the exact bound)
+    arr = np.array(t + [top], dtype=x_dtype)
+    return _bins_tuple(_EDGES_INT, len(edges) - 1, edges=np.ascontiguousarray(arr).view(np.float64))
+
+
+def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool, bounds=None):
+    """The core's bin description for values of `x_dtype` and these edges
+    (`bounds`: the ``range`` NumPy checks the data against, for equal-width
+    bins)."""
     n = len(edges) - 1
     if x_dtype.itemsize == 1:  # every byte value's bin, computed by NumPy's rules
         vals = np.arange(256, dtype=np.uint8).view(x_dtype)
         lut = _reference_bins(vals, edges).astype(np.int32)
         # unit-width integer edges on unsigned bytes: x - offset, no table
-        off = _direct_offset(edges) if x_dtype.kind in "ub" else None
+        off = _direct_offset(edges, x_dtype) if x_dtype.kind in "ub" else None
         if off is not None and 0 <= off <= 255:
             direct = np.full(256, -1, dtype=np.int64)
             raw = np.arange(256)
@@ -105,15 +188,26 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
                 return _bins_tuple(_DIRECT, n, offset=off, closed=1)
         return _bins_tuple(_LUT, n, lut=lut.tobytes())
     if x_dtype.kind in "iu":
-        off = _direct_offset(edges)
+        off = _direct_offset(edges, x_dtype)
         if off is not None:
             return _bins_tuple(_DIRECT, n, offset=off, closed=1)
+        exact = _exact_bounds_bins(x_dtype, edges, bounds) if uniform else None
+        if exact is not None:
+            return exact
+        cmp = np.result_type(x_dtype, edges.dtype)
+        if x_dtype.itemsize == 8 and cmp.kind in "iu" and np.abs(edges.astype(np.float64)).max() >= _EXACT_INT:
+            # float64 would round the data and the edges; NumPy compares them exactly in `cmp`, whose
+            # signedness is the data's (int64 data: int64, uint64 data: uint64)
+            return _bins_tuple(_EDGES_INT, n, edges=np.ascontiguousarray(edges.astype(cmp)).view(np.float64))
     if uniform:
         f = _uniform_formula(edges)
         if f is not None:
             start, step, stop, af32, ef32 = f
             e64 = edges.astype(np.float64)
-            scale = n / (e64[-1] - e64[0])
+            with np.errstate(over="ignore", divide="ignore"):
+                scale = n / (e64[-1] - e64[0])
+            if not scale < 2.0**127:  # subnormal-wide bins: no finite (float32) scale -- binary search
+                return _bins_tuple(_EDGES, n, edges=np.ascontiguousarray(edges, dtype=np.float64))
             # how far the edges sit from their ideal positions k, in bins, plus
             # the error of a float32 estimate (relative 2^-22, kept 4x wide):
             # estimates farther than this from an integer need no correction
@@ -209,9 +303,12 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     (warp-aggregated updates with ``__match_any_sync``), ``"cluster"``
     (histogram spread over a thread-block cluster's distributed shared memory;
     compute capability >= 9.0) or ``"auto"``.  All give identical integer
-    counts.  Weighted sums in float are accumulated in float64 with atomics:
-    exact for integer weights, not bit-reproducible run to run for float
-    weights (the order of additions varies).
+    counts.  Weighted sums are accumulated in float64 with atomics and cast
+    to ``weights.dtype``: integer weights are exact while every bin's total
+    stays within +-2^53 (NumPy's equal-width path also sums in float64; its
+    edge-array path sums integer weights in their own dtype); float weights
+    are not bit-reproducible run to run (the order of additions varies).
+    Byte-swapped or unaligned input is copied once to native order.
 
     Returns ``(hist, bin_edges)`` as NumPy arrays for host input; for a CuPy /
     PyTorch / Numba input, arrays of that library on the input's device.  With
@@ -239,6 +336,9 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
             x_dtype = None
     dt = x_dtype or x.dtype
     host_flat = _flat_host(x) if isinstance(x, np.ndarray) else None
+    if range is not None and np.ndim(bins) == 0 and np.ndim(range) == 1 and len(range) == 2 and \
+            all(isinstance(r, (bool, np.bool_)) for r in range) and range[0] != range[1]:
+        np.subtract(range[1], range[0])  # NumPy's own TypeError: its equal-width path subtracts the bounds
 
     # bin edges, from NumPy itself
     if isinstance(bins, str):
@@ -266,13 +366,19 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
         else:
             proxy = np.empty(0, dtype=dt)
         edges, desc, uniform = _plan(proxy, bins, range)
+    device = isinstance(x, DeviceArray)
+    if len(edges) < 2:  # bins=[] or one edge: NumPy's empty histogram
+        hdt = np.float64 if density else (np.int64 if w is None else np.dtype(w.dtype))
+        out = np.zeros(0, hdt)
+        if device:
+            return Lib.of(x.lib).from_host(out, x.device), Lib.of(x.lib).from_host(edges, x.device)
+        return out, edges
     if desc is None:
-        desc = _describe_bins(np.dtype(dt), edges, uniform)
+        desc = _describe_bins(np.dtype(dt), edges, uniform, range)
     nbins = len(edges) - 1
     out, used = _run(be, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
     last_strategy["histogram"] = used
 
-    device = isinstance(x, DeviceArray)
     if w is not None and np.dtype(w.dtype) != np.float64:
         out = Lib.of(x.lib).astype(out, w.dtype) if device else out.astype(w.dtype)
     edges_out = _edges_for(x, edges, uniform) if device else edges
@@ -302,7 +408,7 @@ def _plan_cached(proxy_dtype, proxy_bytes, bins_key, range_key, bins_h, range_h)
     edges = np.histogram_bin_edges(proxy, bins=bins, range=range)
     edges.flags.writeable = False
     uniform = np.ndim(bins) == 0
-    return edges, _describe_bins(np.dtype(proxy_dtype), edges, uniform), uniform
+    return edges, _describe_bins(np.dtype(proxy_dtype), edges, uniform, range), uniform
 
 
 def _plan(proxy, bins, range):
@@ -396,8 +502,8 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
         raise TypeError(f"bincount: weights has dtype {wa.dtype}, which is not supported")
     weighted = wa is not None
     device = isinstance(xa, DeviceArray)
-    if n == 0:
-        out = np.zeros(minlength, dtype=np.float64 if weighted else np.int64)
+    if n == 0:  # NumPy's result for empty input is int64, weighted or not
+        out = np.zeros(minlength, dtype=np.int64)
         return Lib.of(xa.lib).from_host(out, xa.device) if device else out
     x_dtype = np.dtype(np.uint8) if xa.dtype == np.bool_ else None
     xin = xa if device else _flat_host(xa)
@@ -422,13 +528,22 @@ def _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device):
     can hold in one pass -- no separate pass for the maximum -- then check
     for negatives and cut NumPy's length from the counts.
     # synchronize! (device input: the counts are read back)"""
-    dt = np.dtype(np.uint8) if (x_dtype is not None or xa.dtype == np.bool_) else np.dtype(xa.dtype)
+    dt = np.dtype(np.uint8) if xa.dtype == np.bool_ else np.dtype(xa.dtype)
     info = np.iinfo(dt)
     span = int(info.max) - int(info.min) + 1
-    full, used = _run(be, xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0), strategy,
-                      x_dtype)
+    if dt.itemsize == 1:  # the core bins 8-bit data by their raw byte: count bytes, then order by value
+        if device:
+            x_dtype = np.dtype(np.uint8)
+        else:
+            xin = xin.view(np.uint8)
+        full, used = _run(be, xin, None, 256, _bins_tuple(_DIRECT, 256, offset=0, closed=0), strategy, x_dtype)
+    else:
+        full, used = _run(be, xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0),
+                          strategy, x_dtype)
     last_strategy["bincount"] = used
     counts = Lib.of(xa.lib).to_host(full) if device else full
+    if dt == np.int8:  # raw bytes 0x80..0xff are -128..-1
+        counts = np.concatenate((counts[128:], counts[:128]))
     neg = -int(info.min)
     if neg and counts[:neg].any():
         raise ValueError("'list' argument must have no negative elements")

@@ -84,6 +84,12 @@ def sum(a, *, strategy="auto", deterministic=False, stream=None):  # noqa: A001 
     ``grid`` and ``auto``) float results are bit-identical run to run,
     between those strategies and across GPUs: fixed tiles, fixed order.
 
+    float64 sums whose partial sums overflow: for host input the sum is
+    taken again scaled by 2^-64, so the result is +-inf with the sign of the
+    exact sum when that exceeds float64's range and the finite sum when only
+    partial sums overflowed (NumPy's pairwise sum may give inf or NaN there);
+    device input is summed once (no host wait) and may give +-inf or NaN.
+
     Host input gives a NumPy scalar; a CuPy / PyTorch input a 0-d array of
     that library on its device, computed on its stream without waiting
     (except strategies ``"mutex"`` and ``"grid"``, which check their spin
@@ -101,7 +107,26 @@ def _sum_impl(a, strategy="auto", deterministic=False):
                          f"use one of {', '.join(repr(s) for s in DETERMINISTIC_STRATEGIES)}")
     out_dtype = _sum_dtype(x.dtype)
     arrays = [x if isinstance(x, DeviceArray) else _host_flat(x, x.dtype)]
-    return _run("sum", arrays, out_dtype, strategy, deterministic)
+    total = _run("sum", arrays, out_dtype, strategy, deterministic)
+    if out_dtype == np.float64 and not isinstance(x, DeviceArray) and not np.isfinite(total):
+        total = _rescaled_sum(arrays[0], strategy, deterministic)
+    return total
+
+
+_SUM_SCALE = 2.0**-64  # n * max|x| * 2^-64 cannot overflow for any n < 2^63
+
+
+def _rescaled_sum(x, strategy, deterministic):
+    """A float64 sum that came out inf or NaN: add again scaled by 2^-64,
+    where no partial sum can overflow, and scale back.  An inf or NaN input
+    gives inf or NaN again (NumPy's result); finite inputs give the sum to
+    the rounding of the float64 additions -- +-inf with the sign of the
+    exact sum when its magnitude exceeds float64's range, the finite sum
+    when only some partial sums overflowed -- plus an absolute error below
+    n * 2^-1010 from scaling values under 2^-1010 into subnormals."""
+    scaled = _run("sum", [x * _SUM_SCALE], np.dtype(np.float64), strategy, deterministic)
+    with np.errstate(over="ignore"):
+        return np.float64(scaled) / _SUM_SCALE
 
 
 def _shape(x):

@@ -1,4 +1,5 @@
-"""Teaching demos, measured: what the seeds show, on your machine.
+"""Teaching demos, measured: the experiments of the original articles gpusync
+grew from (docs/index.md, "The original articles"), on your machine.
 
 ``python -m gpusync demo`` runs :func:`text_histogram` and :func:`tour` (a
 compact version of ``python -m benchmarks``).
@@ -158,7 +159,7 @@ def _counter(kind: str, blocks: int, threads: int) -> dict:
 
 
 def race_counter(blocks: int = 64, threads: int = 256) -> dict:
-    """Seed 001: every one of blocks x threads threads adds 1 to one counter
+    """The lost-update experiment of the original article on atomics: every one of blocks x threads threads adds 1 to one counter
     with a plain load, add and store.  Returns the final ``value``, the
     ``expected`` count, how many updates were ``lost`` and the time in ``ms``.
     (On the CPU backend the increments are spread over the machine's
@@ -197,7 +198,7 @@ _DIVERGENCE = (
 
 
 def divergence(n: int = 1 << 24, block: int = 256, iters: int = 256, verbose: bool = True) -> dict:
-    """Seed 002: the same kernel with its branch on ``tid % 2`` (every warp
+    """The branch-divergence experiment of the original article on warps: the same kernel with its branch on ``tid % 2`` (every warp
     split: both paths run one after the other) and on ``(tid / 32) % 2``
     (whole warps take one path).  A branch over one assignment is turned into
     predicated instructions by the compiler, so the split costs nothing; a

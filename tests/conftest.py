@@ -11,6 +11,11 @@ BACKENDS = [
 ]
 
 
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-long", action="store_true", default=False,
+                     help="run the differential fuzz suite (tests/test_fuzz.py) with thousands of cases")
+
+
 def pytest_collection_modifyitems(config, items):
     if HAS_CUDA:
         return

@@ -33,6 +33,7 @@ static const char *const dtype_names[GS_DTYPE_COUNT] = {
 };
 static const char *const bins_kind_names[] = {
     [GS_BINS_DIRECT] = "direct", [GS_BINS_LUT] = "lut", [GS_BINS_UNIFORM] = "uniform", [GS_BINS_EDGES] = "edges",
+    [GS_BINS_EDGES_INT] = "edges_int",
 };
 static const char *const statistic_names[GS_STAT_KINDS] = {
     [GS_STAT_COUNT] = "count", [GS_STAT_SUM] = "sum", [GS_STAT_MEAN] = "mean", [GS_STAT_STD] = "std",

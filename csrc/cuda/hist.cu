@@ -127,7 +127,7 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     if (on_host)
         GS_CUDA_GOTO(gs_malloc_async(&d_out, out_bytes, s));
     GS_CUDA_GOTO(cudaMemsetAsync(d_out, 0, out_bytes, s));
-    if (bins->kind == GS_BINS_EDGES) {
+    if (bins->kind == GS_BINS_EDGES || bins->kind == GS_BINS_EDGES_INT) {
         /* the edges come from host memory; this copy may wait for the stream */
         GS_CUDA_GOTO(gs_malloc_async((void **)&d_edges, (size_t)(nb + 1) * sizeof(double), s));
         GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, bins->edges, (size_t)(nb + 1) * sizeof(double),

@@ -253,11 +253,26 @@ template <class E>
 __device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
 {
     k = k < 0 ? 0 : (k > n - 1 ? n - 1 : k);
-    while (x < e[k])
-        k--;
-    while (k < n - 1 && x >= e[k + 1])
-        k++;
-    return k;
+    int lo, hi; /* e[lo] <= x < e[hi] (or x == e[n], hi == n) */
+    if (x < e[k]) {
+        if (k > 0 && x >= e[k - 1])
+            return k - 1;
+        lo = 0;
+        hi = k;
+    } else {
+        if (k >= n - 1 || x < e[k + 1])
+            return k;
+        lo = k + 1;
+        hi = n;
+    }
+    while (hi - lo > 1) { /* a bad estimate: binary search, log2(n) steps */
+        const int mid = lo + ((hi - lo) >> 1);
+        if (e[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo < n ? lo : n - 1;
 }
 
 /* Equal-width bins: estimate f = (x - e(0)) * scale.  Farther than `margin`
@@ -343,8 +358,8 @@ GS_INT_BIN(int16_t, int64_t, gs_bin_real_smem(b, s, (float)v, true))
 GS_INT_BIN(uint16_t, uint64_t, gs_bin_real_smem(b, s, (float)v, true))
 GS_INT_BIN(int32_t, int64_t, gs_bin_real_smem_d(b, s, (double)v))
 GS_INT_BIN(uint32_t, uint64_t, gs_bin_real_smem_d(b, s, (double)v))
-GS_INT_BIN(int64_t, int64_t, gs_bin_real_smem_d(b, s, (double)v))
-GS_INT_BIN(uint64_t, uint64_t, gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(int64_t, int64_t, b.kind == GS_BINS_EDGES_INT ? gs_bin_i64(&b, v) : gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(uint64_t, uint64_t, b.kind == GS_BINS_EDGES_INT ? gs_bin_u64(&b, v) : gs_bin_real_smem_d(b, s, (double)v))
 #undef GS_INT_BIN
 __device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, gs_f16 v)
 {

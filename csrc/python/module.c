@@ -219,7 +219,7 @@ static int parse_bins(PyObject *t, bins_arg *ba)
         }
         ba->b.lut = (const int32_t *)ba->lut.buf;
     }
-    if (kind == GS_BINS_EDGES) {
+    if (kind == GS_BINS_EDGES || kind == GS_BINS_EDGES_INT) { /* EDGES_INT: integer bits, passed as float64 */
         ba->edges = (PyArrayObject *)PyArray_FROM_OTF(edges, NPY_DOUBLE, NPY_ARRAY_IN_ARRAY);
         if (!ba->edges)
             return 0;
@@ -230,7 +230,7 @@ static int parse_bins(PyObject *t, bins_arg *ba)
         }
         ba->b.edges = (const double *)PyArray_DATA(ba->edges);
     }
-    if (kind < GS_BINS_DIRECT || kind > GS_BINS_EDGES || nbins < 0) {
+    if (kind < GS_BINS_DIRECT || kind > GS_BINS_EDGES_INT || nbins < 0) {
         PyErr_SetString(PyExc_ValueError, "bad bins description");
         bins_release(ba);
         return 0;

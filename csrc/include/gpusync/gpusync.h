@@ -106,7 +106,12 @@ typedef enum gs_bins_kind {
     GS_BINS_UNIFORM = 2,
     /* Sorted edges (nbins + 1 doubles, non-decreasing): bin k holds
      * edges[k] <= x < edges[k+1], the last bin is closed, NaN is dropped. */
-    GS_BINS_EDGES = 3
+    GS_BINS_EDGES = 3,
+    /* 64-bit integer inputs against integer edges, compared exactly (NumPy
+     * compares them in int64 / uint64): `edges` holds nbins + 1 8-byte
+     * entries that are the int64 edges (int64 input) or uint64 edges (uint64
+     * input), non-decreasing; the rules are GS_BINS_EDGES'. */
+    GS_BINS_EDGES_INT = 4
 } gs_bins_kind;
 
 typedef struct gs_hist_bins {
@@ -123,7 +128,8 @@ typedef struct gs_hist_bins {
      * correction.  0.5 (or more) makes every estimate go through the edges. */
     double start, step, stop, scale, margin;
     int arith_f32, edges_f32;
-    /* GS_BINS_EDGES: nbins + 1 entries, host memory */
+    /* GS_BINS_EDGES (doubles), GS_BINS_EDGES_INT (int64/uint64 bits):
+     * nbins + 1 entries, host memory */
     const double *edges;
 } gs_hist_bins;
 
