@@ -174,8 +174,8 @@ static int real_slice(const gs_binner *b, const gs_array *x, const gs_array *w, 
                       int64_t begin, int64_t end)
 {
     const int64_t s = x->stride;
-    if (b->kind == GS_BINS_DIRECT)
-        return 0;
+    if (b->kind != GS_BINS_UNIFORM && b->kind != GS_BINS_EDGES)
+        return 0; /* DIRECT, and EDGES_INT (exact 64-bit integer search): gs_bin_of's loop */
     if (!wsum && s == 1 && b->kind == GS_BINS_UNIFORM && b->nbins < INT32_MAX) {
         if (x->dtype == GS_FLOAT64) {
             UNIFORM_BLOCKED(double, estimate_f64);
@@ -292,7 +292,8 @@ static void hist_slice(void *ctx, int tid, int64_t begin, int64_t end)
 {
     hist_job *j = (hist_job *)ctx;
     /* a binary search over many edges costs ~20x a uniform bin: smaller pieces */
-    const int64_t chunk = j->b->kind == GS_BINS_EDGES ? GS_CPU_CHUNK / 16 : GS_CPU_CHUNK;
+    const int64_t chunk =
+        j->b->kind == GS_BINS_EDGES || j->b->kind == GS_BINS_EDGES_INT ? GS_CPU_CHUNK / 16 : GS_CPU_CHUNK;
     for (int64_t p = begin; p < end; p += chunk) {
         if (gs_cpu_stop(tid))
             return;
