@@ -69,22 +69,26 @@ static void pack_bytes(bctx *c, int64_t e0, int64_t e1)
     const uint64_t magic = c->little ? 0x0102040810204080ULL : 0x8040201008040201ULL;
     int64_t b = e0 / 8;
 #ifdef __SSE2__
-    static uint8_t rev[256]; /* bit-reversed bytes, for the big bit order */
-    static int rev_ready;
-    if (!__atomic_load_n(&rev_ready, __ATOMIC_ACQUIRE)) {
-        for (int v = 0; v < 256; v++) {
-            unsigned r = 0;
-            for (int k = 0; k < 8; k++)
-                r |= ((v >> k) & 1u) << (7 - k);
-            rev[v] = (uint8_t)r;
-        }
-        __atomic_store_n(&rev_ready, 1, __ATOMIC_RELEASE);
-    }
+    uint8_t *out = c->out; /* locals: stores through out may alias *c */
+    const int little = c->little;
     const __m128i z = _mm_setzero_si128();
-    for (; b * 8 + 16 <= e1; b += 2) { /* bit k of the mask: byte k is nonzero */
-        const unsigned m = ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + b * 8)), z));
-        c->out[b] = c->little ? (uint8_t)m : rev[m & 0xff];
-        c->out[b + 1] = c->little ? (uint8_t)(m >> 8) : rev[(m >> 8) & 0xff];
+    for (; b * 8 + 64 <= e1; b += 8) { /* 64 elements -> 64 bits: bit k set iff byte k is nonzero */
+        uint64_t m = 0;
+        for (int q = 0; q < 4; q++)
+            m |= (uint64_t)(uint16_t)~_mm_movemask_epi8(
+                     _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + b * 8 + 16 * q)), z))
+                 << (16 * q);
+        if (!little) { /* reverse the bits of every byte */
+            m = ((m >> 1) & 0x5555555555555555ULL) | ((m & 0x5555555555555555ULL) << 1);
+            m = ((m >> 2) & 0x3333333333333333ULL) | ((m & 0x3333333333333333ULL) << 2);
+            m = ((m >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((m & 0x0f0f0f0f0f0f0f0fULL) << 4);
+        }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        memcpy(out + b, &m, 8); /* byte q of m is output byte b + q */
+#else
+        for (int q = 0; q < 8; q++)
+            out[b + q] = (uint8_t)(m >> (8 * q));
+#endif
     }
 #endif
     for (; b * 8 + 8 <= e1; b++) {
