@@ -31,6 +31,8 @@ from ._barrier import barrier_benchmark  # noqa: F401
 from ._scan import STRATEGIES as CUMSUM_STRATEGIES  # noqa: F401
 from ._scan import cumsum  # noqa: F401
 from ._headers import include_dir  # noqa: F401
+from ._dispatch import last_plan  # noqa: F401
+from ._calibrate import calibrate  # noqa: F401
 
 from ._version import __version__  # noqa: F401
 
@@ -49,6 +51,8 @@ __all__ = [
     "cumsum",
     "CUMSUM_STRATEGIES",
     "include_dir",
+    "last_plan",
+    "calibrate",
     "BARRIER_STRATEGIES",
     "REDUCE_STRATEGIES",
     "BINNED_STATISTICS",

@@ -94,9 +94,18 @@ def _device_target(obj):
     return None
 
 
-@contextlib.contextmanager
+_NO_STREAM = contextlib.nullcontext()
+
+
 def call_stream(stream, first):
-    """Run a call on `stream` (a ``stream=`` argument; None: nothing to do).
+    """Run a call on `stream` (a ``stream=`` argument; None: nothing to do,
+    and no generator to run: the per-call cost of the common case)."""
+    return _NO_STREAM if stream is None else _call_stream(stream, first)
+
+
+@contextlib.contextmanager
+def _call_stream(stream, first):
+    """call_stream with a stream.
 
     `first` is the call's first array argument.  When it is a device array,
     the stream is first ordered after the work its library has enqueued on its
@@ -108,9 +117,6 @@ def call_stream(stream, first):
     stream as DLPack's ``stream`` argument.  Host arrays: the staging and the
     kernels run on the stream of the current device, and the call waits.
     """
-    if stream is None:
-        yield
-        return
     handle = stream_handle(stream)
     token = _CALL_STREAM.set(handle)
     try:
@@ -391,6 +397,9 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             return self.cp.empty(n, dtype=dtype)
 
+    def ptr(self, a):  # the device pointer of an array we allocated (contiguous)
+        return int(a.data.ptr)
+
     def from_host(self, a, device):
         with self.cp.cuda.Device(device):
             return self.cp.asarray(a)
@@ -430,6 +439,9 @@ class _Torch:
 
     def empty(self, n, dtype, device):
         return self.torch.empty(n, dtype=self._dt(dtype), device=f"cuda:{device}")
+
+    def ptr(self, a):  # the device pointer of a tensor we allocated (contiguous)
+        return int(a.data_ptr())
 
     def from_host(self, a, device):
         return self.torch.as_tensor(a, device=f"cuda:{device}")

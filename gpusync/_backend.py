@@ -10,7 +10,7 @@ import warnings
 from . import _core
 
 _lock = threading.Lock()
-_state = {"current": None}
+_state = {"current": None, "forced": None}
 _warned = {"gpu_unused": False}  # the one-time warning of _warn_gpu_unused
 
 
@@ -20,7 +20,8 @@ def cuda_available() -> bool:
     return bool(ok)
 
 
-def _default() -> str:
+def _default():
+    """(backend, forced): GPUSYNC_BACKEND forces one; else CUDA when it can run."""
     forced = _core.env_backend()  # GPUSYNC_BACKEND through the C table (a bad value warns there)
     if forced == "cuda":
         ok, why = _core.available("cuda")
@@ -29,10 +30,10 @@ def _default() -> str:
 
             warnings.warn(f"GPUSYNC_BACKEND=cuda, but the CUDA backend cannot run here ({why}): using cpu",
                           RuntimeWarning, stacklevel=3)
-            return "cpu"
+            return "cpu", None
     if forced is not None:
-        return forced
-    return "cuda" if _cuda_or_warn() else "cpu"
+        return forced, forced
+    return ("cuda" if _cuda_or_warn() else "cpu"), None
 
 
 def _cuda_or_warn() -> bool:
@@ -84,15 +85,30 @@ def _warn_gpu_unused(why: str) -> None:
 
 def backend() -> str:
     """The backend gpusync's functions run on now: ``"cuda"`` or ``"cpu"``."""
+    cur = _state["current"]
+    if cur is not None:
+        return cur
     with _lock:
         if _state["current"] is None:
-            _state["current"] = _default()
+            _state["current"], _state["forced"] = _default()
         return _state["current"]
 
 
-def _set(name: str) -> None:
+def forced():
+    """The backend forced by use_backend() or GPUSYNC_BACKEND, else None (the
+    dispatcher then picks the engine of each host-input call)."""
+    backend()
+    return _state["forced"]
+
+
+_on_change = []  # callbacks run when the backend changes (the dispatcher's cached plans)
+
+
+def _set(name, forced_name) -> None:
     with _lock:
-        _state["current"] = name
+        _state["current"], _state["forced"] = name, forced_name
+    for fn in _on_change:
+        fn()
 
 
 class use_backend:
@@ -108,14 +124,14 @@ class use_backend:
             ok, why = _core.available("cuda")
             if not ok:
                 raise _core.NoCudaError(f"the CUDA backend cannot run here: {why}")
-        self._previous = backend()
-        _set(name)
+        self._previous = (backend(), forced())
+        _set(name, name)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _set(self._previous)
+        _set(*self._previous)
         return False
 
 

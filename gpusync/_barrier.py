@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _backend, _core
+from . import _backend, _core, _dispatch
 
-STRATEGIES = ("auto", "lock", "lockfree", "sense", "cooperative", "relaunch")
+STRATEGIES = _dispatch.STRATEGIES["barrier_benchmark"]
 
 
 def _positive_int(v, name):
@@ -43,13 +43,14 @@ def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     ""), blocks, threads, max_blocks, rounds, us_per_barrier,
     us_per_barrier_graph (relaunch), stale (0).
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"barrier_benchmark: strategy must be one of {', '.join(map(repr, STRATEGIES))}; "
-                         f"got {strategy!r}")
+    _dispatch.check_strategy("barrier_benchmark", strategy)
     blocks = None if blocks is None else _positive_int(blocks, "blocks")
     threads = _positive_int(threads, "threads")
     rounds = _positive_int(rounds, "rounds")
-    res = _core.barrier_benchmark(_backend.backend(), strategy, int(blocks or 0), threads, rounds, -1)
+    be = _backend.backend()
+    res = _core.barrier_benchmark(be, strategy, int(blocks or 0), threads, rounds, -1)
+    _dispatch.record("barrier_benchmark", engine=be, strategy=strategy, used=res["strategy"],
+                     threads=res["blocks"] if be == "cpu" else 0, notes=[res["note"]] if res["note"] else [])
     if res["stale"]:
         raise _core.GpusyncError(f"barrier '{strategy}' let {res['stale']} reads see data from before the barrier")
     return res

@@ -16,16 +16,15 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _arrays, _backend, _core
+from . import _arrays, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 from ._histogram import _minmax
 
 STATISTICS = tuple(sorted(_core.STATISTICS, key=_core.STATISTICS.get))  # codes defined once in C
-STRATEGIES = ("auto", "shared", "global")
+STRATEGIES = _dispatch.STRATEGIES["binned_statistic"]
 
 BinnedStatisticResult = namedtuple("BinnedStatisticResult", ("statistic", "bin_edges", "binnumber"))
 
-last_strategy = {"binned_statistic": None}
 
 
 def _edges(xmin, xmax, x_dtype, bins, range_):
@@ -181,9 +180,7 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
             raise ValueError(f"statistic {statistic!r} is not supported by gpusync "
                              f"(supported: {', '.join(STATISTICS)}); use scipy.stats.binned_statistic")
         raise ValueError(f"invalid statistic {statistic!r}")
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"binned_statistic: strategy must be one of {', '.join(map(repr, STRATEGIES))}; "
-                         f"got {strategy!r}")
+    _dispatch.check_strategy("binned_statistic", strategy)
     xv = _arrays.checked_input(x, "x", "binned_statistic")
     vv = _arrays.checked_input(values, "values", "binned_statistic")
     for v, name in ((xv, "x"), (vv, "values")):
@@ -233,40 +230,29 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
 
     # one float dtype for both arrays at the C API (conversions are exact)
     work = np.dtype(np.float32) if (x_dtype == np.float32 and np.dtype(vv.dtype) == np.float32) else np.dtype(np.float64)
-    be = _backend.backend()
     stat_code = _core.STATISTICS[statistic]
     e64 = np.ascontiguousarray(edges, dtype=np.float64)
-    if on_device and be == "cuda":
+    if on_device:
         lib = Lib.of(xv.lib)
         xd = xv if xv.dtype == work else _arrays.as_input(lib.astype(xv.obj, work), "x")
         vd = vv if vv.dtype == work else _arrays.as_input(lib.astype(vv.obj, work), "values")
-        result = lib.empty(nb, np.float64, xv.device)
-        binnumber = lib.empty(n, np.int64, xv.device)
-        used = _core.binned_statistic("cuda", xd.desc(), vd.desc(), e64, top, stat_code,
-                                      _arrays.as_input(result, "r").desc(),
-                                      _arrays.as_input(binnumber, "b").desc(), strategy, xv.stream)
-        last_strategy["binned_statistic"] = used
-        if statistic in ("std", "var"):
-            rh = Lib.of(xv.lib).to_host(result).reshape(-1)  # synchronize! (the call waits anyway)
-            if not (rh >= 0).all():
-                vh = vv.to_host()
-                if _may_overflow(vh):
-                    fixed = _overflowed_spread(rh, vh, Lib.of(xv.lib).to_host(binnumber).reshape(-1), nb)
-                    result = lib.from_host(fixed, xv.device)
-        return BinnedStatisticResult(result, lib.from_host(edges, xv.device), binnumber)
-    xh = xv.to_host() if on_device else xv
-    vh = vv.to_host() if on_device else vv
-    xh = np.ascontiguousarray(xh, dtype=work)
-    vh = np.ascontiguousarray(vh, dtype=work)
-    result = np.empty(nb, np.float64)
-    binnumber = np.empty(n, np.int64)
-    used = _core.binned_statistic(be, xh, vh, e64, top, stat_code, result, binnumber, strategy,
-                                  _arrays.host_stream())
-    last_strategy["binned_statistic"] = used
-    if statistic in ("std", "var") and not (result >= 0).all() and _may_overflow(vh):
-        result = _overflowed_spread(result, vh, binnumber, nb)
-    if on_device:
-        lib = Lib.of(xv.lib)
-        return BinnedStatisticResult(lib.from_host(result, xv.device), lib.from_host(edges, xv.device),
-                                     lib.from_host(binnumber, xv.device))
-    return BinnedStatisticResult(result, edges, binnumber)
+    else:
+        xd = np.ascontiguousarray(xv, dtype=work).reshape(-1)
+        vd = np.ascontiguousarray(vv, dtype=work).reshape(-1)
+
+    def call(be, ins, outs, s, stream):
+        return _core.binned_statistic(be, ins[0], ins[1], e64, top, stat_code, outs[0], outs[1], s, stream)
+
+    result, binnumber = _dispatch.run("binned_statistic", [xd, vd], [(nb, np.float64), (n, np.int64)], call,
+                                      strategy=strategy, names=["x", "values"], bins=nb)
+    if statistic in ("std", "var"):
+        lib = Lib.of(xv.lib) if on_device else None
+        rh = lib.to_host(result).reshape(-1) if on_device else result  # synchronize! (the call waits anyway)
+        if not (rh >= 0).all():
+            vh = vv.to_host() if on_device else vd
+            if _may_overflow(vh):
+                bh = lib.to_host(binnumber).reshape(-1) if on_device else binnumber
+                fixed = _overflowed_spread(rh, vh, bh, nb)
+                result = lib.from_host(fixed, xv.device) if on_device else fixed
+    edges_out = Lib.of(xv.lib).from_host(edges, xv.device) if on_device else edges
+    return BinnedStatisticResult(result, edges_out, binnumber)

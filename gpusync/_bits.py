@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _arrays, _backend, _core
-from ._arrays import DeviceArray, Lib
-
+from . import _arrays, _backend, _core, _dispatch
+from ._arrays import DeviceArray
 
 
 def _threshold(threshold, dtype):
@@ -39,10 +38,8 @@ def _threshold(threshold, dtype):
         return float(cmp.type(threshold))
 
 
-def _host(x, backend):
-    if backend == "cuda" or x.ndim != 1:
-        return np.ascontiguousarray(x).reshape(-1)
-    return x
+def _host(x):
+    return x if isinstance(x, DeviceArray) else np.ascontiguousarray(x).reshape(-1)
 
 
 @_arrays.takes_stream
@@ -58,6 +55,10 @@ def packbits(a, bitorder="big", *, threshold=None, stream=None):
     are compared after rounding both to float64.  Device arrays give device arrays,
     enqueued on their stream without waiting.
     """
+    if stream is None and threshold is None and bitorder == "big":
+        r = _core.fast_packbits(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _packbits_impl(a, bitorder, threshold=threshold)
 
@@ -70,17 +71,13 @@ def _packbits_impl(a, bitorder="big", threshold=None):
         raise ValueError(f"packbits: expected a 1-D array, got {len(x.shape)} dimensions "
                          "(flatten it first, as np.packbits with axis=None does)")
     thr = _threshold(threshold, x.dtype)
-    be = _backend.backend()
     nbytes = (x.shape[0] + 7) // 8
-    if isinstance(x, DeviceArray):
-        lib = Lib.of(x.lib)
-        if be == "cpu":
-            return lib.from_host(packbits(x.to_host(), bitorder, threshold=threshold), x.device)
-        out = lib.empty(nbytes, np.uint8, x.device)
-        _core.packbits("cuda", x.desc(), thr, bitorder == "little", _arrays.as_input(out, "out").desc(), x.stream)
-        return out
-    out = np.empty(nbytes, np.uint8)
-    _core.packbits(be, _host(x, be), thr, bitorder == "little", out, _arrays.host_stream())
+
+    def call(be, ins, outs, s, stream):
+        _core.packbits(be, ins[0], thr, bitorder == "little", outs[0], stream)
+        return "ballot"
+
+    (out,) = _dispatch.run("packbits", [_host(x)], [(nbytes, np.uint8)], call, names=["a"])
     return out
 
 
@@ -91,6 +88,10 @@ def count_nonzero(a, *, threshold=None, stream=None):
     atomic per warp.  Host input gives an int; a device array a 0-d int64
     array of its library (no host sync).  ``threshold`` compares as in
     :func:`packbits`."""
+    if stream is None and threshold is None:
+        r = _core.fast_count_nonzero(a)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _count_nonzero_impl(a, threshold=threshold)
 
@@ -98,18 +99,13 @@ def count_nonzero(a, *, threshold=None, stream=None):
 def _count_nonzero_impl(a, threshold=None):
     x = _arrays.checked_input(a, "a", "count_nonzero")
     thr = _threshold(threshold, x.dtype)
-    be = _backend.backend()
-    if isinstance(x, DeviceArray):
-        lib = Lib.of(x.lib)
-        if be == "cpu":
-            return lib.scalar(lib.from_host(np.array([count_nonzero(x.to_host(), threshold=threshold)],
-                                                     np.int64), x.device))
-        out = lib.empty(1, np.int64, x.device)
-        _core.count_nonzero("cuda", x.desc(), thr, _arrays.as_input(out, "out").desc(), x.stream)
-        return lib.scalar(out)
-    out = np.empty(1, np.int64)
-    _core.count_nonzero(be, _host(x, be), thr, out, _arrays.host_stream())
-    return int(out[0])
+
+    def call(be, ins, outs, s, stream):
+        _core.count_nonzero(be, ins[0], thr, outs[0], stream)
+        return "ballot"
+
+    (out,) = _dispatch.run("count_nonzero", [_host(x)], [(1, np.int64)], call, names=["a"], merge=True)
+    return int(out[0]) if isinstance(out, np.ndarray) else _dispatch.scalar(out)
 
 
 _AUTO = {"histogram": "shared", "bincount": "shared", "sum": "threadfence", "dot": "threadfence",

@@ -24,22 +24,14 @@ import warnings
 
 import numpy as np
 
-from . import _arrays, _backend, _core
+from . import _arrays, _backend, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 
-STRATEGIES = ("auto", "global", "shared", "warp", "cluster")
+STRATEGIES = _dispatch.STRATEGIES["histogram"]
 
 _DIRECT, _LUT, _UNIFORM, _EDGES, _EDGES_INT = (_core.BINS_KINDS[k] for k in ("direct", "lut", "uniform", "edges",
                                                                                "edges_int"))
 _EXACT_INT = 2.0**53
-
-
-def _check_strategy(strategy):
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(repr(s) for s in STRATEGIES)}; got {strategy!r}")
-    return strategy
-
-
 
 
 def _bins_tuple(kind, nbins, offset=0, closed=0, lut=None, start=0.0, step=0.0, stop=0.0, scale=0.0,
@@ -245,46 +237,30 @@ def _flat_host(x):
     return np.ascontiguousarray(x).reshape(-1)
 
 
-def _run(be, x, w, nbins, bins_desc, strategy, x_dtype=None):
-    """Run the core on host arrays or device views; return (out, strategy used)."""
+def _run(op, x, w, nbins, bins_desc, strategy, x_dtype=None):
+    """Count host arrays or device views through the dispatcher; return (out, strategy used)."""
     weighted = w is not None
     out_dtype = np.float64 if weighted else np.int64
     if isinstance(x, DeviceArray):
-        if be == "cpu":  # forced CPU backend with a device input: copy, count, copy back
-            xh = x.to_host().view(x_dtype) if x_dtype is not None else x.to_host()
-            wh = None if w is None else w.to_host()
-            out, used = _run(be, xh, wh, nbins, bins_desc, strategy)
-            return Lib.of(x.lib).from_host(out, x.device), used
+        if x_dtype is not None:  # bool viewed as uint8
+            x = DeviceArray(x.obj, x.lib, x.ptr, x.length, x.stride, np.dtype(x_dtype), x.device, x.stream, x.shape)
+        if isinstance(w, DeviceArray) and w.dtype not in (np.float32, np.float64):
+            w = _arrays.as_input(Lib.of(w.lib).astype(w.obj, np.float64), "weights")
+    else:
+        x = _flat_host(x)
+        if x_dtype is not None:
+            x = x.view(x_dtype)
         if w is not None and not isinstance(w, DeviceArray):
-            raise ValueError("weights: a is a device array but weights is a host array; put both on one device")
-        if w is not None and w.device != x.device:
-            raise ValueError(f"weights: on device {w.device}, but a is on device {x.device}")
-        lib = Lib.of(x.lib)
-        wd = None
-        if w is not None:
+            w = _flat_host(w)
             if w.dtype not in (np.float32, np.float64):
-                w = _arrays.as_input(lib.astype(w.obj, np.float64), "weights")
-            wd = w.desc()
-        out = lib.empty(nbins, out_dtype, x.device)
-        od = _arrays.as_input(out, "out").desc()
-        used = _core.histogram("cuda", x.desc(x_dtype), wd, od, bins_desc, strategy, x.stream)
-        return out, used
-    if isinstance(w, DeviceArray):
-        raise ValueError("weights: a is a host array but weights is a device array; put both on one side")
-    xh = _flat_host(x)
-    if x_dtype is not None:
-        xh = xh.view(x_dtype)
-    wh = None
-    if w is not None:
-        wh = _flat_host(w)
-        if wh.dtype not in (np.float32, np.float64):
-            wh = wh.astype(np.float64)
-    out = np.empty(nbins, dtype=out_dtype)
-    used = _core.histogram(be, xh, wh, out, bins_desc, strategy, _arrays.host_stream())
-    return out, used
+                w = w.astype(np.float64)
 
+    def call(be, ins, outs, s, stream):
+        return _core.histogram(be, ins[0], ins[1], outs[0], bins_desc, s, stream)
 
-last_strategy = {"histogram": None, "bincount": None}
+    (out,) = _dispatch.run(op, [x, w], [(nbins, out_dtype)], call, strategy=strategy, names=["a", "weights"],
+                           bins=nbins, merge=True)
+    return out, None  # the strategy used: gs.last_plan()["strategy_used"]
 
 
 @_arrays.takes_stream
@@ -317,14 +293,42 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     comes from the data (``range=None``) or `bins` is a string, the call reads
     the data's min/max first.  # synchronize!
     """
+    fast = None
+    if (stream is None and weights is None and not density and strategy == "auto" and type(bins) is int
+            and type(a) is np.ndarray and type(range) is tuple and len(range) == 2):
+        r0, r1 = range
+        fast = (a.dtype, bins, type(r0), r0, type(r1), r1)  # NumPy's edges depend on the bounds' types
+        try:
+            hit = _fast_plans.get(fast)
+        except TypeError:  # unhashable bounds: NumPy's own path says what is wrong with them
+            hit = fast = None
+        if hit is not None:
+            counts = _core.fast_histogram(a, hit[1])  # the C fast path (_dispatch.py)
+            if counts is not NotImplemented:
+                return counts, hit[0].copy()
     with _arrays.call_stream(stream, a):
-        return _histogram_impl(a, bins, range, weights, density, strategy=strategy)
+        res = _histogram_impl(a, bins, range, weights, density, strategy=strategy)
+    if fast is not None and a.dtype != np.bool_ and len(_fast_plans) < 1024:
+        proxy = np.empty(0, dtype=a.dtype)
+        try:
+            edges, desc, uniform = _plan(proxy, bins, range)  # the same cached plan the general path used
+        except (TypeError, ValueError):
+            return res
+        if desc is None:  # not cacheable there: no fast plan either
+            return res
+        edges.flags.writeable = False
+        _fast_plans[fast] = (edges, desc)
+    return res
+
+
+# (dtype, bins, range with its types) -> (edges, bins description) of calls
+# whose bins and range fix the edges: the fast path's cached plans
+_fast_plans: dict = {}
 
 
 def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy="auto"):
     func = "histogram"
-    _check_strategy(strategy)
-    be = _backend.backend()
+    _dispatch.check_strategy(func, strategy)
     x, w = _prepare(a, weights, func)
     x_dtype = None
     if x.dtype == np.bool_:
@@ -376,8 +380,7 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
     if desc is None:
         desc = _describe_bins(np.dtype(dt), edges, uniform, range)
     nbins = len(edges) - 1
-    out, used = _run(be, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
-    last_strategy["histogram"] = used
+    out, _ = _run(func, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
 
     if w is not None and np.dtype(w.dtype) != np.float64:
         out = Lib.of(x.lib).astype(out, w.dtype) if device else out.astype(w.dtype)
@@ -457,7 +460,7 @@ def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
         desc = _bins_tuple(_UNIFORM, len(edges) - 1, start=start, step=step, stop=stop, arith_f32=af32,
                            edges_f32=ef32)
         out = lib.empty(len(edges), edges.dtype, x.device)
-        _core.uniform_edges("cuda", desc, _arrays.as_input(out, "edges").desc(), x.stream)
+        _core.uniform_edges("cuda", desc, _dispatch.new_desc(lib, out, len(edges), edges.dtype, x.device), x.stream)
         return out
     return lib.from_host(edges, x.device)
 
@@ -472,18 +475,21 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto", stream=None):
     as in :func:`histogram`.  Reading the maximum makes the call wait for a
     device input.  # synchronize!
     """
+    if stream is None and weights is None and strategy == "auto" and type(minlength) is int:
+        r = _core.fast_bincount(x, minlength)  # the C fast path (_dispatch.py)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, x):
         return _bincount_impl(x, weights, minlength, strategy=strategy)
 
 
 def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
-    _check_strategy(strategy)
+    _dispatch.check_strategy("bincount", strategy)
     if minlength is None:
         raise TypeError("use 0 instead of None for minlength")
     minlength = operator.index(minlength)
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
-    be = _backend.backend()
     xa = _arrays.as_input(x, "x")
     wa = None if weights is None else _arrays.as_input(weights, "weights")
     for arr in (xa,) + (() if wa is None else (wa,)):
@@ -511,18 +517,17 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
         xin = xin.view(np.uint8)
         x_dtype = None
     if not weighted and (np.dtype(xa.dtype).itemsize == 1 or (np.dtype(xa.dtype).itemsize == 2 and strategy == "auto")):
-        return _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device)
+        return _bincount_small(xa, xin, x_dtype, minlength, strategy, device)
     lo, hi = _minmax(xa)  # synchronize! (device input)
     if lo < 0:
         raise ValueError("'list' argument must have no negative elements")
     nbins = max(int(hi) + 1, minlength)
     desc = _bins_tuple(_DIRECT, nbins, offset=0, closed=0)
-    out, used = _run(be, xin, wa, nbins, desc, strategy, x_dtype)
-    last_strategy["bincount"] = used
+    out, _ = _run("bincount", xin, wa, nbins, desc, strategy, x_dtype)
     return out
 
 
-def _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device):
+def _bincount_small(xa, xin, x_dtype, minlength, strategy, device):
     """Unweighted bincount of 8-bit integers and bool (and 16-bit ones with
     strategy auto, which can hold 65536 bins): count every value the dtype
     can hold in one pass -- no separate pass for the maximum -- then check
@@ -536,11 +541,10 @@ def _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device):
             x_dtype = np.dtype(np.uint8)
         else:
             xin = xin.view(np.uint8)
-        full, used = _run(be, xin, None, 256, _bins_tuple(_DIRECT, 256, offset=0, closed=0), strategy, x_dtype)
+        full, _ = _run("bincount", xin, None, 256, _bins_tuple(_DIRECT, 256, offset=0, closed=0), strategy, x_dtype)
     else:
-        full, used = _run(be, xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0),
-                          strategy, x_dtype)
-    last_strategy["bincount"] = used
+        full, _ = _run("bincount", xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0),
+                       strategy, x_dtype)
     counts = Lib.of(xa.lib).to_host(full) if device else full
     if dt == np.int8:  # raw bytes 0x80..0xff are -128..-1
         counts = np.concatenate((counts[128:], counts[:128]))

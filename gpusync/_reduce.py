@@ -6,19 +6,11 @@ import functools
 
 import numpy as np
 
-from . import _arrays, _backend, _core
+from . import _arrays, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 
-STRATEGIES = ("auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp")
+STRATEGIES = _dispatch.STRATEGIES["sum"]
 DETERMINISTIC_STRATEGIES = ("auto", "two-pass", "threadfence", "grid")
-
-last_strategy = {"sum": None, "dot": None}
-
-
-def _check(strategy, func):
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"{func}: strategy must be one of {', '.join(repr(s) for s in STRATEGIES)}; "
-                         f"got {strategy!r}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,31 +29,14 @@ def _host_flat(x: np.ndarray, dtype) -> np.ndarray:
 
 def _run(func, arrays, out_dtype, strategy, deterministic):
     """Reduce host arrays or device views (all one kind) into one element."""
-    be = _backend.backend()
-    dev = [a for a in arrays if isinstance(a, DeviceArray)]
-    if dev and len(dev) != len(arrays):
-        raise ValueError(f"{func}: mix of host and device arrays; put both on one side")
-    if dev:
-        x = dev[0]
-        for other in dev[1:]:
-            if other.device != x.device:
-                raise ValueError(f"{func}: arrays on devices {x.device} and {other.device}")
-        lib = Lib.of(x.lib)
-        if be == "cpu":  # forced CPU backend with device input: copy, reduce, copy back
-            host = [a.to_host() for a in dev]
-            val = _run(func, host, out_dtype, strategy, deterministic)
-            return lib.scalar(lib.from_host(np.asarray([val]), x.device))
-        out = lib.empty(1, out_dtype, x.device)
-        descs = [a.desc() for a in dev]
-        used = _core.reduce("cuda", descs[0], descs[1] if len(descs) > 1 else None,
-                            _arrays.as_input(out, "out").desc(), strategy, bool(deterministic), x.stream)
-        last_strategy[func] = used
-        return lib.scalar(out)
-    out = np.empty(1, out_dtype)
-    used = _core.reduce(be, arrays[0], arrays[1] if len(arrays) > 1 else None, out, strategy,
-                        bool(deterministic), _arrays.host_stream())
-    last_strategy[func] = used
-    return out[0]
+    acc = np.dtype(np.float64) if np.dtype(out_dtype).kind == "f" else np.dtype(out_dtype)
+
+    def call(be, ins, outs, s, stream):
+        return _core.reduce(be, ins[0], ins[1] if len(ins) > 1 else None, outs[0], s, bool(deterministic), stream)
+
+    (out,) = _dispatch.run(func, arrays, [(1, out_dtype)], call, strategy=strategy, names=["a", "b"][:len(arrays)],
+                           merge=not deterministic, part_dtypes=[acc])
+    return _dispatch.scalar(out)
 
 
 @_arrays.takes_stream
@@ -95,12 +70,16 @@ def sum(a, *, strategy="auto", deterministic=False, stream=None):  # noqa: A001 
     (except strategies ``"mutex"`` and ``"grid"``, which check their spin
     loops' time-out).
     """
+    if stream is None and strategy == "auto" and not deterministic:
+        r = _core.fast_sum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _sum_impl(a, strategy=strategy, deterministic=deterministic)
 
 
 def _sum_impl(a, strategy="auto", deterministic=False):
-    _check(strategy, "sum")
+    _dispatch.check_strategy("sum", strategy)
     x = _arrays.checked_input(a, "a", "sum")
     if deterministic and strategy not in DETERMINISTIC_STRATEGIES and x.dtype.kind == "f":
         raise ValueError(f"sum: strategy {strategy!r} cannot be deterministic for floating-point input; "
@@ -143,12 +122,16 @@ def dot(a, b, *, strategy="auto", deterministic=False, stream=None):
     dtype first.  Floating inputs accumulate in float64 (products of float32
     are exact there).  `strategy` and `deterministic` as in :func:`sum`.
     """
+    if stream is None and strategy == "auto" and not deterministic:
+        r = _core.fast_dot(a, b)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _dot_impl(a, b, strategy=strategy, deterministic=deterministic)
 
 
 def _dot_impl(a, b, strategy="auto", deterministic=False):
-    _check(strategy, "dot")
+    _dispatch.check_strategy("dot", strategy)
     x, y = _arrays.checked_input(a, "a", "dot"), _arrays.checked_input(b, "b", "dot")
     sx, sy = _shape(x), _shape(y)
     if len(sx) != 1 or len(sy) != 1:

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from . import _backend, _core
+from . import _backend, _core, _dispatch
 from ._histogram import histogram
 
 _ALPHABET = np.frombuffer(b"  etaoinshrdlucmfwypvbgkqjxz ETAOIN.,", dtype=np.uint8)
@@ -118,6 +118,8 @@ def tour(n: int | None = None, reps: int = 5, verbose: bool = True) -> dict:
     rows = []
     for name, ours, ref_fn, same in cases:
         got = ours(host)
+        plan = _dispatch.last_plan() or {}
+        engine = plan.get("engine") or "-"
         ref = ref_fn() if ref_fn else None
         if name.startswith("binned"):
             from numpy import histogram as _h
@@ -126,7 +128,7 @@ def tour(n: int | None = None, reps: int = 5, verbose: bool = True) -> dict:
             ok = bool(np.allclose(got, sums / cnt, rtol=1e-6, equal_nan=True))
         else:
             ok = bool(same(got, ref))
-        row = {"case": name, "ms": best_of(lambda: ours(host), reps), "matches_numpy": ok,
+        row = {"case": name, "engine": engine, "ms": best_of(lambda: ours(host), reps), "matches_numpy": ok,
                "numpy_ms": best_of(ref_fn, max(1, reps // 2)) if ref_fn else None}
         if dev is not None:
             row["device_ms"] = dev_ms(lambda: ours(dev))
@@ -135,12 +137,12 @@ def tour(n: int | None = None, reps: int = 5, verbose: bool = True) -> dict:
     info = _backend.device_info()
     if verbose:
         print(f"\ngpusync tour: {n:,} elements on {_backend.backend()} ({info['name']}); best of {reps}, wall ms")
-        head = f"  {'case':26s} {'NumPy in/out':>12s} {'NumPy':>9s}"
+        head = f"  {'case':26s} {'engine':>8s} {'NumPy in/out':>12s} {'NumPy':>9s}"
         if dev is not None:
             head += f" {'CuPy in/out':>12s} {'CuPy':>9s}"
         print(head)
         for r in rows:
-            line = f"  {r['case']:26s} {r['ms']:12.3f} " + (f"{r['numpy_ms']:9.3f}" if r["numpy_ms"] else f"{'-':>9s}")
+            line = f"  {r['case']:26s} {r['engine']:>8s} {r['ms']:12.3f} " + (f"{r['numpy_ms']:9.3f}" if r["numpy_ms"] else f"{'-':>9s}")
             if dev is not None:
                 line += f" {r['device_ms']:12.3f} " + (f"{r['cupy_ms']:9.3f}" if r["cupy_ms"] else f"{'-':>9s}")
             print(line + ("" if r["matches_numpy"] else "  MISMATCH"))

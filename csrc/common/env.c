@@ -33,7 +33,8 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_NUM_THREADS] = {.name = "GPUSYNC_NUM_THREADS", .type = "int", .fallback = "",
                             .lo = 1, .hi = 256, .meaning = "CPU backend threads (default: the online CPUs, at most 256)"},
     [GS_ENV_DEBUG] = {.name = "GPUSYNC_DEBUG", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
-                      .meaning = "1: print each CUDA call's launch shape and the strategy auto chose on stderr"},
+                      .meaning = "1: print each call's plan (gs.last_plan()), each CUDA call's launch shape and the "
+                                 "strategy auto chose on stderr"},
     [GS_ENV_POOL_KEEP_MB] = {.name = "GPUSYNC_POOL_KEEP_MB", .type = "int", .fallback = "1024", .lo = 0,
                              .hi = 1048576,
                              .meaning = "MiB of freed device scratch memory each device's pool keeps (read when "
@@ -61,6 +62,20 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                             .meaning = "units one copy is cut into (before the unit-size bounds)"},
     [GS_ENV_STAGE_NT] = {.name = "GPUSYNC_STAGE_NT", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
                          .meaning = "1: the crew copies with streaming (non-temporal) stores"},
+    [GS_ENV_REDUCE_SMALL_BYTES] = {.name = "GPUSYNC_REDUCE_SMALL_BYTES", .type = "int", .fallback = "", .lo = 0,
+                                   .hi = 2147483647.0,
+                                   .meaning = "tuning: device sum/dot inputs of at most this many bytes run as one "
+                                              "block (strategy auto)"},
+    [GS_ENV_BARRIER_VERIFY] = {.name = "GPUSYNC_BARRIER_VERIFY", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
+                               .meaning = "benchmarks: 0 leaves out barrier_benchmark's verifying reads (the bare "
+                                          "barrier's cost)"},
+    [GS_ENV_ENGINE] = {.name = "GPUSYNC_ENGINE", .type = "choice", .fallback = "auto",
+                       .choices = "auto|caller|cpu|cuda|cpu+cuda",
+                       .meaning = "force the engine of NumPy-input calls (docs/dispatch.md): the calling thread, "
+                                  "the CPU pool, the GPU or both; auto: the cost model picks"},
+    [GS_ENV_CALIBRATE] = {.name = "GPUSYNC_CALIBRATE", .type = "choice", .fallback = "auto", .choices = "auto|off",
+                          .meaning = "off: no quick measurement of the machine constants on first need (defaults "
+                                     "unless python -m gpusync calibrate cached them)"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

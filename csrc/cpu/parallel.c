@@ -283,6 +283,9 @@ double gs_cpu_handoff_ns(int nthreads)
 
 int gs_cpu_threads_for_cost(int64_t n, double ns_per_item)
 {
+    const int requested = gs_cpu_requested_threads(n); /* the dispatcher chose (1: the caller alone) */
+    if (requested)
+        return requested > GS_CPU_MAX_THREADS ? GS_CPU_MAX_THREADS : requested;
     const double work = (double)n * ns_per_item;
     int most = gs_cpu_max_threads();
     if (most > n)

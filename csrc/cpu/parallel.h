@@ -22,7 +22,9 @@ typedef void (*gs_range_fn)(void *ctx, int tid, int64_t begin, int64_t end);
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx);
 
 /* Declared in gpusync.h (the engine choice reads them too):
- * gs_cpu_threads_for_cost(n, ns_per_item): the thread count t minimising
+ * gs_cpu_threads_for_cost(n, ns_per_item): the dispatcher's request for the
+ *   calling thread (gs_cpu_requested_threads) when it made one; else the
+ *   thread count t minimising
  *   n*ns_per_item/t + handoff(t), handoff(t) the measured cost of waking t-1
  *   pool threads and waiting for them; 1 (the calling thread alone, no
  *   hand-off) when threads would not pay.  At most gs_cpu_max_threads().

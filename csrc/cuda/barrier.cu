@@ -32,6 +32,7 @@ struct bench_args {
     unsigned long long *stale;
     long long rounds;
     int skip_block; /* test hook: this block never arrives (-1: none) */
+    int verify;     /* 0: no reads of the other blocks' values (GPUSYNC_BARRIER_VERIFY=0: the bare barrier's cost) */
     unsigned long long timeout_ns;
 };
 
@@ -74,13 +75,15 @@ template <int KIND> __global__ void barrier_kernel(bench_args a)
             ok = gpusync::barrier_lockfree(a.arrival, a.release, round_no, a.error, a.timeout_ns);
         else if (KIND == GS_STRATEGY_SENSE)
             ok = gpusync::barrier_sense(a.w, a.groups, round_no, a.error, a.timeout_ns);
+        else if (KIND == GS_STRATEGY_FLAT)
+            ok = gpusync::barrier_flat(&a.w->count, goal, a.error, a.timeout_ns);
         else
             cg::this_grid().sync();
         if (!ok)
             return;
         if (check && *(volatile int *)stop) /* the same value in every block: all leave */
             return;
-        if (threadIdx.x < CHECKS) { /* plain loads: the barrier's acquire must make them current */
+        if (a.verify && threadIdx.x < CHECKS) { /* plain loads: the barrier's acquire must make them current */
             const unsigned other = (unsigned)((b + 1 + threadIdx.x + (unsigned long long)r) % nb);
             stale += buf[other] != value_of(r, other);
         }
@@ -108,6 +111,7 @@ const void *kernel_for(gs_strategy s)
     case GS_STRATEGY_LOCK: return (const void *)barrier_kernel<GS_STRATEGY_LOCK>;
     case GS_STRATEGY_LOCKFREE: return (const void *)barrier_kernel<GS_STRATEGY_LOCKFREE>;
     case GS_STRATEGY_SENSE: return (const void *)barrier_kernel<GS_STRATEGY_SENSE>;
+    case GS_STRATEGY_FLAT: return (const void *)barrier_kernel<GS_STRATEGY_FLAT>;
     case GS_STRATEGY_COOPERATIVE: return (const void *)barrier_kernel<GS_STRATEGY_COOPERATIVE>;
     default: return (const void *)relaunch_kernel;
     }
@@ -126,10 +130,11 @@ struct ws_t {
 extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds,
                                                int skip_block, gs_barrier_result *res)
 {
-    if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE &&
+    if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE && s != GS_STRATEGY_FLAT &&
         s != GS_STRATEGY_COOPERATIVE && s != GS_STRATEGY_RELAUNCH && s != GS_STRATEGY_AUTO)
         return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "barrier strategies are 'lock', 'lockfree', 'sense', 'cooperative' and 'relaunch'; got '%s'",
+                       "barrier strategies are 'lock', 'lockfree', 'sense', 'flat', 'cooperative' and 'relaunch'; "
+                       "got '%s'",
                        gs_strategy_name(s));
     if (rounds < 1 || threads < 32 || threads > 1024 || threads % 32)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "rounds must be >= 1 and threads a multiple of 32 up to 1024");
@@ -193,6 +198,7 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     GS_CUDA_GOTO(cudaEventCreate(&e1));
     GS_CUDA_GOTO(cudaStreamCreateWithFlags(&sm, cudaStreamNonBlocking));
     a.w = (gpusync::grid_barrier_words *)mem;
+    a.verify = gs_env_number(GS_ENV_BARRIER_VERIFY, 1, NULL) != 0;
     a.error = &((ws_t *)mem)->error;
     a.stop = ((ws_t *)mem)->stop;
     a.cancel = gs_cuda_cancel_word();

@@ -13,6 +13,8 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <math.h>
+
 #include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 
@@ -739,6 +741,412 @@ static PyObject *py_raise_status(PyObject *self, PyObject *args)
     return gs_raise((gs_status)st);
 }
 
+/* ---- The per-call fast path (the dispatcher's common case, in C) ----------
+ *
+ * A NumPy array (exactly ndarray), native byte order, aligned, C-contiguous,
+ * default options, at most the op's size limit: run the op on the calling
+ * thread (the CPU engine with one thread, no hand-off) and return the result.
+ * Anything else returns NotImplemented and the wrapper takes the general
+ * Python path (gpusync/_dispatch.py), which also sets the limits: the largest
+ * element count for which its cost model picks the calling thread alone (0
+ * when the calling thread is not a candidate: a forced CUDA backend,
+ * GPUSYNC_ENGINE, GPUSYNC_DEBUG).  Each fast call leaves a thread-local record
+ * that gs.last_plan() reads. */
+enum { FAST_SUM, FAST_DOT, FAST_COUNT_NONZERO, FAST_PACKBITS, FAST_CUMSUM, FAST_HISTOGRAM, FAST_BINCOUNT, FAST_OPS };
+static const char *const fast_names[FAST_OPS] = {"sum", "dot", "count_nonzero", "packbits", "cumsum", "histogram",
+                                                 "bincount"};
+static int64_t fast_limit[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1}; /* -1: not configured yet */
+#define FAST_GIL_RELEASE_MIN 16384                                    /* elements; below, keep the GIL */
+
+typedef struct {
+    unsigned long long seq; /* this thread's call count when the fast path ran (0: never) */
+    int op;
+    int64_t n;
+    int typenum;
+    gs_strategy used;
+} fast_record;
+static _Thread_local fast_record fast_last;
+static _Thread_local unsigned long long call_seq;
+
+/* Whether the fast path is on for `op` now: configured, and neither
+ * GPUSYNC_ENGINE nor GPUSYNC_DEBUG=1 set (they steer or log the plan: the
+ * general path reads them). */
+static int fast_on(int op)
+{
+    if (fast_limit[op] <= 0)
+        return 0;
+    return gs_env_choice(GS_ENV_ENGINE) <= 0 && gs_env_number(GS_ENV_DEBUG, 0, NULL) == 0;
+}
+
+/* The input when the fast path can take it: 1 and its gs_array, else 0. */
+static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
+{
+    if (!PyArray_CheckExact(obj))
+        return 0;
+    PyArrayObject *arr = (PyArrayObject *)obj;
+    const int64_t n = PyArray_SIZE(arr);
+    if (fast_limit[op] < 0 || n > fast_limit[op] || (need_1d && PyArray_NDIM(arr) != 1) ||
+        !PyArray_ISCARRAY_RO(arr) || !PyArray_ISNOTSWAPPED(arr) || !dtype_from_numpy(PyArray_TYPE(arr), &a->dtype))
+        return 0;
+    a->data = PyArray_DATA(arr);
+    a->length = n;
+    a->stride = 1;
+    a->device = GS_HOST;
+    return 1;
+}
+
+/* Run `call` on the calling thread alone; the GIL is kept for small inputs. */
+#define FAST_RUN(n, st, call)                                                                                 \
+    do {                                                                                                      \
+        gs_cpu_request_threads(1);                                                                            \
+        if ((n) >= FAST_GIL_RELEASE_MIN) {                                                                    \
+            Py_BEGIN_ALLOW_THREADS st = (call);                                                               \
+            Py_END_ALLOW_THREADS                                                                              \
+        } else {                                                                                              \
+            st = (call);                                                                                      \
+        }                                                                                                     \
+        gs_cpu_request_threads(0);                                                                            \
+    } while (0)
+
+static void fast_note(int op, const gs_array *a, int typenum, gs_strategy used)
+{
+    fast_last = (fast_record){++call_seq, op, a->length, typenum, used};
+}
+
+/* NumPy's accumulator dtype of sum / cumsum: small ints widen to 64 bits. */
+static int fast_sum_type(gs_dtype dt)
+{
+    switch (dt) {
+    case GS_UINT8:
+    case GS_UINT16:
+    case GS_UINT32:
+    case GS_UINT64: return NPY_UINT64;
+    case GS_FLOAT16: return NPY_HALF;
+    case GS_FLOAT32: return NPY_FLOAT;
+    case GS_FLOAT64: return NPY_DOUBLE;
+    default: return NPY_INT64;
+    }
+}
+
+static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op)
+{
+    gs_array a, b, out;
+    if (!fast_on(op) || !fast_input(ao, op, op == FAST_DOT, &a) ||
+        (bo && (!fast_input(bo, op, 1, &b) || b.dtype != a.dtype || b.length != a.length)))
+        Py_RETURN_NOTIMPLEMENTED;
+    const int typenum = bo ? PyArray_TYPE((PyArrayObject *)ao) : fast_sum_type(a.dtype);
+    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
+    if (!descr)
+        return NULL;
+    union {
+        double d;
+        int64_t i;
+        char c[16];
+    } buf = {0};
+    out.data = buf.c;
+    out.length = 1;
+    out.stride = 1;
+    out.device = GS_HOST;
+    if (!dtype_from_numpy(typenum, &out.dtype)) {
+        Py_DECREF(descr);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    gs_strategy used = GS_STRATEGY_AUTO;
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->reduce(&a, bo ? &b : NULL, &out, GS_STRATEGY_AUTO, 0, NULL, &used));
+    if (!gs_done(st)) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    /* a float result that is inf or NaN goes through the general path, which
+     * owns what NumPy gives there (e.g. partial sums that overflow) */
+    int finite = 1;
+    if (out.dtype == GS_FLOAT64)
+        finite = isfinite(buf.d);
+    else if (out.dtype == GS_FLOAT32) {
+        float f;
+        memcpy(&f, buf.c, sizeof f);
+        finite = isfinite(f);
+    } else if (out.dtype == GS_FLOAT16) {
+        uint16_t h;
+        memcpy(&h, buf.c, sizeof h);
+        finite = (h & 0x7c00) != 0x7c00;
+    }
+    if (!finite) {
+        Py_DECREF(descr);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    fast_note(op, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+    PyObject *r = PyArray_Scalar(buf.c, descr, NULL);
+    Py_DECREF(descr);
+    return r;
+}
+
+static PyObject *py_fast_sum(PyObject *self, PyObject *a)
+{
+    (void)self;
+    return fast_reduce(a, NULL, FAST_SUM);
+}
+
+static PyObject *py_fast_dot(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_dot takes 2 arguments");
+        return NULL;
+    }
+    return fast_reduce(args[0], args[1], FAST_DOT);
+}
+
+static PyObject *py_fast_count_nonzero(PyObject *self, PyObject *ao)
+{
+    (void)self;
+    gs_array a;
+    if (!fast_on(FAST_COUNT_NONZERO) || !fast_input(ao, FAST_COUNT_NONZERO, 0, &a))
+        Py_RETURN_NOTIMPLEMENTED;
+    int64_t count = 0;
+    gs_array out = {&count, 1, 1, GS_INT64, GS_HOST};
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->count_nonzero(&a, NULL, &out, NULL));
+    if (!gs_done(st))
+        return NULL;
+    fast_note(FAST_COUNT_NONZERO, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
+    return PyLong_FromLongLong((long long)count);
+}
+
+/* A new 1-D NumPy array of n elements of typenum. */
+static PyArrayObject *fast_new(int64_t n, int typenum, gs_array *view)
+{
+    npy_intp dims[1] = {(npy_intp)n};
+    PyArrayObject *r = (PyArrayObject *)PyArray_SimpleNew(1, dims, typenum);
+    if (r) {
+        view->data = PyArray_DATA(r);
+        view->length = n;
+        view->stride = 1;
+        view->device = GS_HOST;
+        dtype_from_numpy(typenum, &view->dtype);
+    }
+    return r;
+}
+
+static PyObject *fast_finish(PyArrayObject *r, gs_status st, int op, const gs_array *a, int typenum,
+                             gs_strategy used)
+{
+    if (!gs_done(st)) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    fast_note(op, a, typenum, used);
+    return (PyObject *)r;
+}
+
+static PyObject *py_fast_packbits(PyObject *self, PyObject *ao)
+{
+    (void)self;
+    gs_array a, out;
+    if (!fast_on(FAST_PACKBITS) || !fast_input(ao, FAST_PACKBITS, 1, &a))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *r = fast_new((a.length + 7) / 8, NPY_UINT8, &out);
+    if (!r)
+        return NULL;
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->packbits(&a, NULL, 0, &out, NULL));
+    return fast_finish(r, st, FAST_PACKBITS, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
+}
+
+static PyObject *py_fast_cumsum(PyObject *self, PyObject *ao)
+{
+    (void)self;
+    gs_array a, out;
+    if (!fast_on(FAST_CUMSUM) || !fast_input(ao, FAST_CUMSUM, 0, &a))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *r = fast_new(a.length, fast_sum_type(a.dtype), &out);
+    if (!r)
+        return NULL;
+    gs_strategy used = GS_STRATEGY_AUTO;
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->cumsum(&a, &out, GS_STRATEGY_AUTO, NULL, &used));
+    return fast_finish(r, st, FAST_CUMSUM, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+}
+
+/* fast_histogram(a, bins, nbins): counts (int64) with a bin description the
+ * wrapper cached for this dtype, bins and range. */
+static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    gs_array a, out;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_histogram takes 2 arguments");
+        return NULL;
+    }
+    PyObject *ao = args[0], *bo = args[1];
+    if (!fast_on(FAST_HISTOGRAM) || !fast_input(ao, FAST_HISTOGRAM, 0, &a) || a.dtype == GS_BOOL)
+        Py_RETURN_NOTIMPLEMENTED;
+    bins_arg bins;
+    if (!parse_bins(bo, &bins))
+        return NULL;
+    PyArrayObject *r = fast_new(bins.b.nbins, NPY_INT64, &out);
+    if (!r) {
+        bins_release(&bins);
+        return NULL;
+    }
+    gs_strategy used = GS_STRATEGY_AUTO;
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->histogram(&a, NULL, &bins.b, &out, GS_STRATEGY_AUTO, NULL, &used));
+    bins_release(&bins);
+    return fast_finish(r, st, FAST_HISTOGRAM, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+}
+
+/* The minimum and maximum of a contiguous integer array (bincount's
+ * argument check, as NumPy's own bincount makes it in C); 0 when they do not
+ * fit int64 (uint64 above 2^62: no fast path). */
+#define FAST_RANGE(T)                                                                                         \
+    do {                                                                                                      \
+        const T *p = (const T *)a->data;                                                                      \
+        T l = p[0], h = p[0];                                                                                 \
+        for (int64_t i = 1; i < a->length; i++) {                                                             \
+            l = p[i] < l ? p[i] : l;                                                                          \
+            h = p[i] > h ? p[i] : h;                                                                          \
+        }                                                                                                     \
+        if ((uint64_t)h > (uint64_t)INT64_MAX / 2 && (T)-1 > 0)                                               \
+            return 0;                                                                                         \
+        *lo = (int64_t)l;                                                                                     \
+        *hi = (int64_t)h;                                                                                     \
+    } while (0)
+
+static int fast_int_range(const gs_array *a, int64_t *lo, int64_t *hi)
+{
+    switch (a->dtype) {
+    case GS_INT8: FAST_RANGE(int8_t); return 1;
+    case GS_UINT8: FAST_RANGE(uint8_t); return 1;
+    case GS_INT16: FAST_RANGE(int16_t); return 1;
+    case GS_UINT16: FAST_RANGE(uint16_t); return 1;
+    case GS_INT32: FAST_RANGE(int32_t); return 1;
+    case GS_UINT32: FAST_RANGE(uint32_t); return 1;
+    case GS_INT64: FAST_RANGE(int64_t); return 1;
+    case GS_UINT64: FAST_RANGE(uint64_t); return 1;
+    default: return 0;
+    }
+}
+
+/* fast_bincount(x, minlength): np.bincount of a 1-D array of integers >= 0
+ * without weights; NotImplemented for negatives, empty input or a maximum far
+ * above the length (the general path says why or allocates with care). */
+static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    gs_array a, out;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_bincount takes 2 arguments");
+        return NULL;
+    }
+    PyObject *ao = args[0];
+    const long long minlength = PyLong_AsLongLong(args[1]);
+    if (minlength == -1 && PyErr_Occurred())
+        return NULL;
+    if (!fast_on(FAST_BINCOUNT) || !fast_input(ao, FAST_BINCOUNT, 1, &a) || a.length == 0 || minlength < 0 ||
+        a.dtype == GS_FLOAT16 || a.dtype == GS_FLOAT32 || a.dtype == GS_FLOAT64)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (a.dtype == GS_BOOL)
+        a.dtype = GS_UINT8;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    int64_t lo, hi;
+    if (!fast_int_range(&a, &lo, &hi))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (lo < 0 || hi > 4 * a.length + 65536)
+        Py_RETURN_NOTIMPLEMENTED;
+    const int64_t nbins = hi + 1 > minlength ? hi + 1 : minlength;
+    PyArrayObject *r = fast_new(nbins, NPY_INT64, &out);
+    if (!r)
+        return NULL;
+    gs_hist_bins bins;
+    memset(&bins, 0, sizeof bins);
+    bins.kind = GS_BINS_DIRECT;
+    bins.nbins = hi + 1;
+    out.length = hi + 1; /* the bins past the maximum (minlength) are zero */
+    memset(PyArray_DATA(r), 0, (size_t)nbins * 8);
+    gs_strategy used = GS_STRATEGY_AUTO;
+    gs_status st;
+    FAST_RUN(a.length, st, ops->histogram(&a, NULL, &bins, &out, GS_STRATEGY_AUTO, NULL, &used));
+    return fast_finish(r, st, FAST_BINCOUNT, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+}
+
+/* fast_config(limits): the element limit of each op (a tuple in fast_names'
+ * order; -1 or 0 turns an op's fast path off).  Returns the names. */
+static PyObject *py_fast_config(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    if (arg != Py_None) {
+        if (!PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != FAST_OPS) {
+            PyErr_Format(PyExc_ValueError, "fast_config: expected a tuple of %d limits", FAST_OPS);
+            return NULL;
+        }
+        int64_t lim[FAST_OPS];
+        for (int k = 0; k < FAST_OPS; k++) {
+            lim[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(arg, k));
+            if (lim[k] == -1 && PyErr_Occurred())
+                return NULL;
+        }
+        memcpy(fast_limit, lim, sizeof lim);
+    }
+    PyObject *names = PyTuple_New(FAST_OPS);
+    for (int k = 0; names && k < FAST_OPS; k++)
+        PyTuple_SET_ITEM(names, k, PyUnicode_FromString(fast_names[k]));
+    return names;
+}
+
+/* plan_seq(): the next number of this thread's call sequence (the general
+ * path's plans); fast_last(): (seq, op, n, dtype, strategy) of this thread's
+ * last fast call, or None. */
+static PyObject *py_plan_seq(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyLong_FromUnsignedLongLong(++call_seq);
+}
+
+static PyObject *py_fast_last(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    if (!fast_last.seq)
+        Py_RETURN_NONE;
+    PyArray_Descr *d = PyArray_DescrFromType(fast_last.typenum);
+    if (!d)
+        return NULL;
+    PyObject *r = Py_BuildValue("(KsLOs)", fast_last.seq, fast_names[fast_last.op], (long long)fast_last.n,
+                                (PyObject *)d, gs_strategy_name(fast_last.used));
+    Py_DECREF(d);
+    return r;
+}
+
+/* The dispatcher's variables through the table: (GPUSYNC_ENGINE or None for
+ * auto, GPUSYNC_CALIBRATE, GPUSYNC_DEBUG as a bool); invalid values warn
+ * (RuntimeWarning naming the variable) and read as the default. */
+static PyObject *py_env_dispatch(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    static const char *const engines[] = {"auto", "caller", "cpu", "cuda", "cpu+cuda"};
+    const int e = gs_env_choice(GS_ENV_ENGINE), c = gs_env_choice(GS_ENV_CALIBRATE);
+    const double dbg = gs_env_number(GS_ENV_DEBUG, 0, NULL);
+    if (!gs_done(GS_OK))
+        return NULL;
+    return Py_BuildValue("(ssO)", e > 0 ? engines[e] : "auto", c == 1 ? "off" : "auto", dbg != 0 ? Py_True : Py_False);
+}
+
+static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    gs_cpu_request_threads((int)(n < 0 ? 0 : n > 4096 ? 4096 : n));
+    Py_RETURN_NONE;
+}
+
 /* Test hook: the indexes of NULL slots in a backend's ops table (must be []). */
 static PyObject *py_ops_null_slots(PyObject *self, PyObject *args)
 {
@@ -901,6 +1309,19 @@ static PyMethodDef methods[] = {
     {"_env_table", py_env_table, METH_NOARGS, "the GPUSYNC_* variables: (name, type, default, lo, hi, choices, meaning)"},
     {"env_backend", py_env_backend, METH_NOARGS, "GPUSYNC_BACKEND: 'cpu', 'cuda' or None"},
     {"_env_number", py_env_number, METH_VARARGS, "test hook: a GPUSYNC_* variable as the C side reads it"},
+    {"fast_sum", py_fast_sum, METH_O, "fast path: sum(a) on the calling thread, or NotImplemented"},
+    {"fast_dot", (PyCFunction)(void (*)(void))py_fast_dot, METH_FASTCALL, "fast path: dot(a, b) on the calling thread, or NotImplemented"},
+    {"fast_count_nonzero", py_fast_count_nonzero, METH_O, "fast path: count_nonzero(a), or NotImplemented"},
+    {"fast_packbits", py_fast_packbits, METH_O, "fast path: packbits(a) (big bit order), or NotImplemented"},
+    {"fast_cumsum", py_fast_cumsum, METH_O, "fast path: cumsum(a) flattened, or NotImplemented"},
+    {"fast_histogram", (PyCFunction)(void (*)(void))py_fast_histogram, METH_FASTCALL, "fast path: counts of a with a bins description"},
+    {"fast_bincount", (PyCFunction)(void (*)(void))py_fast_bincount, METH_FASTCALL, "fast path: bincount(x, minlength), or NotImplemented"},
+    {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order"},
+    {"plan_seq", py_plan_seq, METH_NOARGS, "the next number of this thread's call sequence"},
+    {"fast_last", py_fast_last, METH_NOARGS, "(seq, op, n, dtype, strategy) of this thread's last fast call"},
+    {"env_dispatch", py_env_dispatch, METH_NOARGS, "(GPUSYNC_ENGINE, GPUSYNC_CALIBRATE, GPUSYNC_DEBUG) via the table"},
+    {"cpu_threads", py_cpu_threads, METH_O,
+     "cpu_threads(n): the CPU engine's threads for this thread's next calls (1: the caller alone; 0: its own choice)"},
     {"histogram", py_histogram, METH_VARARGS,
      "histogram(backend, x, weights, out, bins, strategy, stream) -> strategy used"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},

@@ -84,6 +84,7 @@ typedef enum gs_strategy {
     GS_STRATEGY_LOCKFREE,    /* seed 000's arrival/release arrays */
     GS_STRATEGY_COOPERATIVE, /* cooperative groups grid.sync() */
     GS_STRATEGY_SENSE,       /* ours: hierarchical sense-reversing */
+    GS_STRATEGY_FLAT,        /* ours: one monotone counter, red.release arrivals, ld.acquire polls */
     GS_STRATEGY_COUNT
 } gs_strategy;
 
@@ -339,6 +340,10 @@ typedef enum gs_env_var {
     GS_ENV_STAGE_D2H_SPLIT,
     GS_ENV_STAGE_UNITS,
     GS_ENV_STAGE_NT,
+    GS_ENV_REDUCE_SMALL_BYTES,
+    GS_ENV_BARRIER_VERIFY,
+    GS_ENV_ENGINE,    /* choice: auto | caller | cpu | cuda | cpu+cuda (the dispatcher) */
+    GS_ENV_CALIBRATE, /* choice: auto | off */
     GS_ENV_COUNT
 } gs_env_var;
 
@@ -388,6 +393,13 @@ const gs_backend_ops *gs_cpu_backend(void);
 int gs_cpu_threads_for_cost(int64_t n, double ns_per_item);
 double gs_cpu_handoff_ns(int nthreads);
 int gs_cpu_max_threads(void);
+/* The CPU engine's thread count for the calling thread's following calls,
+ * chosen by the Python dispatcher's cost model: 1 runs on the calling thread
+ * alone (no hand-off), k > 1 on k pool threads, 0 the engine's own choice. */
+void gs_cpu_request_threads(int nthreads);
+/* The request for n items (capped by GPUSYNC_NUM_THREADS and n), or 0 when
+ * none: the engine's thread-count choice asks this first (csrc/cpu/request.c). */
+int gs_cpu_requested_threads(int64_t n);
 const gs_backend_ops *gs_cuda_backend(void);
 
 /* Which strategy `auto` picks: a pure function of the problem's shape and the
