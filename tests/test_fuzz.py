@@ -47,6 +47,7 @@ import numpy as np
 import pytest
 
 import gpusync as gs
+from conftest import scipy_binned_statistic
 
 CASES_PER_SEED = 6
 
@@ -552,7 +553,7 @@ def _binstat_case(rng, lib):
         kw["range"] = tuple(sorted(rng.choice(fin, 2))) if fin.size else (0.0, 1.0)
     what = f"binned_statistic x={dt}{' swapped' if swapped else ''} {layout} {mode} v={v.dtype} {vmode} {stat} " \
            f"bins={bins!r} {kw}"
-    ref, rerr = outcome(lambda: scipy.stats.binned_statistic(x, v, stat, bins, **kw))
+    ref, rerr = outcome(lambda: scipy_binned_statistic(x, v, stat, bins, **kw))
     got, gerr = outcome(lambda: gs.binned_statistic(to_lib(x, lib), to_lib(v, lib), stat, bins, **kw))
     if same_error(rerr, gerr, what):
         return
