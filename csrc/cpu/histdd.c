@@ -5,6 +5,7 @@
  * on timing.  When one copy per thread would not fit in
  * GS_HISTDD_PRIVATE_BYTES, fewer threads run. */
 #include "../common/histdd.h"
+#include "gpusync/tuning.h"
 #include "parallel.h"
 
 #include <stdlib.h>
@@ -136,15 +137,18 @@ gs_status gs_cpu_histogramdd(const gs_array *coords, int ndim, const double *edg
         c.w = (const double *)weights->data;
         c.wstride = weights->stride;
     }
-    int nthreads = gs_cpu_threads_for(n);
+    int nthreads = gs_cpu_threads_for_cost(n, GS_CPU_NS_HIST * ndim);
     while (nthreads > 1 && (size_t)nbins * 8 * (size_t)nthreads > GS_HISTDD_PRIVATE_BYTES)
         nthreads--;
     c.priv = (char *)calloc((size_t)nbins * (size_t)nthreads, 8);
     if (!c.priv)
         return gs_fail(GS_ERR_NO_MEMORY, "histogramdd: %lld private bins", (long long)(nbins * nthreads));
-    gs_cpu_parallel_for(n, nthreads, count_slice, &c);
-    mctx m = {&c, nthreads, (char *)out->data};
-    gs_cpu_parallel_for(nbins, gs_cpu_threads_for(nbins * nthreads), merge_slice, &m);
+    gs_status rs = gs_cpu_parallel_for(n, nthreads, count_slice, &c);
+    if (rs != GS_ERR_INTERRUPTED) {
+        mctx m = {&c, nthreads, (char *)out->data};
+        rs = gs_cpu_parallel_for(nbins, gs_cpu_threads_for_cost(nbins, GS_CPU_NS_PER_BYTE * 8.0 * nthreads),
+                                 merge_slice, &m);
+    }
     free(c.priv);
-    return GS_OK;
+    return rs == GS_ERR_INTERRUPTED ? rs : GS_OK; /* GS_ERR_NO_MEMORY for threads: the slices ran on the caller */
 }

@@ -11,6 +11,7 @@
  * split depends on the shape and the thread count only).  Floating inputs
  * accumulate in double, integers and bool in wrapping uint64 (as `reduce`). */
 #include "../common/convert.h"
+#include "gpusync/tuning.h"
 #include "parallel.h"
 
 #include <stdlib.h>
@@ -209,7 +210,8 @@ gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const in
     c.nchunks = (c.inner + CHUNK - 1) / CHUNK;
     const int64_t items = c.outer * c.nchunks;
     const int64_t total = c.outer * c.len * c.inner;
-    const int nthreads = gs_cpu_threads_for(total);
+    const double ns = (op == GS_AXIS_CUMSUM ? GS_CPU_NS_SCAN_BYTE : GS_CPU_NS_PER_BYTE) * (double)gs_dtype_size(a->dtype);
+    const int nthreads = gs_cpu_threads_for_cost(total, ns);
     c.kparts = 1;
     if (op != GS_AXIS_CUMSUM && items < 4 * (int64_t)nthreads && c.len >= 8192) {
         int64_t want = (4 * (int64_t)nthreads + items - 1) / items, cap = c.len / 4096;
@@ -225,7 +227,11 @@ gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const in
         else
             c.ipart = (uint64_t *)p;
     }
-    gs_cpu_parallel_for(items * c.kparts, nthreads, run_items, &c);
+    const gs_status st = gs_cpu_parallel_for(items * c.kparts, nthreads, run_items, &c);
+    if (st == GS_ERR_INTERRUPTED) { /* the pool stopped: no result */
+        free(c.is_float ? (void *)c.fpart : (void *)c.ipart);
+        return st;
+    }
     if (c.kparts > 1) { /* add the parts in order */
         for (int64_t item = 0; item < items; item++) {
             const int64_t o = item / c.nchunks, i0 = (item % c.nchunks) * CHUNK;

@@ -2,6 +2,7 @@
  * over slices of input bytes, each byte written as 8 bytes of 0 / 1 in one
  * 64-bit store from a 256-entry table. */
 #include "gpusync/gpusync.h"
+#include "gpusync/tuning.h"
 #include "parallel.h"
 
 #include <string.h>
@@ -41,6 +42,7 @@ gs_status gs_cpu_unpackbits(const gs_array *a, int little, gs_array *out, void *
     local.a = (const uint8_t *)a->data;
     local.stride = a->stride;
     local.out = (uint8_t *)out->data;
-    gs_cpu_parallel_for(a->length, gs_cpu_threads_for(a->length * 8), unpack_slice, &local);
-    return GS_OK;
+    const gs_status st = gs_cpu_parallel_for(a->length, gs_cpu_threads_for_cost(a->length, GS_CPU_NS_PER_BYTE * 9.0),
+                                             unpack_slice, &local);
+    return st == GS_ERR_INTERRUPTED ? st : GS_OK; /* GS_ERR_NO_MEMORY for threads: the slices ran on the caller */
 }
