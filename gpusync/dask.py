@@ -33,6 +33,7 @@ See docs/dask.md.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import warnings
@@ -82,6 +83,10 @@ def _check_chunk(c, lib, name):
         raise TypeError(f"gpusync.dask: {name} has a {mod} chunk in an array of {lib} chunks; mixed NumPy/CuPy "
                         f"chunks are not converted implicitly: convert them all, e.g. "
                         f"{name}.map_blocks(cupy.asarray) or {name}.map_blocks(cupy.asnumpy)")
+    if isinstance(c, np.ndarray) and not c.flags.aligned:
+        # dask.distributed may hand a NumPy chunk over as an unaligned view
+        # of a received frame; an aligned copy for the core
+        c = np.require(c, requirements="A")
     return c
 
 
@@ -144,16 +149,50 @@ def _array(name, layer, deps, chunks, meta):
     return da.Array(graph, name, chunks, meta=meta)
 
 
+def _xp(a):
+    return np if isinstance(a, np.ndarray) else __import__(type(a).__module__.split(".")[0])
+
+
+def _on(ref):
+    """The device context of a CuPy array (nothing for NumPy)."""
+    dev = getattr(ref, "device", None)
+    return dev if hasattr(dev, "__enter__") else contextlib.nullcontext()
+
+
+def _gather(parts):
+    """Partials on one device.  Under dask-cuda every worker has one GPU and
+    a partial from another worker arrives deserialized on this one's; with a
+    local scheduler, chunks on several GPUs of one process give partials on
+    different devices: those (small: bins) are copied over the host to the
+    first one's device."""
+    first = parts[0]
+    if isinstance(first, np.ndarray) or not hasattr(first, "device"):
+        return parts
+    xp = _xp(first)
+    with _on(first):
+        return [p if p.device == first.device else xp.asarray(p.get()) for p in parts]
+
+
 def _add(*parts):
-    return functools.reduce(operator.add, parts)
+    parts = _gather(parts)
+    with _on(parts[0]):
+        return functools.reduce(operator.add, parts)
 
 
 def _with_lib(value, lib):
-    """A host result as an array of the chunks' library (on the worker's GPU)."""
+    """A host result as an array of the chunks' library (on the current GPU)."""
     if lib == "numpy" or value is None:
         return value
     import importlib
     return importlib.import_module(lib).asarray(value)
+
+
+def _like(value, ref):
+    """A host array as an array of ref's library on ref's device."""
+    if isinstance(ref, np.ndarray):
+        return value
+    with _on(ref):
+        return _xp(ref).asarray(value)
 
 
 def _to_host(v):
@@ -167,7 +206,7 @@ def _to_host(v):
 
 def _minmax_part(c, lib, name, columns):
     """[min, max] of a chunk (of each column of an (n, D) chunk), on the host."""
-    _check_chunk(c, lib, name)
+    c = _check_chunk(c, lib, name)
     if c.size == 0:
         return None
     if columns:
@@ -195,12 +234,12 @@ def _minmax_tree(layer, name, x, split_every, lib, argname, columns=False):
 
 
 def _hist_part(c, wc, plan, *, lib, strategy, as_uint8):
-    _check_chunk(c, lib, "a")
+    c = _check_chunk(c, lib, "a")
     v = c.reshape(-1)
     if as_uint8:
         v = v.view(np.uint8)
     if wc is not None:
-        _check_chunk(wc, lib, "weights")
+        wc = _check_chunk(wc, lib, "weights")
         wc = wc.reshape(-1)
         if wc.dtype != np.float64:  # float64 partials; the final cast is done once
             wc = wc.astype(np.float64)
@@ -213,12 +252,12 @@ def _hist_plan(mm, *, dt, bins, range):  # noqa: A002
 
 
 def _hist_final(total, plan, *, out_dtype, density):
-    out = total if total.dtype == out_dtype else total.astype(out_dtype)
+    with _on(total):
+        out = total if total.dtype == out_dtype else total.astype(out_dtype)
     if density:
-        db = np.array(np.diff(plan[0]), float)
-        if not isinstance(out, np.ndarray):
-            db = _with_lib(db, type(out).__module__.split(".")[0])
-        return out / db / out.sum()
+        db = _like(np.array(np.diff(plan[0]), float), out)
+        with _on(out):
+            return out / db / out.sum()
     return out
 
 
@@ -299,37 +338,38 @@ def _dd_plan(mm, *, dt, D, bins, range):  # noqa: A002
 
 
 def _dd_part(c, wc, edges, *, lib, strategy, nbin):
-    _check_chunk(c, lib, "sample")
-    xp = np if lib == "numpy" else __import__(lib)
-    idx = []
-    for i, e in enumerate(edges):
-        col = c[:, i]
-        ed = _with_lib(e, lib)
-        k = xp.searchsorted(ed, col, side="right")
-        k[col == ed[-1]] -= 1  # the last bin is closed
-        idx.append(k)
-    xy = xp.ravel_multi_index(tuple(idx), tuple(int(n) for n in nbin))
-    if wc is not None:
-        _check_chunk(wc, lib, "weights")
-        wc = wc.astype(np.float64)
+    c = _check_chunk(c, lib, "sample")
+    xp = _xp(c)
     size = int(np.prod(nbin))
-    if xy.size == 0:
-        return xp.zeros(size, np.float64 if wc is not None else np.int64)
-    return _histogram._bincount_impl(xy.astype(np.int64), wc, size, strategy)
+    with _on(c):
+        idx = []
+        for i, e in enumerate(edges):  # np.histogramdd's bin of each coordinate
+            col = c[:, i]
+            ed = xp.asarray(e)
+            k = xp.searchsorted(ed, col, side="right")
+            k[col == ed[-1]] -= 1  # the last bin is closed
+            idx.append(k)
+        xy = xp.ravel_multi_index(tuple(idx), tuple(int(n) for n in nbin))
+        if wc is not None:
+            wc = _check_chunk(wc, lib, "weights")
+            wc = wc.astype(np.float64)
+        if xy.size == 0:
+            return xp.zeros(size, np.float64 if wc is not None else np.int64)
+        return _histogram._bincount_impl(xy.astype(np.int64), wc, size, strategy)
 
 
 def _dd_final(total, edges, *, nbin, density):
     D = len(nbin)
     hist = total.reshape(tuple(int(n) for n in nbin)).astype(float)
     hist = hist[D * (slice(1, -1),)]
-    if density:
-        lib = type(hist).__module__.split(".")[0]
-        s = hist.sum()
-        for i in range(D):
-            shape = np.ones(D, int)
-            shape[i] = nbin[i] - 2
-            hist = hist / _with_lib(np.diff(edges[i]), lib).reshape(tuple(shape))
-        hist /= s
+    if density:  # NumPy's order of operations
+        with _on(hist):
+            s = hist.sum()
+            for i in range(D):
+                shape = np.ones(D, int)
+                shape[i] = nbin[i] - 2
+                hist = hist / _like(np.diff(edges[i]), hist).reshape(tuple(shape))
+            hist /= s
     return hist
 
 
@@ -416,20 +456,20 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, strate
 
 
 def _bincount_part(c, wc, *, lib, minlength, strategy):
-    _check_chunk(c, lib, "x")
+    c = _check_chunk(c, lib, "x")
     if wc is not None:
-        _check_chunk(wc, lib, "weights")
+        wc = _check_chunk(wc, lib, "weights")
     return _histogram._bincount_impl(c, wc, minlength, strategy)
 
 
 def _add_padded(*parts):
     """Sum of bincounts of different lengths (each max + 1 of its chunk)."""
+    parts = _gather(parts)
     n = max(len(p) for p in parts)
-    first = parts[0]
-    xp = np if isinstance(first, np.ndarray) else __import__(type(first).__module__.split(".")[0])
-    total = xp.zeros(n, np.result_type(*[p.dtype for p in parts]))
-    for p in parts:
-        total[:len(p)] += p
+    with _on(parts[0]):
+        total = _xp(parts[0]).zeros(n, np.result_type(*[p.dtype for p in parts]))
+        for p in parts:
+            total[:len(p)] += p
     return total
 
 
@@ -477,7 +517,7 @@ def _flat(v, dtype):
 
 
 def _sum_part(c, *, lib, strategy):
-    _check_chunk(c, lib, "a")
+    c = _check_chunk(c, lib, "a")
     x = _arrays.checked_input(c, "a", "sum")
     p = _reduce._run("sum", [x if isinstance(x, DeviceArray) else _reduce._host_flat(x, x.dtype)],
                      _acc_dtype(_sum_dtype(np.dtype(x.dtype))), strategy, False)
@@ -485,8 +525,8 @@ def _sum_part(c, *, lib, strategy):
 
 
 def _dot_part(c, d, *, lib, strategy, rt):
-    _check_chunk(c, lib, "a")
-    _check_chunk(d, lib, "b")
+    c = _check_chunk(c, lib, "a")
+    d = _check_chunk(d, lib, "b")
     x, y = _arrays.checked_input(c, "a", "dot"), _arrays.checked_input(d, "b", "dot")
     p = _reduce._run("dot", [_flat(x, rt), _flat(y, rt)], _acc_dtype(rt), strategy, False)
     return p.reshape(1) if hasattr(p, "reshape") else np.asarray(p).reshape(1)
@@ -495,7 +535,8 @@ def _dot_part(c, d, *, lib, strategy, rt):
 def _scalar_final(total, *, out_dtype):
     if isinstance(total, np.ndarray):
         return out_dtype.type(total[0])
-    return total.astype(out_dtype).reshape(())
+    with _on(total):
+        return total.astype(out_dtype).reshape(())
 
 
 def _one_element(name, func, out_dtype, x, y=None, split_every=8, final=None):
@@ -540,7 +581,7 @@ def dot(a, b, *, strategy="auto", split_every=8):
 
 
 def _count_part(c, *, lib, threshold):
-    _check_chunk(c, lib, "a")
+    c = _check_chunk(c, lib, "a")
     p = _bits._count_nonzero_impl(c, threshold=threshold)
     return p.reshape(1) if hasattr(p, "reshape") else np.array([p], np.int64)
 
@@ -566,14 +607,14 @@ def count_nonzero(a, *, threshold=None):
 
 
 def _cumsum_chunk(c, axis=None, dtype=None, *, lib, strategy):
-    _check_chunk(c, lib, "a")
+    c = _check_chunk(c, lib, "a")
     return _scan._cumsum_impl(c, None, strategy)
 
 
 def _cum_add(carry, block):
     # the running total carried into the next block, added in the result
-    # dtype (integers wrap like NumPy's)
-    return block + carry
+    # dtype (integers wrap like NumPy's), on the block's device
+    return _add(block, carry)
 
 
 def cumsum(a, axis=None, *, strategy="auto", method="sequential"):
@@ -628,8 +669,8 @@ def _bs_plan(mm, *, x_dtype, n, bins, range):  # noqa: A002
 
 
 def _bs_part(c, v, plan, *, lib, statistic, strategy):
-    _check_chunk(c, lib, "x")
-    _check_chunk(v, lib, "values")
+    c = _check_chunk(c, lib, "x")
+    v = _check_chunk(v, lib, "values")
     edges = plan[0]
     nb = len(edges) - 1
     out = {}
@@ -637,7 +678,7 @@ def _bs_part(c, v, plan, *, lib, statistic, strategy):
         z = np.zeros(nb)
         nan = np.full(nb, np.nan)
         out = {"count": z, "sum": z, "mean": nan, "var": nan, "min": nan, "max": nan}
-        return {k: _with_lib(out[k], lib) for k in _NEEDS[statistic]}, c.reshape(-1).astype(np.int64)
+        return {k: _like(out[k], c) for k in _NEEDS[statistic]}, c.reshape(-1).astype(np.int64)
     binnumber = None
     for st in _NEEDS[statistic]:
         r = _binstat._binned_statistic_impl(c, v, st, edges, None, strategy)
@@ -658,6 +699,14 @@ def _bs_merge(*parts):
     """Merge per-bin (count, sum, mean, var, min, max) of disjoint parts.
     Mean and variance: Chan, Golub & LeVeque's pairwise update; min skips
     NaN and empty bins (fmin), max propagates a NaN value."""
+    keys = list(parts[0])
+    moved = _gather([p[k] for p in parts for k in keys])
+    parts = [dict(zip(keys, moved[i * len(keys):(i + 1) * len(keys)])) for i in range(len(parts))]
+    with _on(moved[0]):
+        return _bs_merge_on(parts)
+
+
+def _bs_merge_on(parts):
     acc = dict(parts[0])
     for p in parts[1:]:
         if "sum" in acc:
@@ -684,13 +733,10 @@ def _bs_merge(*parts):
     return acc
 
 
-def _xp(a):
-    return np if isinstance(a, np.ndarray) else __import__(type(a).__module__.split(".")[0])
-
-
 def _bs_final(acc, *, statistic):
     if statistic == "std":
-        return _xp(acc["var"]).sqrt(acc["var"])
+        with _on(acc["var"]):
+            return _xp(acc["var"]).sqrt(acc["var"])
     return acc[statistic]
 
 
