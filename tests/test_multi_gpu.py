@@ -2,6 +2,8 @@
 device arrays are computed on their own device whatever the current one is,
 stream= and results follow them, host arrays go to the current device, and
 Dask chunks spread over the GPUs are reduced each on its own."""
+import os
+
 import numpy as np
 import pytest
 
@@ -83,7 +85,46 @@ def test_dask_chunks_spread_over_gpus():
         x = x.persist()
         devices = {b.device.id for b in dask.compute(*x.to_delayed().ravel())}
         assert devices == set(range(ngpu))
-        np.testing.assert_array_equal(gsd.bincount(x, minlength=256), np.bincount(host, minlength=256))
-        assert gsd.sum(x) == host.sum(dtype=np.uint64)
-        h, _ = gsd.histogram(x, bins=50, range=(0, 200))
-        np.testing.assert_array_equal(h, np.histogram(host, bins=50, range=(0, 200))[0])
+        # lazy results; partials made on different GPUs are combined on one
+        np.testing.assert_array_equal(cp.asnumpy(gsd.bincount(x, minlength=256).compute()),
+                                      np.bincount(host, minlength=256))
+        assert int(gsd.sum(x).compute()) == host.sum(dtype=np.uint64)
+        h, e = dask.compute(*gsd.histogram(x, bins=50))
+        rh, re = np.histogram(host, bins=50)
+        np.testing.assert_array_equal(cp.asnumpy(h), rh)
+        np.testing.assert_array_equal(cp.asnumpy(e), re)
+        np.testing.assert_array_equal(cp.asnumpy(gsd.cumsum(x).compute()), np.cumsum(host, dtype=np.uint64))
+
+
+def _random_chunk(seed, n):
+    import cupy
+
+    return cupy.random.default_rng(seed).integers(0, 256, n, dtype=cupy.uint8)
+
+
+def test_dask_cuda_local_cluster():
+    """One worker per GPU (dask-cuda), data made on the workers' GPUs; the
+    results equal the single call on the gathered array."""
+    dask_cuda = pytest.importorskip("dask_cuda")
+    distributed = pytest.importorskip("distributed")
+    import dask
+    import dask.array as da
+    import gpusync.dask as gsd
+
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    n, k = 1 << 22, 8
+    with dask_cuda.LocalCUDACluster(n_workers=2, dashboard_address=None) as lc, distributed.Client(lc) as client:
+        blocks = [da.from_delayed(dask.delayed(_random_chunk)(i, n), (n,), dtype=np.uint8,
+                                  meta=cp.empty(0, cp.uint8)) for i in range(k)]
+        x = da.concatenate(blocks).persist()
+        distributed.wait(x)
+        assert len({w for ws in client.who_has(x).values() for w in ws}) == 2  # spread over both GPUs
+        whole = np.concatenate([_random_chunk(i, n).get() for i in range(k)])
+        b, s, (h, e), d = dask.compute(gsd.bincount(x), gsd.sum(x), gsd.histogram(x, bins=256, range=(0, 256)),
+                                       gsd.dot(x, x))
+        assert isinstance(b, cp.ndarray)
+        np.testing.assert_array_equal(b.get(), np.bincount(whole))
+        assert int(s) == whole.sum(dtype=np.uint64)
+        np.testing.assert_array_equal(h.get(), np.histogram(whole, 256, (0, 256))[0])
+        assert int(d) == np.dot(whole, whole)
