@@ -42,43 +42,64 @@ import gpusync.dask as gsd  # noqa: E402
 from benchmarks.common import median, merge_results  # noqa: E402
 
 
-def _make(block_info=None, *, cpu):
+def _make(i, size, cpu):
     """Chunk i of the data, made where the task runs (a worker's GPU)."""
-    i = block_info[None]["chunk-location"][0]
-    size = block_info[None]["chunk-shape"][0]
     if cpu:
         return np.random.default_rng(i).integers(0, 256, size, dtype=np.uint8)
     import cupy as cp
     return cp.random.default_rng(i).integers(0, 256, size, dtype=cp.uint8)
 
 
-def _cluster(k, cpu):
+def _spec_cluster(k):
+    """One Nanny per GPU, each seeing only its GPU (what dask-cuda sets up,
+    without dask-cuda)."""
+    from distributed import Nanny, Scheduler, SpecCluster
+    workers = {i: {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(i)}}}
+               for i in range(k)}
+    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers)
+
+
+def _cluster(k, cpu, kind):
     import distributed
-    if cpu:
-        cluster = distributed.LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
-                                           dashboard_address=None)
-    else:
+    if kind == "auto":
+        kind = "local" if cpu else "dask-cuda"
+        if not cpu:
+            try:
+                import dask_cuda  # noqa: F401
+            except ImportError as e:
+                print(f"dask_cuda cannot be imported ({e}): one Nanny per GPU instead", flush=True)
+                kind = "spec"
+    if kind == "dask-cuda":
         import dask_cuda
         cluster = dask_cuda.LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(map(str, range(k))), n_workers=k,
                                              threads_per_worker=1, dashboard_address=None)
+    elif kind == "spec":
+        cluster = _spec_cluster(k)
+    else:
+        cluster = distributed.LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
     return cluster, distributed.Client(cluster)
 
 
 def _data(client, n, chunk, cpu):
-    """A persisted Dask array of n uint8 in chunks of `chunk`, generated on the
-    workers (the scheduler spreads the tasks; the placement is printed)."""
-    import functools
-
+    """A persisted Dask array of n uint8 in chunks of `chunk`, chunk i made on
+    worker i % k (annotated placement: the GPUs get equal shares)."""
+    import dask
     import dask.array as da
     import distributed
+    workers = sorted(client.scheduler_info()["workers"])
     sizes = (chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ())
     if cpu:
         meta = np.empty(0, np.uint8)
     else:
         import cupy as cp
         meta = cp.empty(0, cp.uint8)
-    x = da.map_blocks(functools.partial(_make, cpu=cpu), chunks=(sizes,), dtype=np.uint8, meta=meta)
-    x = client.persist(x)
+    blocks = []
+    for i, size in enumerate(sizes):
+        with dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=False):
+            blocks.append(da.from_delayed(dask.delayed(_make, pure=True)(i, size, cpu), (size,), dtype=np.uint8,
+                                          meta=meta))
+    x = client.persist(da.concatenate(blocks), optimize_graph=False)
     distributed.wait(x)
     where = {}
     for ws in client.who_has(x).values():
@@ -217,6 +238,9 @@ def main(argv=None):
     ap.add_argument("--ops", default="bincount,histogram,sum,dot")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--batch", type=int, default=8, help="results per compute of the batched rows")
+    ap.add_argument("--cluster", choices=("auto", "dask-cuda", "spec", "local"), default="auto",
+                    help="dask-cuda's LocalCUDACluster (auto on GPUs; 'spec' when dask_cuda cannot be imported: "
+                         "one Nanny per GPU with CUDA_VISIBLE_DEVICES), or a plain LocalCluster (auto on CPUs)")
     ap.add_argument("--cpu-smoke", action="store_true",
                     help="check the logic on a CPU LocalCluster with NumPy chunks and tiny sizes")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/results; a temp one for "
@@ -243,7 +267,7 @@ def main(argv=None):
     rows, ref = [], {}
     for k in counts:
         t0 = time.perf_counter()
-        cluster, client = _cluster(k, cpu)
+        cluster, client = _cluster(k, cpu, args.cluster)
         print(f"{k} worker(s) up in {time.perf_counter() - t0:.1f} s", flush=True)
         try:
             for n, chunk, suffix in cases:
