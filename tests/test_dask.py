@@ -46,15 +46,15 @@ def _eq(got, want):
 
 def test_histogram_equals_the_single_call(scheduler):
     rng = np.random.default_rng(0)
-    a = rng.integers(0, 256, 300_007).astype(np.uint8)
-    x = da.from_array(a, chunks=40_000)
+    a = rng.integers(0, 256, 100_007).astype(np.uint8)
+    x = da.from_array(a, chunks=15_000)
     h, e = gsd.histogram(x, bins=256, range=(0, 256))
     assert isinstance(h, da.Array) and isinstance(e, da.Array)  # lazy
     h, e = dask.compute(h, e)
     rh, re = gs.histogram(a, bins=256, range=(0, 256))
     _eq(h, rh)
     _eq(e, re)
-    f = rng.standard_normal(100_001)
+    f = rng.standard_normal(50_001)
     for dt in (np.float64, np.float32):
         fx = da.from_array(f.astype(dt), chunks=13_000)
         h, e = dask.compute(*gsd.histogram(fx, bins=37))  # range from the data
@@ -123,7 +123,7 @@ def test_bincount(scheduler):
     _eq(got.compute(), gs.bincount(b))
     _eq(gsd.bincount(x, minlength=9000).compute(), np.bincount(b, minlength=9000))
     ww = rng.random(200_000)
-    got = gsd.bincount(x, weights=da.from_array(ww, chunks=1000)).compute()
+    got = gsd.bincount(x, weights=da.from_array(ww, chunks=17_000)).compute()  # rechunked like x
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, np.bincount(b, weights=ww), rtol=1e-12)
     u8 = rng.integers(0, 200, 100_000).astype(np.uint8)
