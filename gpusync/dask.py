@@ -33,6 +33,7 @@ See docs/dask.md.
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import operator
@@ -266,6 +267,71 @@ def _edges_out(plan, *, lib, index=None):
     return _with_lib(np.array(e), lib)
 
 
+# NumPy's bin estimators that read only the data's size, min and max: exact
+# from a lazy (count, min, max) reduction.  The others (auto, fd, scott,
+# doane, stone) need percentiles or moments of all the data.
+_ESTIMATORS = ("sqrt", "sturges", "rice")
+
+
+def _np_hist():
+    return getattr(np.lib, "_histograms_impl", None) or np.lib.histograms
+
+
+class _Summary:
+    """What NumPy's sqrt / sturges / rice selectors read of the data."""
+
+    def __init__(self, size, lo, hi):
+        self.size, self._lo, self._hi = size, lo, hi
+
+    def min(self):
+        return self._lo
+
+    def max(self):
+        return self._hi
+
+
+def _est_part(c, *, lib, keep, as_uint8):
+    """(count, min, max) of a chunk's values inside `keep` (NumPy's range filter)."""
+    c = _check_chunk(c, lib, "a")
+    v = c.reshape(-1)
+    if as_uint8:
+        v = v.view(np.uint8)
+    if keep is not None:
+        with _on(v):
+            v = v[(v >= keep[0]) & (v <= keep[1])]
+    if v.size == 0:
+        return (0, None, None)
+    lo, hi = _histogram._minmax(_arrays.as_input(v, "a"))
+    return (int(v.size), lo, hi)
+
+
+def _est_combine(*parts):
+    parts = [p for p in parts if p[0]]
+    if not parts:
+        return (0, None, None)
+    lo = np.array([p[1] for p in parts])
+    hi = np.array([p[2] for p in parts])
+    return (builtins.sum(p[0] for p in parts), lo.min(), hi.max())  # NaN propagates like the single call's
+
+
+def _est_plan(stats, *, dt, bins, range):  # noqa: A002
+    """np.histogram_bin_edges' estimator branch (numpy/lib/_histograms_impl.py,
+    _get_bin_edges) on the data's (count, min, max), then the same plan as a
+    number of bins over [first_edge, last_edge]."""
+    h = _np_hist()
+    n, lo, hi = stats
+    proxy = np.array([lo, hi], dt) if (range is None and n) else np.empty(0, dt)
+    first, last = h._get_outer_edges(proxy, range)
+    nbins = 1
+    if n:
+        width = h._hist_bin_selectors[bins](_Summary(n, lo, hi), (first, last))
+        if width:
+            if np.issubdtype(dt, np.integer) and width < 1:
+                width = 1
+            nbins = int(np.ceil(h._unsigned_subtract(last, first) / width))
+    return _histogram.plan_edges(dt, nbins, (first, last))
+
+
 def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="auto",  # noqa: A002
               split_every=8):
     """Lazy :func:`gpusync.histogram` of a Dask array; returns ``(hist,
@@ -274,13 +340,21 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     Same edges, dtypes and counts as ``gpusync.histogram`` of the whole array.
     `bins` a number with ``range=None`` adds a min/max reduction (the edges
     depend on the data).  String bins (NumPy's estimators) need all the data
-    and are refused.  `weights`: a Dask array of a's shape (rechunked like a).
+    and are refused, except ``"sqrt"``, ``"sturges"`` and ``"rice"``, which
+    need only the count, min and max (a lazy reduction; the number of bins is
+    then unknown until computed).  `weights`: a Dask array of a's shape
+    (rechunked like a).
     """
     x = _as_dask(a, "a", "histogram")
     _histogram._check_strategy(strategy)
-    if isinstance(bins, str):
-        raise ValueError("gpusync.dask.histogram: bin estimators (bins='auto', 'fd', ...) need all the data at "
-                         "once; give a number of bins (and range) or the edges")
+    estimator = isinstance(bins, str)
+    if estimator:
+        if bins not in _ESTIMATORS:
+            np.histogram_bin_edges(np.empty(0), bins=bins)  # NumPy's error for an unknown name
+            raise ValueError(f"gpusync.dask.histogram: the bin estimator {bins!r} needs all the data at once; "
+                             f"use one of {', '.join(map(repr, _ESTIMATORS))}, a number of bins or the edges")
+        if weights is not None:
+            raise TypeError("Automated estimation of the number of bins is not supported for weighted data")
     dt = np.dtype(x.dtype)
     _arrays.check_dtype(dt, "a", "histogram")
     as_uint8 = dt == np.bool_
@@ -299,11 +373,20 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     if not np.ndim(bins) == 0:
         bins = np.asarray(bins)
     lib = _lib(x)
-    static = _histogram.plan_edges(dt, bins, range)  # NumPy's errors for bad bins / range, now
-    nbins = len(static[0]) - 1
+    static = _histogram.plan_edges(dt, 1 if estimator else bins, range)  # NumPy's errors, now
+    nbins = np.nan if estimator else len(static[0]) - 1
     name = _name("histogram", x, w, bins, range, density, strategy, split_every)
     layer = {}
-    if np.ndim(bins) == 0 and range is None and x.size:
+    if estimator:
+        keep = None if range is None else _np_hist()._get_outer_edges(np.empty(0, dt), range)
+        est = _per_chunk(layer, name + "-est", functools.partial(_est_part, lib=lib, keep=keep, as_uint8=as_uint8),
+                         x)
+        if not est:
+            est = [_put(layer, (name + "-est-empty",), (0, None, None))]
+        plan = (name + "-plan",)
+        layer[plan] = (functools.partial(_est_plan, dt=dt, bins=bins, range=range),
+                       _tree(layer, name + "-est", est, _est_combine, split_every))
+    elif np.ndim(bins) == 0 and range is None and x.size:
         mm = _minmax_tree(layer, name, x, split_every, lib, "a")
         plan = (name + "-plan",)
         layer[plan] = (functools.partial(_hist_plan, dt=dt, bins=bins, range=range), mm)
@@ -314,7 +397,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     acc = np.dtype(np.float64 if w is not None else np.int64)
     out_dtype = np.dtype(w.dtype) if w is not None else acc
     if not parts:  # an array with no blocks
-        parts = [_put(layer, (name + "-empty",), np.zeros(nbins, acc))]
+        parts = [_put(layer, (name + "-empty",), np.zeros(0 if estimator else nbins, acc))]
     root = _tree(layer, name, parts, _add, split_every)
     layer[(name, 0)] = (functools.partial(_hist_final, out_dtype=out_dtype, density=density), root, plan)
     hist = _array(name, layer, [x, w], ((nbins,),),

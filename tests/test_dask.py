@@ -104,6 +104,22 @@ def test_histogram_weights_density_bool(scheduler):
     _eq(e.compute(), re)
 
 
+@pytest.mark.parametrize("estimator", ["sqrt", "sturges", "rice"])
+def test_histogram_estimators_from_count_min_max(scheduler, estimator):
+    """NumPy's estimators that read only size, min and max: exact, lazily."""
+    rng = np.random.default_rng(10)
+    for data in (rng.standard_normal(20_001).astype(np.float32), rng.integers(-5, 30, 5_000), np.full(99, 3.0)):
+        x = da.from_array(data, chunks=3_000)
+        for r in (None, (-1, 2)):
+            h, e = gsd.histogram(x, bins=estimator, range=r)
+            assert np.isnan(h.shape[0])  # the number of bins comes from the data
+            h, e = dask.compute(h, e)
+            rh, re = gs.histogram(data, bins=estimator, range=r)
+            _eq(h, rh)
+            _eq(e, re)
+            _eq(e, np.histogram_bin_edges(data, bins=estimator, range=r))
+
+
 def test_histogram_nan_data_raises_at_compute(scheduler):
     f = np.array([0.0, np.nan, 1.0])
     h, e = gsd.histogram(da.from_array(f, chunks=2), bins=4)  # no error: nothing computed yet
@@ -299,8 +315,10 @@ def test_bad_input():
         gsd.sum(np.ones(3))
     with pytest.raises(ValueError, match="not aligned"):
         gsd.dot(da.ones(3, chunks=2), da.ones(4, chunks=2))
-    with pytest.raises(ValueError, match="bin estimators"):
+    with pytest.raises(ValueError, match="needs all the data"):
         gsd.histogram(da.ones(3, chunks=2), bins="auto")
+    with pytest.raises(ValueError, match="not a valid estimator"):
+        gsd.histogram(da.ones(3, chunks=2), bins="nope")
     with pytest.raises(ValueError):  # NumPy's message for bins, at graph time
         gsd.histogram(da.ones(3, chunks=2), bins=0)
     with pytest.raises(ValueError, match="strategy"):
