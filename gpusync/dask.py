@@ -19,9 +19,10 @@ products and binned means add the chunks' float64 partials in another order
 (equal to rounding).  Results follow the chunks: NumPy chunks give NumPy,
 CuPy chunks give CuPy arrays on a worker's device.
 
-Data-dependent edges (``bins`` a number and ``range=None``; binned_statistic
-with a number of bins) add a small min/max reduction to the graph: one more
-read of the data, still lazy.  Nothing here calls ``compute``.
+Data-dependent edges (``bins`` a number and ``range=None``, in histogram and
+histogramdd; the sqrt / sturges / rice estimators; binned_statistic with a
+number of bins) add a small min/max reduction to the graph: one more read of
+the data, still lazy.  Nothing here calls ``compute``.
 
 All chunks of an array must be of one kind (NumPy or CuPy, as the array's
 ``_meta``): a chunk of the other kind raises TypeError at compute time --
@@ -122,14 +123,23 @@ def _tree(layer, name, parts, combine, split_every):
     return level[0]
 
 
+def _at(func, c, *rest):
+    """func(c, ...) with c's device current (CuPy chunks may sit on several
+    GPUs of one process under a local scheduler)."""
+    with _on(c):
+        return func(c, *rest)
+
+
 def _per_chunk(layer, name, func, *arrays, extra=()):
     """One task per block of arrays[0] (the others chunked alike, or None):
-    func(block, other blocks..., *extra).  Returns the tasks' keys."""
+    func(block, other blocks..., *extra) on the block's device.  Returns the
+    tasks' keys."""
     keys = [_keys(a) if a is not None else None for a in arrays]
+    task = functools.partial(_at, func)
     out = []
     for i, k0 in enumerate(keys[0]):
         key = (f"{name}-part", i)
-        layer[key] = (func, k0) + tuple(k[i] if k is not None else None for k in keys[1:]) + tuple(extra)
+        layer[key] = (task, k0) + tuple(k[i] if k is not None else None for k in keys[1:]) + tuple(extra)
         out.append(key)
     return out
 
@@ -726,8 +736,8 @@ def cumsum(a, axis=None, *, strategy="auto", method="sequential"):
 
 def _cumsum_total(c, axis=None, dtype=None, keepdims=True, *, lib, strategy, out):
     # blelloch's per-block total, in the result dtype
-    s = _sum_part(c, lib=lib, strategy="auto")
-    return s.astype(out)
+    with _on(c):
+        return _sum_part(c, lib=lib, strategy="auto").astype(out)
 
 
 # --------------------------------------------------------------------------
