@@ -21,10 +21,17 @@ def cluster():
     distributed = pytest.importorskip("distributed")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                      worker_dashboard_address=None) as lc, \
-                distributed.Client(lc, set_as_default=False) as client:
-            yield client
+        lc = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      worker_dashboard_address=None)
+        client = distributed.Client(lc, set_as_default=False)
+    try:
+        yield client
+    finally:  # bounded: a worker restarted by the fault test must not hold the suite
+        for closing in (client, lc):
+            try:
+                closing.close(timeout=20)
+            except Exception:  # noqa: BLE001 - teardown only
+                pass
 
 
 @pytest.fixture(params=["synchronous", "distributed"])
