@@ -87,14 +87,86 @@ def cumsum_rows(quick):
     return rows, ceiling
 
 
+SPLIT_KERNEL = r"""
+#include <gpusync/barrier.cuh>
+extern "C" __global__ void split_bench(unsigned *count, int *error, long long rounds, int work, int mode, float *sink)
+{
+    unsigned goal = 0;
+    float acc = threadIdx.x * 1e-3f;
+    for (long long r = 0; r < rounds; r++) {
+        if (mode == 1) { /* split: arrive, independent work, wait */
+            gpusync::barrier_flat_arrive(count, goal);
+            for (int i = 0; i < work; i++)
+                acc = fmaf(acc, 0.999f, 0.5f);
+            if (!gpusync::barrier_flat_wait(count, goal, error, 2000000000ull))
+                return;
+        } else if (mode == 0) { /* barrier, then the same work */
+            if (!gpusync::barrier_flat(count, goal, error, 2000000000ull))
+                return;
+            for (int i = 0; i < work; i++)
+                acc = fmaf(acc, 0.999f, 0.5f);
+        } else { /* the work alone */
+            __syncthreads();
+            for (int i = 0; i < work; i++)
+                acc = fmaf(acc, 0.999f, 0.5f);
+        }
+    }
+    if (acc == 12345.f)
+        sink[0] = acc;
+}
+"""
+
+
+def split_phase_rows(sms, rounds=20000):
+    """The split-phase flat barrier (arrive / work / wait) against barrier-then-work, at 1 block per SM:
+    the latency the independent work hides."""
+    import cupy as cp
+
+    inc = os.path.join(os.path.dirname(HERE), "csrc", "include")
+    k = cp.RawKernel(SPLIT_KERNEL, "split_bench", options=("-I" + inc, "--std=c++17"))
+    count, error, sink = cp.zeros(1, cp.uint32), cp.zeros(1, cp.int32), cp.zeros(1, cp.float32)
+    rows = []
+    for work in (0, 256, 1024):
+        us = {}
+        for mode, name in ((2, "work only"), (0, "barrier+work"), (1, "split")):
+            best = float("inf")
+            for _ in range(3):
+                count.fill(0)
+                s, e = cp.cuda.Event(), cp.cuda.Event()
+                s.record()
+                k((sms,), (256,), (count, error, np.int64(rounds), np.int32(work), np.int32(mode), sink))
+                e.record()
+                e.synchronize()
+                best = min(best, cp.cuda.get_elapsed_time(s, e) * 1e3 / rounds)
+            if int(error.get()[0]):
+                raise RuntimeError("split-phase benchmark: a barrier timed out")
+            us[name] = best
+            rows.append({"op": "barrier", "case": f"barrier-split-work{work}", "impl": f"gpusync:flat {name}",
+                         "blocks": sms, "us": round(best, 3)})
+        print(f"  split phase, {work:5d} FMAs: work {us['work only']:.3f} us, barrier+work {us['barrier+work']:.3f} us, "
+              f"arrive/work/wait {us['split']:.3f} us: hides {us['barrier+work'] - us['split']:.3f} us per round",
+              flush=True)
+    return rows
+
+
 def barrier_rows(rounds, sms):
     rows = []
-    for s in ("cooperative", "lock", "lockfree", "sense"):
+    for s in ("cooperative", "lock", "lockfree", "sense", "flat"):
         maxb = gs.barrier_benchmark(s, rounds=1)["max_blocks"]
         for case, blocks in (("barrier-1perSM", sms), ("barrier-2perSM", 2 * sms), ("barrier-maxresident", maxb)):
             best = min(gs.barrier_benchmark(s, blocks=blocks, rounds=rounds)["us_per_barrier"] for _ in range(3))
             rows.append({"op": "barrier", "case": case, "impl": f"gpusync:{s}", "blocks": blocks, "us": round(best, 3)})
-            print(f"  {case:20s} {s:12s} {blocks:5d} blocks {best:7.3f} us", flush=True)
+            # the same rounds without the verifying reads: the barrier's own cost (verification must not
+            # decide the race; every strategy's verified run above reported no stale read)
+            os.environ["GPUSYNC_BARRIER_VERIFY"] = "0"
+            try:
+                bare = min(gs.barrier_benchmark(s, blocks=blocks, rounds=rounds)["us_per_barrier"] for _ in range(3))
+            finally:
+                del os.environ["GPUSYNC_BARRIER_VERIFY"]
+            rows.append({"op": "barrier", "case": case, "impl": f"gpusync:{s}(bare)", "blocks": blocks,
+                         "us": round(bare, 3)})
+            print(f"  {case:20s} {s:12s} {blocks:5d} blocks {best:7.3f} us verified, {bare:7.3f} us bare", flush=True)
+    rows += split_phase_rows(sms)
     for case, blocks in (("barrier-1perSM", sms), ("barrier-2perSM", 2 * sms)):
         r = gs.barrier_benchmark("relaunch", blocks=blocks, rounds=min(rounds, 5000))
         rows.append({"op": "barrier", "case": case, "impl": "relaunch:stream", "blocks": blocks,
@@ -130,11 +202,17 @@ def write_barrier_md(out, info, data, rows, rounds):
     lines = [f"# Grid barriers: {info['name']}, {data['date']}", "",
              f"Latency per barrier (µs, best of 3 runs of {rounds} verified rounds; 256 threads per block).", "",
              "| case | impl | blocks | µs | vs cooperative |", "|---|---|---:|---:|---:|"]
-    coop = {r["case"]: r["us"] for r in rows if r["impl"] == "gpusync:cooperative"}
+    # verified rows against cooperative verified, bare rows against cooperative bare
+    coop = {(r["case"], r["impl"].endswith("(bare)")): r["us"] for r in rows
+            if r["impl"] in ("gpusync:cooperative", "gpusync:cooperative(bare)")}
     for r in rows:
-        lines.append(f"| {r['case']} | {r['impl']} | {r['blocks']} | {r['us']:.3f} | "
-                     f"{r['us'] / coop.get(r['case'], float('nan')):.2f}x |")
-    with open(os.path.join(out, "barrier.md"), "w") as f:
+        ref = coop.get((r["case"], r["impl"].endswith("(bare)")), float("nan"))
+        lines.append(f"| {r['case']} | {r['impl']} | {r['blocks']} | {r['us']:.3f} | {r['us'] / ref:.2f}x |")
+    lines += ["", "(bare): the same rounds without the verifying reads (GPUSYNC_BARRIER_VERIFY=0); "
+              "barrier-split-work<N>: the flat barrier's split-phase form at 1 block per SM, N dependent FMAs "
+              "per round after the barrier (barrier+work) or between arrive and wait (split)."]
+    from benchmarks.common import short_device
+    with open(os.path.join(out, f"barrier_{short_device(info['name'])}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

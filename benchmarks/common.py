@@ -131,7 +131,9 @@ def build_peers():
         f = getattr(lib, name)
         f.restype = ctypes.c_double
         f.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, lt, lt, ctypes.c_void_p, ctypes.c_int]
-    for name in ("cub_sum_f32", "cub_sum_i32", "cublas_sdot", "cublas_ddot", "cub_scan_f32", "cub_scan_i32",
+    lib.set_graph_inner.argtypes = [ctypes.c_int]
+    lib.set_graph_inner.restype = None
+    for name in ("cub_sum_f32", "cub_sum_i32", "cub_sum_f64", "cub_sum_i64", "cublas_sdot", "cublas_ddot", "cub_scan_f32", "cub_scan_i32",
                  "cub_scan_i32_i64"):
         f = getattr(lib, name, None)
         if f is not None:  # (ptr_a, ptr_b or 0, n, host result ptr, reps) -> ms
@@ -140,16 +142,50 @@ def build_peers():
     return lib
 
 
-def merge_results(outdir, info, rows, ceilings=None, sweeps=None):
+def short_device(name):
+    """'H100' / 'H200' / the full name: the device column of result rows."""
+    for k in ("H100", "H200", "B200", "A100"):
+        if k in name:
+            return k
+    return name
+
+
+def half_decades(lo=10**4, hi=2 * 10**9):
+    """Sizes from lo to hi in half-decades (10^k and round(10^(k+1/2)): most are
+    not powers of two), and hi itself."""
+    out, k = [], 0
+    while True:
+        n = int(round(10 ** (k / 2)))
+        if n > hi:
+            break
+        if n >= lo:
+            out.append(n)
+        k += 1
+    if out[-1] != hi:
+        out.append(hi)
+    return out
+
+
+def merge_results(outdir, info, rows, ceilings=None, sweeps=None, partial=False):
     """Replace this benchmark's ops' rows in <outdir>/latest.json; keep the rest."""
     path = os.path.join(outdir, "latest.json")
     data = {}
     if os.path.exists(path):
         with open(path) as f:
             data = json.load(f)
+    dev = short_device(info["name"])
+    old = short_device(data.get("device", info["name"]))
+    for r in data.get("rows", []):  # rows written before rows named their GPU: the file's GPU
+        r.setdefault("device", old)
+    for r in rows:  # each row names its GPU, so that both GPUs' results live side by side
+        r.setdefault("device", dev)
     ops = {r["op"] for r in rows}
-    kept = [r for r in data.get("rows", []) if r["op"] not in ops]
-    data["device"] = info["name"]
+    cases = {r["case"] for r in rows}
+    # a benchmark's rows replace its earlier rows on the same GPU (a partial run, e.g. --dist or
+    # --sweep, replaces only the cases it measured)
+    kept = [r for r in data.get("rows", []) if not (r["op"] in ops and r["device"] == dev and
+                                                    (not partial or r["case"] in cases))]
+    data["device"] = info["name"]  # (the GPU of the latest run; each row names its own)
     data["date"] = datetime.date.today().isoformat()
     data.setdefault("ceilings", {}).update(ceilings or {})
     data["rows"] = kept + rows

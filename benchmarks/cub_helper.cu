@@ -57,20 +57,48 @@ extern "C" double cub_hist_i32(const int *d, long long n, int bins, int lo, int 
 // ---- reductions and scans: (a, b or NULL, n, host result, reps) -> median ms ----
 #include <cublas_v2.h>
 
+/* 0: events around one call on the default stream; N > 0: N calls captured
+ * in one CUDA graph on a stream of its own, replayed, ms per call (device
+ * time without the host's launch gaps: what the sweeps compare). */
+static int g_graph_inner = 0;
+extern "C" void set_graph_inner(int inner) { g_graph_inner = inner; }
+
 template <class F> static double time_reps(F &&f, int reps)
 {
     cudaEvent_t a, b;
     cudaEventCreate(&a);
     cudaEventCreate(&b);
     std::vector<float> t;
+    const int inner = g_graph_inner;
+    cudaStream_t st = 0;
+    cudaGraphExec_t exec = nullptr;
+    if (inner > 0) {
+        cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+        f(st); /* warm-up outside the capture (first-call set-up) */
+        cudaStreamSynchronize(st);
+        cudaGraph_t g;
+        cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+        for (int i = 0; i < inner; i++)
+            f(st);
+        if (cudaStreamEndCapture(st, &g) != cudaSuccess || cudaGraphInstantiate(&exec, g, 0) != cudaSuccess)
+            return -1;
+        cudaGraphDestroy(g);
+    }
     for (int r = -1; r < reps; r++) {
-        cudaEventRecord(a);
-        f();
-        cudaEventRecord(b);
+        cudaEventRecord(a, st);
+        if (exec)
+            cudaGraphLaunch(exec, st);
+        else
+            f(st);
+        cudaEventRecord(b, st);
         cudaEventSynchronize(b);
         float ms;
         cudaEventElapsedTime(&ms, a, b);
-        if (r >= 0) t.push_back(ms);
+        if (r >= 0) t.push_back(inner > 0 ? ms / inner : ms);
+    }
+    if (exec) {
+        cudaGraphExecDestroy(exec);
+        cudaStreamDestroy(st);
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
@@ -86,7 +114,7 @@ template <class T, class R> static double cub_sum(const T *d, long long n, R *ho
     size_t tb = 0;
     cub::DeviceReduce::Sum(nullptr, tb, d, out, n);
     if (cudaMalloc(&out, sizeof(R)) != cudaSuccess || cudaMalloc(&tmp, tb) != cudaSuccess) return -1;
-    double ms = time_reps([&] { cub::DeviceReduce::Sum(tmp, tb, d, out, n); }, reps);
+    double ms = time_reps([&](cudaStream_t st) { cub::DeviceReduce::Sum(tmp, tb, d, out, n, st); }, reps);
     cudaMemcpy(host, out, sizeof(R), cudaMemcpyDeviceToHost);
     cudaFree(tmp);
     cudaFree(out);
@@ -101,6 +129,14 @@ extern "C" double cub_sum_i32(const int *a, const void *, long long n, int *host
 {
     return cub_sum(a, n, host, reps);
 }
+extern "C" double cub_sum_f64(const double *a, const void *, long long n, double *host, int reps)
+{
+    return cub_sum(a, n, host, reps);
+}
+extern "C" double cub_sum_i64(const long long *a, const void *, long long n, long long *host, int reps)
+{
+    return cub_sum(a, n, host, reps);
+}
 
 template <class T, class O = T> static double cub_scan(const T *d, long long n, O *host_last, int reps)
 {
@@ -109,7 +145,7 @@ template <class T, class O = T> static double cub_scan(const T *d, long long n, 
     size_t tb = 0;
     cub::DeviceScan::InclusiveSum(nullptr, tb, d, out, n);
     if (cudaMalloc(&out, sizeof(O) * n) != cudaSuccess || cudaMalloc(&tmp, tb) != cudaSuccess) return -1;
-    double ms = time_reps([&] { cub::DeviceScan::InclusiveSum(tmp, tb, d, out, n); }, reps);
+    double ms = time_reps([&](cudaStream_t st) { cub::DeviceScan::InclusiveSum(tmp, tb, d, out, n, st); }, reps);
     cudaMemcpy(host_last, out + n - 1, sizeof(O), cudaMemcpyDeviceToHost);
     cudaFree(tmp);
     cudaFree(out);
@@ -136,7 +172,7 @@ template <class T, class Dot> static double cublas_dot(Dot dot, const T *a, cons
     T *out;
     cudaMalloc(&out, sizeof(T));
     cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE);
-    double ms = time_reps([&] { dot(h, n, a, 1, b, 1, out); }, reps);
+    double ms = time_reps([&](cudaStream_t st) { cublasSetStream(h, st); dot(h, n, a, 1, b, 1, out); }, reps);
     cudaMemcpy(host, out, sizeof(T), cudaMemcpyDeviceToHost);
     cudaFree(out);
     cublasDestroy(h);

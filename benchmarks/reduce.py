@@ -3,7 +3,13 @@ gs.binned_statistic, side by side with NumPy, CuPy, PyTorch, CUB
 (DeviceReduce::Sum), cuBLAS (Sdot/Ddot) and SciPy, in one run, against the
 read ceiling measured in the same run.
 
-    python benchmarks/reduce.py [--out benchmarks/results] [--quick]
+    python benchmarks/reduce.py [--out benchmarks/results] [--quick] [--sweep [--sweep-max N]]
+
+--sweep times gs.sum / gs.dot (strategy auto, and deterministic=True) against
+CUB DeviceReduce::Sum and cuBLAS {S,D}dot from 10^4 to 2*10^9 elements in
+half-decades, every one as a CUDA-graph replay (device time, no host launch
+gaps; the peers likewise), and writes rows `sweep-<op>-device-<n>` to
+<out>/latest.json and <out>/reduce_sweep_<GPU>.md.  --quick stops at 10^8.
 
 Writes <out>/latest.json (ops sum, dot, binned_statistic; other rows kept),
 <out>/reduce.md and <out>/reduce_speed.png.  Each float result's relative
@@ -21,7 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import gpusync as gs  # noqa: E402
-from benchmarks.common import GIB, Timer, build_peers, merge_results, read_ceiling, speed_plot, table  # noqa: E402
+from benchmarks.common import (GIB, Timer, build_peers, half_decades, merge_results, read_ceiling,  # noqa: E402
+                               short_device, speed_plot, table)
 
 STRATS = ["auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp"]
 
@@ -30,8 +37,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--quick", action="store_true", help="smaller inputs (smoke test)")
+    ap.add_argument("--sweep", action="store_true", help="size sweep of sum/dot against CUB/cuBLAS only")
+    ap.add_argument("--sweep-max", type=float, default=None, help="largest sweep size (default 2e9, 1e8 with --quick)")
+    ap.add_argument("--sweep-ops", default="sum-f32,sum-f64,sum-i32,sum-i64,dot-f32,dot-f64")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.sweep:
+        return sweep(args)
 
     import ctypes
 
@@ -180,6 +192,95 @@ def main():
                    "sum, dot, binned_statistic: speed relative to gpusync:auto (log scale)")
     except Exception as e:
         print("plot failed:", e)
+    bad = [r for r in rows if r.get("correct") is False]
+    if bad:
+        print("WRONG results:", bad)
+        sys.exit(1)
+
+
+SWEEP_PEERS = {"sum-f32": "cub_sum_f32", "sum-f64": "cub_sum_f64", "sum-i32": "cub_sum_i32",
+               "sum-i64": "cub_sum_i64", "dot-f32": "cublas_sdot", "dot-f64": "cublas_ddot"}
+
+
+def sweep(args):
+    """sum / dot device time against CUB / cuBLAS at every half-decade size."""
+    import ctypes
+
+    import cupy as cp
+
+    gs.use_backend("cuda")
+    info = gs.device_info()
+    dev = short_device(info["name"])
+    timer = Timer(cp)
+    peers = build_peers()
+    buf = cp.random.randint(0, 256, GIB, dtype=cp.uint8)
+    ceiling = read_ceiling(cp, timer, buf)
+    del buf
+    print(f"device {info['name']}  read ceiling {ceiling:.0f} GB/s", flush=True)
+    hi = args.sweep_max or (1e8 if args.quick else 2e9)
+    sizes = half_decades(10**4, int(hi))
+    free = cp.cuda.Device().mem_info[1]
+    rows, lines = [], []
+    rs = cp.random.RandomState(7)
+    for op in args.sweep_ops.split(","):
+        kind, dt = op.split("-")
+        dtype = {"f32": cp.float32, "f64": cp.float64, "i32": cp.int32, "i64": cp.int64}[dt]
+        narr = 2 if kind == "dot" else 1
+        f = gs.sum if kind == "sum" else gs.dot
+        peer = getattr(peers, SWEEP_PEERS[op])
+        for n in sizes:
+            if narr * n * np.dtype(dtype).itemsize > 0.4 * free:
+                print(f"  {op} n={n}: skipped (memory)", flush=True)
+                continue
+            if dt[0] == "f":
+                arrs = [rs.standard_normal(n, dtype=dtype) + (1 if kind == "sum" else 0) for _ in range(narr)]
+                ref = float((arrs[0].astype(cp.float64) * (arrs[1] if narr == 2 else 1)).sum())
+            else:
+                arrs = [rs.randint(-100, 100, n, dtype=dtype) for _ in range(narr)]
+                ref = int((arrs[0].astype(cp.int64) * (arrs[1].astype(cp.int64) if narr == 2 else 1)).sum())
+            nbytes = sum(a.nbytes for a in arrs)
+            inner = int(max(1, min(50, 2e8 / nbytes)))
+            reps = 15 if nbytes < 1e9 else 5
+            case = f"sweep-{op}-device-{n}"
+            got = {}
+            for impl, kw in (("gpusync:auto", {}), ("gpusync:auto(deterministic)", {"deterministic": True})):
+                fn = lambda kw=kw: f(*arrs, **kw)  # noqa: E731
+                val = fn()
+                v = float(val.item() if hasattr(val, "item") else val)
+                ok = (v == ref) if dt[0] == "i" else abs(v - ref) <= 1e-6 * abs(ref) + 1e-6
+                if kw and dt[0] == "f":  # deterministic: the same bits every call
+                    ok = ok and all(float(fn().item() if hasattr(val, "item") else fn()) == v for _ in range(3))
+                ms = timer.graph(fn, reps=reps, inner=inner)
+                got[impl] = ms
+                rows.append({"op": "sweep", "case": case, "impl": impl + "(graph)", "ms": round(ms, 5),
+                             "gbps": round(nbytes / ms / 1e6, 1), "correct": bool(ok), "n": n, "dtype": dt})
+            res = np.zeros(1, np.dtype(dtype))
+            peers.set_graph_inner(inner)
+            pms = peer(arrs[0].data.ptr, arrs[1].data.ptr if narr == 2 else None, n,
+                       res.ctypes.data_as(ctypes.c_void_p), reps)
+            peers.set_graph_inner(0)
+            pname = ("cub:DeviceReduce::Sum" if kind == "sum" else "cublas:" + SWEEP_PEERS[op][7:].capitalize())
+            if pms > 0:
+                rows.append({"op": "sweep", "case": case, "impl": pname + "(graph)", "ms": round(pms, 5),
+                             "gbps": round(nbytes / pms / 1e6, 1), "n": n, "dtype": dt})
+            a_ms, d_ms = got["gpusync:auto"], got["gpusync:auto(deterministic)"]
+            line = (f"| {op} | {n:,} | {a_ms * 1e3:.1f} | {d_ms * 1e3:.1f} | {pms * 1e3:.1f} | "
+                    f"{pms / a_ms:.2f}x | {pms / d_ms:.2f}x | {100 * nbytes / a_ms / 1e6 / ceiling:.0f}% | "
+                    f"{'ok' if all(r.get('correct', True) for r in rows[-3:]) else '**WRONG**'} |")
+            lines.append(line)
+            print(line, flush=True)
+            arrs = None
+            cp.get_default_memory_pool().free_all_blocks()
+    data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
+    text = [f"# sum / dot size sweep: {info['name']}, {data['date']}", "",
+            f"Device time per call, CUDA-graph replay (gpusync and the peers alike); read ceiling "
+            f"**{ceiling:.0f} GB/s** (1 GiB, 16-byte loads, same run).  Peer: CUB DeviceReduce::Sum "
+            "(sum) or cuBLAS {S,D}dot (dot).  Ratios: peer time / gpusync time (>= 1: gpusync is as fast or "
+            "faster).", "",
+            "| op | n | auto us | deterministic us | peer us | auto vs peer | det vs peer | auto % of read | check |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|"] + lines
+    with open(os.path.join(args.out, f"reduce_sweep_{dev}.md"), "w") as fh:
+        fh.write("\n".join(text) + "\n")
     bad = [r for r in rows if r.get("correct") is False]
     if bad:
         print("WRONG results:", bad)

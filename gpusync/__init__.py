@@ -31,8 +31,10 @@ from ._barrier import barrier_benchmark  # noqa: F401
 from ._scan import STRATEGIES as CUMSUM_STRATEGIES  # noqa: F401
 from ._scan import cumsum  # noqa: F401
 from ._headers import include_dir  # noqa: F401
+from ._dispatch import last_plan  # noqa: F401
+from ._calibrate import calibrate  # noqa: F401
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 __all__ = [
     "histogram",
@@ -49,6 +51,8 @@ __all__ = [
     "cumsum",
     "CUMSUM_STRATEGIES",
     "include_dir",
+    "last_plan",
+    "calibrate",
     "BARRIER_STRATEGIES",
     "REDUCE_STRATEGIES",
     "BINNED_STATISTICS",

@@ -1,4 +1,4 @@
-"""python -m gpusync demo | info"""
+"""python -m gpusync demo | info | calibrate"""
 import sys
 
 from . import _backend, demo
@@ -16,7 +16,12 @@ def main(argv=None):
         for k, v in _backend.device_info().items():
             print(f"  {k}: {v}")
         return 0
-    print("usage: python -m gpusync [demo|info]", file=sys.stderr)
+    if cmd == "calibrate":
+        from . import _calibrate
+
+        _calibrate.calibrate(save_cache="--no-save" not in argv[1:], verbose=True)
+        return 0
+    print("usage: python -m gpusync [demo|info|calibrate [--no-save]]", file=sys.stderr)
     return 2
 
 

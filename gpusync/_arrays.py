@@ -11,27 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import warnings
 
 import numpy as np
 
 from . import _core
 
-# gs_dtype codes (csrc/include/gpusync/gpusync.h)
-_DTYPE_CODES = {
-    np.dtype(np.bool_): 0,
-    np.dtype(np.int8): 1,
-    np.dtype(np.uint8): 2,
-    np.dtype(np.int16): 3,
-    np.dtype(np.uint16): 4,
-    np.dtype(np.int32): 5,
-    np.dtype(np.uint32): 6,
-    np.dtype(np.int64): 7,
-    np.dtype(np.uint64): 8,
-    np.dtype(np.float16): 9,
-    np.dtype(np.float32): 10,
-    np.dtype(np.float64): 11,
-}
+# gs_dtype codes: defined once in C (gpusync.h), exported by the binding
+_DTYPE_CODES = {np.dtype(name): code for name, code in _core.DTYPES.items()}
 
 _KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
 
@@ -106,9 +94,18 @@ def _device_target(obj):
     return None
 
 
-@contextlib.contextmanager
+_NO_STREAM = contextlib.nullcontext()
+
+
 def call_stream(stream, first):
-    """Run a call on `stream` (a ``stream=`` argument; None: nothing to do).
+    """Run a call on `stream` (a ``stream=`` argument; None: nothing to do,
+    and no generator to run: the per-call cost of the common case)."""
+    return _NO_STREAM if stream is None else _call_stream(stream, first)
+
+
+@contextlib.contextmanager
+def _call_stream(stream, first):
+    """call_stream with a stream.
 
     `first` is the call's first array argument.  When it is a device array,
     the stream is first ordered after the work its library has enqueued on its
@@ -120,9 +117,6 @@ def call_stream(stream, first):
     stream as DLPack's ``stream`` argument.  Host arrays: the staging and the
     kernels run on the stream of the current device, and the call waits.
     """
-    if stream is None:
-        yield
-        return
     handle = stream_handle(stream)
     token = _CALL_STREAM.set(handle)
     try:
@@ -131,6 +125,7 @@ def call_stream(stream, first):
             yield
             return
         lib, device = target
+        _need_cuda("stream")
         impl = Lib.of(lib)  # an unknown CAI producer's results: CuPy's, else PyTorch's
         if lib in ("cupy", "torch") and hasattr(first, "__cuda_array_interface__"):
             producer = impl.current_stream(device)
@@ -196,16 +191,31 @@ def _lib_name(obj) -> str:
     return mod if mod in ("cupy", "torch", "numba") else "other"
 
 
+@functools.lru_cache(maxsize=None)
+def _cuda_state():
+    return _core.available("cuda")
+
+
+def _need_cuda(name):
+    """A device array needs the CUDA backend: say so clearly where it cannot run."""
+    ok, why = _cuda_state()
+    if not ok:
+        raise _core.NoCudaError(f"{name}: a CUDA device array needs the cuda backend, which cannot run here: {why}")
+
+
 def _cai_view(obj, name):
+    _need_cuda(name)
     cai = obj.__cuda_array_interface__
     shape = tuple(int(s) for s in cai["shape"])
     dtype = np.dtype(cai["typestr"])
-    if not supported_dtype(dtype):
+    if not supported_dtype(dtype.newbyteorder("=")):
         raise TypeError(f"{name}: unsupported dtype {dtype}")
     ptr = int(cai["data"][0])
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
     strides = cai.get("strides")
     isz = dtype.itemsize
+    if not dtype.isnative or (n and (ptr % isz or (strides is not None and any(int(s) % isz for s in strides)))):
+        return _NEEDS_COPY
     if strides is None or n <= 1:
         stride = 1
     else:
@@ -217,8 +227,6 @@ def _cai_view(obj, name):
             stride = 1
         elif len([s for s in shape if s != 1]) == 1:
             axis = next(i for i, s in enumerate(shape) if s != 1)
-            if strides[axis] % isz:
-                raise ValueError(f"{name}: device array is not aligned")
             stride = int(strides[axis]) // isz
         else:
             return None  # needs a copy
@@ -235,6 +243,9 @@ def _cai_view(obj, name):
     return DeviceArray(obj, lib, ptr, n, stride, dtype, device, int(stream), shape)
 
 
+_NEEDS_COPY = object()  # _cai_view: the array must be copied to native order / alignment first
+
+
 def _device_of(obj, lib, ptr):
     if lib == "cupy":
         return int(obj.device.id)
@@ -244,14 +255,28 @@ def _device_of(obj, lib, ptr):
     return dev if dev >= 0 else 0
 
 
+def native_host(a: np.ndarray) -> np.ndarray:
+    """`a` itself when the core can read it in place; else (byte-swapped
+    dtype, or an unaligned view) a native-order, aligned copy of it, the
+    only extra copy a call makes for such input."""
+    dt = a.dtype
+    if (dt.isnative and a.flags.aligned) or dt.kind not in "biuf" or dt.newbyteorder("=") not in _DTYPE_CODES:
+        return a  # in place; or a dtype the callers refuse with their own message
+    return a.astype(dt.newbyteorder("="), order="K")
+
+
 def as_input(obj, name):
-    """Return a NumPy array (host) or a DeviceArray (device) for `obj`."""
+    """Return a NumPy array (host) or a DeviceArray (device) for `obj`.
+    Byte-swapped or unaligned input comes back as a native aligned copy
+    (host: native_host; device: a copy by its own library)."""
     if isinstance(obj, np.ndarray):
-        return obj
+        return native_host(obj)
     if hasattr(obj, "__cuda_array_interface__"):
         view = _cai_view(obj, name)
         if view is None:  # non-contiguous N-d: let the owner library flatten it
             view = _cai_view(Lib.of(_lib_name(obj)).ravel(obj), name)
+        if view is _NEEDS_COPY:  # byte-swapped or unaligned: a native aligned copy on the device
+            view = _cai_view(Lib.of(_lib_name(obj)).native_copy(obj), name)
         return view
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         dev_type, _ = obj.__dlpack_device__()
@@ -266,7 +291,7 @@ def as_input(obj, name):
                 if mod is not None:
                     return as_input(mod.from_dlpack(obj), name)
             raise TypeError(f"{name}: a DLPack CUDA array needs CuPy or PyTorch installed to be read in place")
-    return np.asarray(obj)
+    return native_host(np.asarray(obj))
 
 
 def _import(name):
@@ -292,6 +317,39 @@ class Lib:
                 raise TypeError("results for this device array need CuPy or PyTorch installed")
             cls._cache[name] = impl()
         return cls._cache[name]
+
+
+def _device_native_copy(a):
+    """A native-order, aligned, C-contiguous CuPy copy of any CAI array
+    (byte-swapped dtype, unaligned pointer or strides), made on the device:
+    the bytes the array spans are copied to a fresh allocation, each
+    element's bytes gathered (and reversed when byte-swapped) by CuPy."""
+    import cupy as cp
+
+    cai = a.__cuda_array_interface__
+    dt = np.dtype(cai["typestr"])
+    shape = tuple(int(d) for d in cai["shape"])
+    isz = dt.itemsize
+    strides = cai.get("strides")
+    if strides is None:
+        strides = tuple(int(isz * np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    out_dt = dt.newbyteorder("=")
+    if n == 0:
+        return cp.empty(shape, out_dt)
+    lo = sum(min(0, (d - 1) * int(st)) for d, st in zip(shape, strides))
+    hi = sum(max(0, (d - 1) * int(st)) for d, st in zip(shape, strides)) + isz
+    span = cp.empty(hi - lo, cp.uint8)
+    cp.cuda.runtime.memcpy(span.data.ptr, int(cai["data"][0]) + lo, hi - lo, 3)  # cudaMemcpyDeviceToDevice
+    off = cp.zeros(shape, cp.int64) - lo
+    for axis, (d, st) in enumerate(zip(shape, strides)):
+        idx = cp.arange(d, dtype=cp.int64) * int(st)
+        off = off + idx.reshape((d,) + (1,) * (len(shape) - axis - 1))
+    order = cp.arange(isz, dtype=cp.int64)
+    if not dt.isnative:
+        order = order[::-1]
+    b = span[off.reshape(-1, 1) + order]
+    return cp.ascontiguousarray(b).view(out_dt).reshape(shape)
 
 
 class _StreamHandle:
@@ -339,6 +397,9 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             return self.cp.empty(n, dtype=dtype)
 
+    def ptr(self, a):  # the device pointer of an array we allocated (contiguous)
+        return int(a.data.ptr)
+
     def from_host(self, a, device):
         with self.cp.cuda.Device(device):
             return self.cp.asarray(a)
@@ -348,6 +409,9 @@ class _CuPy:
 
     def ravel(self, a):
         return self.cp.ravel(a)
+
+    def native_copy(self, a):
+        return _device_native_copy(a)
 
     def scalar(self, a):
         return a.reshape(())
@@ -376,6 +440,9 @@ class _Torch:
     def empty(self, n, dtype, device):
         return self.torch.empty(n, dtype=self._dt(dtype), device=f"cuda:{device}")
 
+    def ptr(self, a):  # the device pointer of a tensor we allocated (contiguous)
+        return int(a.data_ptr())
+
     def from_host(self, a, device):
         return self.torch.as_tensor(a, device=f"cuda:{device}")
 
@@ -384,6 +451,13 @@ class _Torch:
 
     def ravel(self, a):
         return a.reshape(-1).contiguous()
+
+    def native_copy(self, a):  # tensors are native and aligned; a foreign CAI array needs CuPy
+        if isinstance(a, self.torch.Tensor):
+            return a.contiguous().clone()
+        if _import("cupy") is None:
+            raise TypeError("a byte-swapped or unaligned device array needs CuPy installed to be copied")
+        return _device_native_copy(a)
 
     def scalar(self, a):
         return a.reshape(())
@@ -419,6 +493,14 @@ class _Numba:
 
     def ravel(self, a):
         return a.ravel()
+
+    def native_copy(self, a):
+        """Byte-swapped / unaligned Numba array: CuPy's device-side copy when
+        CuPy is installed, else one round trip through the host."""
+        if _import("cupy") is not None:
+            return _device_native_copy(a)
+        h = a.copy_to_host()
+        return self.from_host(h.astype(h.dtype.newbyteorder("=")), _device_of(a, "numba", 0))
 
     def scalar(self, a):  # Numba has no 0-d device arrays: a host scalar
         return a.copy_to_host()[0]

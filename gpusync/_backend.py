@@ -1,13 +1,17 @@
 """Which backend runs: CUDA when a driver and a device exist, else the CPU."""
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 import threading
+import warnings
 
 from . import _core
 
 _lock = threading.Lock()
-_state = {"current": None}
+_state = {"current": None, "forced": None}
+_warned = {"gpu_unused": False}  # the one-time warning of _warn_gpu_unused
 
 
 def cuda_available() -> bool:
@@ -16,24 +20,95 @@ def cuda_available() -> bool:
     return bool(ok)
 
 
-def _default() -> str:
-    forced = os.environ.get("GPUSYNC_BACKEND", "").strip().lower()
-    if forced in ("cpu", "cuda"):
-        return forced
-    return "cuda" if cuda_available() else "cpu"
+def _default():
+    """(backend, forced): GPUSYNC_BACKEND forces one; else CUDA when it can run."""
+    forced = _core.env_backend()  # GPUSYNC_BACKEND through the C table (a bad value warns there)
+    if forced == "cuda":
+        ok, why = _core.available("cuda")
+        if not ok:
+            import warnings
+
+            warnings.warn(f"GPUSYNC_BACKEND=cuda, but the CUDA backend cannot run here ({why}): using cpu",
+                          RuntimeWarning, stacklevel=3)
+            return "cpu", None
+    if forced is not None:
+        return forced, forced
+    return ("cuda" if _cuda_or_warn() else "cpu"), None
+
+
+def _cuda_or_warn() -> bool:
+    """cuda_available(), and where it is not on a machine with an NVIDIA GPU,
+    a one-time warning with the reason and the fix."""
+    ok, why = _core.available("cuda")
+    if not ok:
+        _warn_gpu_unused(why)
+    return bool(ok)
+
+
+def _nvidia_gpu_present() -> bool:
+    """Whether this machine has an NVIDIA GPU, without asking CUDA: the
+    driver's device nodes or its /proc entries, or nvidia-smi on PATH."""
+    return bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/proc/driver/nvidia/gpus/*")
+                or shutil.which("nvidia-smi"))
+
+
+def _fallback_advice(why: str) -> str:
+    """The reason the CUDA backend cannot run (``_core.available``'s), in
+    words, with the fix."""
+    if "built without CUDA" in why:
+        return ("this gpusync was built without CUDA (no nvcc at build time, or GPUSYNC_NO_CUDA=1). "
+                "Fix: reinstall it with the CUDA toolkit's nvcc on PATH or CUDA_HOME set "
+                "(in a checkout: python3 -m pip install -e .); see docs/build.md")
+    if "InsufficientDriver" in why:
+        return ("the NVIDIA driver is older than the CUDA toolkit gpusync was built with "
+                f"({why}). Fix: update the driver (docs/build.md lists the driver each toolkit "
+                "needs), or rebuild gpusync with a toolkit this driver supports")
+    if "NoDevice" in why or "no CUDA device" in why:
+        return (f"the CUDA runtime sees no device ({why}; CUDA_VISIBLE_DEVICES="
+                f"{os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')}). Fix: make the GPU visible to "
+                "this process (CUDA_VISIBLE_DEVICES, or a container started with --gpus)")
+    return f"the CUDA backend cannot start ({why}). See docs/troubleshooting.md"
+
+
+def _warn_gpu_unused(why: str) -> None:
+    """Warn once when a machine with an NVIDIA GPU ends up on the CPU
+    backend by default (not when the user chose the CPU)."""
+    if _warned["gpu_unused"] or not _nvidia_gpu_present():
+        return
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return  # the user hid the GPUs on purpose
+    _warned["gpu_unused"] = True
+    warnings.warn(f"gpusync: this machine has an NVIDIA GPU, but gpusync runs on the CPU backend: "
+                  f"{_fallback_advice(why)}. Set GPUSYNC_BACKEND=cpu to choose the CPU backend "
+                  "without this warning.", RuntimeWarning, stacklevel=4)
 
 
 def backend() -> str:
     """The backend gpusync's functions run on now: ``"cuda"`` or ``"cpu"``."""
+    cur = _state["current"]
+    if cur is not None:
+        return cur
     with _lock:
         if _state["current"] is None:
-            _state["current"] = _default()
+            _state["current"], _state["forced"] = _default()
         return _state["current"]
 
 
-def _set(name: str) -> None:
+def forced():
+    """The backend forced by use_backend() or GPUSYNC_BACKEND, else None (the
+    dispatcher then picks the engine of each host-input call)."""
+    backend()
+    return _state["forced"]
+
+
+_on_change = []  # callbacks run when the backend changes (the dispatcher's cached plans)
+
+
+def _set(name, forced_name) -> None:
     with _lock:
-        _state["current"] = name
+        _state["current"], _state["forced"] = name, forced_name
+    for fn in _on_change:
+        fn()
 
 
 class use_backend:
@@ -49,14 +124,14 @@ class use_backend:
             ok, why = _core.available("cuda")
             if not ok:
                 raise _core.NoCudaError(f"the CUDA backend cannot run here: {why}")
-        self._previous = backend()
-        _set(name)
+        self._previous = (backend(), forced())
+        _set(name, name)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _set(self._previous)
+        _set(*self._previous)
         return False
 
 

@@ -1,17 +1,28 @@
 """barrier_benchmark: grid barriers run, verified and timed."""
 from __future__ import annotations
 
-from . import _backend, _core
+import numpy as np
 
-STRATEGIES = ("auto", "lock", "lockfree", "sense", "cooperative", "relaunch")
+from . import _backend, _core, _dispatch
+
+STRATEGIES = _dispatch.STRATEGIES["barrier_benchmark"]
+
+
+def _positive_int(v, name):
+    """v as a positive int (an integral float is taken), else an error naming the argument."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"barrier_benchmark: {name} must be a positive integer; got {v!r}")
+    if not (np.isfinite(v) and int(v) == v and v >= 1):
+        raise ValueError(f"barrier_benchmark: {name} must be a positive integer; got {v!r}")
+    return int(v)
 
 
 def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     """Run `rounds` grid barriers of `strategy` in one persistent kernel and
     return the latency per barrier.
 
-    Strategies: ``"lock"`` and ``"lockfree"`` (seed 000's, with the missing
-    fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
+    Strategies: ``"lock"`` and ``"lockfree"`` (the original article's on
+    inter-block barriers, with its missing fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
     counters and one generation word), ``"cooperative"`` (cooperative groups'
     ``this_grid().sync()``) and ``"relaunch"`` (one kernel launch per round, in
     a stream and replayed from a CUDA graph).  ``"auto"`` runs
@@ -32,14 +43,14 @@ def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     ""), blocks, threads, max_blocks, rounds, us_per_barrier,
     us_per_barrier_graph (relaunch), stale (0).
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"barrier_benchmark: strategy must be one of {', '.join(map(repr, STRATEGIES))}; "
-                         f"got {strategy!r}")
-    if blocks is not None and (int(blocks) != blocks or blocks < 1):
-        raise ValueError("barrier_benchmark: blocks must be a positive integer")
-    if int(rounds) != rounds or rounds < 1:
-        raise ValueError("barrier_benchmark: rounds must be a positive integer")
-    res = _core.barrier_benchmark(_backend.backend(), strategy, int(blocks or 0), int(threads), int(rounds), -1)
+    _dispatch.check_strategy("barrier_benchmark", strategy)
+    blocks = None if blocks is None else _positive_int(blocks, "blocks")
+    threads = _positive_int(threads, "threads")
+    rounds = _positive_int(rounds, "rounds")
+    be = _backend.backend()
+    res = _core.barrier_benchmark(be, strategy, int(blocks or 0), threads, rounds, -1)
+    _dispatch.record("barrier_benchmark", engine=be, strategy=strategy, used=res["strategy"],
+                     threads=res["blocks"] if be == "cpu" else 0, notes=[res["note"]] if res["note"] else [])
     if res["stale"]:
         raise _core.GpusyncError(f"barrier '{strategy}' let {res['stale']} reads see data from before the barrier")
     return res

@@ -16,16 +16,15 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _arrays, _backend, _core
+from . import _arrays, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 from ._histogram import _minmax
 
-STATISTICS = ("count", "sum", "mean", "std", "var", "min", "max")
-STRATEGIES = ("auto", "shared", "global")
+STATISTICS = tuple(sorted(_core.STATISTICS, key=_core.STATISTICS.get))  # codes defined once in C
+STRATEGIES = _dispatch.STRATEGIES["binned_statistic"]
 
 BinnedStatisticResult = namedtuple("BinnedStatisticResult", ("statistic", "bin_edges", "binnumber"))
 
-last_strategy = {"binned_statistic": None}
 
 
 def _edges(xmin, xmax, x_dtype, bins, range_):
@@ -46,16 +45,19 @@ def _edges(xmin, xmax, x_dtype, bins, range_):
     return np.linspace(smin, smax, int(bins) + 1, dtype=edges_dtype)
 
 
+_ORD_INT = {2: np.int16, 4: np.int32, 8: np.int64}  # a float's bits as the signed integer of its width
+
+
 def _ordinal(v: np.ndarray) -> np.ndarray:
     """Integers in the order of the floats (for a binary search over them)."""
-    it = np.int64 if v.dtype == np.float64 else np.int32
+    it = _ORD_INT[v.dtype.itemsize]
     i = v.view(it).astype(np.int64)
     sign = np.int64(np.iinfo(it).min)
     return np.where(i < 0, sign - i, i)
 
 
 def _from_ordinal(o: int, dt: np.dtype):
-    it = np.int64 if dt == np.float64 else np.int32
+    it = _ORD_INT[np.dtype(dt).itemsize]
     sign = int(np.iinfo(it).min)
     i = o if o >= 0 else sign - o
     return np.array([i], dtype=it).view(dt)[0]
@@ -117,6 +119,27 @@ def _top_search(last_bytes, edges_dtype, decimal, x_dtype):
     return float(_from_ordinal(lo, np.dtype(x_dtype))) if x_dtype.kind == "f" else float(lo)
 
 
+def _may_overflow(values):
+    """Whether squared deviations of these values can overflow float64 (a
+    finite |value| above 2^500); else a NaN std/var is an empty bin or NaN data."""
+    with np.errstate(invalid="ignore"):
+        big = np.abs(values) > 2.0**500
+    return bool((big & np.isfinite(values)).any())
+
+
+def _overflowed_spread(result, values, binnumber, nb):
+    """SciPy's std of a bin of finite values is never NaN: it sums the squared
+    deviations from the bin's mean, and an overflow there is +inf.  The
+    running (Welford) update overflows to inf - inf = NaN (or -inf) instead;
+    such bins -- non-empty, every value finite, NaN or negative result --
+    are +inf."""
+    cnt = np.bincount(binnumber, minlength=nb + 2)[1:nb + 1]
+    bad = np.bincount(binnumber[~np.isfinite(values)], minlength=nb + 2)[1:nb + 1]
+    out = np.array(result, np.float64, copy=True)
+    out[~(out >= 0) & (cnt > 0) & (bad == 0)] = np.inf
+    return out
+
+
 @_arrays.takes_stream
 def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strategy="auto", stream=None):  # noqa: A002
     """Compute a binned statistic, like ``scipy.stats.binned_statistic``.
@@ -127,8 +150,15 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     min skips it) or ``"var"`` (the square of ``"std"``; not in SciPy).
     `bins` is a number of equal-width bins or the sequence of edges, `range`
     ``(lower, upper)``; x outside the edges is not counted, and x equal to the
-    upper edge (to SciPy's rounding) falls into the last bin.  NaN in x is a
-    ValueError (as in current SciPy); infinite x needs explicit edges.
+    upper edge (to SciPy's rounding) falls into the last bin.  With `bins` a
+    number, NaN or infinite x is a ValueError (as in SciPy); with explicit
+    edges NaN x is an outlier (bin number nbins + 1), as SciPy's digitize
+    makes it.  Where SciPy's rounding overflows (``np.around`` of float16 x,
+    of integers near their dtype's limit, or of values near the float
+    maximum) SciPy drops x equal to the last edge; gpusync keeps it in the
+    last bin.  ``std``/``var`` of a bin of finite values whose squared
+    deviations overflow is inf, as SciPy gives.  bool x or values are a
+    TypeError (SciPy fails on them too).
 
     `strategy`: ``"shared"`` keeps every bin's state in each block's shared
     memory, updated under per-bin shared-memory mutexes, and merges the
@@ -150,11 +180,13 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
             raise ValueError(f"statistic {statistic!r} is not supported by gpusync "
                              f"(supported: {', '.join(STATISTICS)}); use scipy.stats.binned_statistic")
         raise ValueError(f"invalid statistic {statistic!r}")
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"binned_statistic: strategy must be one of {', '.join(map(repr, STRATEGIES))}; "
-                         f"got {strategy!r}")
+    _dispatch.check_strategy("binned_statistic", strategy)
     xv = _arrays.checked_input(x, "x", "binned_statistic")
     vv = _arrays.checked_input(values, "values", "binned_statistic")
+    for v, name in ((xv, "x"), (vv, "values")):
+        if np.dtype(v.dtype) == np.bool_:  # SciPy's arithmetic on the edges fails for bool too
+            raise TypeError(f"binned_statistic: {name} has dtype bool, which is not supported "
+                            "(scipy.stats.binned_statistic cannot bin it either); convert it to a number type")
     for v, name in ((xv, "x"), (vv, "values")):
         if len(v.shape) != 1:
             raise ValueError(f"binned_statistic: {name} must be 1-D; got shape {tuple(v.shape)}")
@@ -173,7 +205,7 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     lo = hi = None
     if n and (np.ndim(bins) == 0 or x_dtype.kind == "f"):
         lo, hi = _minmax(xv)  # NaN propagates into both
-        if x_dtype.kind == "f" and np.isnan(lo):
+        if np.ndim(bins) == 0 and x_dtype.kind == "f" and np.isnan(lo):
             raise ValueError("The sample on which `values` is to be binned contains at least one NaN, and the "
                              "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
         if np.ndim(bins) == 0 and x_dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
@@ -184,38 +216,43 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
         edges = _edges(lo, hi, x_dtype, bins, range)
     if len(edges) < 2:
         raise ValueError("zero-size array to reduction operation minimum which has no identity")
+    with np.errstate(invalid="ignore"):
+        steps = np.diff(edges)
+    if np.any(steps < 0) and np.any(steps > 0) or np.any(np.isnan(steps)):
+        raise ValueError("bins must be monotonically increasing or decreasing")
+    if np.any(steps == 0):
+        raise ValueError("The smallest edge difference is numerically 0.")
+    if not np.all(steps > 0):
+        raise ValueError("binned_statistic: bins must increase monotonically (gpusync does not take "
+                         "decreasing or repeated edges)")
     top = _top(edges, x_dtype)
-    if not np.all(np.diff(edges) > 0):
-        raise ValueError("binned_statistic: bin edges must increase monotonically")
     nb = len(edges) - 1
 
     # one float dtype for both arrays at the C API (conversions are exact)
     work = np.dtype(np.float32) if (x_dtype == np.float32 and np.dtype(vv.dtype) == np.float32) else np.dtype(np.float64)
-    be = _backend.backend()
-    stat_code = STATISTICS.index(statistic)
+    stat_code = _core.STATISTICS[statistic]
     e64 = np.ascontiguousarray(edges, dtype=np.float64)
-    if on_device and be == "cuda":
+    if on_device:
         lib = Lib.of(xv.lib)
         xd = xv if xv.dtype == work else _arrays.as_input(lib.astype(xv.obj, work), "x")
         vd = vv if vv.dtype == work else _arrays.as_input(lib.astype(vv.obj, work), "values")
-        result = lib.empty(nb, np.float64, xv.device)
-        binnumber = lib.empty(n, np.int64, xv.device)
-        used = _core.binned_statistic("cuda", xd.desc(), vd.desc(), e64, top, stat_code,
-                                      _arrays.as_input(result, "r").desc(),
-                                      _arrays.as_input(binnumber, "b").desc(), strategy, xv.stream)
-        last_strategy["binned_statistic"] = used
-        return BinnedStatisticResult(result, lib.from_host(edges, xv.device), binnumber)
-    xh = xv.to_host() if on_device else xv
-    vh = vv.to_host() if on_device else vv
-    xh = np.ascontiguousarray(xh, dtype=work)
-    vh = np.ascontiguousarray(vh, dtype=work)
-    result = np.empty(nb, np.float64)
-    binnumber = np.empty(n, np.int64)
-    used = _core.binned_statistic(be, xh, vh, e64, top, stat_code, result, binnumber, strategy,
-                                  _arrays.host_stream())
-    last_strategy["binned_statistic"] = used
-    if on_device:
-        lib = Lib.of(xv.lib)
-        return BinnedStatisticResult(lib.from_host(result, xv.device), lib.from_host(edges, xv.device),
-                                     lib.from_host(binnumber, xv.device))
-    return BinnedStatisticResult(result, edges, binnumber)
+    else:
+        xd = np.ascontiguousarray(xv, dtype=work).reshape(-1)
+        vd = np.ascontiguousarray(vv, dtype=work).reshape(-1)
+
+    def call(be, ins, outs, s, stream):
+        return _core.binned_statistic(be, ins[0], ins[1], e64, top, stat_code, outs[0], outs[1], s, stream)
+
+    result, binnumber = _dispatch.run("binned_statistic", [xd, vd], [(nb, np.float64), (n, np.int64)], call,
+                                      strategy=strategy, names=["x", "values"], bins=nb)
+    if statistic in ("std", "var"):
+        lib = Lib.of(xv.lib) if on_device else None
+        rh = lib.to_host(result).reshape(-1) if on_device else result  # synchronize! (the call waits anyway)
+        if not (rh >= 0).all():
+            vh = vv.to_host() if on_device else vd
+            if _may_overflow(vh):
+                bh = lib.to_host(binnumber).reshape(-1) if on_device else binnumber
+                fixed = _overflowed_spread(rh, vh, bh, nb)
+                result = lib.from_host(fixed, xv.device) if on_device else fixed
+    edges_out = Lib.of(xv.lib).from_host(edges, xv.device) if on_device else edges
+    return BinnedStatisticResult(result, edges_out, binnumber)

@@ -3,30 +3,43 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _arrays, _backend, _core
-from ._arrays import DeviceArray, Lib
-
-last_strategy = {}
+from . import _arrays, _backend, _core, _dispatch
+from ._arrays import DeviceArray
 
 
 def _threshold(threshold, dtype):
-    """`a > threshold` as NumPy compares it: a Python float is rounded to a
-    float array's dtype first (NEP 50); integer arrays compare in float64."""
+    """`a > threshold` as NumPy compares it, as the float64 the core compares
+    each element (converted to float64) with.  NumPy compares in
+    ``np.result_type(a, threshold)`` (NEP 50: a Python float is rounded to a
+    float array's dtype, a NumPy float64 scalar is not; integer arrays with a
+    float compare in float64).  An integer threshold with an integer array
+    compares exactly: out-of-range thresholds become +-inf, and the float64
+    comparison is exact for |threshold| < 2^53 (beyond that, 64-bit integer
+    arrays are compared after rounding to float64 -- see the docstring)."""
     if threshold is None:
         return None
-    if isinstance(threshold, (complex, np.complexfloating)) or not np.isscalar(threshold):
+    if isinstance(threshold, (str, bytes)) or not isinstance(threshold, (bool, int, float, np.bool_, np.integer,
+                                                                         np.floating)):
         raise TypeError(f"threshold must be a real number, got {threshold!r}")
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        with np.errstate(over="ignore"):
-            return float(dtype.type(threshold))
-    return float(threshold)
+    is_int = isinstance(threshold, (bool, int, np.bool_, np.integer))
+    if is_int and dtype.kind in "biu":
+        t = int(threshold)
+        info = np.iinfo(np.uint8 if dtype.kind == "b" else dtype)
+        if t >= info.max:
+            return float("inf")  # nothing is greater
+        if t < info.min:
+            return float("-inf")  # everything is
+        return float(t)
+    cmp = np.result_type(dtype, threshold)  # NumPy 2: Python scalars are weak
+    if cmp.kind != "f":
+        cmp = np.dtype(np.float64)
+    with np.errstate(over="ignore"):
+        return float(cmp.type(threshold))
 
 
-def _host(x, backend):
-    if backend == "cuda" or x.ndim != 1:
-        return np.ascontiguousarray(x).reshape(-1)
-    return x
+def _host(x):
+    return x if isinstance(x, DeviceArray) else np.ascontiguousarray(x).reshape(-1)
 
 
 @_arrays.takes_stream
@@ -35,10 +48,17 @@ def packbits(a, bitorder="big", *, threshold=None, stream=None):
     dtype -- or of ``a > threshold`` -- built on warp ballots.
 
     Returns ceil(len(a) / 8) uint8, bits of the last byte past the end zero.
-    ``threshold`` compares like NumPy (a float is rounded to a float array's
-    dtype first; NaN gives all zeros).  Device arrays give device arrays,
+    ``threshold`` compares like NumPy, in ``np.result_type(a, threshold)``
+    (a Python float is rounded to a float array's dtype first, a NumPy
+    float64 scalar is not; NaN gives all zeros).  Exact except for 64-bit
+    integer arrays with an integer threshold of magnitude >= 2^53, which
+    are compared after rounding both to float64.  Device arrays give device arrays,
     enqueued on their stream without waiting.
     """
+    if stream is None and threshold is None and bitorder == "big":
+        r = _core.fast_packbits(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _packbits_impl(a, bitorder, threshold=threshold)
 
@@ -51,17 +71,13 @@ def _packbits_impl(a, bitorder="big", threshold=None):
         raise ValueError(f"packbits: expected a 1-D array, got {len(x.shape)} dimensions "
                          "(flatten it first, as np.packbits with axis=None does)")
     thr = _threshold(threshold, x.dtype)
-    be = _backend.backend()
     nbytes = (x.shape[0] + 7) // 8
-    if isinstance(x, DeviceArray):
-        lib = Lib.of(x.lib)
-        if be == "cpu":
-            return lib.from_host(packbits(x.to_host(), bitorder, threshold=threshold), x.device)
-        out = lib.empty(nbytes, np.uint8, x.device)
-        _core.packbits("cuda", x.desc(), thr, bitorder == "little", _arrays.as_input(out, "out").desc(), x.stream)
-        return out
-    out = np.empty(nbytes, np.uint8)
-    _core.packbits(be, _host(x, be), thr, bitorder == "little", out, _arrays.host_stream())
+
+    def call(be, ins, outs, s, stream):
+        _core.packbits(be, ins[0], thr, bitorder == "little", outs[0], stream)
+        return "ballot"
+
+    (out,) = _dispatch.run("packbits", [_host(x)], [(nbytes, np.uint8)], call, names=["a"])
     return out
 
 
@@ -70,7 +86,12 @@ def count_nonzero(a, *, threshold=None, stream=None):
     """``np.count_nonzero(a)`` -- or of ``a > threshold`` -- over all
     elements, with one warp ballot and popcount per 32 elements and one
     atomic per warp.  Host input gives an int; a device array a 0-d int64
-    array of its library (no host sync)."""
+    array of its library (no host sync).  ``threshold`` compares as in
+    :func:`packbits`."""
+    if stream is None and threshold is None:
+        r = _core.fast_count_nonzero(a)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _count_nonzero_impl(a, threshold=threshold)
 
@@ -78,18 +99,13 @@ def count_nonzero(a, *, threshold=None, stream=None):
 def _count_nonzero_impl(a, threshold=None):
     x = _arrays.checked_input(a, "a", "count_nonzero")
     thr = _threshold(threshold, x.dtype)
-    be = _backend.backend()
-    if isinstance(x, DeviceArray):
-        lib = Lib.of(x.lib)
-        if be == "cpu":
-            return lib.scalar(lib.from_host(np.array([count_nonzero(x.to_host(), threshold=threshold)],
-                                                     np.int64), x.device))
-        out = lib.empty(1, np.int64, x.device)
-        _core.count_nonzero("cuda", x.desc(), thr, _arrays.as_input(out, "out").desc(), x.stream)
-        return lib.scalar(out)
-    out = np.empty(1, np.int64)
-    _core.count_nonzero(be, _host(x, be), thr, out, _arrays.host_stream())
-    return int(out[0])
+
+    def call(be, ins, outs, s, stream):
+        _core.count_nonzero(be, ins[0], thr, outs[0], stream)
+        return "ballot"
+
+    (out,) = _dispatch.run("count_nonzero", [_host(x)], [(1, np.int64)], call, names=["a"], merge=True)
+    return int(out[0]) if isinstance(out, np.ndarray) else _dispatch.scalar(out)
 
 
 _AUTO = {"histogram": "shared", "bincount": "shared", "sum": "threadfence", "dot": "threadfence",
@@ -102,7 +118,8 @@ def kernels():
 
 
 def occupancy(op, block_size=None, strategy=None):
-    """Resource partitioning of one of gpusync's kernels on this GPU (seed 002).
+    """Resource partitioning of one of gpusync's kernels on this GPU (the
+    resource partitioning the original article on warps describes).
 
     `op` is ``"histogram"``, ``"sum"``, ``"dot"``, ``"binned_statistic"``,
     ``"packbits"`` or ``"count_nonzero"`` (with `strategy`, or as

@@ -9,33 +9,29 @@ are NumPy's own.  Then we describe to the core how a value becomes a bin:
 * ``DIRECT``  integers on unit-width integer edges (and bincount): x - offset;
 * ``UNIFORM`` equal-width bins whose edges a closed formula reproduces bit for
               bit (verified here), so kernels need no edge array;
-* ``EDGES``   anything else: binary search in the edges.
+* ``EDGES``   anything else: binary search in the edges;
+* ``EDGES_INT`` 64-bit integers on integer edges beyond 2^53 that NumPy
+              compares exactly (in int64 / uint64): binary search in integers.
 
 Implicit host synchronizations are marked ``# synchronize!``.
 """
 from __future__ import annotations
 
 import functools
+import math
 import operator
 import warnings
 
 import numpy as np
 
-from . import _arrays, _backend, _core
+from . import _arrays, _backend, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 
-STRATEGIES = ("auto", "global", "shared", "warp", "cluster")
+STRATEGIES = _dispatch.STRATEGIES["histogram"]
 
-_DIRECT, _LUT, _UNIFORM, _EDGES = 0, 1, 2, 3
+_DIRECT, _LUT, _UNIFORM, _EDGES, _EDGES_INT = (_core.BINS_KINDS[k] for k in ("direct", "lut", "uniform", "edges",
+                                                                               "edges_int"))
 _EXACT_INT = 2.0**53
-
-
-def _check_strategy(strategy):
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(repr(s) for s in STRATEGIES)}; got {strategy!r}")
-    return strategy
-
-
 
 
 def _bins_tuple(kind, nbins, offset=0, closed=0, lut=None, start=0.0, step=0.0, stop=0.0, scale=0.0,
@@ -54,15 +50,40 @@ def _reference_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return k
 
 
-def _direct_offset(edges: np.ndarray):
-    """Offset when the edges are consecutive integers e0, e0+1, ..., e0+n (exact)."""
-    if edges.dtype.kind not in "fiu" or len(edges) < 2:
+def _direct_offset(edges: np.ndarray, x_dtype: np.dtype):
+    """Offset when the edges are exactly the consecutive integers e0, e0+1,
+    ..., e0+n AND comparing integer data of `x_dtype` with them in NumPy's
+    comparison type (the result_type of data and edges) is exact, so that
+    ``x - e0`` is NumPy's bin; else None.  The core subtracts in 64-bit
+    two's complement, so the offset is also kept where that cannot wrap
+    into the bins (unsigned data: a non-negative offset below 2^63 - n)."""
+    x_dtype = np.dtype(x_dtype)
+    if edges.dtype.kind not in "fiu" or len(edges) < 2 or x_dtype.kind not in "biu":
         return None
-    e0 = edges[0]
-    if not np.isfinite(e0) or e0 != np.floor(e0) or abs(float(e0)) + len(edges) >= _EXACT_INT:
+    n = len(edges) - 1
+    if edges.dtype.kind == "f":
+        e0 = edges[0]
+        if not (np.isfinite(e0) and np.isfinite(edges[-1])) or e0 != np.floor(e0):
+            return None
+        e0 = int(e0)
+        if max(abs(e0), abs(e0 + n)) >= _EXACT_INT:  # the float64 check below is exact only within 2^53
+            return None
+        if not np.array_equal(edges.astype(np.float64), np.arange(n + 1, dtype=np.float64) + float(e0)):
+            return None
+    else:
+        e0 = int(edges[0])
+        if int(edges[-1]) - e0 != n or not np.all(edges[1:] > edges[:-1]):
+            return None  # increasing integers spanning n: consecutive
+    cmp = np.result_type(x_dtype, edges.dtype)
+    if cmp.kind == "f":  # the data are rounded to `cmp`: exact near the edges only below 2^(nmant+1)
+        if max(abs(e0), abs(e0 + n)) >= 2.0 ** (np.finfo(cmp).nmant + 1):
+            return None
+    if x_dtype.kind == "u" or x_dtype.kind == "b":
+        if e0 < 0 or e0 + n >= 2**63:
+            return None
+    elif max(abs(e0), abs(e0 + n)) > 2**62:
         return None
-    expect = (np.arange(len(edges), dtype=np.float64) + float(e0)).astype(edges.dtype)
-    return int(e0) if np.array_equal(edges, expect) else None
+    return e0
 
 
 def _uniform_formula(edges: np.ndarray):
@@ -87,14 +108,68 @@ def _uniform_formula(edges: np.ndarray):
     return None
 
 
-def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
-    """The core's bin description for values of `x_dtype` and these edges."""
+def _min_rounding_to_at_least(e: float, lo: int, hi: int):
+    """The smallest integer x in [lo, hi] with float(x) >= e (float64,
+    round-to-nearest-even as NumPy and C convert), or None."""
+    if math.isnan(e) or float(hi) < e:
+        return None
+    if e <= float(lo):
+        return lo
+    c = min(math.ceil(e), hi)  # float(c) >= e; float() moves an integer by at most 2^11 below 2^64
+    a = max(lo, c - 4096)
+    while a < c:  # float(c) >= e; find the first such x in [a, c]
+        m = (a + c) // 2
+        if float(m) >= e:
+            c = m
+        else:
+            a = m + 1
+    return c
+
+
+def _exact_bounds_bins(x_dtype: np.dtype, edges: np.ndarray, bounds):
+    """64-bit integer data, equal-width bins and integer range bounds beyond
+    2^53: NumPy keeps x with first <= x <= last compared exactly, and bins it
+    by comparing float64(x) with the float64 edges.  Both become integer
+    thresholds for EDGES_INT (t[k] = the smallest x of bin k, t[n] = the
+    largest kept x); None when they do not apply or do not fit the dtype."""
+    if x_dtype.itemsize != 8 or x_dtype.kind not in "iu" or bounds is None or len(edges) < 2:
+        return None
+    first, last = bounds
+    ints = [isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)) for b in (first, last)]
+    if not any(ints) or max(abs(int(b)) if i else 0 for b, i in zip((first, last), ints)) <= 2**53:
+        return None
+    if first == last or len(edges) > 100_001:  # NumPy widens equal bounds by 0.5 (floats)
+        return None
+    info = np.iinfo(x_dtype)
+    lo, hi = int(info.min), int(info.max)
+    t = [max(int(first), lo) if ints[0] else _min_rounding_to_at_least(float(first), lo, hi)]
+    for e in edges[1:-1]:
+        t.append(_min_rounding_to_at_least(float(e), lo, hi))
+    if ints[1]:
+        top = min(int(last), hi)
+    else:  # the largest x with float(x) <= last: one below the smallest with float(x) > last
+        above = _min_rounding_to_at_least(float(np.nextafter(float(last), np.inf)), lo, hi)
+        top = hi if above is None else above - 1
+    if any(v is None for v in t) or t[0] > top or top < lo:
+        if (t[0] is None or t[0] > hi or top < lo) and top >= lo - 1:
+            t, top = [hi] * (len(edges) - 1), hi - 1  # nothing is kept: every x < t[0] or > top
+        else:
+            return None
+    t = [max(v, t[0]) for v in t]  # non-decreasing (the first threshold is the exact bound)
+    arr = np.array(t + [top], dtype=x_dtype)
+    return _bins_tuple(_EDGES_INT, len(edges) - 1, edges=np.ascontiguousarray(arr).view(np.float64))
+
+
+def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool, bounds=None):
+    """The core's bin description for values of `x_dtype` and these edges
+    (`bounds`: the ``range`` NumPy checks the data against, for equal-width
+    bins)."""
     n = len(edges) - 1
     if x_dtype.itemsize == 1:  # every byte value's bin, computed by NumPy's rules
         vals = np.arange(256, dtype=np.uint8).view(x_dtype)
         lut = _reference_bins(vals, edges).astype(np.int32)
         # unit-width integer edges on unsigned bytes: x - offset, no table
-        off = _direct_offset(edges) if x_dtype.kind in "ub" else None
+        off = _direct_offset(edges, x_dtype) if x_dtype.kind in "ub" else None
         if off is not None and 0 <= off <= 255:
             direct = np.full(256, -1, dtype=np.int64)
             raw = np.arange(256)
@@ -105,15 +180,26 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool):
                 return _bins_tuple(_DIRECT, n, offset=off, closed=1)
         return _bins_tuple(_LUT, n, lut=lut.tobytes())
     if x_dtype.kind in "iu":
-        off = _direct_offset(edges)
+        off = _direct_offset(edges, x_dtype)
         if off is not None:
             return _bins_tuple(_DIRECT, n, offset=off, closed=1)
+        exact = _exact_bounds_bins(x_dtype, edges, bounds) if uniform else None
+        if exact is not None:
+            return exact
+        cmp = np.result_type(x_dtype, edges.dtype)
+        if x_dtype.itemsize == 8 and cmp.kind in "iu" and np.abs(edges.astype(np.float64)).max() >= _EXACT_INT:
+            # float64 would round the data and the edges; NumPy compares them exactly in `cmp`, whose
+            # signedness is the data's (int64 data: int64, uint64 data: uint64)
+            return _bins_tuple(_EDGES_INT, n, edges=np.ascontiguousarray(edges.astype(cmp)).view(np.float64))
     if uniform:
         f = _uniform_formula(edges)
         if f is not None:
             start, step, stop, af32, ef32 = f
             e64 = edges.astype(np.float64)
-            scale = n / (e64[-1] - e64[0])
+            with np.errstate(over="ignore", divide="ignore"):
+                scale = n / (e64[-1] - e64[0])
+            if not scale < 2.0**127:  # subnormal-wide bins: no finite (float32) scale -- binary search
+                return _bins_tuple(_EDGES, n, edges=np.ascontiguousarray(edges, dtype=np.float64))
             # how far the edges sit from their ideal positions k, in bins, plus
             # the error of a float32 estimate (relative 2^-22, kept 4x wide):
             # estimates farther than this from an integer need no correction
@@ -151,46 +237,30 @@ def _flat_host(x):
     return np.ascontiguousarray(x).reshape(-1)
 
 
-def _run(be, x, w, nbins, bins_desc, strategy, x_dtype=None):
-    """Run the core on host arrays or device views; return (out, strategy used)."""
+def _run(op, x, w, nbins, bins_desc, strategy, x_dtype=None):
+    """Count host arrays or device views through the dispatcher; return (out, strategy used)."""
     weighted = w is not None
     out_dtype = np.float64 if weighted else np.int64
     if isinstance(x, DeviceArray):
-        if be == "cpu":  # forced CPU backend with a device input: copy, count, copy back
-            xh = x.to_host().view(x_dtype) if x_dtype is not None else x.to_host()
-            wh = None if w is None else w.to_host()
-            out, used = _run(be, xh, wh, nbins, bins_desc, strategy)
-            return Lib.of(x.lib).from_host(out, x.device), used
+        if x_dtype is not None:  # bool viewed as uint8
+            x = DeviceArray(x.obj, x.lib, x.ptr, x.length, x.stride, np.dtype(x_dtype), x.device, x.stream, x.shape)
+        if isinstance(w, DeviceArray) and w.dtype not in (np.float32, np.float64):
+            w = _arrays.as_input(Lib.of(w.lib).astype(w.obj, np.float64), "weights")
+    else:
+        x = _flat_host(x)
+        if x_dtype is not None:
+            x = x.view(x_dtype)
         if w is not None and not isinstance(w, DeviceArray):
-            raise ValueError("weights: a is a device array but weights is a host array; put both on one device")
-        if w is not None and w.device != x.device:
-            raise ValueError(f"weights: on device {w.device}, but a is on device {x.device}")
-        lib = Lib.of(x.lib)
-        wd = None
-        if w is not None:
+            w = _flat_host(w)
             if w.dtype not in (np.float32, np.float64):
-                w = _arrays.as_input(lib.astype(w.obj, np.float64), "weights")
-            wd = w.desc()
-        out = lib.empty(nbins, out_dtype, x.device)
-        od = _arrays.as_input(out, "out").desc()
-        used = _core.histogram("cuda", x.desc(x_dtype), wd, od, bins_desc, strategy, x.stream)
-        return out, used
-    if isinstance(w, DeviceArray):
-        raise ValueError("weights: a is a host array but weights is a device array; put both on one side")
-    xh = _flat_host(x)
-    if x_dtype is not None:
-        xh = xh.view(x_dtype)
-    wh = None
-    if w is not None:
-        wh = _flat_host(w)
-        if wh.dtype not in (np.float32, np.float64):
-            wh = wh.astype(np.float64)
-    out = np.empty(nbins, dtype=out_dtype)
-    used = _core.histogram(be, xh, wh, out, bins_desc, strategy, _arrays.host_stream())
-    return out, used
+                w = w.astype(np.float64)
 
+    def call(be, ins, outs, s, stream):
+        return _core.histogram(be, ins[0], ins[1], outs[0], bins_desc, s, stream)
 
-last_strategy = {"histogram": None, "bincount": None}
+    (out,) = _dispatch.run(op, [x, w], [(nbins, out_dtype)], call, strategy=strategy, names=["a", "weights"],
+                           bins=nbins, merge=True)
+    return out, None  # the strategy used: gs.last_plan()["strategy_used"]
 
 
 @_arrays.takes_stream
@@ -209,9 +279,12 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     (warp-aggregated updates with ``__match_any_sync``), ``"cluster"``
     (histogram spread over a thread-block cluster's distributed shared memory;
     compute capability >= 9.0) or ``"auto"``.  All give identical integer
-    counts.  Weighted sums in float are accumulated in float64 with atomics:
-    exact for integer weights, not bit-reproducible run to run for float
-    weights (the order of additions varies).
+    counts.  Weighted sums are accumulated in float64 with atomics and cast
+    to ``weights.dtype``: integer weights are exact while every bin's total
+    stays within +-2^53 (NumPy's equal-width path also sums in float64; its
+    edge-array path sums integer weights in their own dtype); float weights
+    are not bit-reproducible run to run (the order of additions varies).
+    Byte-swapped or unaligned input is copied once to native order.
 
     Returns ``(hist, bin_edges)`` as NumPy arrays for host input; for a CuPy /
     PyTorch / Numba input, arrays of that library on the input's device.  With
@@ -220,14 +293,42 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     comes from the data (``range=None``) or `bins` is a string, the call reads
     the data's min/max first.  # synchronize!
     """
+    fast = None
+    if (stream is None and weights is None and not density and strategy == "auto" and type(bins) is int
+            and type(a) is np.ndarray and type(range) is tuple and len(range) == 2):
+        r0, r1 = range
+        fast = (a.dtype, bins, type(r0), r0, type(r1), r1)  # NumPy's edges depend on the bounds' types
+        try:
+            hit = _fast_plans.get(fast)
+        except TypeError:  # unhashable bounds: NumPy's own path says what is wrong with them
+            hit = fast = None
+        if hit is not None:
+            counts = _core.fast_histogram(a, hit[1])  # the C fast path (_dispatch.py)
+            if counts is not NotImplemented:
+                return counts, hit[0].copy()
     with _arrays.call_stream(stream, a):
-        return _histogram_impl(a, bins, range, weights, density, strategy=strategy)
+        res = _histogram_impl(a, bins, range, weights, density, strategy=strategy)
+    if fast is not None and a.dtype != np.bool_ and len(_fast_plans) < 1024:
+        proxy = np.empty(0, dtype=a.dtype)
+        try:
+            edges, desc, uniform = _plan(proxy, bins, range)  # the same cached plan the general path used
+        except (TypeError, ValueError):
+            return res
+        if desc is None:  # not cacheable there: no fast plan either
+            return res
+        edges.flags.writeable = False
+        _fast_plans[fast] = (edges, desc)
+    return res
+
+
+# (dtype, bins, range with its types) -> (edges, bins description) of calls
+# whose bins and range fix the edges: the fast path's cached plans
+_fast_plans: dict = {}
 
 
 def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy="auto", plan=None):
     func = "histogram"
-    _check_strategy(strategy)
-    be = _backend.backend()
+    _dispatch.check_strategy(func, strategy)
     x, w = _prepare(a, weights, func)
     x_dtype = None
     if x.dtype == np.bool_:
@@ -239,6 +340,9 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
             x_dtype = None
     dt = x_dtype or x.dtype
     host_flat = _flat_host(x) if isinstance(x, np.ndarray) else None
+    if range is not None and np.ndim(bins) == 0 and np.ndim(range) == 1 and len(range) == 2 and \
+            all(isinstance(r, (bool, np.bool_)) for r in range) and range[0] != range[1]:
+        np.subtract(range[1], range[0])  # NumPy's own TypeError: its equal-width path subtracts the bounds
 
     # bin edges, from NumPy itself
     if plan is not None:  # decided once by the caller for all its chunks (gpusync.dask)
@@ -266,13 +370,18 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
             edges, desc, uniform = plan_edges(dt, bins, range, lo, hi)
         else:
             edges, desc, uniform = plan_edges(dt, bins, range)
-    if desc is None:
-        desc = _describe_bins(np.dtype(dt), edges, uniform)
-    nbins = len(edges) - 1
-    out, used = _run(be, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
-    last_strategy["histogram"] = used
-
     device = isinstance(x, DeviceArray)
+    if len(edges) < 2:  # bins=[] or one edge: NumPy's empty histogram
+        hdt = np.float64 if density else (np.int64 if w is None else np.dtype(w.dtype))
+        out = np.zeros(0, hdt)
+        if device:
+            return Lib.of(x.lib).from_host(out, x.device), Lib.of(x.lib).from_host(edges, x.device)
+        return out, edges
+    if desc is None:
+        desc = _describe_bins(np.dtype(dt), edges, uniform, range)
+    nbins = len(edges) - 1
+    out, _ = _run(func, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
+
     if w is not None and np.dtype(w.dtype) != np.float64:
         out = Lib.of(x.lib).astype(out, w.dtype) if device else out.astype(w.dtype)
     edges_out = _edges_for(x, edges, uniform) if device else edges
@@ -302,7 +411,7 @@ def _plan_cached(proxy_dtype, proxy_bytes, bins_key, range_key, bins_h, range_h)
     edges = np.histogram_bin_edges(proxy, bins=bins, range=range)
     edges.flags.writeable = False
     uniform = np.ndim(bins) == 0
-    return edges, _describe_bins(np.dtype(proxy_dtype), edges, uniform), uniform
+    return edges, _describe_bins(np.dtype(proxy_dtype), edges, uniform, range), uniform
 
 
 def plan_edges(dt, bins, range, lo=None, hi=None):  # noqa: A002
@@ -360,7 +469,7 @@ def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
         desc = _bins_tuple(_UNIFORM, len(edges) - 1, start=start, step=step, stop=stop, arith_f32=af32,
                            edges_f32=ef32)
         out = lib.empty(len(edges), edges.dtype, x.device)
-        _core.uniform_edges("cuda", desc, _arrays.as_input(out, "edges").desc(), x.stream)
+        _core.uniform_edges("cuda", desc, _dispatch.new_desc(lib, out, len(edges), edges.dtype, x.device), x.stream)
         return out
     return lib.from_host(edges, x.device)
 
@@ -375,18 +484,21 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto", stream=None):
     as in :func:`histogram`.  Reading the maximum makes the call wait for a
     device input.  # synchronize!
     """
+    if stream is None and weights is None and strategy == "auto" and type(minlength) is int:
+        r = _core.fast_bincount(x, minlength)  # the C fast path (_dispatch.py)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, x):
         return _bincount_impl(x, weights, minlength, strategy=strategy)
 
 
 def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
-    _check_strategy(strategy)
+    _dispatch.check_strategy("bincount", strategy)
     if minlength is None:
         raise TypeError("use 0 instead of None for minlength")
     minlength = operator.index(minlength)
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
-    be = _backend.backend()
     xa = _arrays.as_input(x, "x")
     wa = None if weights is None else _arrays.as_input(weights, "weights")
     for arr in (xa,) + (() if wa is None else (wa,)):
@@ -405,8 +517,8 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
         raise TypeError(f"bincount: weights has dtype {wa.dtype}, which is not supported")
     weighted = wa is not None
     device = isinstance(xa, DeviceArray)
-    if n == 0:
-        out = np.zeros(minlength, dtype=np.float64 if weighted else np.int64)
+    if n == 0:  # NumPy's result for empty input is int64, weighted or not
+        out = np.zeros(minlength, dtype=np.int64)
         return Lib.of(xa.lib).from_host(out, xa.device) if device else out
     x_dtype = np.dtype(np.uint8) if xa.dtype == np.bool_ else None
     xin = xa if device else _flat_host(xa)
@@ -414,30 +526,37 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
         xin = xin.view(np.uint8)
         x_dtype = None
     if not weighted and (np.dtype(xa.dtype).itemsize == 1 or (np.dtype(xa.dtype).itemsize == 2 and strategy == "auto")):
-        return _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device)
+        return _bincount_small(xa, xin, x_dtype, minlength, strategy, device)
     lo, hi = _minmax(xa)  # synchronize! (device input)
     if lo < 0:
         raise ValueError("'list' argument must have no negative elements")
     nbins = max(int(hi) + 1, minlength)
     desc = _bins_tuple(_DIRECT, nbins, offset=0, closed=0)
-    out, used = _run(be, xin, wa, nbins, desc, strategy, x_dtype)
-    last_strategy["bincount"] = used
+    out, _ = _run("bincount", xin, wa, nbins, desc, strategy, x_dtype)
     return out
 
 
-def _bincount_small(be, xa, xin, x_dtype, minlength, strategy, device):
+def _bincount_small(xa, xin, x_dtype, minlength, strategy, device):
     """Unweighted bincount of 8-bit integers and bool (and 16-bit ones with
     strategy auto, which can hold 65536 bins): count every value the dtype
     can hold in one pass -- no separate pass for the maximum -- then check
     for negatives and cut NumPy's length from the counts.
     # synchronize! (device input: the counts are read back)"""
-    dt = np.dtype(np.uint8) if (x_dtype is not None or xa.dtype == np.bool_) else np.dtype(xa.dtype)
+    dt = np.dtype(np.uint8) if xa.dtype == np.bool_ else np.dtype(xa.dtype)
     info = np.iinfo(dt)
     span = int(info.max) - int(info.min) + 1
-    full, used = _run(be, xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0), strategy,
-                      x_dtype)
-    last_strategy["bincount"] = used
+    if dt.itemsize == 1:  # the core bins 8-bit data by their raw byte: count bytes, then order by value
+        if device:
+            x_dtype = np.dtype(np.uint8)
+        else:
+            xin = xin.view(np.uint8)
+        full, _ = _run("bincount", xin, None, 256, _bins_tuple(_DIRECT, 256, offset=0, closed=0), strategy, x_dtype)
+    else:
+        full, _ = _run("bincount", xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0),
+                       strategy, x_dtype)
     counts = Lib.of(xa.lib).to_host(full) if device else full
+    if dt == np.int8:  # raw bytes 0x80..0xff are -128..-1
+        counts = np.concatenate((counts[128:], counts[:128]))
     neg = -int(info.min)
     if neg and counts[:neg].any():
         raise ValueError("'list' argument must have no negative elements")

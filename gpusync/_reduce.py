@@ -6,19 +6,11 @@ import functools
 
 import numpy as np
 
-from . import _arrays, _backend, _core
+from . import _arrays, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 
-STRATEGIES = ("auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp")
+STRATEGIES = _dispatch.STRATEGIES["sum"]
 DETERMINISTIC_STRATEGIES = ("auto", "two-pass", "threadfence", "grid")
-
-last_strategy = {"sum": None, "dot": None}
-
-
-def _check(strategy, func):
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"{func}: strategy must be one of {', '.join(repr(s) for s in STRATEGIES)}; "
-                         f"got {strategy!r}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,31 +29,14 @@ def _host_flat(x: np.ndarray, dtype) -> np.ndarray:
 
 def _run(func, arrays, out_dtype, strategy, deterministic):
     """Reduce host arrays or device views (all one kind) into one element."""
-    be = _backend.backend()
-    dev = [a for a in arrays if isinstance(a, DeviceArray)]
-    if dev and len(dev) != len(arrays):
-        raise ValueError(f"{func}: mix of host and device arrays; put both on one side")
-    if dev:
-        x = dev[0]
-        for other in dev[1:]:
-            if other.device != x.device:
-                raise ValueError(f"{func}: arrays on devices {x.device} and {other.device}")
-        lib = Lib.of(x.lib)
-        if be == "cpu":  # forced CPU backend with device input: copy, reduce, copy back
-            host = [a.to_host() for a in dev]
-            val = _run(func, host, out_dtype, strategy, deterministic)
-            return lib.scalar(lib.from_host(np.asarray([val]), x.device))
-        out = lib.empty(1, out_dtype, x.device)
-        descs = [a.desc() for a in dev]
-        used = _core.reduce("cuda", descs[0], descs[1] if len(descs) > 1 else None,
-                            _arrays.as_input(out, "out").desc(), strategy, bool(deterministic), x.stream)
-        last_strategy[func] = used
-        return lib.scalar(out)
-    out = np.empty(1, out_dtype)
-    used = _core.reduce(be, arrays[0], arrays[1] if len(arrays) > 1 else None, out, strategy,
-                        bool(deterministic), _arrays.host_stream())
-    last_strategy[func] = used
-    return out[0]
+    acc = np.dtype(np.float64) if np.dtype(out_dtype).kind == "f" else np.dtype(out_dtype)
+
+    def call(be, ins, outs, s, stream):
+        return _core.reduce(be, ins[0], ins[1] if len(ins) > 1 else None, outs[0], s, bool(deterministic), stream)
+
+    (out,) = _dispatch.run(func, arrays, [(1, out_dtype)], call, strategy=strategy, names=["a", "b"][:len(arrays)],
+                           merge=not deterministic, part_dtypes=[acc])
+    return _dispatch.scalar(out)
 
 
 @_arrays.takes_stream
@@ -84,24 +59,53 @@ def sum(a, *, strategy="auto", deterministic=False, stream=None):  # noqa: A001 
     ``grid`` and ``auto``) float results are bit-identical run to run,
     between those strategies and across GPUs: fixed tiles, fixed order.
 
+    float64 sums whose partial sums overflow: for host input the sum is
+    taken again scaled by 2^-64, so the result is +-inf with the sign of the
+    exact sum when that exceeds float64's range and the finite sum when only
+    partial sums overflowed (NumPy's pairwise sum may give inf or NaN there);
+    device input is summed once (no host wait) and may give +-inf or NaN.
+
     Host input gives a NumPy scalar; a CuPy / PyTorch input a 0-d array of
     that library on its device, computed on its stream without waiting
     (except strategies ``"mutex"`` and ``"grid"``, which check their spin
     loops' time-out).
     """
+    if stream is None and strategy == "auto" and not deterministic:
+        r = _core.fast_sum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _sum_impl(a, strategy=strategy, deterministic=deterministic)
 
 
 def _sum_impl(a, strategy="auto", deterministic=False):
-    _check(strategy, "sum")
+    _dispatch.check_strategy("sum", strategy)
     x = _arrays.checked_input(a, "a", "sum")
     if deterministic and strategy not in DETERMINISTIC_STRATEGIES and x.dtype.kind == "f":
         raise ValueError(f"sum: strategy {strategy!r} cannot be deterministic for floating-point input; "
                          f"use one of {', '.join(repr(s) for s in DETERMINISTIC_STRATEGIES)}")
     out_dtype = _sum_dtype(x.dtype)
     arrays = [x if isinstance(x, DeviceArray) else _host_flat(x, x.dtype)]
-    return _run("sum", arrays, out_dtype, strategy, deterministic)
+    total = _run("sum", arrays, out_dtype, strategy, deterministic)
+    if out_dtype == np.float64 and not isinstance(x, DeviceArray) and not np.isfinite(total):
+        total = _rescaled_sum(arrays[0], strategy, deterministic)
+    return total
+
+
+_SUM_SCALE = 2.0**-64  # n * max|x| * 2^-64 cannot overflow for any n < 2^63
+
+
+def _rescaled_sum(x, strategy, deterministic):
+    """A float64 sum that came out inf or NaN: add again scaled by 2^-64,
+    where no partial sum can overflow, and scale back.  An inf or NaN input
+    gives inf or NaN again (NumPy's result); finite inputs give the sum to
+    the rounding of the float64 additions -- +-inf with the sign of the
+    exact sum when its magnitude exceeds float64's range, the finite sum
+    when only some partial sums overflowed -- plus an absolute error below
+    n * 2^-1010 from scaling values under 2^-1010 into subnormals."""
+    scaled = _run("sum", [x * _SUM_SCALE], np.dtype(np.float64), strategy, deterministic)
+    with np.errstate(over="ignore"):
+        return np.float64(scaled) / _SUM_SCALE
 
 
 def _shape(x):
@@ -118,12 +122,16 @@ def dot(a, b, *, strategy="auto", deterministic=False, stream=None):
     dtype first.  Floating inputs accumulate in float64 (products of float32
     are exact there).  `strategy` and `deterministic` as in :func:`sum`.
     """
+    if stream is None and strategy == "auto" and not deterministic:
+        r = _core.fast_dot(a, b)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _dot_impl(a, b, strategy=strategy, deterministic=deterministic)
 
 
 def _dot_impl(a, b, strategy="auto", deterministic=False):
-    _check(strategy, "dot")
+    _dispatch.check_strategy("dot", strategy)
     x, y = _arrays.checked_input(a, "a", "dot"), _arrays.checked_input(b, "b", "dot")
     sx, sy = _shape(x), _shape(y)
     if len(sx) != 1 or len(sy) != 1:

@@ -7,12 +7,10 @@ import operator
 
 import numpy as np
 
-from . import _arrays, _backend, _core
-from ._arrays import DeviceArray, Lib
+from . import _arrays, _core, _dispatch
+from ._arrays import DeviceArray
 
-STRATEGIES = ("auto", "lookback", "barrier", "relaunch")
-
-last_strategy = {"cumsum": None}
+STRATEGIES = _dispatch.STRATEGIES["cumsum"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,26 +63,23 @@ def cumsum(a, axis=None, *, strategy="auto", stream=None):
     that library on its device and stream.  The call waits for the stream to
     check the spin loops' time-out flag (a :class:`gpusync.DeadlockError`).
     """
+    if stream is None and axis is None and strategy == "auto":
+        r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         return _cumsum_impl(a, axis, strategy=strategy)
 
 
 def _cumsum_impl(a, axis=None, strategy="auto"):
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"cumsum: strategy must be one of {', '.join(map(repr, STRATEGIES))}; got {strategy!r}")
+    _dispatch.check_strategy("cumsum", strategy)
     x = _arrays.checked_input(a, "a", "cumsum")
     _axis(axis, len(x.shape))
     out_dtype = _cumsum_dtype(np.dtype(x.dtype))
-    be = _backend.backend()
-    if isinstance(x, DeviceArray):
-        lib = Lib.of(x.lib)
-        if be == "cpu":
-            return lib.from_host(cumsum(x.to_host(), strategy=strategy), x.device)
-        out = lib.empty(x.length, out_dtype, x.device)
-        last_strategy["cumsum"] = _core.cumsum("cuda", x.desc(), _arrays.as_input(out, "out").desc(), strategy,
-                                               x.stream)
-        return out
-    src = np.ascontiguousarray(x).reshape(-1)
-    out = np.empty(src.shape[0], out_dtype)
-    last_strategy["cumsum"] = _core.cumsum(be, src, out, strategy, _arrays.host_stream())
+    src = x if isinstance(x, DeviceArray) else np.ascontiguousarray(x).reshape(-1)
+
+    def call(be, ins, outs, s, stream):
+        return _core.cumsum(be, ins[0], outs[0], s, stream)
+
+    (out,) = _dispatch.run("cumsum", [src], [(src.size, out_dtype)], call, strategy=strategy, names=["a"])
     return out

@@ -42,7 +42,7 @@ import warnings
 
 import numpy as np
 
-from . import _arrays, _binstat, _bits, _histogram, _reduce, _scan
+from . import _arrays, _binstat, _bits, _dispatch, _histogram, _reduce, _scan
 from ._arrays import DeviceArray
 from ._reduce import _dot_dtype, _sum_dtype
 from ._scan import _cumsum_dtype
@@ -244,7 +244,7 @@ def _minmax_tree(layer, name, x, split_every, lib, argname, columns=False):
 # histogram
 
 
-def _hist_part(c, wc, plan, *, lib, strategy, as_uint8):
+def _hist_part(c, wc, plan, *, lib, bins, range, strategy, as_uint8):  # noqa: A002
     c = _check_chunk(c, lib, "a")
     v = c.reshape(-1)
     if as_uint8:
@@ -254,7 +254,7 @@ def _hist_part(c, wc, plan, *, lib, strategy, as_uint8):
         wc = wc.reshape(-1)
         if wc.dtype != np.float64:  # float64 partials; the final cast is done once
             wc = wc.astype(np.float64)
-    return _histogram._histogram_impl(v, None, None, wc, None, strategy, plan=plan)[0]
+    return _histogram._histogram_impl(v, bins, range, wc, None, strategy, plan=plan)[0]
 
 
 def _hist_plan(mm, *, dt, bins, range):  # noqa: A002
@@ -356,7 +356,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
     (rechunked like a).
     """
     x = _as_dask(a, "a", "histogram")
-    _histogram._check_strategy(strategy)
+    _dispatch.check_strategy("histogram", strategy)
     estimator = isinstance(bins, str)
     if estimator:
         if bins not in _ESTIMATORS:
@@ -402,7 +402,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
         layer[plan] = (functools.partial(_hist_plan, dt=dt, bins=bins, range=range), mm)
     else:
         plan = _put(layer, (name + "-plan",), static)
-    part = functools.partial(_hist_part, lib=lib, strategy=strategy, as_uint8=as_uint8)
+    part = functools.partial(_hist_part, lib=lib, bins=bins, range=range, strategy=strategy, as_uint8=as_uint8)
     parts = _per_chunk(layer, name, part, x, w, extra=(plan,))
     acc = np.dtype(np.float64 if w is not None else np.int64)
     out_dtype = np.dtype(w.dtype) if w is not None else acc
@@ -474,7 +474,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, stra
     bin rules; the combined bin index of each chunk is counted with
     gpusync's bincount on the chunk's device."""
     da, _ = _dask()
-    _histogram._check_strategy(strategy)
+    _dispatch.check_strategy("bincount", strategy)
     if isinstance(sample, da.Array):
         x = _as_dask(sample, "sample", "histogramdd")
         if x.ndim == 1:
@@ -612,8 +612,12 @@ def _flat(v, dtype):
 def _sum_part(c, *, lib, strategy):
     c = _check_chunk(c, lib, "a")
     x = _arrays.checked_input(c, "a", "sum")
-    p = _reduce._run("sum", [x if isinstance(x, DeviceArray) else _reduce._host_flat(x, x.dtype)],
-                     _acc_dtype(_sum_dtype(np.dtype(x.dtype))), strategy, False)
+    rt = _sum_dtype(np.dtype(x.dtype))
+    if rt == np.float64:  # the single call itself (with its overflow rescaling)
+        p = _reduce._sum_impl(c, strategy=strategy)
+    else:
+        p = _reduce._run("sum", [x if isinstance(x, DeviceArray) else _reduce._host_flat(x, x.dtype)],
+                         _acc_dtype(rt), strategy, False)
     return p.reshape(1) if hasattr(p, "reshape") else np.asarray(p).reshape(1)
 
 
@@ -647,7 +651,7 @@ def sum(a, *, strategy="auto", split_every=8):  # noqa: A001 - NumPy's name
     array; NumPy's result dtype, integer wrap-around, floats accumulated in
     float64 and rounded once."""
     x = _as_dask(a, "a", "sum")
-    _reduce._check(strategy, "sum")
+    _dispatch.check_strategy("sum", strategy)
     _arrays.check_dtype(np.dtype(x.dtype), "a", "sum")
     out = _sum_dtype(np.dtype(x.dtype))
     name = _name("sum", x, strategy, split_every)
@@ -659,7 +663,7 @@ def dot(a, b, *, strategy="auto", split_every=8):
     """Lazy :func:`gpusync.dot` of two 1-D Dask arrays (b is rechunked like
     a): a 0-d Dask array of np.dot's dtype (int8 . int8 wraps in int8)."""
     x, y = _as_dask(a, "a", "dot"), _as_dask(b, "b", "dot")
-    _reduce._check(strategy, "dot")
+    _dispatch.check_strategy("dot", strategy)
     if x.ndim != 1 or y.ndim != 1:
         raise ValueError(f"dot: gpusync.dask.dot takes two 1-D arrays; got shapes {x.shape} and {y.shape}")
     if x.shape != y.shape:
@@ -721,9 +725,7 @@ def cumsum(a, axis=None, *, strategy="auto", method="sequential"):
     from dask.array.reductions import cumreduction
     x = _as_dask(a, "a", "cumsum")
     _scan._axis(axis, x.ndim)  # gs.cumsum's errors
-    if not isinstance(strategy, str) or strategy not in _scan.STRATEGIES:
-        raise ValueError(f"cumsum: strategy must be one of {', '.join(map(repr, _scan.STRATEGIES))}; "
-                         f"got {strategy!r}")
+    _dispatch.check_strategy("cumsum", strategy)
     _arrays.check_dtype(np.dtype(x.dtype), "a", "cumsum")
     out = _cumsum_dtype(np.dtype(x.dtype))
     if x.ndim != 1:
@@ -846,9 +848,7 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     vv = _as_dask(values, "values", "binned_statistic")
     if statistic not in _binstat.STATISTICS:
         _binstat._binned_statistic_impl(np.zeros(1), np.zeros(1), statistic)  # its ValueError
-    if not isinstance(strategy, str) or strategy not in _binstat.STRATEGIES:
-        raise ValueError(f"binned_statistic: strategy must be one of {', '.join(map(repr, _binstat.STRATEGIES))}; "
-                         f"got {strategy!r}")
+    _dispatch.check_strategy("binned_statistic", strategy)
     for v, nm in ((xv, "x"), (vv, "values")):
         if v.ndim != 1:
             raise ValueError(f"binned_statistic: {nm} must be 1-D; got shape {tuple(v.shape)}")

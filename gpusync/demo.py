@@ -1,4 +1,5 @@
-"""Teaching demos, measured: what the seeds show, on your machine.
+"""Teaching demos, measured: the experiments of the original articles gpusync
+grew from (docs/index.md, "The original articles"), on your machine.
 
 ``python -m gpusync demo`` runs :func:`text_histogram` and :func:`tour` (a
 compact version of ``python -m benchmarks``).
@@ -9,7 +10,7 @@ import time
 
 import numpy as np
 
-from . import _backend, _core
+from . import _backend, _core, _dispatch
 from ._histogram import histogram
 
 _ALPHABET = np.frombuffer(b"  etaoinshrdlucmfwypvbgkqjxz ETAOIN.,", dtype=np.uint8)
@@ -117,6 +118,8 @@ def tour(n: int | None = None, reps: int = 5, verbose: bool = True) -> dict:
     rows = []
     for name, ours, ref_fn, same in cases:
         got = ours(host)
+        plan = _dispatch.last_plan() or {}
+        engine = plan.get("engine") or "-"
         ref = ref_fn() if ref_fn else None
         if name.startswith("binned"):
             from numpy import histogram as _h
@@ -125,7 +128,7 @@ def tour(n: int | None = None, reps: int = 5, verbose: bool = True) -> dict:
             ok = bool(np.allclose(got, sums / cnt, rtol=1e-6, equal_nan=True))
         else:
             ok = bool(same(got, ref))
-        row = {"case": name, "ms": best_of(lambda: ours(host), reps), "matches_numpy": ok,
+        row = {"case": name, "engine": engine, "ms": best_of(lambda: ours(host), reps), "matches_numpy": ok,
                "numpy_ms": best_of(ref_fn, max(1, reps // 2)) if ref_fn else None}
         if dev is not None:
             row["device_ms"] = dev_ms(lambda: ours(dev))
@@ -134,12 +137,12 @@ def tour(n: int | None = None, reps: int = 5, verbose: bool = True) -> dict:
     info = _backend.device_info()
     if verbose:
         print(f"\ngpusync tour: {n:,} elements on {_backend.backend()} ({info['name']}); best of {reps}, wall ms")
-        head = f"  {'case':26s} {'NumPy in/out':>12s} {'NumPy':>9s}"
+        head = f"  {'case':26s} {'engine':>8s} {'NumPy in/out':>12s} {'NumPy':>9s}"
         if dev is not None:
             head += f" {'CuPy in/out':>12s} {'CuPy':>9s}"
         print(head)
         for r in rows:
-            line = f"  {r['case']:26s} {r['ms']:12.3f} " + (f"{r['numpy_ms']:9.3f}" if r["numpy_ms"] else f"{'-':>9s}")
+            line = f"  {r['case']:26s} {r['engine']:>8s} {r['ms']:12.3f} " + (f"{r['numpy_ms']:9.3f}" if r["numpy_ms"] else f"{'-':>9s}")
             if dev is not None:
                 line += f" {r['device_ms']:12.3f} " + (f"{r['cupy_ms']:9.3f}" if r["cupy_ms"] else f"{'-':>9s}")
             print(line + ("" if r["matches_numpy"] else "  MISMATCH"))
@@ -147,7 +150,7 @@ def tour(n: int | None = None, reps: int = 5, verbose: bool = True) -> dict:
     return {"backend": _backend.backend(), "device": info["name"], "n": n, "rows": rows}
 
 
-_COUNTER_KINDS = {"race": 0, "atomic": 1, "mutex": 2}
+_COUNTER_KINDS = _core.COUNTER_KINDS  # codes defined once in C (gpusync.h)
 
 
 def _counter(kind: str, blocks: int, threads: int) -> dict:
@@ -158,7 +161,7 @@ def _counter(kind: str, blocks: int, threads: int) -> dict:
 
 
 def race_counter(blocks: int = 64, threads: int = 256) -> dict:
-    """Seed 001: every one of blocks x threads threads adds 1 to one counter
+    """The lost-update experiment of the original article on atomics: every one of blocks x threads threads adds 1 to one counter
     with a plain load, add and store.  Returns the final ``value``, the
     ``expected`` count, how many updates were ``lost`` and the time in ``ms``.
     (On the CPU backend the increments are spread over the machine's
@@ -197,7 +200,7 @@ _DIVERGENCE = (
 
 
 def divergence(n: int = 1 << 24, block: int = 256, iters: int = 256, verbose: bool = True) -> dict:
-    """Seed 002: the same kernel with its branch on ``tid % 2`` (every warp
+    """The branch-divergence experiment of the original article on warps: the same kernel with its branch on ``tid % 2`` (every warp
     split: both paths run one after the other) and on ``(tid / 32) % 2``
     (whole warps take one path).  A branch over one assignment is turned into
     predicated instructions by the compiler, so the split costs nothing; a

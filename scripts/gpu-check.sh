@@ -6,29 +6,29 @@
 #
 #   scripts/gpu-check.sh [OUTDIR]        (default: $OUT, else ./gpu-check-out)
 #
-# Environment: GPUSYNC_CUDA_ARCHS (default 90 here: build only what this GPU
-# runs), SKIP_BENCH=1, SKIP_SANITIZER=1, SKIP_NCU=1, BENCHES (default
+# Environment: GPUSYNC_CUDA_ARCHS (default: setup.py builds for the GPUs it
+# sees, i.e. only what this GPU runs), SKIP_BENCH=1, SKIP_SANITIZER=1, SKIP_NCU=1, BENCHES (default
 # "histogram reduce warp barrier host"), BENCH_ARGS (extra benchmark args), PYTEST_ARGS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-check-out}}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-export GPUSYNC_CUDA_ARCHS=${GPUSYNC_CUDA_ARCHS:-90}
 export GPUSYNC_CUDA_OBJDIR=${GPUSYNC_CUDA_OBJDIR:-$PWD/.cuda-objs}  # objects built elsewhere are reused when up to date
 status=0
 step() { echo; echo "=== $* ($(date +%T))"; }
 
-step "build (sm_${GPUSYNC_CUDA_ARCHS})"
+step "build (${GPUSYNC_CUDA_ARCHS:-the architectures of the GPUs visible here})"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
 t0=$(date +%s)
 if ! python3 setup.py build_ext --inplace >"$out/build.log" 2>&1; then
     tail -40 "$out/build.log"; echo "BUILD FAILED"; exit 1
 fi
+grep "^gpusync:" "$out/build.log"  # which nvcc, which architectures, objects reused
 echo "built in $(( $(date +%s) - t0 )) s"
 python3 -c "import gpusync as gs; print(gs.backend(), gs.device_info()['name'])"
 
-if [ -d .deps/wheels ]; then  # pure-Python test extras carried here (the GPU machine has no network), e.g. Dask
+if [ -d .deps/wheels ]; then  # pure-Python test extras carried here (no network here): docs/build.md fills it
     python3 -m pip install -q --no-index --no-deps --target /tmp/gpusync-deps .deps/wheels/*.whl >/dev/null 2>&1 &&
         export PYTHONPATH=/tmp/gpusync-deps${PYTHONPATH:+:$PYTHONPATH}
 fi
@@ -81,7 +81,7 @@ fi
 
 if [ -z "${SKIP_NCU:-}" ] && command -v ncu >/dev/null; then
     step "ncu SpeedOfLight of the histogram kernels"
-    ncu --clock-control none --section SpeedOfLight -k regex:hist_ python3 scripts/ncu_hist.py \
+    ncu --clock-control none --section SpeedOfLight -k regex:hist_ python3 -m benchmarks.probes.ncu_hist \
         >"$out/ncu.log" 2>&1 || echo "ncu failed (see ncu.log)"
     grep -E "hist_|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput" "$out/ncu.log" | head -40
 fi

@@ -5,7 +5,7 @@ import pytest
 
 import gpusync as gs
 
-OURS = ["lock", "lockfree", "sense"]
+OURS = ["lock", "lockfree", "sense", "flat"]
 
 
 def test_cpu_barriers_verify_every_round():

@@ -76,11 +76,14 @@ def test_errors_match_numpy(backend, call):
     assert_raises_like_numpy(lambda: call(np), lambda: call(gs))
 
 
-def test_cluster_on_cpu_is_a_clear_error():
+def test_cluster_on_cpu_runs_as_privatized_bins():
+    """Every public strategy runs on every backend: 'cluster' on CPU threads
+    runs as per-thread private histograms, and the plan says so."""
     with gs.use_backend("cpu"):
-        with pytest.raises(gs.UnsupportedDeviceError, match="cluster") as exc:
-            gs.bincount([1, 2, 3], strategy="cluster")
-        assert isinstance(exc.value, ValueError)
+        np.testing.assert_array_equal(gs.bincount([1, 2, 3], strategy="cluster"), np.bincount([1, 2, 3]))
+        plan = gs.last_plan()
+        assert plan["strategy_used"] == "shared" and any("cluster" in n for n in plan["notes"])
+        np.testing.assert_array_equal(gs.histogram(np.arange(10), 3, strategy="cluster")[0], [3, 3, 4])
 
 
 @settings(max_examples=60, deadline=None)

@@ -12,8 +12,7 @@ SIZES = [0, 1, 31, 33, 255, 257, 1023, 4097, 100_003]
 
 
 def reduce_strategies(backend):
-    s = ["auto", "atomic", "mutex", "two-pass", "threadfence", "grid"]
-    return s + (["warp"] if backend == "cuda" else [])
+    return list(gs.REDUCE_STRATEGIES)  # every public strategy runs on every backend
 
 
 def _close(got, ref, dtype, n):
@@ -128,9 +127,6 @@ def test_bad_input(backend):
         gs.sum(np.ones(3, np.complex64))
     with pytest.raises(TypeError):
         gs.sum(np.array(["a", "b"]))
-    if backend == "cpu":
-        with pytest.raises(ValueError, match="warp"):
-            gs.sum(np.ones(3), strategy="warp")
     assert gs.sum(np.array([], np.float32)) == 0 and gs.sum(np.array([], np.float32)).dtype == np.float32
     assert gs.dot(np.array([]), np.array([])) == 0.0
 
@@ -143,12 +139,22 @@ def test_mutex_timeout_is_deadlock_error_and_next_call_works(backend):
 
 
 def test_last_strategy_reported(backend):
-    from gpusync import _reduce
-
     gs.sum(np.ones(10), strategy="two-pass")
-    assert _reduce.last_strategy["sum"] == "two-pass"
+    assert gs.last_plan()["strategy_used"] == "two-pass"
     gs.dot(np.ones(10), np.ones(10))
-    assert _reduce.last_strategy["dot"] in ("two-pass", "threadfence")
+    assert gs.last_plan()["op"] == "dot"
+    assert gs.last_plan()["strategy_used"] in ("two-pass", "threadfence")
+
+
+def test_warp_strategy_runs_on_every_backend(backend):
+    """Issue 12 row 15: 'warp' is in REDUCE_STRATEGIES, so it runs on the CPU
+    backend too, as the closest CPU technique, said in the plan."""
+    assert gs.sum(np.ones(3), strategy="warp") == 3.0
+    plan = gs.last_plan()
+    if backend == "cpu":
+        assert plan["strategy_used"] == "atomic"
+        assert any("warp" in n for n in plan["notes"])
+    assert gs.dot(np.arange(4.0), np.arange(4.0), strategy="warp") == 14.0
 
 
 def test_counters_demo(backend):

@@ -155,6 +155,36 @@ GS_HD int64_t gs_bin_byte(const gs_binner *b, uint8_t v)
     return b->kind == GS_BINS_LUT ? b->lut[v] : gs_bin_direct(b, v);
 }
 
+/* The bin of x (lo <= x <= stop) from an estimate k in [0, n-1]: k itself
+ * or its neighbour when the estimate is off by one (the common case near an
+ * edge), else a binary search over the formula's edges -- at most
+ * 2 + log2(n) edge evaluations whatever the estimate, so a bad scale (edges
+ * too close for it to be finite) costs time, never a runaway loop. */
+GS_HD int64_t gs_uniform_correct(const gs_binner *b, double x, int64_t k)
+{
+    const int64_t n = b->nbins;
+    int64_t lo, hi; /* e(lo) <= x < e(hi), or x == e(n) with hi == n */
+    if (x < gs_uniform_edge(b, k)) {
+        if (k > 0 && x >= gs_uniform_edge(b, k - 1))
+            return k - 1;
+        lo = 0;
+        hi = k;
+    } else {
+        if (k >= n - 1 || x < gs_uniform_edge(b, k + 1))
+            return k;
+        lo = k + 1;
+        hi = n;
+    }
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (gs_uniform_edge(b, mid) <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo < n ? lo : n - 1;
+}
+
 /* GS_BINS_UNIFORM and GS_BINS_EDGES on a value converted to double. */
 GS_HD int64_t gs_bin_real(const gs_binner *b, double x)
 {
@@ -163,17 +193,13 @@ GS_HD int64_t gs_bin_real(const gs_binner *b, double x)
         if (!(x >= b->lo && x <= b->stop))
             return -1; /* outside, or NaN */
         const double f = (x - b->lo) * b->scale;
-        int64_t k = (int64_t)f;
+        /* f is in [0, n] up to rounding when the scale is finite; clamp it
+         * before converting (a NaN or infinite f must not reach the cast) */
+        int64_t k = f >= 0.0 ? (f < (double)n ? (int64_t)f : n - 1) : 0;
         const double fr = f - (double)k;
-        if (fr > b->margin && fr < 1.0 - b->margin && k < n)
+        if (fr > b->margin && fr < 1.0 - b->margin)
             return k; /* far from every edge (see gs_hist_bins.margin) */
-        if (k >= n)
-            k = n - 1;
-        while (x < gs_uniform_edge(b, k))
-            k--;
-        while (k < n - 1 && x >= gs_uniform_edge(b, k + 1))
-            k++;
-        return k;
+        return gs_uniform_correct(b, x, k);
     }
     const double *e = b->edges;
     if (!(x >= e[0]))
@@ -190,6 +216,31 @@ GS_HD int64_t gs_bin_real(const gs_binner *b, double x)
     }
     return lo;
 }
+
+/* GS_BINS_EDGES_INT: 64-bit integers against integer edges of the same
+ * signedness, compared exactly (binary search; the rules of GS_BINS_EDGES). */
+#define GS_BIN_INT_SEARCH(NAME, T)                                                                            \
+    GS_HD int64_t NAME(const gs_binner *b, T x)                                                               \
+    {                                                                                                         \
+        const T *e = (const T *)(const void *)b->edges;                                                      \
+        const int64_t n = b->nbins;                                                                           \
+        if (x < e[0])                                                                                         \
+            return -1;                                                                                        \
+        if (x >= e[n])                                                                                        \
+            return x == e[n] ? n - 1 : -1;                                                                    \
+        int64_t lo = 0, hi = n; /* e[lo] <= x < e[hi] */                                                    \
+        while (hi - lo > 1) {                                                                                 \
+            const int64_t mid = lo + (hi - lo) / 2;                                                           \
+            if (e[mid] <= x)                                                                                  \
+                lo = mid;                                                                                     \
+            else                                                                                              \
+                hi = mid;                                                                                     \
+        }                                                                                                     \
+        return lo;                                                                                            \
+    }
+GS_BIN_INT_SEARCH(gs_bin_i64, int64_t)
+GS_BIN_INT_SEARCH(gs_bin_u64, uint64_t)
+#undef GS_BIN_INT_SEARCH
 
 /* Bin of element i of an array of dtype `dt` (host or device pointer `p`).
  * The 8-bit dtypes use the LUT or DIRECT on the raw byte. */
@@ -218,10 +269,14 @@ GS_HD int64_t gs_bin_of(const gs_binner *b, const void *p, int dt, int64_t i)
     }
     case GS_INT64: {
         int64_t v = ((const int64_t *)p)[i];
+        if (b->kind == GS_BINS_EDGES_INT)
+            return gs_bin_i64(b, v);
         return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, (uint64_t)v) : gs_bin_real(b, (double)v);
     }
     case GS_UINT64: {
         uint64_t v = ((const uint64_t *)p)[i];
+        if (b->kind == GS_BINS_EDGES_INT)
+            return gs_bin_u64(b, v);
         return b->kind == GS_BINS_DIRECT ? gs_bin_direct(b, v) : gs_bin_real(b, (double)v);
     }
     case GS_FLOAT16:

@@ -24,16 +24,41 @@ gs_status gs_fail(gs_status status, const char *fmt, ...)
 static const char *const strategy_names[GS_STRATEGY_COUNT] = {
     "auto",     "global",   "shared",   "warp", "cluster",  "atomic",   "mutex",       "two-pass", "threadfence",
     "grid",     "lookback", "barrier",  "relaunch", "lock", "lockfree", "cooperative", "sense",
+    "flat",
 };
 
-int64_t gs_spin_timeout_ns(void)
+static const char *const dtype_names[GS_DTYPE_COUNT] = {
+    [GS_BOOL] = "bool",       [GS_INT8] = "int8",       [GS_UINT8] = "uint8",     [GS_INT16] = "int16",
+    [GS_UINT16] = "uint16",   [GS_INT32] = "int32",     [GS_UINT32] = "uint32",   [GS_INT64] = "int64",
+    [GS_UINT64] = "uint64",   [GS_FLOAT16] = "float16", [GS_FLOAT32] = "float32", [GS_FLOAT64] = "float64",
+};
+static const char *const bins_kind_names[] = {
+    [GS_BINS_DIRECT] = "direct", [GS_BINS_LUT] = "lut", [GS_BINS_UNIFORM] = "uniform", [GS_BINS_EDGES] = "edges",
+    [GS_BINS_EDGES_INT] = "edges_int",
+};
+static const char *const statistic_names[GS_STAT_KINDS] = {
+    [GS_STAT_COUNT] = "count", [GS_STAT_SUM] = "sum", [GS_STAT_MEAN] = "mean", [GS_STAT_STD] = "std",
+    [GS_STAT_VAR] = "var",     [GS_STAT_MIN] = "min", [GS_STAT_MAX] = "max",
+};
+
+static const char *const counter_kind_names[] = {
+    [GS_COUNTER_RACE] = "race", [GS_COUNTER_ATOMIC] = "atomic", [GS_COUNTER_MUTEX] = "mutex"};
+const char *gs_counter_kind_name(int code)
 {
-    const char *s = getenv("GPUSYNC_SPIN_TIMEOUT_MS");
-    double ms = s && *s ? atof(s) : 1000.0;
-    if (!(ms > 0))
-        ms = 1000.0;
-    return (int64_t)(ms * 1e6);
+    return code >= 0 && code < (int)(sizeof counter_kind_names / sizeof *counter_kind_names) ? counter_kind_names[code]
+                                                                                              : NULL;
 }
+
+const char *gs_dtype_name(int code)
+{
+    return code >= 0 && code < GS_DTYPE_COUNT ? dtype_names[code] : NULL;
+}
+const char *gs_bins_kind_name(int code)
+{
+    return code >= 0 && code < (int)(sizeof bins_kind_names / sizeof *bins_kind_names) ? bins_kind_names[code]
+                                                                                          : NULL;
+}
+const char *gs_statistic_name(int code) { return code >= 0 && code < GS_STAT_KINDS ? statistic_names[code] : NULL; }
 
 const char *gs_strategy_name(gs_strategy s)
 {

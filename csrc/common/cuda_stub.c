@@ -9,7 +9,6 @@ static int stub_available(void)
     NO_CUDA;
     return 0;
 }
-static int stub_device_count(void) { return 0; }
 static int stub_pointer_device(const void *p)
 {
     (void)p;
@@ -105,11 +104,36 @@ static gs_status stub_cumsum(const gs_array *a, gs_array *out, gs_strategy s, vo
     return NO_CUDA;
 }
 
+static gs_status stub_stream_wait(int device, void *consumer, void *producer)
+{
+    (void)device, (void)consumer, (void)producer;
+    return gs_fail(GS_ERR_NO_CUDA, "a device array or stream= needs the cuda backend, and gpusync was built "
+                                   "without CUDA (no nvcc at build time): rebuild with nvcc on PATH or CUDA_HOME set");
+}
+static gs_status stub_empty_cache(void) { return GS_OK; /* nothing cached */ }
+
 static const gs_backend_ops stub_ops = {
-    "cuda",      stub_available, stub_device_count,  stub_device_info,      stub_pointer_device, stub_histogram,
-    stub_minmax, stub_uniform_edges, stub_reduce, stub_binned_statistic, stub_counter,        stub_test_deadlock,
-    stub_packbits, stub_count_nonzero, stub_kernel_names, stub_occupancy, stub_divergence, stub_self_test,
-    stub_barrier_benchmark, stub_cumsum,
+    .name = "cuda",
+    .available = stub_available,
+    .device_info = stub_device_info,
+    .pointer_device = stub_pointer_device,
+    .histogram = stub_histogram,
+    .minmax = stub_minmax,
+    .uniform_edges = stub_uniform_edges,
+    .reduce = stub_reduce,
+    .binned_statistic = stub_binned_statistic,
+    .counter = stub_counter,
+    .test_deadlock = stub_test_deadlock,
+    .packbits = stub_packbits,
+    .count_nonzero = stub_count_nonzero,
+    .kernel_names = stub_kernel_names,
+    .occupancy = stub_occupancy,
+    .divergence = stub_divergence,
+    .self_test = stub_self_test,
+    .barrier_benchmark = stub_barrier_benchmark,
+    .cumsum = stub_cumsum,
+    .stream_wait = stub_stream_wait,
+    .empty_cache = stub_empty_cache,
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

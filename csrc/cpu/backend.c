@@ -33,7 +33,6 @@ static gs_status cpu_divergence(int kind, int64_t n, int block, int iters, doubl
 }
 
 static int cpu_available(void) { return 1; }
-static int cpu_device_count(void) { return 0; }
 static int cpu_pointer_device(const void *p)
 {
     (void)p;
@@ -46,59 +45,18 @@ static gs_status cpu_device_info(int ordinal, gs_device_info *info)
     return gs_fail(GS_ERR_NO_CUDA, "the cpu backend has no device %d", ordinal);
 }
 
-#define MINMAX_LOOP(T, LESS)                                                                                  \
-    do {                                                                                                      \
-        const T *p = (const T *)x->data;                                                                      \
-        T lo = p[0], hi = p[0];                                                                               \
-        for (int64_t i = 1; i < x->length; i++) {                                                             \
-            T v = p[i * x->stride];                                                                           \
-            if (LESS(v, lo))                                                                                  \
-                lo = v;                                                                                       \
-            if (LESS(hi, v))                                                                                  \
-                hi = v;                                                                                       \
-        }                                                                                                     \
-        memcpy(out2, &lo, sizeof lo);                                                                         \
-        memcpy((char *)out2 + sizeof lo, &hi, sizeof hi);                                                     \
-    } while (0)
-#define INT_LESS(a, b) ((a) < (b))
-/* NaN wins, as in NumPy's min/max: once an extreme is NaN it stays NaN. */
-#define NAN_LESS(a, b) ((a) < (b) || ((a) != (a) && (b) == (b)))
-
+/* minmax and uniform_edges serve device inputs (the host path uses NumPy):
+ * the CPU backend never gets them. */
 static gs_status cpu_minmax(const gs_array *x, void *out2, void *stream)
 {
-    (void)stream;
-    if (x->length <= 0)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "zero-size array has no minimum or maximum");
-    switch (x->dtype) {
-    case GS_BOOL:
-    case GS_UINT8: MINMAX_LOOP(uint8_t, INT_LESS); break;
-    case GS_INT8: MINMAX_LOOP(int8_t, INT_LESS); break;
-    case GS_INT16: MINMAX_LOOP(int16_t, INT_LESS); break;
-    case GS_UINT16: MINMAX_LOOP(uint16_t, INT_LESS); break;
-    case GS_INT32: MINMAX_LOOP(int32_t, INT_LESS); break;
-    case GS_UINT32: MINMAX_LOOP(uint32_t, INT_LESS); break;
-    case GS_INT64: MINMAX_LOOP(int64_t, INT_LESS); break;
-    case GS_UINT64: MINMAX_LOOP(uint64_t, INT_LESS); break;
-    case GS_FLOAT32: MINMAX_LOOP(float, NAN_LESS); break;
-    case GS_FLOAT64: MINMAX_LOOP(double, NAN_LESS); break;
-    default: return gs_fail(GS_ERR_TYPE, "minmax: unsupported dtype");
-    }
-    return GS_OK;
+    (void)x, (void)out2, (void)stream;
+    return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax of host arrays is NumPy's: the cpu backend has none");
 }
 
 static gs_status cpu_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
 {
-    (void)stream;
-    gs_binner b;
-    gs_binner_init(&b, bins, NULL);
-    for (int64_t k = 0; k <= bins->nbins; k++) {
-        double e = gs_uniform_edge(&b, k);
-        if (out->dtype == GS_FLOAT32)
-            ((float *)out->data)[k * out->stride] = (float)e;
-        else
-            ((double *)out->data)[k * out->stride] = e;
-    }
-    return GS_OK;
+    (void)bins, (void)out, (void)stream;
+    return gs_fail(GS_ERR_INVALID_ARGUMENT, "uniform_edges of host arrays is NumPy's: the cpu backend has none");
 }
 
 static gs_status cpu_self_test(int which, int64_t *bad)
@@ -120,28 +78,27 @@ static gs_status cpu_stream_wait(int device, void *consumer, void *producer)
 static gs_status cpu_empty_cache(void) { return GS_OK; }
 
 static const gs_backend_ops cpu_ops = {
-    "cpu",
-    cpu_available,
-    cpu_device_count,
-    cpu_device_info,
-    cpu_pointer_device,
-    gs_cpu_histogram,
-    cpu_minmax,
-    cpu_uniform_edges,
-    gs_cpu_reduce,
-    gs_cpu_binned_statistic,
-    gs_cpu_counter,
-    gs_cpu_test_deadlock,
-    gs_cpu_packbits,
-    gs_cpu_count_nonzero,
-    cpu_kernel_names,
-    cpu_occupancy,
-    cpu_divergence,
-    cpu_self_test,
-    gs_cpu_barrier_benchmark,
-    gs_cpu_cumsum,
-    cpu_stream_wait,
-    cpu_empty_cache,
+    .name = "cpu",
+    .available = cpu_available,
+    .device_info = cpu_device_info,
+    .pointer_device = cpu_pointer_device,
+    .histogram = gs_cpu_histogram,
+    .minmax = cpu_minmax,
+    .uniform_edges = cpu_uniform_edges,
+    .reduce = gs_cpu_reduce,
+    .binned_statistic = gs_cpu_binned_statistic,
+    .counter = gs_cpu_counter,
+    .test_deadlock = gs_cpu_test_deadlock,
+    .packbits = gs_cpu_packbits,
+    .count_nonzero = gs_cpu_count_nonzero,
+    .kernel_names = cpu_kernel_names,
+    .occupancy = cpu_occupancy,
+    .divergence = cpu_divergence,
+    .self_test = cpu_self_test,
+    .barrier_benchmark = gs_cpu_barrier_benchmark,
+    .cumsum = gs_cpu_cumsum,
+    .stream_wait = cpu_stream_wait,
+    .empty_cache = cpu_empty_cache,
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

@@ -31,10 +31,13 @@ typedef struct {
 
 static unsigned value_of(int64_t r, unsigned b) { return (unsigned)r * 2654435761u + b * 40503u + 1u; }
 
-/* Spin until *p reaches v (wrap-safe), or time out. */
+/* Spin until *p reaches v (wrap-safe), or time out: timeout ns in which *p
+ * did not change (the lock barrier's count moves with every arrival, so it
+ * counts time without progress; the other words change once per round). */
 static int wait_ge(atomic_uint *p, unsigned v, cctx *c, int equal)
 {
     int64_t start = 0;
+    unsigned mark = 0;
     for (unsigned spins = 1;; spins++) {
         const unsigned cur = atomic_load_explicit(p, memory_order_acquire);
         if (equal ? cur == v : (int)(cur - v) >= 0)
@@ -43,8 +46,10 @@ static int wait_ge(atomic_uint *p, unsigned v, cctx *c, int equal)
             if (atomic_load_explicit(&c->error, memory_order_relaxed))
                 return 0;
             const int64_t now = gs_now_ns();
-            if (!start)
+            if (!start || cur != mark) {
                 start = now;
+                mark = cur;
+            }
             else if (now - start > c->timeout) {
                 atomic_store(&c->error, 1);
                 return 0;
@@ -54,8 +59,17 @@ static int wait_ge(atomic_uint *p, unsigned v, cctx *c, int equal)
     }
 }
 
+/* flat, split in its two phases (the CUDA form's twin): arrive releases
+ * this thread's writes; wait acquires everyone's once all arrived. */
+static void flat_arrive(cctx *c) { atomic_fetch_add_explicit(&c->count, 1, memory_order_release); }
+static int flat_wait(cctx *c, unsigned r) { return wait_ge(&c->count, r * (unsigned)c->nb, c, 0); }
+
 static int barrier(cctx *c, int b, unsigned r)
 {
+    if (c->s == GS_STRATEGY_FLAT) {
+        flat_arrive(c);
+        return flat_wait(c, r);
+    }
     if (c->s == GS_STRATEGY_LOCK) {
         atomic_fetch_add_explicit(&c->count, 1, memory_order_release);
         return wait_ge(&c->count, r * (unsigned)c->nb, c, 0);
@@ -107,9 +121,10 @@ gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, i
         s = GS_STRATEGY_SENSE;
     if (s == GS_STRATEGY_COOPERATIVE || s == GS_STRATEGY_RELAUNCH)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "barrier strategy '%s' needs the cuda backend", gs_strategy_name(s));
-    if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE)
+    if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE && s != GS_STRATEGY_FLAT)
         return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "barrier strategies are 'lock', 'lockfree', 'sense', 'cooperative' and 'relaunch'; got '%s'",
+                       "barrier strategies are 'lock', 'lockfree', 'sense', 'flat', 'cooperative' and 'relaunch'; "
+                       "got '%s'",
                        gs_strategy_name(s));
     const long ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
     if (blocks <= 0)

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "parallel.h"
+#include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 
 #include <pthread.h>
@@ -24,12 +25,12 @@ static void *run_slice(void *arg)
 
 int gs_cpu_threads_for(int64_t n)
 {
+    const int requested = gs_cpu_requested_threads(n); /* the dispatcher chose (1: the caller alone) */
+    if (requested)
+        return requested > GS_CPU_MAX_THREADS ? GS_CPU_MAX_THREADS : requested;
     if (n < GS_CPU_PARALLEL_MIN)
         return 1;
-    long t = 0;
-    const char *env = getenv("GPUSYNC_NUM_THREADS");
-    if (env)
-        t = strtol(env, NULL, 10);
+    long t = (long)gs_env_number(GS_ENV_NUM_THREADS, 0, NULL);
     if (t <= 0)
         t = sysconf(_SC_NPROCESSORS_ONLN);
     if (t < 1)

@@ -46,11 +46,13 @@ static inline int gs_spin_lock(atomic_int *l, atomic_int *error, int64_t timeout
 }
 
 /* A bounded wait: until *p (acquire) is at least `goal` -- or, with goal 0,
- * nonzero.  Returns the value seen, or 0 after timeout_ns or at once when
- * *error is set (then sets *error). */
+ * nonzero.  Returns the value seen, or 0 after *p stayed unchanged for
+ * timeout_ns (arrivals are progress: a slow machine never trips it while
+ * threads still arrive) or at once when *error is set (then sets *error). */
 static inline unsigned gs_spin_wait(atomic_uint *p, unsigned goal, atomic_int *error, int64_t timeout_ns)
 {
     int64_t start = 0;
+    unsigned mark = 0;
     for (unsigned spins = 1;; spins++) {
         const unsigned v = atomic_load_explicit(p, memory_order_acquire);
         if (goal ? v >= goal : v != 0)
@@ -59,8 +61,9 @@ static inline unsigned gs_spin_wait(atomic_uint *p, unsigned goal, atomic_int *e
             if (atomic_load_explicit(error, memory_order_relaxed))
                 return 0;
             const int64_t now = gs_now_ns();
-            if (!start) {
+            if (!start || v != mark) { /* first check, or more arrived: progress */
                 start = now;
+                mark = v;
             } else if (now - start > timeout_ns) {
                 atomic_store(error, 1);
                 return 0;

@@ -27,13 +27,25 @@ struct bench_args {
     gpusync::grid_barrier_words *w;
     unsigned *arrival, *release, *groups;
     int *error;
+    int *stop;          /* 2 words: the cancel decision, published by block 0 (see CANCEL_EVERY) */
+    const int *cancel;  /* the host's cancel word (gs_cuda_cancel_word) */
     unsigned long long *stale;
     long long rounds;
     int skip_block; /* test hook: this block never arrives (-1: none) */
+    int verify;     /* 0: no reads of the other blocks' values (GPUSYNC_BARRIER_VERIFY=0: the bare barrier's cost) */
     unsigned long long timeout_ns;
 };
 
 #define CHECKS 4 /* lanes per block that check another block's value */
+
+/* Interrupts: every CANCEL_EVERY rounds block 0's first thread copies the
+ * host's cancel word into stop[period & 1] before the round's barrier, and
+ * every block reads it after the barrier -- so all blocks take the same
+ * decision in the same round and leave together (cooperative grid.sync()
+ * included: no block is left waiting for one that left).  The slot is next
+ * written two periods later, after barriers every block has passed.  One
+ * PCIe read per CANCEL_EVERY barriers costs block 0 ~1-2 us: < 0.1 %. */
+#define CANCEL_EVERY 1024
 
 __device__ __forceinline__ unsigned value_of(long long round, unsigned block)
 {
@@ -49,8 +61,13 @@ template <int KIND> __global__ void barrier_kernel(bench_args a)
     unsigned long long stale = 0;
     for (long long r = 0; r < a.rounds; r++) {
         unsigned *buf = a.data + (r & 1) * nb;
-        if (threadIdx.x == 0)
+        const bool check = (r & (CANCEL_EVERY - 1)) == 0;
+        int *stop = a.stop + ((r / CANCEL_EVERY) & 1);
+        if (threadIdx.x == 0) {
             buf[b] = value_of(r, b);
+            if (check && b == 0)
+                *(volatile int *)stop = gs_cancel_requested(a.cancel);
+        }
         bool ok = true;
         if (KIND == GS_STRATEGY_LOCK)
             ok = gpusync::barrier_lock(&a.w->count, goal, a.error, a.timeout_ns);
@@ -58,11 +75,15 @@ template <int KIND> __global__ void barrier_kernel(bench_args a)
             ok = gpusync::barrier_lockfree(a.arrival, a.release, round_no, a.error, a.timeout_ns);
         else if (KIND == GS_STRATEGY_SENSE)
             ok = gpusync::barrier_sense(a.w, a.groups, round_no, a.error, a.timeout_ns);
+        else if (KIND == GS_STRATEGY_FLAT)
+            ok = gpusync::barrier_flat(&a.w->count, goal, a.error, a.timeout_ns);
         else
             cg::this_grid().sync();
         if (!ok)
             return;
-        if (threadIdx.x < CHECKS) { /* plain loads: the barrier's acquire must make them current */
+        if (check && *(volatile int *)stop) /* the same value in every block: all leave */
+            return;
+        if (a.verify && threadIdx.x < CHECKS) { /* plain loads: the barrier's acquire must make them current */
             const unsigned other = (unsigned)((b + 1 + threadIdx.x + (unsigned long long)r) % nb);
             stale += buf[other] != value_of(r, other);
         }
@@ -90,6 +111,7 @@ const void *kernel_for(gs_strategy s)
     case GS_STRATEGY_LOCK: return (const void *)barrier_kernel<GS_STRATEGY_LOCK>;
     case GS_STRATEGY_LOCKFREE: return (const void *)barrier_kernel<GS_STRATEGY_LOCKFREE>;
     case GS_STRATEGY_SENSE: return (const void *)barrier_kernel<GS_STRATEGY_SENSE>;
+    case GS_STRATEGY_FLAT: return (const void *)barrier_kernel<GS_STRATEGY_FLAT>;
     case GS_STRATEGY_COOPERATIVE: return (const void *)barrier_kernel<GS_STRATEGY_COOPERATIVE>;
     default: return (const void *)relaunch_kernel;
     }
@@ -100,6 +122,7 @@ struct ws_t {
     int error;
     int pad;
     unsigned long long stale;
+    int stop[2];
 };
 
 } // namespace
@@ -107,10 +130,11 @@ struct ws_t {
 extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds,
                                                int skip_block, gs_barrier_result *res)
 {
-    if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE &&
+    if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE && s != GS_STRATEGY_FLAT &&
         s != GS_STRATEGY_COOPERATIVE && s != GS_STRATEGY_RELAUNCH && s != GS_STRATEGY_AUTO)
         return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "barrier strategies are 'lock', 'lockfree', 'sense', 'cooperative' and 'relaunch'; got '%s'",
+                       "barrier strategies are 'lock', 'lockfree', 'sense', 'flat', 'cooperative' and 'relaunch'; "
+                       "got '%s'",
                        gs_strategy_name(s));
     if (rounds < 1 || threads < 32 || threads > 1024 || threads % 32)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "rounds must be >= 1 and threads a multiple of 32 up to 1024");
@@ -174,7 +198,10 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     GS_CUDA_GOTO(cudaEventCreate(&e1));
     GS_CUDA_GOTO(cudaStreamCreateWithFlags(&sm, cudaStreamNonBlocking));
     a.w = (gpusync::grid_barrier_words *)mem;
+    a.verify = gs_env_number(GS_ENV_BARRIER_VERIFY, 1, NULL) != 0;
     a.error = &((ws_t *)mem)->error;
+    a.stop = ((ws_t *)mem)->stop;
+    a.cancel = gs_cuda_cancel_word();
     a.stale = &((ws_t *)mem)->stale;
     a.data = (unsigned *)(mem + sizeof(ws_t));
     a.arrival = a.data + 2 * blocks;
@@ -186,11 +213,15 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
 
     if (s == GS_STRATEGY_RELAUNCH) {
         GS_CUDA_GOTO(cudaEventRecord(e0, sm));
-        for (long long r = 0; r < rounds; r++)
+        for (long long r = 0; r < rounds; r++) {
             relaunch_kernel<<<(unsigned)blocks, threads, 0, sm>>>(a, r);
+            if ((r & (CANCEL_EVERY - 1)) == 0 && gs_interrupt_poll()) /* launches are host work: stop them */
+                break;
+        }
         GS_CUDA_GOTO(cudaGetLastError());
         GS_CUDA_GOTO(cudaEventRecord(e1, sm));
-        GS_CUDA_GOTO(cudaEventSynchronize(e1));
+        if ((st = gs_cuda_wait_event(e1)) != GS_OK)
+            goto fail;
         GS_CUDA_GOTO(cudaEventElapsedTime(&ms, e0, e1));
         res->us_per_barrier = ms * 1000.0 / rounds;
         /* the same launches replayed from a graph of up to 100 of them */
@@ -203,10 +234,11 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
         GS_CUDA_GOTO(cudaGraphLaunch(exec, sm)); /* warm-up */
         const long long reps = (rounds + per - 1) / per;
         GS_CUDA_GOTO(cudaEventRecord(e0, sm));
-        for (long long i = 0; i < reps; i++)
+        for (long long i = 0; i < reps && !gs_interrupt_poll(); i++)
             GS_CUDA_GOTO(cudaGraphLaunch(exec, sm));
         GS_CUDA_GOTO(cudaEventRecord(e1, sm));
-        GS_CUDA_GOTO(cudaEventSynchronize(e1));
+        if ((st = gs_cuda_wait_event(e1)) != GS_OK)
+            goto fail;
         GS_CUDA_GOTO(cudaEventElapsedTime(&ms, e0, e1));
         res->us_per_barrier_graph = ms * 1000.0 / (reps * per);
     } else {
@@ -217,7 +249,8 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
         else
             GS_CUDA_GOTO(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
         GS_CUDA_GOTO(cudaEventRecord(e1, sm));
-        GS_CUDA_GOTO(cudaEventSynchronize(e1));
+        if ((st = gs_cuda_wait_event(e1)) != GS_OK)
+            goto fail;
         GS_CUDA_GOTO(cudaEventElapsedTime(&ms, e0, e1));
         res->us_per_barrier = ms * 1000.0 / rounds;
     }
@@ -227,7 +260,7 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
         st = gs_fail(GS_ERR_DEADLOCK,
                      "grid barrier '%s': a block waited more than %.0f ms for the others (a block never arrived)",
                      gs_strategy_name(s), gs_spin_timeout_ns() / 1e6);
-    if (getenv("GPUSYNC_DEBUG"))
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] barrier %s blocks=%lld threads=%d rounds=%lld: %.3f us (graph %.3f us)%s%s\n",
                 gs_strategy_name(s), (long long)blocks, threads, (long long)rounds, res->us_per_barrier,
                 res->us_per_barrier_graph, res->note[0] ? "; " : "", res->note);

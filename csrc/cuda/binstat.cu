@@ -310,7 +310,7 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
                        "strategy 'shared' keeps at most %d bins per block; got %lld (use 'global' or 'auto')",
                        GS_BINSTAT_SMEM_BINS, (long long)nbins);
     *used = strategy;
-    if (getenv("GPUSYNC_DEBUG"))
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] binned_statistic n=%lld nbins=%lld stat=%d strategy=%s device=%d\n",
                 (long long)x->length, (long long)nbins, statistic, gs_strategy_name(strategy), ord);
 

@@ -237,7 +237,8 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
     }
     if (on_host) {
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, d_out, count ? 8 : (size_t)need, cudaMemcpyDeviceToHost, s));
-        GS_CUDA_GOTO(cudaStreamSynchronize(s));
+        if ((st = gs_cuda_wait_stream(s)) != GS_OK)
+            goto fail;
     }
 fail:
     if (on_host) {

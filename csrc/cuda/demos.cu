@@ -28,8 +28,23 @@ __global__ void race_kernel(counter_ws *w)
 
 __global__ void atomic_kernel(counter_ws *w) { atomicAdd(&w->count, 1ull); }
 
-__global__ void mutex_kernel(counter_ws *w, unsigned long long timeout_ns)
+/* Interrupts: thread 0 of every CANCEL_BLOCKS-th block reads the host's
+ * cancel word (a PCIe read: rarely) and raises the error word to 2; every
+ * block's thread 0 reads the error word first (global memory) and the whole
+ * block leaves when it is set, and threads already waiting for the lock see
+ * it in mutex_lock's slow path and leave too. */
+#define CANCEL_BLOCKS 256
+__global__ void mutex_kernel(counter_ws *w, const int *cancel, unsigned long long timeout_ns)
 {
+    __shared__ int leave;
+    if (threadIdx.x == 0) {
+        if (blockIdx.x % CANCEL_BLOCKS == 0 && gs_cancel_requested(cancel))
+            atomicExch(&w->error, 2);
+        leave = gpusync::load_relaxed(&w->error);
+    }
+    __syncthreads();
+    if (leave)
+        return;
     if (gpusync::mutex_lock(&w->lock, &w->error, timeout_ns)) {
         volatile unsigned long long *c = &w->count;
         *c = *c + 1;
@@ -131,10 +146,11 @@ extern "C" gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int6
     else if (kind == 1)
         atomic_kernel<<<(unsigned)blocks, threads>>>(w);
     else
-        mutex_kernel<<<(unsigned)blocks, threads>>>(w, timeout);
+        mutex_kernel<<<(unsigned)blocks, threads>>>(w, gs_cuda_cancel_word(), timeout);
     GS_CUDA_GOTO(cudaGetLastError());
     GS_CUDA_GOTO(cudaEventRecord(e1, 0));
-    GS_CUDA_GOTO(cudaEventSynchronize(e1));
+    if ((st = gs_cuda_wait_event(e1)) != GS_OK)
+        goto fail;
     GS_CUDA_GOTO(cudaEventElapsedTime(&t, e0, e1));
     GS_CUDA_GOTO(cudaMemcpy(&h, w, sizeof h, cudaMemcpyDeviceToHost));
     *value = (int64_t)h.count;
@@ -175,7 +191,8 @@ extern "C" gs_status gs_cuda_divergence(int kind, int64_t n, int block, int iter
         k<<<(unsigned)blocks, block>>>(out, iters);
         GS_CUDA_GOTO(cudaGetLastError());
         GS_CUDA_GOTO(cudaEventRecord(e1, 0));
-        GS_CUDA_GOTO(cudaEventSynchronize(e1));
+        if ((st = gs_cuda_wait_event(e1)) != GS_OK)
+            goto fail;
         GS_CUDA_GOTO(cudaEventElapsedTime(&t, e0, e1));
         if (rep > 0 && t < best)
             best = t;

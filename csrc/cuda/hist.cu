@@ -12,11 +12,9 @@
 /* Host inputs are copied to the device in chunks of GS_STAGE_BYTES, so that
  * inputs of any size need bounded device memory (the histogram is additive). */
 
-#define GS_DEBUG_ENV "GPUSYNC_DEBUG"
-/* Override the number of blocks of the histogram kernels (for the seed's
- * block-count sweep in benchmarks/histogram.py); still raised to what keeps
- * 32-bit block counters from overflowing. */
-#define GS_GRID_ENV "GPUSYNC_HIST_GRID"
+/* GPUSYNC_HIST_GRID overrides the number of blocks of the histogram kernels
+ * (for the seed's block-count sweep in benchmarks/histogram.py); still raised
+ * to what keeps 32-bit block counters from overflowing. */
 
 int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads)
 {
@@ -24,9 +22,10 @@ int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads)
     const int64_t per_thread = (16 / es) * GS_HIST_VEC_UNROLL; /* one full unrolled step */
     int64_t work = (l->n + threads * per_thread - 1) / (threads * per_thread);
     int64_t g = resident < work ? resident : work;
-    const char *force = getenv(GS_GRID_ENV); /* block-count sweeps (benchmarks) */
-    if (force && atoll(force) > 0)
-        g = atoll(force);
+    int forced = 0; /* block-count sweeps (benchmarks) */
+    const double force = gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
+    if (forced)
+        g = (int64_t)force;
     if (g < 1)
         g = 1;
     if (g <= l->n / GS_HIST_MAX_ELEMS_PER_BLOCK)
@@ -110,7 +109,7 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     if (st != GS_OK)
         return st;
     *used = strategy;
-    if (getenv(GS_DEBUG_ENV))
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] histogram n=%lld nbins=%lld kind=%d weighted=%d strategy=%s device=%d%s\n",
                 (long long)x->length, (long long)nb, (int)bins->kind, weighted, gs_strategy_name(strategy), dev_ord,
                 on_host ? " (host input staged)" : "");
@@ -128,7 +127,7 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     if (on_host)
         GS_CUDA_GOTO(gs_malloc_async(&d_out, out_bytes, s));
     GS_CUDA_GOTO(cudaMemsetAsync(d_out, 0, out_bytes, s));
-    if (bins->kind == GS_BINS_EDGES) {
+    if (bins->kind == GS_BINS_EDGES || bins->kind == GS_BINS_EDGES_INT) {
         /* the edges come from host memory; this copy may wait for the stream */
         GS_CUDA_GOTO(gs_malloc_async((void **)&d_edges, (size_t)(nb + 1) * sizeof(double), s));
         GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, bins->edges, (size_t)(nb + 1) * sizeof(double),
@@ -176,7 +175,8 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
                 goto fail;
         }
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
-        GS_CUDA_GOTO(cudaStreamSynchronize(s));
+        if ((st = gs_cuda_wait_stream(s)) != GS_OK)
+            goto fail;
     }
 
 fail:

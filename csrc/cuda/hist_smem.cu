@@ -143,8 +143,8 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     int R = gs_hist_replicas(l->binner.nbins, W, l->dev->shared_memory_per_block_optin);
     if (R == 0)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "too many bins for strategy 'shared'");
-    const char *cap = getenv("GPUSYNC_HIST_REPLICAS"); /* tuning sweeps (scripts/tune_small.py) */
-    while (cap && atoi(cap) > 0 && R > atoi(cap))
+    const int cap = (int)gs_env_number(GS_ENV_HIST_REPLICAS, 0, NULL); /* tuning sweeps (scripts/tune_small.py) */
+    while (cap > 0 && R > cap)
         R /= 2;
     int rshift = 0;
     while ((1 << rshift) < R)
@@ -159,7 +159,9 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
     const int64_t resident = (int64_t)per_sm * l->dev->multiprocessors;
     int64_t grid = gs_hist_grid(l, resident, threads);
-    if (grid < resident && !getenv("GPUSYNC_HIST_GRID")) {
+    int forced = 0;
+    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
+    if (grid < resident && !forced) {
         /* a small input: between half and one block per SM does best
          * (benchmarks/results/tune_small.txt: 5.7 M bytes 9.8 us at 132 blocks
          * against 11.1 us at 174; 1 M bytes 6.5 us at 66 against 7.6 at 32) */

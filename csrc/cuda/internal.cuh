@@ -107,6 +107,33 @@ gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev);
  * synchronized. */
 gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag);
 
+/* ---- Interrupts on the GPU (one mechanism; see docs/environment.md and
+ * gpusync.h's interrupt section).
+ * Every host wait for device work goes through gs_cuda_wait_stream /
+ * gs_cuda_wait_event: they poll cudaStreamQuery / cudaEventQuery (busy for
+ * the first GS_WAIT_SPIN_US, then in naps of at most GS_WAIT_NAP_US) and
+ * call gs_interrupt_poll() between polls.  On an interrupt they raise the
+ * process-wide device cancel word -- one int of mapped, portable pinned host
+ * memory that every device can read -- and keep waiting: the work must drain
+ * before its buffers are freed.  Kernels that can run without bound (the
+ * barrier benchmark's rounds, the mutex counter demo) read the cancel word
+ * through gs_cuda_cancel_word() every few rounds / blocks and stop; other
+ * kernels are bounded by their data and finish.  When the work has drained,
+ * the word is lowered and the wait returns GS_ERR_INTERRUPTED (the binding
+ * raises KeyboardInterrupt and the next call starts clean). */
+#define GS_WAIT_SPIN_US 5000
+#define GS_WAIT_NAP_US 100
+gs_status gs_cuda_wait_stream(cudaStream_t s);
+gs_status gs_cuda_wait_event(cudaEvent_t e);
+/* The device address of the cancel word (NULL if it could not be made:
+ * kernels then never see a cancel, and waits still end when work drains). */
+const int *gs_cuda_cancel_word(void);
+/* Kernel side: has the host asked to stop?  (A PCIe read: call it rarely.) */
+__device__ __forceinline__ bool gs_cancel_requested(const int *cancel)
+{
+    return cancel != NULL && *(const volatile int *)cancel != 0;
+}
+
 /* A representative instantiation of a gpusync kernel, for gs.occupancy():
  * its launch shape as the library launches it (u8 input and 256 bins for
  * histograms, float32 for reductions, 100 bins for binned_statistic). */
@@ -226,11 +253,26 @@ template <class E>
 __device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
 {
     k = k < 0 ? 0 : (k > n - 1 ? n - 1 : k);
-    while (x < e[k])
-        k--;
-    while (k < n - 1 && x >= e[k + 1])
-        k++;
-    return k;
+    int lo, hi; /* e[lo] <= x < e[hi] (or x == e[n], hi == n) */
+    if (x < e[k]) {
+        if (k > 0 && x >= e[k - 1])
+            return k - 1;
+        lo = 0;
+        hi = k;
+    } else {
+        if (k >= n - 1 || x < e[k + 1])
+            return k;
+        lo = k + 1;
+        hi = n;
+    }
+    while (hi - lo > 1) { /* a bad estimate: binary search, log2(n) steps */
+        const int mid = lo + ((hi - lo) >> 1);
+        if (e[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo < n ? lo : n - 1;
 }
 
 /* Equal-width bins: estimate f = (x - e(0)) * scale.  Farther than `margin`
@@ -316,8 +358,8 @@ GS_INT_BIN(int16_t, int64_t, gs_bin_real_smem(b, s, (float)v, true))
 GS_INT_BIN(uint16_t, uint64_t, gs_bin_real_smem(b, s, (float)v, true))
 GS_INT_BIN(int32_t, int64_t, gs_bin_real_smem_d(b, s, (double)v))
 GS_INT_BIN(uint32_t, uint64_t, gs_bin_real_smem_d(b, s, (double)v))
-GS_INT_BIN(int64_t, int64_t, gs_bin_real_smem_d(b, s, (double)v))
-GS_INT_BIN(uint64_t, uint64_t, gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(int64_t, int64_t, b.kind == GS_BINS_EDGES_INT ? gs_bin_i64(&b, v) : gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(uint64_t, uint64_t, b.kind == GS_BINS_EDGES_INT ? gs_bin_u64(&b, v) : gs_bin_real_smem_d(b, s, (double)v))
 #undef GS_INT_BIN
 __device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, gs_f16 v)
 {

@@ -127,7 +127,8 @@ template <class T> static gs_status minmax_launch(const mm_args *a)
     minmax_final<T><<<1, MM_THREADS, 0, a->s>>>(part, (int)blocks);
     GS_CUDA_GOTO(cudaGetLastError());
     GS_CUDA_GOTO(cudaMemcpyAsync(host, part, sizeof host, cudaMemcpyDeviceToHost, a->s));
-    GS_CUDA_GOTO(cudaStreamSynchronize(a->s));
+    if ((st = gs_cuda_wait_stream(a->s)) != GS_OK)
+        goto fail;
     if (sizeof(K) == sizeof(T)) {
         memcpy(a->out2, host, sizeof host);
     } else { /* float16: the float key is exact; convert back to half bits */

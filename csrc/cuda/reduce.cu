@@ -31,9 +31,12 @@
 #include "gpusync/mutex.cuh"
 #include "gpusync/reduce.cuh"
 
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+namespace cg = cooperative_groups;
 
 namespace {
 
@@ -64,16 +67,48 @@ template <bool DOT, class T> __device__ __forceinline__ void add(unsigned long l
 /* Accumulate elements lo <= i < hi that this thread owns: start, start +
  * step, ...  Contiguous inputs (vec) go through 16-byte loads: a scalar
  * head up to the first aligned address, whole vectors, a scalar tail. */
-template <class T, bool DOT, class A>
+__device__ __forceinline__ int4 load16(const int4 *p, bool stream)
+{
+    return stream ? __ldcs(p) : __ldg(p); /* evict-first only when the input is larger than L2 */
+}
+
+/* 16-byte loads in flight per thread and array: sums of 8-byte elements
+ * take twice GS_REDUCE_UNROLL (half the elements per load).  The order of
+ * additions does not depend on it (each thread adds its elements in index
+ * order), so deterministic results do not either. */
+template <class T, bool DOT> __host__ __device__ constexpr int unroll_of() { return (!DOT && sizeof(T) >= 8) ? 2 * GS_REDUCE_UNROLL : GS_REDUCE_UNROLL; }
+
+/* Programmatic dependent launch (sm_90): a kernel lets the next one on the
+ * stream start launching now; the next one waits for this grid's completion
+ * (and its memory) before it reads what this one wrote. */
+__device__ __forceinline__ void pdl_launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* deterministic=True: a tile is GS_REDUCE_TILE elements for 256 threads;
+ * sums load a whole float32 tile in one round (16 vectors per thread). */
+template <class T, bool DOT> __host__ __device__ constexpr int tile_unroll_of() { return DOT ? 8 : 16; }
+
+template <class T, bool DOT, class A, int U = unroll_of<T, DOT>()>
 __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_t sa, const T *__restrict__ b,
-                                           int64_t sb, int64_t lo, int64_t hi, int64_t start, int64_t step, bool vec)
+                                           int64_t sb, int64_t lo, int64_t hi, int64_t start, int64_t step, bool vec,
+                                           bool stream)
 {
     if (!vec) {
         for (int64_t i = lo + start; i < hi; i += step)
             add<DOT>(s, a[i * sa], DOT ? b[i * sb] : T());
         return;
     }
-    constexpr int V = 16 / sizeof(T), U = GS_REDUCE_UNROLL;
+    constexpr int V = 16 / sizeof(T);
     int64_t hv = (int64_t)(((16 - ((uintptr_t)(a + lo) & 15)) & 15) / sizeof(T));
     if (hv > hi - lo)
         hv = hi - lo;
@@ -87,9 +122,9 @@ __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t jj = j + u * step;
-            ra[u].v = jj < nv ? __ldcs(av + jj) : make_int4(0, 0, 0, 0); /* read once: evict first */
+            ra[u].v = jj < nv ? load16(av + jj, stream) : make_int4(0, 0, 0, 0);
             if (DOT)
-                rb[u].v = jj < nv ? __ldcs(bv + jj) : make_int4(0, 0, 0, 0);
+                rb[u].v = jj < nv ? load16(bv + jj, stream) : make_int4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < U; u++)
@@ -103,13 +138,15 @@ __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_
         add<DOT>(s, a[i], DOT ? b[i] : T());
 }
 
-enum { MODE_ATOMIC, MODE_MUTEX, MODE_WARP, MODE_PARTIAL, MODE_THREADFENCE, MODE_GRID };
+enum { MODE_ATOMIC, MODE_MUTEX, MODE_WARP, MODE_PARTIAL, MODE_THREADFENCE, MODE_GRID, MODE_SINGLE };
 
 template <class T> struct reduce_args {
     const T *a, *b;
     int64_t n, sa, sb;
-    int vec;
+    int vec, stream; /* 16-byte loads; evict-first loads */
     reduce_ws *ws;
+    void *out; /* non-NULL: the block that finishes stores the result here (no store kernel) */
+    int out_dtype;
     gpusync::grid_barrier_words *bw; /* grid: the barrier's words */
     unsigned *groups;
     unsigned long long timeout_ns;
@@ -123,9 +160,13 @@ template <class A> __device__ __forceinline__ A *partials_of(reduce_ws *ws)
     return reinterpret_cast<A *>(reinterpret_cast<char *>(ws) + GS_WS_PARTIALS_OFFSET);
 }
 
+__device__ __forceinline__ void store_result(void *out, int dt, double v) { gs_store_acc(out, dt, v, 0); }
+__device__ __forceinline__ void store_result(void *out, int dt, unsigned long long v) { gs_store_acc(out, dt, 0.0, v); }
+
 /* Add partials[0..p) in a fixed order (GS_REDUCE_THREADS threads: thread t
- * takes t, t + 256, ...; then a block reduction) into the accumulator. */
-template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t p)
+ * takes t, t + 256, ...; then a block reduction) into the accumulator, or,
+ * with out, store accumulator + that sum converted to out's dtype. */
+template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t p, void *out, int out_dtype)
 {
     __shared__ A scratch[32];
     const A *part = partials_of<A>(ws);
@@ -133,8 +174,12 @@ template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t
     for (int64_t i = threadIdx.x; i < p; i += blockDim.x)
         s += __ldcg(part + i); /* L2: written by other SMs */
     s = gpusync::block_sum(s, scratch);
-    if (threadIdx.x == 0)
-        *acc_ptr(ws, A()) += s; /* the only writer; kernels on the stream run in order */
+    if (threadIdx.x == 0) {
+        if (out) /* one launch over a device input: nothing was added before (no memset needed) */
+            store_result(out, out_dtype, A() + s);
+        else
+            *acc_ptr(ws, A()) += s; /* the only writer; kernels on the stream run in order */
+    }
 }
 
 /* grid: every block waits at the barrier (its release / acquire orders the
@@ -143,7 +188,7 @@ template <class A, class R> __device__ __forceinline__ void grid_finish(const R 
 {
     unsigned round = 0;
     if (gpusync::barrier_sense(r.bw, r.groups, round, &r.ws->error, r.timeout_ns) && blockIdx.x == 0)
-        finish<A>(r.ws, parts);
+        finish<A>(r.ws, parts, r.out, r.out_dtype);
 }
 
 /* The block step of every strategy (deterministic=False).  Blocks take
@@ -156,9 +201,18 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
     __shared__ A scratch[32];
     __shared__ bool last;
     A s = A();
-    constexpr int64_t TB = (int64_t)THREADS * (16 / sizeof(T)) * GS_REDUCE_UNROLL;
+    constexpr int64_t TB = (int64_t)THREADS * (16 / sizeof(T)) * unroll_of<T, DOT>();
+    if (MODE == MODE_PARTIAL)
+        pdl_launch_dependents(); /* the finishing kernel may launch; it waits for us (pdl_wait) */
     for (int64_t lo = (int64_t)blockIdx.x * TB; lo < r.n; lo += (int64_t)gridDim.x * TB)
-        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x, THREADS, r.vec);
+        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x, THREADS, r.vec,
+                           r.stream);
+    if (MODE == MODE_SINGLE) { /* one block: no workspace, no second step */
+        s = gpusync::block_sum(s, scratch);
+        if (threadIdx.x == 0)
+            store_result(r.out, r.out_dtype, s);
+        return;
+    }
     A *acc = acc_ptr(r.ws, A());
     if (MODE == MODE_WARP) {
         s = gpusync::warp_sum(s);
@@ -188,7 +242,7 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
         __syncthreads();
         if (last) {
             __threadfence(); /* and we read the partials only after seeing every ticket */
-            finish<A>(r.ws, gridDim.x);
+            finish<A>(r.ws, gridDim.x, r.out, r.out_dtype);
             if (threadIdx.x == 0)
                 r.ws->ticket = 0; /* ready for the next chunk */
         }
@@ -205,10 +259,13 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
     __shared__ A scratch[32];
     __shared__ bool last;
     const int64_t tiles = (r.n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE;
+    if (MODE == MODE_PARTIAL)
+        pdl_launch_dependents();
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         A s = A();
         const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
-        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec);
+        accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
+                                                        r.stream);
         s = gpusync::block_sum(s, scratch);
         if (threadIdx.x == 0)
             partials_of<A>(r.ws)[t] = s;
@@ -222,7 +279,7 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
         __syncthreads();
         if (last) {
             __threadfence();
-            finish<A>(r.ws, tiles);
+            finish<A>(r.ws, tiles, r.out, r.out_dtype);
             if (threadIdx.x == 0)
                 r.ws->ticket = 0;
         }
@@ -231,10 +288,69 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
         grid_finish<A>(r, tiles);
 }
 
-/* two-pass: the second kernel (one block). */
-template <class A> __global__ void __launch_bounds__(GS_REDUCE_THREADS) finish_kernel(reduce_ws *ws, int64_t p)
+/* deterministic=True on a few tiles: one block does what the tile kernel's
+ * blocks and finish() do, in the same order (thread t % GS_REDUCE_THREADS
+ * adds tile t's sum in tile order, then the block reduction, then 0 + that),
+ * so the bits match every other deterministic path -- with no workspace. */
+template <class T, bool DOT> __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_single_kernel(reduce_args<T> r)
 {
-    finish<A>(ws, p);
+    using A = acc_of<T>;
+    __shared__ A scratch[32];
+    __shared__ A tile_sum;
+    const int64_t tiles = (r.n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE;
+    A fin = A();
+    for (int64_t t = 0; t < tiles; t++) {
+        A s = A();
+        const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
+        accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
+                                                        r.stream);
+        s = gpusync::block_sum(s, scratch);
+        if (threadIdx.x == 0)
+            tile_sum = s;
+        __syncthreads();
+        if (threadIdx.x == t % blockDim.x)
+            fin += tile_sum;
+        __syncthreads(); /* tile_sum and scratch are reused by the next tile */
+    }
+    fin = gpusync::block_sum(fin, scratch);
+    if (threadIdx.x == 0)
+        store_result(r.out, r.out_dtype, A() + fin);
+}
+
+/* Small device inputs, strategy auto: one cluster of up to 8 blocks (one
+ * launch, no workspace, no memset).  Each block reduces its tiles; the
+ * block sums meet in block 0 through distributed shared memory. */
+template <class T, bool DOT>
+__global__ void __launch_bounds__(GS_REDUCE_SMALL_THREADS) reduce_cluster_kernel(reduce_args<T> r)
+{
+    using A = acc_of<T>;
+    __shared__ A scratch[32];
+    __shared__ A part;
+    cg::cluster_group cl = cg::this_cluster();
+    A s = A();
+    constexpr int64_t TB = (int64_t)GS_REDUCE_SMALL_THREADS * (16 / sizeof(T)) * unroll_of<T, DOT>();
+    for (int64_t lo = (int64_t)blockIdx.x * TB; lo < r.n; lo += (int64_t)gridDim.x * TB)
+        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x,
+                           GS_REDUCE_SMALL_THREADS, r.vec, r.stream);
+    s = gpusync::block_sum(s, scratch);
+    if (threadIdx.x == 0)
+        part = s;
+    cl.sync(); /* every block's part is written (the grid is one cluster: rank == blockIdx.x) */
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        A t = A();
+        for (unsigned b = 0; b < gridDim.x; b++)
+            t += *cl.map_shared_rank(&part, b);
+        store_result(r.out, r.out_dtype, t);
+    }
+    cl.sync(); /* no block leaves (its shared memory) before block 0 has read it */
+}
+
+/* two-pass: the second kernel (one block). */
+template <class A>
+__global__ void __launch_bounds__(GS_REDUCE_THREADS) finish_kernel(reduce_ws *ws, int64_t p, void *out, int out_dtype)
+{
+    pdl_wait(); /* launched early (programmatic dependent launch): the partials are ready after this */
+    finish<A>(ws, p, out, out_dtype);
 }
 
 /* Convert the accumulator to the result dtype. */
@@ -259,6 +375,10 @@ struct reduce_plan {
     unsigned *groups;
     const gs_device_info *dev;
     cudaStream_t stream;
+    void *out;      /* device output: the finishing block stores the result (threadfence, grid, two-pass) */
+    int out_dtype;
+    int single;     /* one launch of one block or one cluster, no workspace (small inputs, strategy auto) */
+    int stream_loads;
 };
 
 template <class T, bool DOT>
@@ -273,7 +393,36 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
     r.sb = sb;
     r.vec = sa == 1 && (!DOT || (sb == 1 && ((uintptr_t)a & 15) == ((uintptr_t)b & 15)));
     r.ws = p.ws;
+    r.stream = p.stream_loads;
+    r.out = p.out;
+    r.out_dtype = p.out_dtype;
+    r.bw = NULL;
+    r.groups = NULL;
     r.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
+    if (p.single) {
+        void *args1[] = {&r};
+        if (p.deterministic) {
+            GS_CUDA_CHECK(cudaLaunchKernel((const void *)reduce_tiles_single_kernel<T, DOT>, dim3(1),
+                                           dim3(GS_REDUCE_THREADS), args1, 0, p.stream));
+        } else if (p.single > 1) { /* one cluster of p.single blocks */
+            cudaLaunchConfig_t cfg = {};
+            cudaLaunchAttribute attr[1];
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = (unsigned)p.single;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = 1;
+            cfg.gridDim = dim3((unsigned)p.single);
+            cfg.blockDim = dim3(GS_REDUCE_SMALL_THREADS);
+            cfg.stream = p.stream;
+            cfg.attrs = attr;
+            cfg.numAttrs = 1;
+            GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, reduce_cluster_kernel<T, DOT>, r));
+        } else {
+            GS_CUDA_CHECK(cudaLaunchKernel((const void *)reduce_kernel<T, DOT, MODE_SINGLE, GS_REDUCE_SMALL_THREADS>,
+                                           dim3(1), dim3(GS_REDUCE_SMALL_THREADS), args1, 0, p.stream));
+        }
+        return GS_OK;
+    }
     const int threads =
         (!p.deterministic && p.strategy == GS_STRATEGY_MUTEX) ? GS_REDUCE_MUTEX_THREADS : GS_REDUCE_THREADS;
     const void *kernel;
@@ -302,12 +451,13 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
     if (!p.deterministic && p.strategy == GS_STRATEGY_MUTEX && resident > p.dev->multiprocessors)
         resident = p.dev->multiprocessors; /* one big block per SM: fewest lock hand-overs */
     const int64_t per_block = p.deterministic ? GS_REDUCE_TILE
-                                              : (int64_t)threads * (16 / (int64_t)sizeof(T)) * GS_REDUCE_UNROLL;
+                                              : (int64_t)threads * (16 / (int64_t)sizeof(T)) * unroll_of<T, DOT>();
     const int64_t work = (n + per_block - 1) / per_block;
     int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
-    const char *force = getenv("GPUSYNC_REDUCE_GRID"); /* block-count sweeps */
-    if (force && atoll(force) > 0 && !p.deterministic && p.strategy != GS_STRATEGY_GRID)
-        grid = atoll(force); /* (never past the co-resident maximum for the grid barrier) */
+    int forced = 0; /* block-count sweeps */
+    const double force = gs_env_number(GS_ENV_REDUCE_GRID, 0, &forced);
+    if (forced && !p.deterministic && p.strategy != GS_STRATEGY_GRID)
+        grid = (int64_t)force; /* (never past the co-resident maximum for the grid barrier) */
     const int64_t cap = (int64_t)p.dev->multiprocessors * (p.dev->max_threads_per_multiprocessor / 32);
     if (grid > cap) /* the workspace holds this many partials */
         grid = cap;
@@ -323,8 +473,16 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
         GS_CUDA_CHECK(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(threads), args, 0, p.stream));
     if (p.strategy == GS_STRATEGY_TWO_PASS) {
         const int64_t parts = p.deterministic ? work : grid;
-        finish_kernel<A><<<1, threads, 0, p.stream>>>(p.ws, parts);
-        GS_CUDA_CHECK(cudaGetLastError());
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = p.dev->major >= 9;
+        cfg.gridDim = dim3(1);
+        cfg.blockDim = dim3(threads);
+        cfg.stream = p.stream;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, finish_kernel<A>, p.ws, parts, p.out, p.out_dtype));
     }
     return GS_OK;
 }
@@ -374,6 +532,7 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     if (on_host && (a->stride != 1 || (b && b->stride != 1)))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
     const int is_float = gs_dtype_is_float(a->dtype);
+    const gs_strategy asked = strategy;
     int det = 0;
     gs_status st = gs_reduce_resolve(&strategy, deterministic, is_float, 1, &det);
     if (st != GS_OK)
@@ -395,16 +554,49 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     const size_t part_bytes = ((GS_WS_PARTIALS_OFFSET + (size_t)partials_needed(dev, maxn, det) * 8) + 127) & ~(size_t)127;
     const size_t ws_bytes = part_bytes + (strategy == GS_STRATEGY_GRID ? grid_words_bytes(dev) : 0);
     cudaStream_t s = (cudaStream_t)stream;
-    reduce_plan p = {strategy, det, b != NULL, NULL, NULL, NULL, dev, s};
+    reduce_plan p = {strategy, det, b != NULL, NULL, NULL, NULL, dev, s, NULL, out->dtype, 0, 0};
+    const int64_t in_bytes = a->length * (int64_t)es * (b ? 2 : 1);
+    /* inputs larger than L2 stream through it (evict-first loads); smaller ones may stay for the next call */
+    p.stream_loads = (on_host ? (int64_t)GS_STAGE_BYTES * (b ? 2 : 1) : in_bytes) > dev->l2_cache_bytes;
+    if (!on_host && a->length > 0 && asked == GS_STRATEGY_AUTO) {
+        /* Device input, strategy auto.  Small inputs: one launch of one block
+         * (or one cluster of blocks on devices with clusters), no workspace
+         * -- launch latency dominates there.  Larger: two-pass with the
+         * finishing kernel storing the result: two launches and no memset
+         * (a memset in a stream or graph costs about a launch more). */
+        const int clusters = dev->major >= 9;
+        int set = 0; /* threshold sweeps */
+        const double forced = gs_env_number(GS_ENV_REDUCE_SMALL_BYTES, 0, &set);
+        const int64_t small = set ? (int64_t)forced : clusters ? GS_REDUCE_CLUSTER_BYTES : GS_REDUCE_SMALL_BYTES;
+        if (det) {
+            p.single = a->length <= (int64_t)GS_REDUCE_TILE * GS_REDUCE_SMALL_TILES;
+        } else if (in_bytes <= small) {
+            int64_t c = clusters ? (in_bytes + GS_REDUCE_SMALL_BYTES - 1) / GS_REDUCE_SMALL_BYTES : 1;
+            p.single = (int)(c < 1 ? 1 : c > GS_REDUCE_CLUSTER_MAX ? GS_REDUCE_CLUSTER_MAX : c);
+        }
+        strategy = p.strategy = GS_STRATEGY_TWO_PASS;
+        *used = strategy;
+    }
+    /* device output and a strategy whose last step is one block: that block stores the result */
+    const int fused = !on_host && (p.single || strategy == GS_STRATEGY_THREADFENCE || strategy == GS_STRATEGY_GRID ||
+                                   strategy == GS_STRATEGY_TWO_PASS);
+    if (fused && a->length > 0)
+        p.out = out->data;
     void *d_a = NULL, *d_b = NULL;
     int flag = 0;
-    if (getenv("GPUSYNC_DEBUG"))
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] %s n=%lld dtype=%d strategy=%s deterministic=%d device=%d%s\n",
                 b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
                 on_host ? " (host input staged)" : "");
 
+    if (p.single) {
+        st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
+               : launch<false>(p, a->dtype, a->data, NULL, a->length, a->stride, 1);
+        return st;
+    }
     GS_CUDA_GOTO(gs_malloc_async((void **)&p.ws, ws_bytes, s));
-    GS_CUDA_GOTO(cudaMemsetAsync(p.ws, 0, sizeof(reduce_ws), s));
+    if (!(p.out && strategy == GS_STRATEGY_TWO_PASS)) /* (two-pass storing into out reads no header word) */
+        GS_CUDA_GOTO(cudaMemsetAsync(p.ws, 0, sizeof(reduce_ws), s));
     p.bw = (gpusync::grid_barrier_words *)((char *)p.ws + part_bytes);
     p.groups = (unsigned *)(p.bw + 1);
     if (!on_host) {
@@ -428,11 +620,14 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
                 goto fail;
         }
     }
-    store_kernel<<<1, 32, 0, s>>>(p.ws, on_host ? NULL : out->data, out->dtype, is_float);
-    GS_CUDA_GOTO(cudaGetLastError());
+    if (!p.out) {
+        store_kernel<<<1, 32, 0, s>>>(p.ws, on_host ? NULL : out->data, out->dtype, is_float);
+        GS_CUDA_GOTO(cudaGetLastError());
+    }
     if (on_host) {
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, &p.ws->result, gs_dtype_size(out->dtype), cudaMemcpyDeviceToHost, s));
-        GS_CUDA_GOTO(cudaStreamSynchronize(s));
+        if ((st = gs_cuda_wait_stream(s)) != GS_OK)
+            goto fail;
     }
     if (strategy == GS_STRATEGY_MUTEX || strategy == GS_STRATEGY_GRID) {
         st = gs_cuda_read_flag(&p.ws->error, s, &flag);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <time.h>
 
 gs_status gs_cuda_fail(cudaError_t err, const char *what, const char *file, int line)
 {
@@ -90,8 +92,8 @@ static cudaMemPool_t pool_of(int device)
         props.location.id = device;
         cudaMemPool_t pool;
         if (cudaMemPoolCreate(&pool, &props) == cudaSuccess) {
-            const char *env = getenv("GPUSYNC_POOL_KEEP_MB");
-            uint64_t keep = env && *env ? (uint64_t)strtoull(env, NULL, 10) << 20 : GS_POOL_KEEP_BYTES;
+            uint64_t keep = (uint64_t)gs_env_number(GS_ENV_POOL_KEEP_MB, (double)(GS_POOL_KEEP_BYTES >> 20), NULL)
+                            << 20;
             cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
             g_pools[device] = pool;
         } else {
@@ -166,8 +168,88 @@ gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev)
 gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag)
 {
     GS_CUDA_CHECK(cudaMemcpyAsync(flag, d_flag, sizeof(int), cudaMemcpyDeviceToHost, s));
-    GS_CUDA_CHECK(cudaStreamSynchronize(s));
+    return gs_cuda_wait_stream(s);
+}
+
+/* ---- the cancel word and the interruptible waits (internal.cuh) */
+static int *g_cancel_host;
+static const int *g_cancel_dev;
+static pthread_once_t g_cancel_once = PTHREAD_ONCE_INIT;
+
+static void make_cancel_word(void)
+{
+    int *h = NULL;
+    void *d = NULL;
+    if (cudaHostAlloc((void **)&h, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess ||
+        cudaHostGetDevicePointer(&d, h, 0) != cudaSuccess) {
+        cudaGetLastError(); /* no cancel word: kernels run to their own end */
+        if (h)
+            cudaFreeHost(h);
+        return;
+    }
+    *(volatile int *)h = 0;
+    g_cancel_host = h;
+    g_cancel_dev = (const int *)d;
+}
+
+const int *gs_cuda_cancel_word(void)
+{
+    pthread_once(&g_cancel_once, make_cancel_word);
+    return g_cancel_dev;
+}
+
+static void set_cancel(int v)
+{
+    pthread_once(&g_cancel_once, make_cancel_word);
+    if (g_cancel_host) {
+        __atomic_store_n(g_cancel_host, v, __ATOMIC_SEQ_CST);
+    }
+}
+
+/* Wait for query() to stop answering cudaErrorNotReady, polling for
+ * interrupts; see internal.cuh. */
+template <class Query> static gs_status wait_for(Query query, const char *what)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool cancelled = false;
+    for (;;) {
+        const cudaError_t e = query();
+        if (e == cudaSuccess)
+            break;
+        if (e != cudaErrorNotReady) {
+            if (cancelled)
+                set_cancel(0);
+            return gs_cuda_fail(e, what, __FILE__, __LINE__);
+        }
+        if (!cancelled && gs_interrupt_poll()) {
+            cancelled = true;
+            set_cancel(1);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        const int64_t us = (int64_t)(t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000;
+        if (us > GS_WAIT_SPIN_US) { /* naps of 1/64 of the wait so far: <= 1.6 % late */
+            const struct timespec nap = {0, (long)(us / 64 < GS_WAIT_NAP_US ? us / 64 : GS_WAIT_NAP_US) * 1000};
+            nanosleep(&nap, NULL);
+        } else {
+            sched_yield();
+        }
+    }
+    if (cancelled || gs_interrupt_requested()) {
+        set_cancel(0);
+        return gs_interrupted();
+    }
     return GS_OK;
+}
+
+gs_status gs_cuda_wait_stream(cudaStream_t s)
+{
+    return wait_for([s] { return cudaStreamQuery(s); }, "waiting for the stream");
+}
+
+gs_status gs_cuda_wait_event(cudaEvent_t ev)
+{
+    return wait_for([ev] { return cudaEventQuery(ev); }, "waiting for an event");
 }
 
 static int cuda_device_count(void)
@@ -260,28 +342,27 @@ gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy,
 }
 
 static const gs_backend_ops cuda_ops = {
-    "cuda",
-    cuda_available,
-    cuda_device_count,
-    cuda_device_info,
-    cuda_pointer_device,
-    gs_cuda_histogram,
-    gs_cuda_minmax,
-    gs_cuda_uniform_edges,
-    gs_cuda_reduce,
-    gs_cuda_binned_statistic,
-    gs_cuda_counter,
-    gs_cuda_test_deadlock,
-    gs_cuda_packbits,
-    gs_cuda_count_nonzero,
-    gs_cuda_kernel_names,
-    gs_cuda_occupancy,
-    gs_cuda_divergence,
-    gs_cuda_self_test,
-    gs_cuda_barrier_benchmark,
-    gs_cuda_cumsum,
-    cuda_stream_wait,
-    cuda_empty_cache,
+    .name = "cuda",
+    .available = cuda_available,
+    .device_info = cuda_device_info,
+    .pointer_device = cuda_pointer_device,
+    .histogram = gs_cuda_histogram,
+    .minmax = gs_cuda_minmax,
+    .uniform_edges = gs_cuda_uniform_edges,
+    .reduce = gs_cuda_reduce,
+    .binned_statistic = gs_cuda_binned_statistic,
+    .counter = gs_cuda_counter,
+    .test_deadlock = gs_cuda_test_deadlock,
+    .packbits = gs_cuda_packbits,
+    .count_nonzero = gs_cuda_count_nonzero,
+    .kernel_names = gs_cuda_kernel_names,
+    .occupancy = gs_cuda_occupancy,
+    .divergence = gs_cuda_divergence,
+    .self_test = gs_cuda_self_test,
+    .barrier_benchmark = gs_cuda_barrier_benchmark,
+    .cumsum = gs_cuda_cumsum,
+    .stream_wait = cuda_stream_wait,
+    .empty_cache = cuda_empty_cache,
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

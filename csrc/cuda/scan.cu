@@ -481,7 +481,7 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
     gs_device_guard guard(ord);
     if (guard.err != cudaSuccess)
         return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    if (getenv("GPUSYNC_DEBUG"))
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] cumsum n=%lld dtype=%d strategy=%s device=%d%s\n", (long long)a->length,
                 (int)a->dtype, gs_strategy_name(strategy), ord, on_host ? " (host input staged)" : "");
     if (a->length == 0)

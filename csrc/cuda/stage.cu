@@ -71,14 +71,9 @@ inline int64_t now_ns()
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-long env_long(const char *name, long dflt, long lo, long hi)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    long x = strtol(v, NULL, 10);
-    return x < lo ? lo : x > hi ? hi : x;
-}
+/* A staging knob through the environment table (csrc/common/env.c holds its
+ * range): its value, or dflt when unset or invalid. */
+long env_long(gs_env_var v, long dflt) { return (long)gs_env_number(v, (double)dflt, NULL); }
 
 /* memcpy, or with non-temporal (streaming) stores when `nt`
  * (GPUSYNC_STAGE_NT=1).  A plain memcpy first reads every destination line
@@ -224,9 +219,8 @@ int crew_begin(job *j)
         const long c = sysconf(_SC_NPROCESSORS_ONLN);
         ncpu = c > 1 ? c : 2;
     }
-    const long want = env_long("GPUSYNC_STAGE_THREADS", GS_STAGE_THREADS < ncpu - 1 ? GS_STAGE_THREADS : ncpu - 1,
-                               1, 256);
-    crew.spin_ns.store(env_long("GPUSYNC_STAGE_SPIN_US", GS_STAGE_SPIN_US, 0, 1000000) * 1000,
+    const long want = env_long(GS_ENV_STAGE_THREADS, GS_STAGE_THREADS < ncpu - 1 ? GS_STAGE_THREADS : ncpu - 1);
+    crew.spin_ns.store(env_long(GS_ENV_STAGE_SPIN_US, GS_STAGE_SPIN_US) * 1000,
                        std::memory_order_relaxed);
     while (crew.started < want) {
         pthread_t th;
@@ -293,14 +287,13 @@ gs_status lock_pool(pool **out)
  * GS_STAGE_SPLIT-th of a unit, so the whole crew fills one. */
 void sizes_for(size_t bytes, bool to_device, size_t *unit, size_t *piece)
 {
-    const size_t min_unit = (size_t)env_long("GPUSYNC_STAGE_UNIT_KB", (long)(GS_STAGE_MIN_UNIT >> 10), 4,
-                                             (long)(GS_STAGE_CHUNK >> 10)) << 10;
+    const size_t min_unit = (size_t)env_long(GS_ENV_STAGE_UNIT_KB, (long)(GS_STAGE_MIN_UNIT >> 10)) << 10;
     /* device -> host writes fresh (usually never touched) NumPy memory: one
      * thread per unit, so threads do not fault pages in the same 2 MiB page
      * table (or huge page) at once */
-    const size_t split = to_device ? (size_t)env_long("GPUSYNC_STAGE_SPLIT", GS_STAGE_SPLIT, 1, 64)
-                                   : (size_t)env_long("GPUSYNC_STAGE_D2H_SPLIT", 1, 1, 64);
-    size_t u = bytes / (size_t)env_long("GPUSYNC_STAGE_UNITS", GS_STAGE_UNITS, 1, 1024);
+    const size_t split = to_device ? (size_t)env_long(GS_ENV_STAGE_SPLIT, GS_STAGE_SPLIT)
+                                   : (size_t)env_long(GS_ENV_STAGE_D2H_SPLIT, 1);
+    size_t u = bytes / (size_t)env_long(GS_ENV_STAGE_UNITS, GS_STAGE_UNITS);
     u = u < min_unit ? min_unit : u;
     u = u > GS_STAGE_CHUNK ? GS_STAGE_CHUNK : u;
     size_t p = (u / split + 4095) & ~(size_t)4095;
@@ -336,9 +329,12 @@ bool slot_free(pool *p, int i, gs_status *st)
 }
 
 /* A stuck copy engine or crew must not hang the caller: `since` is the
- * last progress. */
+ * last progress (so a slow, loaded machine that still moves never trips it).
+ * Also the staging loops' interrupt check. */
 gs_status check_time(int64_t since)
 {
+    if (gs_interrupt_poll()) /* Ctrl-C: the callers drain and give up */
+        return gs_interrupted();
     if (now_ns() - since > (int64_t)GS_STAGE_TIMEOUT_S * 1000000000)
         return gs_fail(GS_ERR_DEADLOCK, "staged copy made no progress for %d s", GS_STAGE_TIMEOUT_S);
     return GS_OK;
@@ -360,7 +356,7 @@ bool init_job(job *j, pool *p, char *host, size_t bytes, bool to_device, job_gua
     j->npieces = (int64_t)((bytes + j->piece - 1) / j->piece);
     j->nunits = (int64_t)((bytes + j->unit - 1) / j->unit);
     j->to_device = to_device;
-    j->nt = env_long("GPUSYNC_STAGE_NT", 0, 0, 1) != 0;
+    j->nt = env_long(GS_ENV_STAGE_NT, 0) != 0;
     j->next.store(0);
     j->ready.store(0);
     j->abort.store(false);
@@ -398,7 +394,7 @@ bool unit_copied(const job *j, int64_t u)
 
 gs_status gs_cuda_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s)
 {
-    if (bytes < GS_STAGE_MIN_BYTES || getenv("GPUSYNC_NO_STAGING") || is_pinned(src)) {
+    if (bytes < GS_STAGE_MIN_BYTES || gs_env_number(GS_ENV_NO_STAGING, 0, NULL) != 0 || is_pinned(src)) {
         GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
         return GS_OK;
     }
@@ -457,10 +453,9 @@ fail:
 
 gs_status gs_cuda_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s)
 {
-    if (bytes < GS_STAGE_MIN_BYTES || getenv("GPUSYNC_NO_STAGING") || is_pinned(dst)) {
+    if (bytes < GS_STAGE_MIN_BYTES || gs_env_number(GS_ENV_NO_STAGING, 0, NULL) != 0 || is_pinned(dst)) {
         GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
-        GS_CUDA_CHECK(cudaStreamSynchronize(s));
-        return GS_OK;
+        return gs_cuda_wait_stream(s);
     }
     pool *p;
     gs_status st = lock_pool(&p);
@@ -478,8 +473,7 @@ gs_status gs_cuda_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s)
         crew_end();
         pthread_mutex_unlock(&p->lock);
         GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
-        GS_CUDA_CHECK(cudaStreamSynchronize(s));
-        return GS_OK;
+        return gs_cuda_wait_stream(s);
     }
     /* enq: units' DMAs enqueued (unit e goes into its slot once unit
      * e - NSLOT has been copied out); landed: DMAs seen complete, in order;

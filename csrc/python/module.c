@@ -13,8 +13,12 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <math.h>
+
 #include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
+
+#include <time.h>
 
 static PyObject *GpusyncError, *CudaError, *DeadlockError, *UnsupportedDeviceError, *NoCudaError,
     *CooperativeLaunchError;
@@ -32,11 +36,52 @@ static PyObject *gs_raise(gs_status st)
     case GS_ERR_OVERFLOW: type = PyExc_OverflowError; break;
     case GS_ERR_DEADLOCK: type = DeadlockError; break;
     case GS_ERR_NO_COOPERATIVE: type = CooperativeLaunchError; break;
+    case GS_ERR_INTERRUPTED:
+        gs_interrupt_clear();
+        if (!PyErr_Occurred()) /* the hook already set the handler's exception */
+            PyErr_SetNone(PyExc_KeyboardInterrupt);
+        return NULL;
     default: type = CudaError; break;
     }
     const char *msg = gs_last_error();
     PyErr_SetString(type, msg && msg[0] ? msg : "gpusync: unknown error");
     return NULL;
+}
+
+/* After every backend call (GIL held again): environment warnings become
+ * RuntimeWarnings, a failure an exception, and an exception the interrupt
+ * hook left (KeyboardInterrupt from a signal handler) wins even when the call
+ * finished.  Returns 1 when the call's result should be returned. */
+static int gs_done(gs_status st)
+{
+    char msg[320];
+    while (gs_env_take_warning(msg, sizeof msg))
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, msg, 1) < 0)
+            return 0;
+    if (st != GS_OK) {
+        gs_raise(st);
+        return 0;
+    }
+    if (PyErr_Occurred()) {
+        gs_interrupt_clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* The interrupt hook (gpusync.h): run by the calling thread inside a long
+ * wait, with the GIL released.  A pending SIGINT runs Python's handler here,
+ * whose exception stays set on this thread until gs_done sees it. */
+static unsigned long main_thread_ident; /* Python runs signal handlers only there */
+
+static int interrupt_hook(void)
+{
+    if (PyThread_get_thread_ident() != main_thread_ident)
+        return 0; /* no handler can run here: do not contend for the GIL */
+    PyGILState_STATE g = PyGILState_Ensure();
+    const int hit = PyErr_Occurred() != NULL || PyErr_CheckSignals() < 0;
+    PyGILState_Release(g);
+    return hit;
 }
 
 static const gs_backend_ops *backend_by_name(const char *name)
@@ -176,7 +221,7 @@ static int parse_bins(PyObject *t, bins_arg *ba)
         }
         ba->b.lut = (const int32_t *)ba->lut.buf;
     }
-    if (kind == GS_BINS_EDGES) {
+    if (kind == GS_BINS_EDGES || kind == GS_BINS_EDGES_INT) { /* EDGES_INT: integer bits, passed as float64 */
         ba->edges = (PyArrayObject *)PyArray_FROM_OTF(edges, NPY_DOUBLE, NPY_ARRAY_IN_ARRAY);
         if (!ba->edges)
             return 0;
@@ -187,7 +232,7 @@ static int parse_bins(PyObject *t, bins_arg *ba)
         }
         ba->b.edges = (const double *)PyArray_DATA(ba->edges);
     }
-    if (kind < GS_BINS_DIRECT || kind > GS_BINS_EDGES || nbins < 0) {
+    if (kind < GS_BINS_DIRECT || kind > GS_BINS_EDGES_INT || nbins < 0) {
         PyErr_SetString(PyExc_ValueError, "bad bins description");
         bins_release(ba);
         return 0;
@@ -222,8 +267,8 @@ static PyObject *py_histogram(PyObject *self, PyObject *args)
                         &used);
     Py_END_ALLOW_THREADS
     bins_release(&bins);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -244,8 +289,8 @@ static PyObject *py_minmax(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->minmax(&x.a, buf, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyBytes_FromStringAndSize(buf, (Py_ssize_t)(2 * gs_dtype_size(x.a.dtype)));
 }
 
@@ -267,8 +312,8 @@ static PyObject *py_uniform_edges(PyObject *self, PyObject *args)
     st = ops->uniform_edges(&bins.b, &out.a, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
     bins_release(&bins);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -295,8 +340,8 @@ static PyObject *py_reduce(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->reduce(&a.a, bo == Py_None ? NULL : &b.a, &out.a, strategy, det, (void *)(uintptr_t)stream, &used);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -333,8 +378,8 @@ static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
                                no == Py_None ? NULL : &bn.a, strategy, (void *)(uintptr_t)stream, &used);
     Py_END_ALLOW_THREADS
     Py_DECREF(edges);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -355,8 +400,8 @@ static PyObject *py_counter(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->counter(kind, blocks, threads, &value, &ms);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue("(Ld)", (long long)value, ms);
 }
 
@@ -374,8 +419,8 @@ static PyObject *py_test_deadlock(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->test_deadlock((int64_t)(ms * 1e6));
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -411,8 +456,8 @@ static PyObject *py_packbits(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->packbits(&a.a, tp, little, &out.a, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -434,8 +479,8 @@ static PyObject *py_count_nonzero(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->count_nonzero(&a.a, tp, &out.a, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -450,8 +495,8 @@ static PyObject *py_kernel_names(PyObject *self, PyObject *args)
     if (!ops)
         return NULL;
     gs_status st = ops->kernel_names(buf, sizeof buf);
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(buf);
 }
 
@@ -470,8 +515,8 @@ static PyObject *py_occupancy(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->occupancy(name, block, &o);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue("{s:s,s:i,s:i,s:L,s:L,s:i,s:i,s:i,s:d,s:s,s:{s:i,s:i,s:i,s:i},s:i,s:i}", "kernel", o.name,
                          "block_size", o.block_size, "registers", o.registers, "static_smem",
                          (long long)o.static_smem, "dynamic_smem", (long long)o.dynamic_smem, "active_blocks_per_sm",
@@ -498,8 +543,8 @@ static PyObject *py_divergence(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->divergence(kind, n, block, iters, &ms);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyFloat_FromDouble(ms);
 }
 
@@ -518,8 +563,8 @@ static PyObject *py_self_test(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->self_test(which, &bad);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyLong_FromLongLong((long long)bad);
 }
 
@@ -540,8 +585,8 @@ static PyObject *py_barrier_benchmark(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->barrier_benchmark(s, blocks, threads, rounds, skip, &r);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue("{s:s,s:s,s:L,s:i,s:L,s:L,s:d,s:d,s:L}", "strategy", gs_strategy_name(r.used), "note",
                          r.note, "blocks", (long long)r.blocks,
                          "threads", r.threads, "max_blocks", (long long)r.max_blocks, "rounds", (long long)r.rounds,
@@ -570,8 +615,8 @@ static PyObject *py_cumsum(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->cumsum(&a.a, &out.a, strategy, (void *)(uintptr_t)stream, &used);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
@@ -589,16 +634,6 @@ static PyObject *py_available(PyObject *self, PyObject *args)
     ok = ops->available();
     Py_END_ALLOW_THREADS
     return Py_BuildValue("(Ns)", PyBool_FromLong(ok), ok ? "" : gs_last_error());
-}
-
-static PyObject *py_device_count(PyObject *self, PyObject *args)
-{
-    (void)self;
-    const char *backend;
-    if (!PyArg_ParseTuple(args, "s", &backend))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    return ops ? PyLong_FromLong(ops->device_count()) : NULL;
 }
 
 static PyObject *py_pointer_device(PyObject *self, PyObject *args)
@@ -627,8 +662,8 @@ static PyObject *py_stream_wait(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->stream_wait(device, (void *)(uintptr_t)consumer, (void *)(uintptr_t)producer);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -645,8 +680,8 @@ static PyObject *py_empty_cache(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = ops->empty_cache();
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -661,8 +696,8 @@ static PyObject *py_device_info(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     st = gs_cuda_backend()->device_info(ordinal, &d);
     Py_END_ALLOW_THREADS
-    if (st != GS_OK)
-        return gs_raise(st);
+    if (!gs_done(st))
+        return NULL;
     return Py_BuildValue(
         "{s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:O,s:O}", "name", d.name, "ordinal",
         d.ordinal, "compute_capability", d.major, d.minor, "multiprocessors", d.multiprocessors, "warp_size",
@@ -706,7 +741,564 @@ static PyObject *py_raise_status(PyObject *self, PyObject *args)
     return gs_raise((gs_status)st);
 }
 
+/* ---- The per-call fast path (the dispatcher's common case, in C) ----------
+ *
+ * A NumPy array (exactly ndarray), native byte order, aligned, C-contiguous,
+ * default options, at most the op's size limit: run the op on the calling
+ * thread (the CPU engine with one thread, no hand-off) and return the result.
+ * Anything else returns NotImplemented and the wrapper takes the general
+ * Python path (gpusync/_dispatch.py), which also sets the limits: the largest
+ * element count for which its cost model picks the calling thread alone (0
+ * when the calling thread is not a candidate: a forced CUDA backend,
+ * GPUSYNC_ENGINE, GPUSYNC_DEBUG).  Each fast call leaves a thread-local record
+ * that gs.last_plan() reads. */
+enum { FAST_SUM, FAST_DOT, FAST_COUNT_NONZERO, FAST_PACKBITS, FAST_CUMSUM, FAST_HISTOGRAM, FAST_BINCOUNT, FAST_OPS };
+static const char *const fast_names[FAST_OPS] = {"sum", "dot", "count_nonzero", "packbits", "cumsum", "histogram",
+                                                 "bincount"};
+static int64_t fast_limit[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1}; /* -1: not configured yet */
+#define FAST_GIL_RELEASE_MIN 16384                                    /* elements; below, keep the GIL */
+
+typedef struct {
+    unsigned long long seq; /* this thread's call count when the fast path ran (0: never) */
+    int op;
+    int64_t n;
+    int typenum;
+    gs_strategy used;
+} fast_record;
+static _Thread_local fast_record fast_last;
+static _Thread_local unsigned long long call_seq;
+
+/* Whether the fast path is on for `op` now: configured, and neither
+ * GPUSYNC_ENGINE nor GPUSYNC_DEBUG=1 set (they steer or log the plan: the
+ * general path reads them). */
+static int fast_on(int op)
+{
+    if (fast_limit[op] <= 0)
+        return 0;
+    return gs_env_choice(GS_ENV_ENGINE) <= 0 && gs_env_number(GS_ENV_DEBUG, 0, NULL) == 0;
+}
+
+/* The input when the fast path can take it: 1 and its gs_array, else 0. */
+static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
+{
+    if (!PyArray_CheckExact(obj))
+        return 0;
+    PyArrayObject *arr = (PyArrayObject *)obj;
+    const int64_t n = PyArray_SIZE(arr);
+    if (fast_limit[op] < 0 || n > fast_limit[op] || (need_1d && PyArray_NDIM(arr) != 1) ||
+        !PyArray_ISCARRAY_RO(arr) || !PyArray_ISNOTSWAPPED(arr) || !dtype_from_numpy(PyArray_TYPE(arr), &a->dtype))
+        return 0;
+    a->data = PyArray_DATA(arr);
+    a->length = n;
+    a->stride = 1;
+    a->device = GS_HOST;
+    return 1;
+}
+
+/* Run `call` on the calling thread alone; the GIL is kept for small inputs. */
+#define FAST_RUN(n, st, call)                                                                                 \
+    do {                                                                                                      \
+        gs_cpu_request_threads(1);                                                                            \
+        if ((n) >= FAST_GIL_RELEASE_MIN) {                                                                    \
+            Py_BEGIN_ALLOW_THREADS st = (call);                                                               \
+            Py_END_ALLOW_THREADS                                                                              \
+        } else {                                                                                              \
+            st = (call);                                                                                      \
+        }                                                                                                     \
+        gs_cpu_request_threads(0);                                                                            \
+    } while (0)
+
+static void fast_note(int op, const gs_array *a, int typenum, gs_strategy used)
+{
+    fast_last = (fast_record){++call_seq, op, a->length, typenum, used};
+}
+
+/* NumPy's accumulator dtype of sum / cumsum: small ints widen to 64 bits. */
+static int fast_sum_type(gs_dtype dt)
+{
+    switch (dt) {
+    case GS_UINT8:
+    case GS_UINT16:
+    case GS_UINT32:
+    case GS_UINT64: return NPY_UINT64;
+    case GS_FLOAT16: return NPY_HALF;
+    case GS_FLOAT32: return NPY_FLOAT;
+    case GS_FLOAT64: return NPY_DOUBLE;
+    default: return NPY_INT64;
+    }
+}
+
+static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op)
+{
+    gs_array a, b, out;
+    if (!fast_on(op) || !fast_input(ao, op, op == FAST_DOT, &a) ||
+        (bo && (!fast_input(bo, op, 1, &b) || b.dtype != a.dtype || b.length != a.length)))
+        Py_RETURN_NOTIMPLEMENTED;
+    const int typenum = bo ? PyArray_TYPE((PyArrayObject *)ao) : fast_sum_type(a.dtype);
+    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
+    if (!descr)
+        return NULL;
+    union {
+        double d;
+        int64_t i;
+        char c[16];
+    } buf = {0};
+    out.data = buf.c;
+    out.length = 1;
+    out.stride = 1;
+    out.device = GS_HOST;
+    if (!dtype_from_numpy(typenum, &out.dtype)) {
+        Py_DECREF(descr);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    gs_strategy used = GS_STRATEGY_AUTO;
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->reduce(&a, bo ? &b : NULL, &out, GS_STRATEGY_AUTO, 0, NULL, &used));
+    if (!gs_done(st)) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    /* a float result that is inf or NaN goes through the general path, which
+     * owns what NumPy gives there (e.g. partial sums that overflow) */
+    int finite = 1;
+    if (out.dtype == GS_FLOAT64)
+        finite = isfinite(buf.d);
+    else if (out.dtype == GS_FLOAT32) {
+        float f;
+        memcpy(&f, buf.c, sizeof f);
+        finite = isfinite(f);
+    } else if (out.dtype == GS_FLOAT16) {
+        uint16_t h;
+        memcpy(&h, buf.c, sizeof h);
+        finite = (h & 0x7c00) != 0x7c00;
+    }
+    if (!finite) {
+        Py_DECREF(descr);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    fast_note(op, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+    PyObject *r = PyArray_Scalar(buf.c, descr, NULL);
+    Py_DECREF(descr);
+    return r;
+}
+
+static PyObject *py_fast_sum(PyObject *self, PyObject *a)
+{
+    (void)self;
+    return fast_reduce(a, NULL, FAST_SUM);
+}
+
+static PyObject *py_fast_dot(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_dot takes 2 arguments");
+        return NULL;
+    }
+    return fast_reduce(args[0], args[1], FAST_DOT);
+}
+
+static PyObject *py_fast_count_nonzero(PyObject *self, PyObject *ao)
+{
+    (void)self;
+    gs_array a;
+    if (!fast_on(FAST_COUNT_NONZERO) || !fast_input(ao, FAST_COUNT_NONZERO, 0, &a))
+        Py_RETURN_NOTIMPLEMENTED;
+    int64_t count = 0;
+    gs_array out = {&count, 1, 1, GS_INT64, GS_HOST};
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->count_nonzero(&a, NULL, &out, NULL));
+    if (!gs_done(st))
+        return NULL;
+    fast_note(FAST_COUNT_NONZERO, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
+    return PyLong_FromLongLong((long long)count);
+}
+
+/* A new 1-D NumPy array of n elements of typenum. */
+static PyArrayObject *fast_new(int64_t n, int typenum, gs_array *view)
+{
+    npy_intp dims[1] = {(npy_intp)n};
+    PyArrayObject *r = (PyArrayObject *)PyArray_SimpleNew(1, dims, typenum);
+    if (r) {
+        view->data = PyArray_DATA(r);
+        view->length = n;
+        view->stride = 1;
+        view->device = GS_HOST;
+        dtype_from_numpy(typenum, &view->dtype);
+    }
+    return r;
+}
+
+static PyObject *fast_finish(PyArrayObject *r, gs_status st, int op, const gs_array *a, int typenum,
+                             gs_strategy used)
+{
+    if (!gs_done(st)) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    fast_note(op, a, typenum, used);
+    return (PyObject *)r;
+}
+
+static PyObject *py_fast_packbits(PyObject *self, PyObject *ao)
+{
+    (void)self;
+    gs_array a, out;
+    if (!fast_on(FAST_PACKBITS) || !fast_input(ao, FAST_PACKBITS, 1, &a))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *r = fast_new((a.length + 7) / 8, NPY_UINT8, &out);
+    if (!r)
+        return NULL;
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->packbits(&a, NULL, 0, &out, NULL));
+    return fast_finish(r, st, FAST_PACKBITS, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
+}
+
+static PyObject *py_fast_cumsum(PyObject *self, PyObject *ao)
+{
+    (void)self;
+    gs_array a, out;
+    if (!fast_on(FAST_CUMSUM) || !fast_input(ao, FAST_CUMSUM, 0, &a))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *r = fast_new(a.length, fast_sum_type(a.dtype), &out);
+    if (!r)
+        return NULL;
+    gs_strategy used = GS_STRATEGY_AUTO;
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->cumsum(&a, &out, GS_STRATEGY_AUTO, NULL, &used));
+    return fast_finish(r, st, FAST_CUMSUM, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+}
+
+/* fast_histogram(a, bins, nbins): counts (int64) with a bin description the
+ * wrapper cached for this dtype, bins and range. */
+static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    gs_array a, out;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_histogram takes 2 arguments");
+        return NULL;
+    }
+    PyObject *ao = args[0], *bo = args[1];
+    if (!fast_on(FAST_HISTOGRAM) || !fast_input(ao, FAST_HISTOGRAM, 0, &a) || a.dtype == GS_BOOL)
+        Py_RETURN_NOTIMPLEMENTED;
+    bins_arg bins;
+    if (!parse_bins(bo, &bins))
+        return NULL;
+    PyArrayObject *r = fast_new(bins.b.nbins, NPY_INT64, &out);
+    if (!r) {
+        bins_release(&bins);
+        return NULL;
+    }
+    gs_strategy used = GS_STRATEGY_AUTO;
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(a.length, st, ops->histogram(&a, NULL, &bins.b, &out, GS_STRATEGY_AUTO, NULL, &used));
+    bins_release(&bins);
+    return fast_finish(r, st, FAST_HISTOGRAM, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+}
+
+/* The minimum and maximum of a contiguous integer array (bincount's
+ * argument check, as NumPy's own bincount makes it in C); 0 when they do not
+ * fit int64 (uint64 above 2^62: no fast path). */
+#define FAST_RANGE(T)                                                                                         \
+    do {                                                                                                      \
+        const T *p = (const T *)a->data;                                                                      \
+        T l = p[0], h = p[0];                                                                                 \
+        for (int64_t i = 1; i < a->length; i++) {                                                             \
+            l = p[i] < l ? p[i] : l;                                                                          \
+            h = p[i] > h ? p[i] : h;                                                                          \
+        }                                                                                                     \
+        if ((uint64_t)h > (uint64_t)INT64_MAX / 2 && (T)-1 > 0)                                               \
+            return 0;                                                                                         \
+        *lo = (int64_t)l;                                                                                     \
+        *hi = (int64_t)h;                                                                                     \
+    } while (0)
+
+static int fast_int_range(const gs_array *a, int64_t *lo, int64_t *hi)
+{
+    switch (a->dtype) {
+    case GS_INT8: FAST_RANGE(int8_t); return 1;
+    case GS_UINT8: FAST_RANGE(uint8_t); return 1;
+    case GS_INT16: FAST_RANGE(int16_t); return 1;
+    case GS_UINT16: FAST_RANGE(uint16_t); return 1;
+    case GS_INT32: FAST_RANGE(int32_t); return 1;
+    case GS_UINT32: FAST_RANGE(uint32_t); return 1;
+    case GS_INT64: FAST_RANGE(int64_t); return 1;
+    case GS_UINT64: FAST_RANGE(uint64_t); return 1;
+    default: return 0;
+    }
+}
+
+/* fast_bincount(x, minlength): np.bincount of a 1-D array of integers >= 0
+ * without weights; NotImplemented for negatives, empty input or a maximum far
+ * above the length (the general path says why or allocates with care). */
+static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    gs_array a, out;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_bincount takes 2 arguments");
+        return NULL;
+    }
+    PyObject *ao = args[0];
+    const long long minlength = PyLong_AsLongLong(args[1]);
+    if (minlength == -1 && PyErr_Occurred())
+        return NULL;
+    if (!fast_on(FAST_BINCOUNT) || !fast_input(ao, FAST_BINCOUNT, 1, &a) || a.length == 0 || minlength < 0 ||
+        a.dtype == GS_FLOAT16 || a.dtype == GS_FLOAT32 || a.dtype == GS_FLOAT64)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (a.dtype == GS_BOOL)
+        a.dtype = GS_UINT8;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    int64_t lo, hi;
+    if (!fast_int_range(&a, &lo, &hi))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (lo < 0 || hi > 4 * a.length + 65536)
+        Py_RETURN_NOTIMPLEMENTED;
+    const int64_t nbins = hi + 1 > minlength ? hi + 1 : minlength;
+    PyArrayObject *r = fast_new(nbins, NPY_INT64, &out);
+    if (!r)
+        return NULL;
+    gs_hist_bins bins;
+    memset(&bins, 0, sizeof bins);
+    bins.kind = GS_BINS_DIRECT;
+    bins.nbins = hi + 1;
+    out.length = hi + 1; /* the bins past the maximum (minlength) are zero */
+    memset(PyArray_DATA(r), 0, (size_t)nbins * 8);
+    gs_strategy used = GS_STRATEGY_AUTO;
+    gs_status st;
+    FAST_RUN(a.length, st, ops->histogram(&a, NULL, &bins, &out, GS_STRATEGY_AUTO, NULL, &used));
+    return fast_finish(r, st, FAST_BINCOUNT, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+}
+
+/* fast_config(limits): the element limit of each op (a tuple in fast_names'
+ * order; -1 or 0 turns an op's fast path off).  Returns the names. */
+static PyObject *py_fast_config(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    if (arg != Py_None) {
+        if (!PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != FAST_OPS) {
+            PyErr_Format(PyExc_ValueError, "fast_config: expected a tuple of %d limits", FAST_OPS);
+            return NULL;
+        }
+        int64_t lim[FAST_OPS];
+        for (int k = 0; k < FAST_OPS; k++) {
+            lim[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(arg, k));
+            if (lim[k] == -1 && PyErr_Occurred())
+                return NULL;
+        }
+        memcpy(fast_limit, lim, sizeof lim);
+    }
+    PyObject *names = PyTuple_New(FAST_OPS);
+    for (int k = 0; names && k < FAST_OPS; k++)
+        PyTuple_SET_ITEM(names, k, PyUnicode_FromString(fast_names[k]));
+    return names;
+}
+
+/* plan_seq(): the next number of this thread's call sequence (the general
+ * path's plans); fast_last(): (seq, op, n, dtype, strategy) of this thread's
+ * last fast call, or None. */
+static PyObject *py_plan_seq(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyLong_FromUnsignedLongLong(++call_seq);
+}
+
+static PyObject *py_fast_last(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    if (!fast_last.seq)
+        Py_RETURN_NONE;
+    PyArray_Descr *d = PyArray_DescrFromType(fast_last.typenum);
+    if (!d)
+        return NULL;
+    PyObject *r = Py_BuildValue("(KsLOs)", fast_last.seq, fast_names[fast_last.op], (long long)fast_last.n,
+                                (PyObject *)d, gs_strategy_name(fast_last.used));
+    Py_DECREF(d);
+    return r;
+}
+
+/* The dispatcher's variables through the table: (GPUSYNC_ENGINE or None for
+ * auto, GPUSYNC_CALIBRATE, GPUSYNC_DEBUG as a bool); invalid values warn
+ * (RuntimeWarning naming the variable) and read as the default. */
+static PyObject *py_env_dispatch(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    static const char *const engines[] = {"auto", "caller", "cpu", "cuda", "cpu+cuda"};
+    const int e = gs_env_choice(GS_ENV_ENGINE), c = gs_env_choice(GS_ENV_CALIBRATE);
+    const double dbg = gs_env_number(GS_ENV_DEBUG, 0, NULL);
+    if (!gs_done(GS_OK))
+        return NULL;
+    return Py_BuildValue("(ssO)", e > 0 ? engines[e] : "auto", c == 1 ? "off" : "auto", dbg != 0 ? Py_True : Py_False);
+}
+
+static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    gs_cpu_request_threads((int)(n < 0 ? 0 : n > 4096 ? 4096 : n));
+    Py_RETURN_NONE;
+}
+
+/* Test hook: the indexes of NULL slots in a backend's ops table (must be []). */
+static PyObject *py_ops_null_slots(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    if (!PyArg_ParseTuple(args, "s", &backend))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    _Static_assert(sizeof(gs_backend_ops) % sizeof(void (*)(void)) == 0, "ops: pointer-sized slots only");
+    PyObject *out = PyList_New(0);
+    const size_t n = sizeof(gs_backend_ops) / sizeof(void (*)(void));
+    for (size_t i = 0; out && i < n; i++) {
+        void (*slot)(void);
+        memcpy(&slot, (const char *)ops + i * sizeof slot, sizeof slot);
+        if (!slot) {
+            PyObject *k = PyLong_FromSize_t(i);
+            if (!k || PyList_Append(out, k) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(k);
+        }
+    }
+    return out;
+}
+
+/* Test hook: wait up to `ms` as every long wait does (polling the interrupt
+ * flag); KeyboardInterrupt when a SIGINT arrives meanwhile. */
+static PyObject *py_test_interrupt_wait(PyObject *self, PyObject *args)
+{
+    (void)self;
+    double ms;
+    if (!PyArg_ParseTuple(args, "d", &ms))
+        return NULL;
+    gs_status st = GS_OK;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec t0, t, nap = {0, 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (gs_interrupt_poll()) {
+            st = gs_interrupted();
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 >= ms)
+            break;
+        nanosleep(&nap, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    if (!gs_done(st))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The environment table (csrc/common/env.c) for docs and tests: a tuple of
+ * (name, type, default, lo, hi, choices, meaning). */
+static PyObject *py_env_table(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    const gs_env_info *t = gs_env_table();
+    PyObject *out = PyTuple_New(GS_ENV_COUNT);
+    for (int i = 0; out && i < GS_ENV_COUNT; i++) {
+        PyObject *row = Py_BuildValue("(sssddzs)", t[i].name, t[i].type, t[i].fallback, t[i].lo, t[i].hi,
+                                      t[i].choices, t[i].meaning);
+        if (!row)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, row);
+    }
+    return out;
+}
+
+/* GPUSYNC_BACKEND through the table: "cpu", "cuda" or None (unset or
+ * invalid: a RuntimeWarning names the variable). */
+static PyObject *py_env_backend(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    const int k = gs_env_choice(GS_ENV_BACKEND);
+    if (!gs_done(GS_OK))
+        return NULL;
+    if (k < 0)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(k == 0 ? "cpu" : "cuda");
+}
+
+/* Test hook: read variable `name` through the table now (its warnings
+ * surface as RuntimeWarnings); the number, or None when unset or invalid. */
+static PyObject *py_env_number(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    const gs_env_info *t = gs_env_table();
+    for (int i = 0; i < GS_ENV_COUNT; i++)
+        if (strcmp(t[i].name, name) == 0) {
+            int set = 0;
+            const double v = strcmp(t[i].type, "choice") == 0 ? gs_env_choice((gs_env_var)i)
+                                                              : gs_env_number((gs_env_var)i, 0, &set);
+            if (strcmp(t[i].type, "choice") == 0)
+                set = v >= 0;
+            if (!gs_done(GS_OK))
+                return NULL;
+            if (!set)
+                Py_RETURN_NONE;
+            return PyFloat_FromDouble(v);
+        }
+    PyErr_Format(PyExc_KeyError, "%s is not a gpusync environment variable", name);
+    return NULL;
+}
+
+static int add_names(PyObject *m, const char *attr, const char *(*name_of)(int))
+{
+    PyObject *d = PyDict_New();
+    if (!d)
+        return -1;
+    for (int c = 0; name_of(c); c++) {
+        PyObject *v = PyLong_FromLong(c);
+        if (!v || PyDict_SetItemString(d, name_of(c), v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    const int rc = PyModule_AddObjectRef(m, attr, d);
+    Py_DECREF(d);
+    return rc;
+}
+
+static const char *strategy_name_of(int c) { return c < GS_STRATEGY_COUNT ? gs_strategy_name((gs_strategy)c) : NULL; }
+
 static PyMethodDef methods[] = {
+    {"_ops_null_slots", py_ops_null_slots, METH_VARARGS, "test hook: NULL slots of a backend's ops table"},
+    {"_test_interrupt_wait", py_test_interrupt_wait, METH_VARARGS,
+     "test hook: wait `ms` polling for interrupts; KeyboardInterrupt on SIGINT"},
+    {"_env_table", py_env_table, METH_NOARGS, "the GPUSYNC_* variables: (name, type, default, lo, hi, choices, meaning)"},
+    {"env_backend", py_env_backend, METH_NOARGS, "GPUSYNC_BACKEND: 'cpu', 'cuda' or None"},
+    {"_env_number", py_env_number, METH_VARARGS, "test hook: a GPUSYNC_* variable as the C side reads it"},
+    {"fast_sum", py_fast_sum, METH_O, "fast path: sum(a) on the calling thread, or NotImplemented"},
+    {"fast_dot", (PyCFunction)(void (*)(void))py_fast_dot, METH_FASTCALL, "fast path: dot(a, b) on the calling thread, or NotImplemented"},
+    {"fast_count_nonzero", py_fast_count_nonzero, METH_O, "fast path: count_nonzero(a), or NotImplemented"},
+    {"fast_packbits", py_fast_packbits, METH_O, "fast path: packbits(a) (big bit order), or NotImplemented"},
+    {"fast_cumsum", py_fast_cumsum, METH_O, "fast path: cumsum(a) flattened, or NotImplemented"},
+    {"fast_histogram", (PyCFunction)(void (*)(void))py_fast_histogram, METH_FASTCALL, "fast path: counts of a with a bins description"},
+    {"fast_bincount", (PyCFunction)(void (*)(void))py_fast_bincount, METH_FASTCALL, "fast path: bincount(x, minlength), or NotImplemented"},
+    {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order"},
+    {"plan_seq", py_plan_seq, METH_NOARGS, "the next number of this thread's call sequence"},
+    {"fast_last", py_fast_last, METH_NOARGS, "(seq, op, n, dtype, strategy) of this thread's last fast call"},
+    {"env_dispatch", py_env_dispatch, METH_NOARGS, "(GPUSYNC_ENGINE, GPUSYNC_CALIBRATE, GPUSYNC_DEBUG) via the table"},
+    {"cpu_threads", py_cpu_threads, METH_O,
+     "cpu_threads(n): the CPU engine's threads for this thread's next calls (1: the caller alone; 0: its own choice)"},
     {"histogram", py_histogram, METH_VARARGS,
      "histogram(backend, x, weights, out, bins, strategy, stream) -> strategy used"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
@@ -728,7 +1320,6 @@ static PyMethodDef methods[] = {
      "barrier_benchmark(backend, strategy, blocks, threads, rounds, skip_block) -> dict"},
     {"cumsum", py_cumsum, METH_VARARGS, "cumsum(backend, a, out, strategy, stream) -> strategy used"},
     {"available", py_available, METH_VARARGS, "available(backend) -> (bool, reason)"},
-    {"device_count", py_device_count, METH_VARARGS, "device_count(backend) -> int"},
     {"empty_cache", py_empty_cache, METH_VARARGS, "empty_cache(backend): give cached scratch memory back"},
     {"stream_wait", py_stream_wait, METH_VARARGS,
      "stream_wait(backend, device, consumer, producer): order consumer after producer's work so far"},
@@ -740,7 +1331,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "gpusync._core", NULL, -1, methods};
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, .m_name = "gpusync._core", .m_doc = NULL, .m_size = -1, .m_methods = methods};
 
 static PyObject *new_exc(PyObject *m, const char *name, PyObject *bases, const char *doc)
 {
@@ -775,9 +1367,21 @@ PyMODINIT_FUNC PyInit__core(void)
               new_exc(m, "CooperativeLaunchError", b, "The grid cannot be co-resident or launched cooperatively.")))
         goto fail;
     Py_CLEAR(b);
-    if (PyModule_AddIntConstant(m, "HIST_BLOCK_THREADS", GS_HIST_BLOCK_THREADS) < 0 ||
-        PyModule_AddIntConstant(m, "HIST_CLUSTER_MAX", GS_HIST_CLUSTER_MAX) < 0)
+    if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
+        add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
+        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0)
         goto fail;
+    { /* threading.main_thread().ident: the thread Python runs signal handlers in */
+        PyObject *thr = PyImport_ImportModule("threading"), *mt = NULL, *id = NULL;
+        if (thr && (mt = PyObject_CallMethod(thr, "main_thread", NULL)) && (id = PyObject_GetAttrString(mt, "ident")))
+            main_thread_ident = PyLong_AsUnsignedLong(id);
+        Py_XDECREF(id);
+        Py_XDECREF(mt);
+        Py_XDECREF(thr);
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    gs_set_interrupt_hook(interrupt_hook);
     return m;
 fail:
     Py_XDECREF(b);

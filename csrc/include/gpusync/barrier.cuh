@@ -27,7 +27,14 @@
  *             root; the last at the root publishes the round in the
  *             generation word, which every block polls.  Arrival contention
  *             is spread over the groups instead of one address.
- * (The fourth, cooperative groups' this_grid().sync(), needs no words.)
+ *   flat      ours: lock's one monotone counter with the fences folded into
+ *             the atomics -- one red.release.gpu arrival per block, one
+ *             thread per block polling with ld.acquire.gpu (no nanosleep,
+ *             the %globaltimer time-out checked every 16 polls).  Also in a
+ *             split-phase form: barrier_flat_arrive(), work that does not
+ *             read the other blocks' data, barrier_flat_wait() -- the work
+ *             hides the barrier's latency.
+ * (The fifth, cooperative groups' this_grid().sync(), needs no words.)
  *
  * Self-contained (no host headers): compiles under NVRTC too.
  */
@@ -62,14 +69,18 @@ __device__ __forceinline__ bool wait_until(Ready ready, int *error, unsigned lon
 {
     if (ready())
         return true;
-    const unsigned long long start = globaltimer_ns();
+    unsigned long long start = globaltimer_ns(), last = start;
     for (unsigned spins = 0;; spins++) {
         if (ready())
             return true;
         if ((spins & 15) == 15) {
             if (load_relaxed(error))
                 return false;
-            if (globaltimer_ns() - start > timeout_ns) {
+            const unsigned long long now = globaltimer_ns();
+            if (now - last > GPUSYNC_SPIN_GAP_NS) /* we were not running (time-sliced): does not count */
+                start += now - last;
+            last = now;
+            if (now - start > timeout_ns) {
                 atomicExch(error, 1);
                 return false;
             }
@@ -94,6 +105,52 @@ __device__ __forceinline__ bool barrier_lock(unsigned *count, unsigned &goal, in
         fence_acq_rel_gpu(); /* acquire: the others' writes before ours are read */
     }
     return !__syncthreads_or(!ok);
+}
+
+namespace detail {
+__device__ __forceinline__ void red_release_add(unsigned *p, unsigned v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned load_acquire_u(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+} // namespace detail
+
+/* flat, split phase.  `goal` is a per-block register starting at 0 (every
+ * thread keeps the same value); `count` starts at 0 before the launch and is
+ * never reset (wrap-safe comparison).  arrive: the whole block has finished
+ * the writes the others will read (__syncthreads), then thread 0 adds 1 with
+ * release semantics at GPU scope.  Between arrive and wait the block may do
+ * anything that neither reads what the others wrote before the barrier nor
+ * writes what they read after it. */
+__device__ __forceinline__ void barrier_flat_arrive(unsigned *count, unsigned &goal)
+{
+    goal += gridDim.x;
+    __syncthreads();
+    if (threadIdx.x == 0)
+        detail::red_release_add(count, 1u);
+}
+
+/* wait: thread 0 polls with acquire loads until every block has arrived;
+ * the block's __syncthreads_or passes the acquire on and spreads a time-out. */
+__device__ __forceinline__ bool barrier_flat_wait(const unsigned *count, unsigned goal, int *error,
+                                                  unsigned long long timeout_ns = GPUSYNC_SPIN_TIMEOUT_NS)
+{
+    bool ok = true;
+    if (threadIdx.x == 0)
+        ok = detail::wait_until([&] { return (int)(detail::load_acquire_u(count) - goal) >= 0; }, error, timeout_ns);
+    return !__syncthreads_or(!ok);
+}
+
+__device__ __forceinline__ bool barrier_flat(unsigned *count, unsigned &goal, int *error,
+                                             unsigned long long timeout_ns = GPUSYNC_SPIN_TIMEOUT_NS)
+{
+    barrier_flat_arrive(count, goal);
+    return barrier_flat_wait(count, goal, error, timeout_ns);
 }
 
 /* Seed 000's lock-free barrier.  arrival and release hold gridDim.x words;

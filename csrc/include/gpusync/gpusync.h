@@ -30,7 +30,8 @@ typedef enum gs_status {
     GS_ERR_OVERFLOW = 6,         /* a count or size would overflow its type */
     GS_ERR_DEADLOCK = 7,         /* a bounded spin loop timed out */
     GS_ERR_NO_COOPERATIVE = 8,   /* cooperative launch unavailable or grid not co-resident */
-    GS_ERR_CUDA = 9              /* any other CUDA runtime error; message has its text */
+    GS_ERR_CUDA = 9,             /* any other CUDA runtime error; message has its text */
+    GS_ERR_INTERRUPTED = 10      /* stopped by an interrupt (SIGINT): KeyboardInterrupt */
 } gs_status;
 
 typedef enum gs_dtype {
@@ -83,6 +84,7 @@ typedef enum gs_strategy {
     GS_STRATEGY_LOCKFREE,    /* seed 000's arrival/release arrays */
     GS_STRATEGY_COOPERATIVE, /* cooperative groups grid.sync() */
     GS_STRATEGY_SENSE,       /* ours: hierarchical sense-reversing */
+    GS_STRATEGY_FLAT,        /* ours: one monotone counter, red.release arrivals, ld.acquire polls */
     GS_STRATEGY_COUNT
 } gs_strategy;
 
@@ -105,7 +107,12 @@ typedef enum gs_bins_kind {
     GS_BINS_UNIFORM = 2,
     /* Sorted edges (nbins + 1 doubles, non-decreasing): bin k holds
      * edges[k] <= x < edges[k+1], the last bin is closed, NaN is dropped. */
-    GS_BINS_EDGES = 3
+    GS_BINS_EDGES = 3,
+    /* 64-bit integer inputs against integer edges, compared exactly (NumPy
+     * compares them in int64 / uint64): `edges` holds nbins + 1 8-byte
+     * entries that are the int64 edges (int64 input) or uint64 edges (uint64
+     * input), non-decreasing; the rules are GS_BINS_EDGES'. */
+    GS_BINS_EDGES_INT = 4
 } gs_bins_kind;
 
 typedef struct gs_hist_bins {
@@ -122,7 +129,8 @@ typedef struct gs_hist_bins {
      * correction.  0.5 (or more) makes every estimate go through the edges. */
     double start, step, stop, scale, margin;
     int arith_f32, edges_f32;
-    /* GS_BINS_EDGES: nbins + 1 entries, host memory */
+    /* GS_BINS_EDGES (doubles), GS_BINS_EDGES_INT (int64/uint64 bits):
+     * nbins + 1 entries, host memory */
     const double *edges;
 } gs_hist_bins;
 
@@ -176,7 +184,6 @@ typedef struct gs_backend_ops {
     /* Nonzero when the backend can run here (a driver and a device for CUDA);
      * otherwise a reason is left in gs_last_error(). */
     int (*available)(void);
-    int (*device_count)(void);
     gs_status (*device_info)(int ordinal, gs_device_info *info);
     /* The device that owns a pointer, or GS_HOST for host or unknown memory. */
     int (*pointer_device)(const void *p);
@@ -289,8 +296,11 @@ typedef struct gs_backend_ops {
     gs_status (*empty_cache)(void);
 } gs_backend_ops;
 
+/* The counter demo's kinds (gs_backend_ops.counter). */
+enum { GS_COUNTER_RACE = 0, GS_COUNTER_ATOMIC = 1, GS_COUNTER_MUTEX = 2 };
+
 /* binned_statistic's statistics (scipy.stats.binned_statistic's names; var
- * is std squared). */
+ * is std squared).  Exported to Python as _core.STATISTICS (name -> code). */
 enum {
     GS_STAT_COUNT = 0,
     GS_STAT_SUM,
@@ -302,11 +312,87 @@ enum {
     GS_STAT_KINDS
 };
 
-/* How long a device or CPU spin loop waits before it gives up (GS_ERR_DEADLOCK):
- * GPUSYNC_SPIN_TIMEOUT_MS in the environment, else 1000 ms. */
+/* How long a device or CPU spin loop may see no progress before it gives up
+ * (GS_ERR_DEADLOCK): GPUSYNC_SPIN_TIMEOUT_MS (see docs/environment.md), at
+ * least GS_SPIN_TIMEOUT_MIN_MS; 1000 ms by default. */
 int64_t gs_spin_timeout_ns(void);
+#define GS_SPIN_TIMEOUT_MIN_MS 10.0
+
+/* ---- Environment: every GPUSYNC_* variable in one table (csrc/common/env.c),
+ * each parsed and checked against its range in one place.  An invalid value
+ * warns once (naming the variable) and the default is used.  Values are read
+ * at use, so a changed value takes effect at the next call (benchmark sweeps
+ * rely on it); the parse is redone only when the text changed. */
+typedef enum gs_env_var {
+    GS_ENV_BACKEND = 0,     /* string: cpu | cuda */
+    GS_ENV_SPIN_TIMEOUT_MS, /* float */
+    GS_ENV_NUM_THREADS,
+    GS_ENV_DEBUG,
+    GS_ENV_POOL_KEEP_MB,
+    GS_ENV_HIST_GRID,
+    GS_ENV_HIST_REPLICAS,
+    GS_ENV_REDUCE_GRID,
+    GS_ENV_NO_STAGING,
+    GS_ENV_STAGE_THREADS,
+    GS_ENV_STAGE_SPIN_US,
+    GS_ENV_STAGE_UNIT_KB,
+    GS_ENV_STAGE_SPLIT,
+    GS_ENV_STAGE_D2H_SPLIT,
+    GS_ENV_STAGE_UNITS,
+    GS_ENV_STAGE_NT,
+    GS_ENV_REDUCE_SMALL_BYTES,
+    GS_ENV_BARRIER_VERIFY,
+    GS_ENV_ENGINE,    /* choice: auto | caller | cpu | cuda | cpu+cuda (the dispatcher) */
+    GS_ENV_CALIBRATE, /* choice: auto | off */
+    GS_ENV_COUNT
+} gs_env_var;
+
+typedef struct gs_env_info {
+    const char *name;    /* "GPUSYNC_..." */
+    const char *type;    /* "int", "float", "flag" or "choice" */
+    const char *fallback; /* the default, as text ("" = unset: the built-in choice) */
+    double lo, hi;       /* valid range (int, float) */
+    const char *choices; /* choice: the valid values, '|'-separated */
+    const char *meaning;
+} gs_env_info;
+
+const gs_env_info *gs_env_table(void);
+/* The variable's value: set and valid -> its value; else `dflt` (an invalid
+ * value warns once).  *set (may be NULL) says whether a valid value was set. */
+double gs_env_number(gs_env_var v, double dflt, int *set);
+/* choice variables: the index of the value in `choices`, or -1 (unset or invalid). */
+int gs_env_choice(gs_env_var v);
+/* The next pending warning about an environment variable (cleared as it is
+ * taken): 1 and the text in buf, or 0 when none.  The binding turns these
+ * into Python RuntimeWarnings after each call. */
+int gs_env_take_warning(char *buf, size_t len);
+
+/* ---- Interrupts (csrc/common/interrupt.c): one flag both engines poll.
+ * The binding installs a poll hook that checks for a pending signal
+ * (PyErr_CheckSignals under the GIL); long waits call gs_interrupt_poll()
+ * from the calling thread at least every GS_INTERRUPT_POLL_MS, which runs the
+ * hook (rate-limited) and raises the process-wide flag when it fires.  Worker
+ * threads (the CPU pool) and the CUDA wait loops read the flag with
+ * gs_interrupt_requested() (one relaxed atomic load).  A call that stops for
+ * it returns GS_ERR_INTERRUPTED after its work is drained; the binding
+ * clears the flag (gs_interrupt_clear) when it raises KeyboardInterrupt. */
+#define GS_INTERRUPT_POLL_MS 50
+typedef int (*gs_interrupt_hook)(void);
+void gs_set_interrupt_hook(gs_interrupt_hook hook);
+void gs_request_interrupt(void);   /* raise the flag (async-signal-safe) */
+int gs_interrupt_requested(void);  /* the flag, any thread, cheap */
+int gs_interrupt_poll(void);       /* calling thread: run the hook when due; then the flag */
+void gs_interrupt_clear(void);
+gs_status gs_interrupted(void); /* gs_fail(GS_ERR_INTERRUPTED, ...) */
 
 const gs_backend_ops *gs_cpu_backend(void);
+/* The CPU engine's thread count for the calling thread's following calls,
+ * chosen by the Python dispatcher's cost model: 1 runs on the calling thread
+ * alone (no hand-off), k > 1 on k pool threads, 0 the engine's own choice. */
+void gs_cpu_request_threads(int nthreads);
+/* The request for n items (capped by GPUSYNC_NUM_THREADS and n), or 0 when
+ * none: the engine's thread-count choice asks this first (csrc/cpu/request.c). */
+int gs_cpu_requested_threads(int64_t n);
 const gs_backend_ops *gs_cuda_backend(void);
 
 /* Which strategy `auto` picks: a pure function of the problem's shape and the
@@ -336,6 +422,14 @@ gs_dtype gs_cumsum_dtype(gs_dtype in);
 gs_status gs_scan_resolve(gs_strategy *s, gs_dtype in, gs_dtype out);
 
 const char *gs_strategy_name(gs_strategy s);
+/* NumPy's names of the gs_dtype codes, of gs_bins_kind and of the GS_STAT_*
+ * codes ("float32", "uniform", "mean"); NULL past the last.  The binding
+ * exports them as _core.DTYPES, BINS_KINDS, STATISTICS (name -> code), and
+ * the strategies as _core.STRATEGIES: the one copy Python reads. */
+const char *gs_dtype_name(int code);
+const char *gs_bins_kind_name(int code);
+const char *gs_statistic_name(int code);
+const char *gs_counter_kind_name(int code); /* _core.COUNTER_KINDS */
 /* GS_STRATEGY_COUNT when the name is unknown. */
 gs_strategy gs_strategy_from_name(const char *name);
 size_t gs_dtype_size(gs_dtype dt);

@@ -65,6 +65,14 @@ __device__ __forceinline__ void fence_acq_rel_block() { asm volatile("fence.acq_
 /* A relaxed read that is never cached in a register across iterations. */
 __device__ __forceinline__ int load_relaxed(const int *p) { return *(const volatile int *)p; }
 
+/* Gaps longer than this between two looks at the clock mean the waiter
+ * itself was not running (the GPU time-sliced to another context, a
+ * debugger): they do not count toward a time-out, which measures time the
+ * waiter watched without progress. */
+#ifndef GPUSYNC_SPIN_GAP_NS
+#define GPUSYNC_SPIN_GAP_NS 1000000ull /* 1 ms */
+#endif
+
 namespace detail {
 /* The lock word counts hand-overs: even = free, odd = held.  Taking it is a
  * compare-and-swap g -> g + 1 (g even); releasing it an exchange to g + 2.
@@ -79,7 +87,7 @@ __device__ __forceinline__ bool spin_take(int *m, int *error, unsigned long long
             return true;
         seen = load_relaxed(m);
     }
-    unsigned long long start = globaltimer_ns();
+    unsigned long long start = globaltimer_ns(), last = start;
     unsigned backoff = 16;
     for (;;) {
         if (!(seen & 1) && atomicCAS(m, seen, seen + 1) == seen)
@@ -91,6 +99,9 @@ __device__ __forceinline__ bool spin_take(int *m, int *error, unsigned long long
             backoff *= 2;
         const int now_seen = load_relaxed(m);
         const unsigned long long now = globaltimer_ns();
+        if (now - last > GPUSYNC_SPIN_GAP_NS) /* we were not running: not the holder's fault */
+            start += now - last;
+        last = now;
         if (now_seen != seen) { /* the lock moved: not stuck */
             seen = now_seen;
             start = now;

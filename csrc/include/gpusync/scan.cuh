@@ -19,7 +19,7 @@
  * scan uses: an aligned 16-byte access is one transaction on NVIDIA GPUs).
  * Descriptors must be zero (TILE_EMPTY) before the launch.
  *
- * Every wait is bounded: after `timeout_ns` (%globaltimer) the look-back sets
+ * Every wait is bounded: after `timeout_ns` (%globaltimer) without progress the look-back sets
  * *error and returns false; a set *error makes every waiter leave at once.
  *
  * Written for independent thread scheduling (*_sync intrinsics, full masks);
@@ -127,14 +127,27 @@ __device__ __forceinline__ bool tile_lookback(const tile_desc *desc, long long t
         /* before tile 0: nothing to add, as if a prefix of 0 */
         tile_desc d = i >= 0 ? detail::load_desc(desc + i) : make_ulonglong2(0ull, (unsigned long long)TILE_PREFIX);
         if (__any_sync(0xffffffffu, d.y == TILE_EMPTY)) {
-            const unsigned long long start = globaltimer_ns();
+            /* the time-out counts time without progress: a tile of the
+             * window publishing resets it, and gaps in which this warp did
+             * not run (time-slicing) do not count */
+            unsigned long long start = globaltimer_ns(), last = start;
+            unsigned seen = __ballot_sync(0xffffffffu, d.y != TILE_EMPTY);
             unsigned ns = 32;
             do {
                 __nanosleep(ns);
                 ns = ns < 512 ? ns * 2 : ns;
                 if (i >= 0 && d.y == TILE_EMPTY)
                     d = detail::load_desc(desc + i);
-                const bool late = globaltimer_ns() - start > timeout_ns || load_relaxed(error);
+                const unsigned long long now = globaltimer_ns();
+                if (now - last > GPUSYNC_SPIN_GAP_NS)
+                    start += now - last;
+                last = now;
+                const unsigned have = __ballot_sync(0xffffffffu, d.y != TILE_EMPTY);
+                if (have != seen) {
+                    seen = have;
+                    start = now;
+                }
+                const bool late = now - start > timeout_ns || load_relaxed(error);
                 if (__any_sync(0xffffffffu, late)) {
                     if (lane == 0)
                         atomicExch(error, 1);

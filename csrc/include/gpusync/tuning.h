@@ -70,6 +70,22 @@
  * each reduced in a fixed order to one partial, the partials in a fixed
  * order -- the same bits whatever the grid, strategy or device. */
 #define GS_REDUCE_TILE 16384
+/* Strategy auto on device inputs of at most this many bytes (both arrays
+ * of a dot; H100, graph replay: 2.9 us for 10^4 float32 against 5.8 us for
+ * memset + kernel): one block of GS_REDUCE_SMALL_THREADS threads, no
+ * workspace, no memset, no second step -- launch latency dominates there.
+ * GPUSYNC_REDUCE_SMALL_BYTES overrides (threshold sweeps).  With
+ * deterministic=True the one-block path takes up to GS_REDUCE_SMALL_TILES
+ * tiles (it adds them in the tile order of the multi-block path). */
+#define GS_REDUCE_SMALL_BYTES (64 * 1024)
+#define GS_REDUCE_SMALL_THREADS 1024
+/* With thread-block clusters (sm_90 on): up to this many bytes go to one
+ * cluster of ceil(bytes / GS_REDUCE_SMALL_BYTES) blocks, at most
+ * GS_REDUCE_CLUSTER_MAX (the portable cluster size), still one launch with
+ * no workspace. */
+#define GS_REDUCE_CLUSTER_BYTES (64 * 1024) /* H100: a cluster launch costs more than a second kernel (4.5 against 3.7 us at 128-512 KB) */
+#define GS_REDUCE_CLUSTER_MAX 8
+#define GS_REDUCE_SMALL_TILES 1
 /* Freed scratch memory gpusync's device pool keeps across synchronizations
  * (GPUSYNC_POOL_KEEP_MB overrides; gs.empty_cache() trims it): enough for
  * the staging chunks of a two-array call, so repeated calls do not map

@@ -1,13 +1,15 @@
-"""Sweep replicas x grid for small u8 histograms (device time, graph replay)."""
+"""Sweep replicas x grid for small u8 histograms (device time, graph replay):
+benchmarks/results/tune_small.txt.
+
+    python -m benchmarks.probes.tune_small     (on a GPU machine)
+"""
 import os
-import sys
 
 import cupy as cp
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpusync as gs  # noqa: E402
-from benchmarks.histogram import Timer, seed_text_host  # noqa: E402
+import gpusync as gs
+from benchmarks.histogram import Timer, seed_text_host
 
 gs.use_backend("cuda")
 timer = Timer(cp)

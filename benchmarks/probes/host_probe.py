@@ -2,16 +2,16 @@
 environment knobs read once -- e.g. GPUSYNC_POOL_KEEP_MB -- can be compared
 across runs), and of the same text histogram from pinned memory (direct DMA,
 no staging) and from a device array: how far staging is from its floor.
-python scripts/host_probe.py"""
-import os
+
+    python -m benchmarks.probes.host_probe     (on a GPU machine)
+"""
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpusync as gs  # noqa: E402
-from benchmarks.histogram import seed_text_host  # noqa: E402
-from benchmarks.host import wall_ms  # noqa: E402
+import gpusync as gs
+from benchmarks.histogram import seed_text_host
+from benchmarks.host import wall_ms
 
 
 t = seed_text_host()

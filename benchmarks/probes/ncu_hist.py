@@ -1,12 +1,11 @@
 """One launch of each histogram case that falls short of the read ceiling, for
-`ncu` (scripts/gpu-check.sh runs it with the SpeedOfLight section)."""
-import os
-import sys
+`ncu` (scripts/gpu-check.sh runs it with the SpeedOfLight section):
 
+    ncu --section SpeedOfLight -k regex:hist_ python -m benchmarks.probes.ncu_hist
+"""
 import cupy as cp
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpusync as gs  # noqa: E402
+import gpusync as gs
 
 gs.use_backend("cuda")
 f = cp.random.random(1 << 28, dtype=cp.float32)

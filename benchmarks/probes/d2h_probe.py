@@ -1,15 +1,15 @@
 """The host cumsum (staged in and out) under the device->host staging knobs,
 against first-touch writes of 512 MB on this host and CuPy's .get().
-python scripts/d2h_probe.py on a GPU machine."""
+
+    python -m benchmarks.probes.d2h_probe      (on a GPU machine)
+"""
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpusync as gs  # noqa: E402
-from benchmarks.host import wall_ms  # noqa: E402
+import gpusync as gs
+from benchmarks.host import wall_ms
 
 
 def w(fn):

@@ -1,0 +1,237 @@
+/*
+ * Every GPUSYNC_* environment variable in one table: name, type, default,
+ * valid range, meaning.  docs/environment.md is the user-facing copy of this
+ * table (tests/test_env.py checks that every row is documented there).
+ *
+ * A value is parsed where it is used (gs_env_number / gs_env_choice), but
+ * only when its text changed since the last parse, so benchmark sweeps that
+ * set a variable between calls keep working and a hot path pays one getenv
+ * and a string compare.  An invalid value (not a number, outside the range,
+ * not one of the choices) gives one warning naming the variable, queued for
+ * the binding to raise as a Python RuntimeWarning, and the default is used.
+ */
+#include "gpusync/gpusync.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const gs_env_info table[GS_ENV_COUNT] = {
+    [GS_ENV_BACKEND] = {.name = "GPUSYNC_BACKEND", .type = "choice", .fallback = "",
+                        .choices = "cpu|cuda",
+                        .meaning = "the backend to start on (default: cuda when it can run, else cpu); cuda where "
+                                   "it cannot run warns once and uses cpu"},
+    [GS_ENV_SPIN_TIMEOUT_MS] = {.name = "GPUSYNC_SPIN_TIMEOUT_MS", .type = "float", .fallback = "1000",
+                                .lo = GS_SPIN_TIMEOUT_MIN_MS, .hi = 86400000.0,
+                                .meaning = "how long a spin loop (mutex, grid barrier, look-back, CPU spin barrier) "
+                                           "may see no progress before it raises DeadlockError; smaller values "
+                                           "are raised to the minimum with a warning"},
+    [GS_ENV_NUM_THREADS] = {.name = "GPUSYNC_NUM_THREADS", .type = "int", .fallback = "",
+                            .lo = 1, .hi = 256, .meaning = "CPU backend threads (default: the online CPUs, at most 256)"},
+    [GS_ENV_DEBUG] = {.name = "GPUSYNC_DEBUG", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
+                      .meaning = "1: print each call's plan (gs.last_plan()), each CUDA call's launch shape and the "
+                                 "strategy auto chose on stderr"},
+    [GS_ENV_POOL_KEEP_MB] = {.name = "GPUSYNC_POOL_KEEP_MB", .type = "int", .fallback = "1024", .lo = 0,
+                             .hi = 1048576,
+                             .meaning = "MiB of freed device scratch memory each device's pool keeps (read when "
+                                        "the pool is made)"},
+    [GS_ENV_HIST_GRID] = {.name = "GPUSYNC_HIST_GRID", .type = "int", .fallback = "", .lo = 1,
+                          .hi = 2147483647.0, .meaning = "benchmarks: force the histogram kernels' block count"},
+    [GS_ENV_HIST_REPLICAS] = {.name = "GPUSYNC_HIST_REPLICAS", .type = "int", .fallback = "", .lo = 1, .hi = 32,
+                              .meaning = "tuning: cap the shared strategy's replicas per bin"},
+    [GS_ENV_REDUCE_GRID] = {.name = "GPUSYNC_REDUCE_GRID", .type = "int", .fallback = "", .lo = 1,
+                            .hi = 2147483647.0,
+                            .meaning = "benchmarks: force sum/dot's block count (not for grid or deterministic)"},
+    [GS_ENV_NO_STAGING] = {.name = "GPUSYNC_NO_STAGING", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
+                           .meaning = "1: copy host inputs with plain cudaMemcpy instead of the staging crew"},
+    [GS_ENV_STAGE_THREADS] = {.name = "GPUSYNC_STAGE_THREADS", .type = "int", .fallback = "", .lo = 1, .hi = 256,
+                              .meaning = "host threads of the staging crew (default: 16, at most CPUs - 1)"},
+    [GS_ENV_STAGE_SPIN_US] = {.name = "GPUSYNC_STAGE_SPIN_US", .type = "int", .fallback = "", .lo = 0,
+                              .hi = 1000000, .meaning = "how long an idle crew thread spins before it sleeps"},
+    [GS_ENV_STAGE_UNIT_KB] = {.name = "GPUSYNC_STAGE_UNIT_KB", .type = "int", .fallback = "", .lo = 4,
+                              .hi = 2048, .meaning = "the smallest staging unit (one DMA) in KiB (at most the 2 MiB slot)"},
+    [GS_ENV_STAGE_SPLIT] = {.name = "GPUSYNC_STAGE_SPLIT", .type = "int", .fallback = "", .lo = 1, .hi = 64,
+                            .meaning = "host-to-device: crew pieces per staging unit"},
+    [GS_ENV_STAGE_D2H_SPLIT] = {.name = "GPUSYNC_STAGE_D2H_SPLIT", .type = "int", .fallback = "1", .lo = 1,
+                                .hi = 64, .meaning = "device-to-host: crew pieces per staging unit"},
+    [GS_ENV_STAGE_UNITS] = {.name = "GPUSYNC_STAGE_UNITS", .type = "int", .fallback = "", .lo = 1, .hi = 1024,
+                            .meaning = "units one copy is cut into (before the unit-size bounds)"},
+    [GS_ENV_STAGE_NT] = {.name = "GPUSYNC_STAGE_NT", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
+                         .meaning = "1: the crew copies with streaming (non-temporal) stores"},
+    [GS_ENV_REDUCE_SMALL_BYTES] = {.name = "GPUSYNC_REDUCE_SMALL_BYTES", .type = "int", .fallback = "", .lo = 0,
+                                   .hi = 2147483647.0,
+                                   .meaning = "tuning: device sum/dot inputs of at most this many bytes run as one "
+                                              "block (strategy auto)"},
+    [GS_ENV_BARRIER_VERIFY] = {.name = "GPUSYNC_BARRIER_VERIFY", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
+                               .meaning = "benchmarks: 0 leaves out barrier_benchmark's verifying reads (the bare "
+                                          "barrier's cost)"},
+    [GS_ENV_ENGINE] = {.name = "GPUSYNC_ENGINE", .type = "choice", .fallback = "auto",
+                       .choices = "auto|caller|cpu|cuda|cpu+cuda",
+                       .meaning = "force the engine of NumPy-input calls (docs/dispatch.md): the calling thread, "
+                                  "the CPU pool, the GPU or both; auto: the cost model picks"},
+    [GS_ENV_CALIBRATE] = {.name = "GPUSYNC_CALIBRATE", .type = "choice", .fallback = "auto", .choices = "auto|off",
+                          .meaning = "off: no quick measurement of the machine constants on first need (defaults "
+                                     "unless python -m gpusync calibrate cached them)"},
+};
+
+const gs_env_info *gs_env_table(void) { return table; }
+
+typedef struct {
+    char raw[128]; /* the text last parsed ("" = unset) */
+    int parsed;
+    int valid;
+    double value;
+} env_cache;
+
+static env_cache cache[GS_ENV_COUNT];
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+static char pending[4][320];
+static int npending;
+
+static void warn_locked(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void warn_locked(const char *fmt, ...)
+{
+    if (npending == 4)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pending[npending], sizeof pending[0], fmt, ap);
+    va_end(ap);
+    __atomic_store_n(&npending, npending + 1, __ATOMIC_RELEASE);
+}
+
+int gs_env_take_warning(char *buf, size_t len)
+{
+    if (__atomic_load_n(&npending, __ATOMIC_ACQUIRE) == 0) /* every call asks: no lock when none */
+        return 0;
+    pthread_mutex_lock(&env_lock);
+    int got = npending > 0;
+    if (got) {
+        snprintf(buf, len, "%s", pending[0]);
+        memmove(pending[0], pending[1], sizeof pending[0] * (size_t)(npending - 1));
+        __atomic_store_n(&npending, npending - 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&env_lock);
+    return got;
+}
+
+/* `choice` variables: index in the '|'-list, -1 if absent. */
+static int choice_index(const char *choices, const char *v)
+{
+    int i = 0;
+    for (const char *p = choices;; i++) {
+        const char *bar = strchr(p, '|');
+        const size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (strlen(v) == n && strncmp(p, v, n) == 0)
+            return i;
+        if (!bar)
+            return -1;
+        p = bar + 1;
+    }
+}
+
+/* Parse entry v's current text into its cache (under env_lock). */
+static const env_cache *lookup_locked(gs_env_var v)
+{
+    const gs_env_info *e = &table[v];
+    env_cache *c = &cache[v];
+    const char *s = getenv(e->name);
+    if (!s)
+        s = "";
+    if (c->parsed && strncmp(c->raw, s, sizeof c->raw) == 0)
+        return c;
+    snprintf(c->raw, sizeof c->raw, "%s", s);
+    c->parsed = 1;
+    c->valid = 0;
+    /* trim blanks */
+    char t[128];
+    while (*s == ' ' || *s == '\t')
+        s++;
+    snprintf(t, sizeof t, "%s", s);
+    for (size_t n = strlen(t); n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t' || t[n - 1] == '\n'); n--)
+        t[n - 1] = 0;
+    if (!t[0])
+        return c;
+    if (strcmp(e->type, "choice") == 0) {
+        for (char *p = t; *p; p++)
+            if (*p >= 'A' && *p <= 'Z')
+                *p = (char)(*p - 'A' + 'a');
+        const int k = choice_index(e->choices, t);
+        if (k < 0)
+            warn_locked("%s=%s is not one of %s: ignored", e->name, c->raw, e->choices);
+        c->valid = k >= 0;
+        c->value = k;
+        return c;
+    }
+    char *end;
+    errno = 0;
+    const double x = strtod(t, &end);
+    const int is_int = strcmp(e->type, "float") != 0;
+    if (end == t || *end || errno == ERANGE || !isfinite(x) || (is_int && x != floor(x))) {
+        warn_locked("%s=%s is not %s: using the default%s%s", e->name, c->raw, is_int ? "an integer" : "a number",
+                    e->fallback[0] ? " " : "", e->fallback);
+        return c;
+    }
+    if (v == GS_ENV_SPIN_TIMEOUT_MS && x > 0 && x < e->lo) { /* clamp: documented minimum */
+        warn_locked("%s=%s is below the minimum of %g ms (the time-out counts wall-clock time without progress, "
+                    "and a loaded machine can stall a waiter that long): using %g ms",
+                    e->name, c->raw, e->lo, e->lo);
+        c->valid = 1;
+        c->value = e->lo;
+        return c;
+    }
+    if (x < e->lo || x > e->hi) {
+        warn_locked("%s=%s is outside [%g, %g]: using the default%s%s", e->name, c->raw, e->lo, e->hi,
+                    e->fallback[0] ? " " : "", e->fallback);
+        return c;
+    }
+    c->valid = 1;
+    c->value = x;
+    return c;
+}
+
+/* Per-thread copies: a lookup whose text has not changed takes no lock (the
+ * cost of the getenv it replaces: hot loops such as the CPU counter demo
+ * read the spin time-out per lock). */
+static _Thread_local env_cache mine[GS_ENV_COUNT];
+
+static env_cache lookup(gs_env_var v)
+{
+    const char *s = getenv(table[v].name);
+    env_cache *m = &mine[v];
+    if (m->parsed && strncmp(m->raw, s ? s : "", sizeof m->raw) == 0)
+        return *m;
+    pthread_mutex_lock(&env_lock);
+    *m = *lookup_locked(v);
+    pthread_mutex_unlock(&env_lock);
+    return *m;
+}
+
+double gs_env_number(gs_env_var v, double dflt, int *set)
+{
+    const env_cache c = lookup(v);
+    const int ok = c.valid;
+    const double x = c.value;
+    if (set)
+        *set = ok;
+    return ok ? x : dflt;
+}
+
+int gs_env_choice(gs_env_var v)
+{
+    const env_cache c = lookup(v);
+    return c.valid ? (int)c.value : -1;
+}
+
+int64_t gs_spin_timeout_ns(void)
+{
+    return (int64_t)(gs_env_number(GS_ENV_SPIN_TIMEOUT_MS, 1000.0, NULL) * 1e6);
+}

@@ -1,0 +1,199 @@
+"""The cost model: predicted time of each engine for one call.
+
+A pure function of the call's shape -- op, dtype, element count, bin count,
+contiguity, where the input lives -- and of the machine constants
+(:class:`Machine`, measured by ``python -m gpusync calibrate``).  No state,
+no I/O: tests inject constants and assert on the choice.
+
+Candidates (host input):
+
+``caller``    the CPU engine on the calling thread alone: no hand-off.
+``cpu``       the CPU engine's pool on T threads: hand-off + the slower of
+              memory (bytes / host read bandwidth at T threads) and compute
+              (elements / (T x per-thread rate of the op)).
+``cuda``      the GPU: launch + sync latency, the host bytes over PCIe (the
+              staging pipeline overlaps the copy with the kernel, so the
+              slower of copy and kernel counts), the results back (D2H).
+``cpu+cuda``  both on disjoint parts of the flat input, the GPU's share sized
+              so that both finish together, plus the merge of the results.
+
+Device input: ``cuda`` only (it stays on its device).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+# ops whose results merge by addition, so that two engines can share them
+SPLITTABLE = frozenset({"histogram", "bincount", "sum", "dot", "count_nonzero"})
+
+# Per-thread compute rate of the CPU engine (elements / s) for each op, and
+# the GPU kernel's element rate: defaults, replaced by calibrated values.
+_CPU_RATE = {"sum": 1.5e9, "dot": 1.0e9, "count_nonzero": 2.0e9, "packbits": 1.0e9, "cumsum": 6.0e8,
+             "histogram": 3.0e8, "bincount": 4.0e8, "binned_statistic": 8.0e7, "minmax": 1.0e9}
+_GPU_RATE = {"sum": 2.0e11, "dot": 1.5e11, "count_nonzero": 2.0e11, "packbits": 2.0e11, "cumsum": 1.0e11,
+             "histogram": 6.0e10, "bincount": 6.0e10, "binned_statistic": 2.0e10, "minmax": 2.0e11}
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+    """Machine constants (SI units: seconds, bytes per second, elements per second).
+
+    ``host_bw`` maps a thread count to the host memory read bandwidth with
+    that many threads (a plain parallel read); counts in between interpolate.
+    ``cpu_rate`` / ``gpu_rate`` map an op to its per-thread (CPU) or whole-GPU
+    element rate when not memory bound.  ``gpu`` False: no CUDA here.
+    """
+
+    cores: int = 1
+    host_bw: tuple = ((1, 8e9),)
+    call_overhead: float = 1.0e-6  # Python + C entry of one CPU-engine call
+    handoff: float = 20e-6  # waking the pool and joining it (per call)
+    handoff_per_thread: float = 1e-6
+    cpu_rate: tuple = tuple(sorted(_CPU_RATE.items()))
+    gpu: bool = False
+    h2d_bw: float = 20e9  # pinned host -> device
+    d2h_bw: float = 20e9
+    gpu_latency: float = 30e-6  # launch + synchronize of a host-input call
+    gpu_bw: float = 1.0e12  # device memory bandwidth seen by a kernel
+    gpu_rate: tuple = tuple(sorted(_GPU_RATE.items()))
+    merge_bw: float = 4e9  # adding two partial results on the host (bytes / s)
+
+    def bandwidth(self, threads: int) -> float:
+        """Host read bandwidth with `threads` threads (linear interpolation)."""
+        pts = sorted(self.host_bw)
+        if threads <= pts[0][0]:
+            return pts[0][1] * threads / pts[0][0]
+        for (t0, b0), (t1, b1) in zip(pts, pts[1:]):
+            if threads <= t1:
+                return b0 + (b1 - b0) * (threads - t0) / (t1 - t0)
+        return pts[-1][1]
+
+    def rate(self, op: str, gpu: bool = False) -> float:
+        table = dict(self.gpu_rate if gpu else self.cpu_rate)
+        return table.get(op, (_GPU_RATE if gpu else _CPU_RATE).get(op, 1e8))
+
+    def replace(self, **kw) -> "Machine":
+        return dataclasses.replace(self, **kw)
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """What the model needs to know about one call."""
+
+    op: str
+    n: int  # elements of the (first) input
+    in_bytes: int  # bytes read per element, all inputs together
+    out_bytes: int = 8  # bytes of the result(s)
+    bins: int = 0
+    contiguous: bool = True
+    place: str = "host"  # "host" or "device"
+
+
+@dataclasses.dataclass
+class Choice:
+    engine: str  # "caller", "cpu", "cuda" or "cpu+cuda"
+    threads: int  # CPU threads (0: none)
+    gpu_share: float  # fraction of the elements on the GPU (cpu+cuda)
+    predicted: dict  # candidate -> predicted seconds
+
+
+def _cpu_time(m: Machine, s: Shape, n: float, threads: int) -> float:
+    if n <= 0:
+        return 0.0
+    t = max(1, threads)
+    eff_bytes = s.in_bytes if s.contiguous else max(s.in_bytes, 64)  # a strided read moves whole lines
+    mem = n * eff_bytes / m.bandwidth(t)
+    comp = n / (t * m.rate(s.op))
+    priv = s.bins * 8 * (t - 1) / m.merge_bw if s.op in ("histogram", "bincount", "binned_statistic") else 0.0
+    hand = 0.0 if t == 1 else m.handoff + m.handoff_per_thread * t
+    return m.call_overhead + hand + max(mem, comp) + priv
+
+
+def _gpu_time(m: Machine, s: Shape, n: float) -> float:
+    if n <= 0:
+        return 0.0
+    nbytes = n * s.in_bytes
+    kernel = max(nbytes / m.gpu_bw, n / m.rate(s.op, gpu=True))
+    if s.place == "device":
+        return m.gpu_latency + kernel
+    copy = nbytes / m.h2d_bw
+    if not s.contiguous:  # packed on the host first
+        copy += nbytes / m.bandwidth(1)
+    return m.gpu_latency + max(copy, kernel) + s.out_bytes / m.d2h_bw
+
+
+def _thread_counts(cores: int):
+    t, seen = 1, []
+    while t < cores:
+        seen.append(t)
+        t *= 2
+    seen.append(max(1, cores))
+    return sorted(set(seen))
+
+
+def best_pool(m: Machine, s: Shape, n: float):
+    """(threads, seconds) of the fastest pool size (2 .. cores threads)."""
+    best = (0, math.inf)
+    for t in _thread_counts(m.cores):
+        if t < 2:
+            continue
+        c = _cpu_time(m, s, n, t)
+        if c < best[1]:
+            best = (t, c)
+    return best
+
+
+def split(m: Machine, s: Shape, threads: int):
+    """(gpu_share, seconds) of both engines on disjoint parts finishing together.
+
+    Each side is affine in its element count: t = L + k n.  Equal finish
+    times give the GPU's share; the merge of the two results is added."""
+    n = s.n
+    half = n / 2.0  # both sides are affine in their share: two points give slope and intercept
+    c_per = (_cpu_time(m, s, n, threads) - _cpu_time(m, s, half, threads)) / half
+    c_lat = _cpu_time(m, s, n, threads) - n * c_per
+    g_per = (_gpu_time(m, s, n) - _gpu_time(m, s, half)) / half
+    g_lat = _gpu_time(m, s, n) - n * g_per
+    f = (c_lat - g_lat + n * c_per) / (n * (g_per + c_per))
+    f = min(1.0, max(0.0, f))
+    ng = int(n * f)
+    t = max(_gpu_time(m, s, ng), _cpu_time(m, s, n - ng, threads)) + s.out_bytes / m.merge_bw
+    return f, t
+
+
+def choose(m: Machine, s: Shape, engines=("caller", "cpu", "cuda", "cpu+cuda")) -> Choice:
+    """The engine predicted to finish first among `engines` (those allowed:
+    a forced backend narrows them), with every candidate's predicted time."""
+    if s.place == "device":
+        t = _gpu_time(m, s, s.n)
+        return Choice("cuda", 0, 1.0, {"cuda": t})
+    pred, info = {}, {}
+    if "caller" in engines:
+        pred["caller"] = _cpu_time(m, s, s.n, 1)
+        info["caller"] = (1, 0.0)
+    if "cpu" in engines and m.cores > 1:
+        t, c = best_pool(m, s, s.n)
+        if t:
+            pred["cpu"] = c
+            info["cpu"] = (t, 0.0)
+    if m.gpu and "cuda" in engines:
+        pred["cuda"] = _gpu_time(m, s, s.n)
+        info["cuda"] = (0, 1.0)
+    if m.gpu and "cpu+cuda" in engines and s.op in SPLITTABLE and s.n >= 2:
+        t = best_pool(m, s, s.n)[0] or 1
+        f, c = split(m, s, t)
+        if engines == ("cpu+cuda",):  # forced: both halves get work, whatever the model says
+            f = f if 0.0 < f < 1.0 else 0.5
+            ng = min(max(int(s.n * f), 1), s.n - 1)
+            f = (ng + 0.5) / s.n  # int(n * f) == ng
+            c = max(_gpu_time(m, s, ng), _cpu_time(m, s, s.n - ng, t)) + s.out_bytes / m.merge_bw
+        if 0.0 < f < 1.0:
+            pred["cpu+cuda"] = c
+            info["cpu+cuda"] = (t, f)
+    if not pred:  # nothing allowed fits (e.g. "cpu" on one core): the caller
+        pred["caller"] = _cpu_time(m, s, s.n, 1)
+        info["caller"] = (1, 0.0)
+    engine = min(pred, key=pred.__getitem__)
+    threads, share = info[engine]
+    return Choice(engine, threads, share, pred)

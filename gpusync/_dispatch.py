@@ -1,0 +1,498 @@
+"""The dispatcher: the one module every public function passes through.
+
+It owns, for every op:
+
+* the strategy check (the public STRATEGIES tuples live here) and the map of
+  each strategy to the closest technique of the engine that runs it;
+* routing: host or device input, the forced backend (``use_backend``,
+  ``GPUSYNC_BACKEND``), inputs on one side and one device;
+* output allocation (NumPy for host input, the input's library on its device);
+* the engine choice for host input -- the calling thread alone, the CPU pool,
+  the GPU, or both on disjoint parts -- from the cost model (_costmodel.py)
+  and the machine constants (_calibrate.py);
+* the fall-back to the CPU engine when the GPU fails on a host input;
+* the plan record: :func:`last_plan` (per thread), logged with GPUSYNC_DEBUG=1.
+
+A wrapper computes NumPy's semantics (dtypes, edges, errors), then calls
+:func:`run` with flat inputs, the outputs' lengths and dtypes, and a `call`
+that invokes the C core for one engine.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+
+import numpy as np
+
+from . import _arrays, _backend, _calibrate, _core, _costmodel
+from ._arrays import DeviceArray, Lib
+
+# ---- strategies: the public tuples (one copy) and each engine's technique
+
+STRATEGIES = {
+    "histogram": ("auto", "global", "shared", "warp", "cluster"),
+    "sum": ("auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp"),
+    "cumsum": ("auto", "lookback", "barrier", "relaunch"),
+    "binned_statistic": ("auto", "shared", "global"),
+    "barrier_benchmark": ("auto", "lock", "lockfree", "sense", "flat", "cooperative", "relaunch"),
+}
+STRATEGIES["bincount"] = STRATEGIES["histogram"]
+STRATEGIES["dot"] = STRATEGIES["sum"]
+
+# What a strategy runs as on the CPU engine when it has no CPU technique of
+# its own: (technique, why).  CPU threads have no warps and no clusters.
+_CPU_MAP = {
+    ("histogram", "cluster"): ("shared", "CPU threads have no thread-block clusters: each thread keeps a "
+                                         "private histogram (the closest technique), merged at the end"),
+    ("sum", "warp"): ("atomic", "CPU threads have no warps: each thread adds its partial with one atomic "
+                                "(the closest technique to one atomic per warp)"),
+}
+_CPU_MAP[("bincount", "cluster")] = _CPU_MAP[("histogram", "cluster")]
+_CPU_MAP[("dot", "warp")] = _CPU_MAP[("sum", "warp")]
+
+
+def check_strategy(op: str, strategy) -> str:
+    """ValueError unless `strategy` is one of the op's public strategies."""
+    valid = STRATEGIES[op]
+    if not isinstance(strategy, str) or strategy not in valid:
+        raise ValueError(f"{op}: strategy must be one of {', '.join(repr(s) for s in valid)}; got {strategy!r}")
+    return strategy
+
+
+def engine_strategy(op: str, strategy: str, engine: str):
+    """(strategy the engine runs, note or "") for `strategy` on `engine`."""
+    if engine in ("caller", "cpu"):
+        mapped = _CPU_MAP.get((op, strategy))
+        if mapped is not None:
+            return mapped[0], f"strategy {strategy!r} runs as {mapped[0]!r} on the CPU engine: {mapped[1]}"
+    return strategy, ""
+
+
+# ---- environment: the dispatcher's variables, read through the C table
+# (csrc/common/env.c: one parse, one warning naming an invalid variable)
+
+ENGINES = ("auto", "caller", "cpu", "cuda", "cpu+cuda")
+_override = {"engine": None}  # calibrate's own runs: the calling thread alone, whatever the environment
+
+
+def env_engine() -> str:
+    """GPUSYNC_ENGINE: force the engine of host-input calls (default auto)."""
+    return _override["engine"] or _core.env_dispatch()[0]
+
+
+def env_calibrate() -> str:
+    """GPUSYNC_CALIBRATE: "auto" (a quick measurement on first need) or "off"."""
+    return _core.env_dispatch()[1]
+
+
+def env_debug() -> bool:
+    """GPUSYNC_DEBUG=1: log each call's plan on stderr."""
+    return _core.env_dispatch()[2]
+
+
+# ---- the plan record
+
+_tls = threading.local()
+
+
+def _fast_plan(rec):
+    """The plan of a call the C fast path ran (the calling thread alone)."""
+    _seq, op, n, dtype, used = rec
+    notes = ["the C fast path: a native contiguous NumPy array with default options, on the calling thread"]
+    in_bytes = np.dtype(dtype).itemsize * (2 if op == "dot" else 1)
+    shape = _costmodel.Shape(op, n, in_bytes, 8, 0, True, "host")
+    pred = _costmodel.choose(machine(), shape, _allowed(_backend.forced())[0]).predicted
+    return {"op": op, "place": "host", "n": n, "dtype": str(dtype), "engine": "caller", "strategy": "auto",
+            "strategy_used": used if used != "auto" else "", "threads": 1, "split": None,
+            "predicted_ms": {k: v * 1e3 for k, v in pred.items()},
+            "forced": _backend.forced(), "notes": notes}
+
+
+def last_plan() -> dict | None:
+    """What the calling thread's last gpusync call ran, or None before any.
+
+    A dict: ``op``; ``place`` ("host" or "device"); ``n`` elements;
+    ``dtype``; ``engine`` -- ``"caller"`` (the CPU engine on the calling
+    thread alone), ``"cpu"`` (the CPU engine's thread pool), ``"cuda"`` or
+    ``"cpu+cuda"`` (both on disjoint parts); ``strategy`` (asked) and
+    ``strategy_used`` (what ran); ``threads`` (CPU threads, 0 for none);
+    ``split`` (``{"cuda": elements, "cpu": elements}`` for cpu+cuda, else
+    None); ``predicted_ms`` (the cost model's time of each candidate engine);
+    ``forced`` (the backend forced by use_backend / GPUSYNC_BACKEND /
+    GPUSYNC_ENGINE, or None); ``notes`` (fall-backs, strategy mappings).
+    Per thread: concurrent callers each see their own.
+    """
+    rec = getattr(_tls, "plan", None)
+    fast = _core.fast_last()
+    if fast is not None and (rec is None or fast[0] > rec[2]):
+        return _fast_plan(fast)
+    if rec is None:
+        return None
+    plan, used, _seq = rec
+    out = dict(plan, notes=list(plan["notes"]))
+    if isinstance(out["predicted_ms"], _costmodel.Shape):
+        pred = _costmodel.choose(machine(), out["predicted_ms"]).predicted
+        out["predicted_ms"] = {k: v * 1e3 for k, v in pred.items()}
+    if used is not None:
+        out["strategy_used"] = used
+    return out
+
+
+def _record(plan: dict, used=None) -> None:
+    _tls.plan = (plan, used, _core.plan_seq())
+    if env_debug():
+        plan = last_plan()
+        pm = ", ".join(f"{k} {v:.3g}" for k, v in plan["predicted_ms"].items())
+        print(f"gpusync: {plan['op']} n={plan['n']} {plan['dtype']} ({plan['place']}) -> {plan['engine']} "
+              f"strategy={plan['strategy_used']} threads={plan['threads']} split={plan['split']} "
+              f"predicted ms: {pm}" + "".join(f"; {n}" for n in plan["notes"]), file=sys.stderr)
+
+
+def record(op, *, engine, strategy, used, n=0, dtype="", place="host", threads=0, notes=()):
+    """Plan record of a call that does not go through :func:`run` (barriers)."""
+    _record({"op": op, "place": place, "n": int(n), "dtype": str(dtype), "engine": engine, "strategy": strategy,
+             "strategy_used": used, "threads": threads, "split": None, "predicted_ms": {},
+             "forced": _backend.forced(), "notes": list(notes)})
+
+
+# ---- the machine constants the model runs with
+
+_machine = {"m": None}
+_machine_lock = threading.Lock()
+
+
+def machine() -> _costmodel.Machine:
+    """The constants in use: injected (tests), else calibrated / cached / defaults."""
+    m = _machine["m"]
+    if m is None:
+        with _machine_lock:
+            if _machine["m"] is None:
+                _machine["m"] = _calibrate.constants()
+            m = _machine["m"]
+    return m
+
+
+def set_machine(m: _costmodel.Machine | None) -> None:
+    """Inject machine constants (tests, benchmarks); None: back to calibrated."""
+    with _machine_lock:
+        _machine["m"] = m
+    fast_invalidate()
+
+
+# ---- the test hook for the two-engine split on a machine without a GPU
+
+_stand_in = {"gpu": None}
+
+
+def set_gpu_stand_in(backend_name: str | None) -> None:
+    """Test hook: run the "GPU" half of a cpu+cuda split on this backend
+    (e.g. "cpu"), so that the split, the threads and the merge run on a
+    CPU-only machine.  None: the real CUDA engine."""
+    _stand_in["gpu"] = backend_name
+    fast_invalidate()
+
+
+def _gpu_name() -> str:
+    return _stand_in["gpu"] or "cuda"
+
+
+_cuda = {"ok": None}  # whether the CUDA engine can run here: asked once
+
+
+def _gpu_usable() -> bool:
+    if _stand_in["gpu"] is not None:
+        return True
+    if _cuda["ok"] is None:
+        _cuda["ok"] = _backend.cuda_available()
+    return _cuda["ok"]
+
+
+# ---- the C fast path's limits (csrc/python/module.c, "per-call fast path")
+
+_fast = {"synced": False}
+_FAST_SHAPES = {  # op -> (bytes read per element for 1-byte and 8-byte items, result bytes)
+    "sum": ((1, 8), 8), "dot": ((2, 16), 8), "count_nonzero": ((1, 8), 8), "packbits": ((1, 8), 0),
+    "cumsum": ((1, 8), 0), "histogram": ((1, 8), 8), "bincount": ((1, 8), 8),
+}
+
+
+def _caller_limit(m, op, allowed) -> int:
+    """The largest n for which the model picks the calling thread alone."""
+    if "caller" not in allowed:
+        return 0
+    limit = 1 << 40
+    for in_bytes in _FAST_SHAPES[op][0]:
+        def caller(n):
+            s = _costmodel.Shape(op, n, in_bytes, _FAST_SHAPES[op][1] or n * 8, 1, True, "host")
+            return _costmodel.choose(m, s, allowed).engine == "caller"
+        lo, hi = 0, 1 << 34
+        if caller(hi):
+            continue
+        while hi - lo > 1:  # caller(lo) and not caller(hi)
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if caller(mid) else (lo, mid)
+        limit = min(limit, lo)
+    return limit
+
+
+def fast_sync() -> None:
+    """Give the C fast path its per-op limits for the current state."""
+    allowed, _ = _allowed(_backend.forced()) if env_engine() == "auto" else (("cuda",), "")
+    m = machine()
+    names = _core.fast_config(None)
+    _core.fast_config(tuple(_caller_limit(m, op, allowed) for op in names))
+    _fast["synced"] = True
+
+
+def fast_invalidate() -> None:
+    """The state the limits came from changed: off until the next general call."""
+    _fast["synced"] = False
+    _plans.clear()
+    _core.fast_config(tuple(-1 for _ in _core.fast_config(None)))
+
+
+_backend._on_change.append(fast_invalidate)
+
+
+# ---- run
+
+def _place(op, ins, names):
+    """'host' or 'device' (and the device array that leads) for the inputs."""
+    lead = None
+    for a, name in zip(ins, names):
+        if a is None:
+            continue
+        if lead is None:
+            lead = (a, name)
+            continue
+        if isinstance(a, DeviceArray) != isinstance(lead[0], DeviceArray):
+            side = "a device array" if isinstance(lead[0], DeviceArray) else "a host array"
+            raise ValueError(f"{op}: {name}: {lead[1]} is {side} but {name} is not; put both on one side "
+                             "(both host arrays or both on one device)")
+        if isinstance(a, DeviceArray) and a.device != lead[0].device:
+            raise ValueError(f"{op}: {name} is on device {a.device}, but {lead[1]} is on device {lead[0].device}")
+    if lead is not None and isinstance(lead[0], DeviceArray):
+        return "device", lead[0]
+    return "host", None
+
+
+def _desc(a):
+    return a.desc() if isinstance(a, DeviceArray) else a
+
+
+def _to_host(a):
+    if not isinstance(a, DeviceArray):
+        return a
+    h = a.to_host()
+    return h.view(a.dtype) if h.dtype != a.dtype else h
+
+
+def _allowed(forced):
+    """The engines a host-input call may use, given what is forced."""
+    env = env_engine()
+    if env != "auto":
+        if env in ("cuda", "cpu+cuda") and not _gpu_usable():
+            return ("caller", "cpu"), f"GPUSYNC_ENGINE={env} but CUDA is not available here: CPU engine"
+        if forced == "cpu" and env in ("cuda", "cpu+cuda"):
+            return ("caller", "cpu"), f"GPUSYNC_ENGINE={env} ignored: the cpu backend is forced"
+        return (env,), ""
+    if forced == "cpu":
+        return ("caller", "cpu"), ""
+    if forced == "cuda":
+        return ("cuda",), ""
+    if _gpu_usable():
+        return ("caller", "cpu", "cuda", "cpu+cuda"), ""
+    return ("caller", "cpu"), ""
+
+
+# Plans of repeated host-input calls that ran on the CPU engine: the model's
+# choice for the same op, size, dtypes, bins, strategy and forced state is the
+# same, so a repeated call skips routing and the model.  Keyed also by the
+# environment variables that steer the choice and by the constants in use.
+_plans: dict = {}
+_PLANS_MAX = 4096
+
+
+def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=None, merge=False,
+        part_dtypes=None, n=None):
+    """Run one op: route, choose the engine, allocate, call, record the plan.
+
+    ins     the inputs: flat host arrays (NumPy, native and aligned) or
+            DeviceArray views, all on one side; None entries pass through.
+    outs    [(length, dtype), ...] of the outputs to allocate.
+    call    call(backend_name, ins, outs, strategy, stream) -> strategy used;
+            ins / outs as the C core takes them (NumPy arrays or descriptors).
+    merge   the outputs of disjoint parts add up (histogram counts, sums):
+            the input may be split between two engines.
+    part_dtypes  the dtypes of a part's outputs when they differ from the
+            final ones (float32 sums: float64 partials, rounded once).
+
+    Returns the list of outputs: NumPy arrays for host input, arrays of the
+    input's library on its device for device input.
+    """
+    if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
+        key = (op, strategy, bins, merge, _backend._state["forced"], env_engine(),
+               _stand_in["gpu"], id(_machine["m"]), tuple(None if a is None else (a.size, a.dtype) for a in ins))
+        hit = _plans.get(key)
+        if hit is not None:
+            plan, threads, used_strategy = hit
+            res = [np.empty(L, d) for L, d in outs]
+            _core.cpu_threads(threads)
+            try:
+                used = call("cpu", ins, res, used_strategy, _arrays.host_stream())
+            finally:
+                _core.cpu_threads(0)
+            _record(plan, used)
+            return res
+        res = _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n)
+        plan = _tls.plan[0]
+        if plan["engine"] in ("caller", "cpu") and plan["place"] == "host" and not any(
+                "fell back" in t for t in plan["notes"]):
+            if len(_plans) >= _PLANS_MAX:
+                _plans.clear()
+            _plans[key] = (plan, plan["threads"], engine_strategy(op, strategy, "caller")[0])
+        return res
+    return _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n)
+
+
+def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n):
+    """run() without a cached plan."""
+    if not _fast["synced"]:
+        fast_sync()
+    names = names or [f"in{i}" for i in range(len(ins))]
+    place, lead = _place(op, ins, names)
+    forced = _backend.forced()
+    first = next(a for a in ins if a is not None)
+    n = int(first.size if n is None else n)
+    dtype = first.dtype
+    notes = []
+    if in_bytes is None:
+        in_bytes = sum(np.dtype(a.dtype).itemsize for a in ins if a is not None)
+    out_bytes = sum(int(L) * np.dtype(d).itemsize for L, d in outs)
+    shape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, place)
+    plan = {"op": op, "place": place, "n": n, "dtype": str(np.dtype(dtype)), "engine": None, "strategy": strategy,
+            "strategy_used": None, "threads": 0, "split": None, "predicted_ms": {}, "forced": forced,
+            "notes": notes}
+
+    if place == "device":
+        lib = Lib.of(lead.lib)
+        if _backend.backend() == "cpu":  # the CPU engine, forced: copy, compute, copy back
+            notes.append("device input copied to the host: the cpu backend is forced")
+            host = [_to_host(a) for a in ins]
+            hshape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, "host")
+            res = _run_host(op, host, outs, call, strategy, hshape, ("caller", "cpu"), plan, merge, part_dtypes)
+            plan["place"] = "device"
+            _record(plan)
+            return [lib.from_host(r, lead.device) for r in res]
+        res = [lib.empty(int(L), d, lead.device) for L, d in outs]
+        descs = [new_desc(lib, r, int(L), d, lead.device) for r, (L, d) in zip(res, outs)]
+        plan.update(engine="cuda", predicted_ms=shape)  # computed when last_plan() asks: not per call
+        plan["strategy_used"] = call("cuda", [_desc(a) for a in ins], descs, strategy, lead.stream)
+        _record(plan)
+        return res
+
+    allowed, note = _allowed(forced)
+    if note:
+        notes.append(note)
+    res = _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes)
+    _record(plan)
+    return res
+
+
+def _alloc(outs, dtypes=None):
+    return [np.empty(int(L), d if dtypes is None else dtypes[i]) for i, (L, d) in enumerate(outs)]
+
+
+def _call_cpu(op, ins, outs_arr, call, strategy, threads, plan):
+    used, note = engine_strategy(op, strategy, "caller")
+    if note:
+        plan["notes"].append(note)
+    _core.cpu_threads(threads)
+    try:
+        return call("cpu", ins, outs_arr, used, _arrays.host_stream())
+    finally:
+        _core.cpu_threads(0)
+
+
+def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes):
+    m = machine()
+    if not m.gpu and _stand_in["gpu"] is not None:  # the test hook's "GPU" joins the candidates
+        m = m.replace(gpu=True)
+    if not merge or shape.op not in _costmodel.SPLITTABLE:
+        allowed = tuple(e for e in allowed if e != "cpu+cuda") or ("caller", "cpu")
+    if len(allowed) == 1 and allowed[0] in ("cuda", "cpu+cuda") and not _gpu_usable():
+        allowed = ("caller", "cpu")
+    choice = _costmodel.choose(m, shape, allowed)
+    plan["predicted_ms"] = {k: v * 1e3 for k, v in choice.predicted.items()}
+    engine = choice.engine
+    if engine in ("cuda", "cpu+cuda"):
+        try:
+            if engine == "cuda":
+                res = _alloc(outs)
+                plan["strategy_used"] = call(_gpu_name(), ins, res, strategy, _arrays.host_stream())
+                plan.update(engine="cuda", threads=0)
+                return res
+            return _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes)
+        except (_core.CudaError, _core.NoCudaError, MemoryError) as exc:
+            if plan["forced"] == "cuda" or env_engine() in ("cuda", "cpu+cuda"):
+                raise
+            plan["notes"].append(f"fell back to the CPU engine: the GPU failed ({type(exc).__name__}: {exc})")
+            choice = _costmodel.choose(m, shape, ("caller", "cpu"))
+            engine = choice.engine
+    threads = 1 if engine == "caller" else max(2, choice.threads)
+    res = _alloc(outs)
+    plan["strategy_used"] = _call_cpu(op, ins, res, call, strategy, threads, plan)
+    plan.update(engine=engine, threads=threads)
+    return res
+
+
+def _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes):
+    """Both engines at once on disjoint parts of the flat inputs, then the
+    outputs added (counts exactly; float partials in float64, rounded once)."""
+    n = plan["n"]
+    ng = int(n * choice.gpu_share)
+    gpu_ins = [None if a is None else a[:ng] for a in ins]
+    cpu_ins = [None if a is None else a[ng:] for a in ins]
+    gpu_out, cpu_out = _alloc(outs, part_dtypes), _alloc(outs, part_dtypes)
+    box = {}
+    stream = _arrays.host_stream()
+
+    def gpu_half():
+        try:
+            box["used"] = call(_gpu_name(), gpu_ins, gpu_out, strategy, stream)
+        except BaseException as exc:  # re-raised on the calling thread
+            box["error"] = exc
+
+    t = threading.Thread(target=gpu_half, name="gpusync-gpu-half", daemon=True)
+    t.start()
+    try:
+        cpu_used = _call_cpu(op, cpu_ins, cpu_out, call, strategy, choice.threads, plan)
+    finally:
+        t.join()
+    if "error" in box:
+        raise box["error"]
+    res = []
+    for g, c, (L, d) in zip(gpu_out, cpu_out, outs):
+        total = np.add(g, c)
+        res.append(total if total.dtype == np.dtype(d) else total.astype(d))
+    plan.update(engine="cpu+cuda", threads=choice.threads, split={"cuda": ng, "cpu": n - ng},
+                strategy_used=box["used"] if box["used"] == cpu_used else f"{box['used']}+{cpu_used}")
+    return res
+
+
+def new_desc(lib, arr, n, dtype, device):
+    """The core's descriptor of an output we just allocated: built from what
+    we know (no re-parse of its __cuda_array_interface__)."""
+    ptr = getattr(lib, "ptr", None)
+    if ptr is None:
+        return _arrays.as_input(arr, "out").desc()
+    return (ptr(arr), n, 1, _arrays.dtype_code(dtype), device)
+
+
+def scalar(out):
+    """The 0-d result of a one-element output: a NumPy scalar for host output,
+    the input library's 0-d result for device output."""
+    if isinstance(out, np.ndarray):
+        return out[0]
+    return Lib.of(_arrays._lib_name(out)).scalar(out)

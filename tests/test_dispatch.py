@@ -1,0 +1,393 @@
+"""The dispatcher and its cost model: engine choice with injected machine
+constants (the model is a pure function), the plan record, the two-engine
+split (the CPU engine standing in for the GPU half), fall-backs, threads,
+environment variables and the calibration cache.  Asserts on which engine
+ran, never on timings."""
+import json
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import gpusync as gs
+from gpusync import _calibrate, _costmodel, _dispatch
+from gpusync._costmodel import Machine, Shape
+
+# A 16-core host with a slow memory system and a PCIe-fast GPU.
+SLOW_HOST_FAST_PCIE = Machine(cores=16, host_bw=((1, 5e9), (16, 20e9)), call_overhead=1e-6, handoff=20e-6,
+                              gpu=True, h2d_bw=50e9, d2h_bw=50e9, gpu_latency=30e-6, gpu_bw=3e12)
+# The same host without a GPU.
+CPU_ONLY = Machine(cores=16, host_bw=((1, 10e9), (16, 100e9)), call_overhead=1e-6, handoff=20e-6)
+
+
+def shape(op, n, itemsize=8, bins=0, place="host"):
+    return Shape(op, n, itemsize, 8 * max(bins, 1), bins, True, place)
+
+
+def test_small_input_runs_on_the_calling_thread():
+    for op in ("sum", "dot", "histogram", "cumsum", "count_nonzero", "packbits", "binned_statistic"):
+        for m in (CPU_ONLY, SLOW_HOST_FAST_PCIE):
+            assert _costmodel.choose(m, shape(op, 1000, bins=100)).engine == "caller", op
+
+
+def test_mid_size_uses_the_pool():
+    c = _costmodel.choose(CPU_ONLY, shape("sum", 10_000_000))
+    assert c.engine == "cpu" and c.threads > 1
+    assert c.predicted["cpu"] < c.predicted["caller"]
+
+
+def test_huge_host_float64_histogram_uses_both_engines_sized_to_finish_together():
+    s = shape("histogram", 300_000_000, bins=100)
+    c = _costmodel.choose(SLOW_HOST_FAST_PCIE, s)
+    assert c.engine == "cpu+cuda"
+    assert 0.0 < c.gpu_share < 1.0
+    assert c.predicted["cpu+cuda"] < min(c.predicted["cuda"], c.predicted["cpu"])
+    # both halves take about the same time (that is how the share was sized)
+    ng = int(s.n * c.gpu_share)
+    tg = _costmodel._gpu_time(SLOW_HOST_FAST_PCIE, s, ng)
+    tc = _costmodel._cpu_time(SLOW_HOST_FAST_PCIE, s, s.n - ng, c.threads)
+    assert abs(tg - tc) < 0.01 * max(tg, tc)
+
+
+def test_fast_host_memory_keeps_large_sums_on_the_cpu():
+    m = CPU_ONLY.replace(gpu=True, h2d_bw=20e9)
+    c = _costmodel.choose(m, shape("sum", 100_000_000))
+    assert c.engine in ("cpu", "cpu+cuda") and c.predicted["cpu"] < c.predicted["cuda"]
+
+
+def test_device_input_always_cuda():
+    for n in (1, 1000, 10**9):
+        assert _costmodel.choose(SLOW_HOST_FAST_PCIE, shape("sum", n, place="device")).engine == "cuda"
+
+
+def test_forced_engines_narrow_the_choice():
+    s = shape("histogram", 300_000_000, bins=100)
+    assert _costmodel.choose(SLOW_HOST_FAST_PCIE, s, ("cuda",)).engine == "cuda"
+    assert _costmodel.choose(SLOW_HOST_FAST_PCIE, s, ("caller", "cpu")).engine == "cpu"
+    assert _costmodel.choose(SLOW_HOST_FAST_PCIE, shape("sum", 10), ("cuda",)).engine == "cuda"
+
+
+def test_model_is_monotone_in_size():
+    """More elements never predict less time, for every candidate."""
+    for op in ("sum", "histogram", "cumsum"):
+        prev = {}
+        for n in np.unique(np.logspace(0, 9, 37).astype(np.int64)):
+            c = _costmodel.choose(SLOW_HOST_FAST_PCIE, shape(op, int(n), bins=100))
+            for k, v in c.predicted.items():
+                if k in prev:
+                    assert v >= prev[k] * (1 - 1e-9), (op, n, k)
+                prev[k] = v
+
+
+@pytest.fixture
+def model():
+    """Inject constants; restore the calibrated ones afterwards."""
+    yield _dispatch.set_machine
+    _dispatch.set_machine(None)
+    _dispatch.set_gpu_stand_in(None)
+
+
+def test_plan_records_the_engine_per_call(model):
+    model(CPU_ONLY)
+    with gs.use_backend("cpu"):
+        gs.sum(np.ones(100))
+        p = gs.last_plan()
+        assert p["engine"] == "caller" and p["threads"] == 1 and p["op"] == "sum" and p["n"] == 100
+        assert set(p["predicted_ms"]) >= {"caller", "cpu"}
+        x = np.ones(20_000_000, np.uint8)
+        assert gs.count_nonzero(x) == x.size
+        p = gs.last_plan()
+        assert p["engine"] == "cpu" and p["threads"] > 1 and p["forced"] == "cpu"
+
+
+def test_split_runs_both_halves_and_merges_exactly(model):
+    """cpu+cuda with the CPU engine standing in for the GPU half: the split,
+    the concurrent halves and the merge run on a CPU-only machine."""
+    model(SLOW_HOST_FAST_PCIE.replace(cores=4))
+    _dispatch.set_gpu_stand_in("cpu")
+    rng = np.random.default_rng(1)
+    n = 3_000_001
+    x = rng.standard_normal(n)
+    h, e = gs.histogram(x, 100, range=(-4, 4))
+    p = gs.last_plan()
+    assert p["engine"] == "cpu+cuda" and p["split"]["cuda"] + p["split"]["cpu"] == n
+    assert 0 < p["split"]["cuda"] < n
+    ref_h, ref_e = np.histogram(x, 100, range=(-4, 4))
+    np.testing.assert_array_equal(h, ref_h)
+    np.testing.assert_array_equal(e, ref_e)
+    w = rng.integers(0, 5, n).astype(np.float64)
+    np.testing.assert_array_equal(gs.histogram(x, 100, range=(-4, 4), weights=w)[0],
+                                  np.histogram(x, 100, range=(-4, 4), weights=w)[0])
+    xi = rng.integers(0, 1000, n)
+    np.testing.assert_array_equal(gs.bincount(xi), np.bincount(xi))
+    assert gs.last_plan()["engine"] == "cpu+cuda"
+    assert gs.sum(xi) == np.sum(xi) and gs.last_plan()["engine"] == "cpu+cuda"
+    assert gs.count_nonzero(x > 0) == np.count_nonzero(x > 0)
+    f32 = x.astype(np.float32)
+    got = gs.sum(f32)
+    assert got.dtype == np.float32 and gs.last_plan()["engine"] == "cpu+cuda"
+    # float64 partials, rounded once: within one float32 rounding of the float64 sum
+    assert got == pytest.approx(np.sum(f32.astype(np.float64)), rel=2.0**-23)
+    assert gs.dot(x, x) == pytest.approx(np.dot(x, x), rel=1e-12)
+    # not splittable: cumsum never splits
+    np.testing.assert_array_equal(gs.cumsum(xi), np.cumsum(xi))
+    assert gs.last_plan()["engine"] != "cpu+cuda"
+
+
+def test_gpu_failure_on_host_input_falls_back_to_cpu(model):
+    """The 'GPU' here is the CUDA engine of a CPU-only build, which fails:
+    the call falls back to the CPU engine, with a note, and the right result."""
+    if gs.cuda_available():
+        pytest.skip("needs a build or machine without CUDA to make the GPU fail")
+    model(SLOW_HOST_FAST_PCIE)
+    _dispatch.set_gpu_stand_in("cuda")
+    x = np.arange(50_000_000, dtype=np.int64) % 7
+    assert gs.sum(x) == np.sum(x)
+    p = gs.last_plan()
+    assert p["engine"] in ("caller", "cpu") and any("fell back" in n for n in p["notes"])
+
+
+def test_concurrent_threads_keep_their_own_plans(model):
+    model(CPU_ONLY)
+    big, small = np.ones(20_000_000, np.uint8), np.ones(10, np.uint8)
+    seen, errors = {}, []
+    barrier = threading.Barrier(2)
+
+    def worker(name, arr):
+        try:
+            barrier.wait()
+            for _ in range(5):
+                assert gs.count_nonzero(arr) == arr.size
+                seen.setdefault(name, set()).add(gs.last_plan()["engine"])
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    with gs.use_backend("cpu"):
+        ts = [threading.Thread(target=worker, args=a) for a in (("big", big), ("small", small))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    assert not errors
+    assert seen == {"big": {"cpu"}, "small": {"caller"}}
+
+
+def test_invalid_engine_variable_warns_naming_it(monkeypatch):
+    monkeypatch.setenv("GPUSYNC_ENGINE", "gpu")  # the C table warns, once per value
+    with pytest.warns(RuntimeWarning, match="GPUSYNC_ENGINE"):
+        assert gs.sum(np.ones(4)) == 4.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gs.sum(np.ones(4)) == 4.0  # once, not per call
+    monkeypatch.setenv("GPUSYNC_ENGINE", "caller")
+    gs.sum(np.ones(10_000_000, np.float32))
+    assert gs.last_plan()["engine"] == "caller"
+
+
+def test_debug_logs_the_plan(monkeypatch, capsys):
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    gs.sum(np.ones(5))
+    assert "gpusync: sum n=5" in capsys.readouterr().err
+
+
+def test_every_op_checks_strategy_in_one_place():
+    """Strategies of every op are checked in one place."""
+    for fn in (lambda: gs.sum(np.ones(2), strategy="x"), lambda: gs.cumsum(np.ones(2), strategy="x"),
+               lambda: gs.histogram(np.ones(2), strategy="x"),
+               lambda: gs.binned_statistic(np.ones(2), np.ones(2), strategy="x")):
+        with pytest.raises(ValueError, match="strategy must be one of"):
+            fn()
+
+
+# ---- the calibration cache
+
+def test_cache_roundtrip_and_corrupt_or_stale_cache_warns_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setitem(_calibrate._warned, "cache", False)
+    k = _calibrate.key()
+    path = _calibrate.save(CPU_ONLY, k=k)
+    assert path.startswith(str(tmp_path)) and _calibrate.load(k=k) == CPU_ONLY
+    with open(path, "w") as f:
+        f.write("{not json")
+    with pytest.warns(RuntimeWarning, match="corrupt"):
+        assert _calibrate.load(k=k) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _calibrate.load(k=k) is None  # one warning, not one per call
+    monkeypatch.setitem(_calibrate._warned, "cache", False)
+    old = dict(k, version="0.0.0")  # written by another version: same file, stale
+    assert _calibrate.cache_path(old) == path
+    _calibrate.save(CPU_ONLY, k=old)
+    with pytest.warns(RuntimeWarning, match="stale"):
+        assert _calibrate.load(k=k) is None
+    monkeypatch.setitem(_calibrate._warned, "cache", False)
+    with open(path, "w") as f:
+        json.dump({"key": k, "constants": {"cores": -3}}, f)
+    with pytest.warns(RuntimeWarning, match="corrupt"):
+        assert _calibrate.load(k=k) is None
+
+
+def test_quick_measurement_gives_sane_constants():
+    m = _calibrate.measure(quick=True)
+    assert m.cores >= 1 and all(b > 0 for _, b in m.host_bw) and m.handoff >= 0
+    assert _costmodel.choose(m, shape("sum", 10)).engine == "caller"
+
+
+# ---- the C fast path
+
+FAST_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+               np.float16, np.float32, np.float64]
+
+
+def _fast_ran(op):
+    p = gs.last_plan()
+    return p["op"] == op and any("fast path" in n for n in p["notes"])
+
+
+@pytest.mark.parametrize("dtype", FAST_DTYPES)
+def test_fast_path_matches_numpy_and_is_recorded(dtype):
+    rng = np.random.default_rng(5)
+    from conftest import random_array
+
+    x = random_array(rng, dtype, 1000)
+    y = random_array(rng, dtype, 1000)
+    with gs.use_backend("cpu"):
+        gs.sum(x)  # the first call configures the fast path's limits
+        for _ in range(2):
+            s = gs.sum(x)
+        assert _fast_ran("sum")
+        ref = np.sum(x) if np.dtype(dtype).kind != "f" else np.sum(x.astype(np.float64)).astype(np.dtype(dtype))
+        assert s.dtype == np.sum(x).dtype
+        if np.dtype(dtype).kind == "f":
+            assert s == pytest.approx(ref, rel=1e-3 if dtype == np.float16 else 1e-6)
+        else:
+            assert s == ref
+        assert gs.count_nonzero(x) == np.count_nonzero(x) and _fast_ran("count_nonzero")
+        np.testing.assert_array_equal(gs.packbits(x), np.packbits(x != 0))
+        assert _fast_ran("packbits")
+        c = gs.cumsum(x)
+        assert c.dtype == np.cumsum(x).dtype and _fast_ran("cumsum")
+        if np.dtype(dtype).kind != "f":
+            np.testing.assert_array_equal(c, np.cumsum(x))
+        d = gs.dot(x, y)
+        assert d.dtype == np.dot(x, y).dtype and _fast_ran("dot")
+        if np.dtype(dtype).kind in "biu":
+            assert d == np.dot(x, y)
+        if dtype != np.bool_:
+            h, e = gs.histogram(x, 17, range=(-5, 60))
+            h, e = gs.histogram(x, 17, range=(-5, 60))
+            rh, re = np.histogram(x, 17, range=(-5, 60))
+            np.testing.assert_array_equal(h, rh)
+            np.testing.assert_array_equal(e, re)
+            assert e.dtype == re.dtype and _fast_ran("histogram")
+            e[0] = 7  # the caller's edges are a copy
+            np.testing.assert_array_equal(gs.histogram(x, 17, range=(-5, 60))[1], re)
+        if dtype in (np.bool_, np.uint8, np.uint16):
+            np.testing.assert_array_equal(gs.bincount(x, minlength=3), np.bincount(x, minlength=3))
+            assert _fast_ran("bincount")
+
+
+def test_fast_path_declines_what_it_cannot_take():
+    with gs.use_backend("cpu"):
+        gs.sum(np.ones(4))
+        x = np.arange(20, dtype=np.float64)
+        for a in (x[::2], x.reshape(4, 5).T, list(x)):  # byte-swapped / unaligned: issue 12's fix
+            assert gs.sum(a) == np.sum(np.asarray(a))
+            assert not _fast_ran("sum")
+        with pytest.raises(ValueError, match="negative"):
+            gs.bincount(np.array([-1, 2], np.int64))
+        np.testing.assert_array_equal(gs.bincount(np.array([0, 10**6])), np.bincount(np.array([0, 10**6])))
+        assert gs.sum(np.ones(4), deterministic=True) == 4.0 and not _fast_ran("sum")
+
+
+def test_fast_path_hands_non_finite_float_results_to_the_general_path():
+    """inf / NaN sums take the general path (which owns NumPy's answer there)."""
+    with gs.use_backend("cpu"):
+        gs.sum(np.ones(4))
+        for x in (np.array([1.0, np.inf]), np.array([np.nan, 1.0], np.float32), np.array([np.inf], np.float16)):
+            got = gs.sum(x)
+            assert not _fast_ran("sum") and gs.last_plan()["op"] == "sum"
+            np.testing.assert_array_equal(got, np.sum(x))
+        assert gs.sum(np.ones(4)) == 4.0 and _fast_ran("sum")
+
+
+def test_fast_path_off_when_engine_forced(monkeypatch):
+    with gs.use_backend("cpu"):
+        gs.sum(np.ones(4))
+        monkeypatch.setenv("GPUSYNC_ENGINE", "cpu")
+        gs.sum(np.ones(1000))
+        p = gs.last_plan()
+        assert p["engine"] == "cpu" and not _fast_ran("sum")
+
+
+def test_forced_split_gives_both_halves_work(model):
+    """GPUSYNC_ENGINE=cpu+cuda (benchmarks) splits even where the model would not."""
+    model(CPU_ONLY.replace(gpu=True))
+    for n in (2, 3, 1000, 10**6):
+        c = _costmodel.choose(CPU_ONLY.replace(gpu=True), shape("sum", n), ("cpu+cuda",))
+        ng = int(n * c.gpu_share)
+        assert c.engine == "cpu+cuda" and 0 < ng < n, n
+
+
+# ---- on a GPU
+
+@pytest.mark.gpu
+def test_gpu_split_matches_numpy(monkeypatch):
+    monkeypatch.setenv("GPUSYNC_ENGINE", "cpu+cuda")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(10_000_003)
+    h, e = gs.histogram(x, 100, range=(-4, 4))
+    p = gs.last_plan()
+    assert p["engine"] == "cpu+cuda" and 0 < p["split"]["cuda"] < x.size
+    np.testing.assert_array_equal(h, np.histogram(x, 100, range=(-4, 4))[0])
+    xi = rng.integers(0, 1000, 10_000_003)
+    np.testing.assert_array_equal(gs.bincount(xi), np.bincount(xi))
+    assert gs.sum(xi) == np.sum(xi) and gs.last_plan()["engine"] == "cpu+cuda"
+    f32 = x.astype(np.float32)
+    assert gs.sum(f32) == pytest.approx(np.sum(f32.astype(np.float64)), rel=2.0**-23)
+    assert gs.count_nonzero(x > 0) == np.count_nonzero(x > 0)
+    assert gs.dot(x, x) == pytest.approx(np.dot(x, x), rel=1e-12)
+
+
+@pytest.mark.gpu
+def test_gpu_device_input_stays_on_device_and_host_engines_are_recorded():
+    cp = pytest.importorskip("cupy")
+    assert int(gs.sum(cp.ones(10_000))) == 10_000 and gs.last_plan()["engine"] == "cuda"
+    assert gs.last_plan()["place"] == "device"
+    gs.sum(np.ones(10))
+    assert gs.last_plan()["engine"] == "caller"
+    with gs.use_backend("cuda"):
+        assert gs.sum(np.ones(10)) == 10.0 and gs.last_plan()["engine"] == "cuda"
+    with gs.use_backend("cpu"):
+        assert int(gs.sum(cp.ones(10))) == 10 and gs.last_plan()["engine"] in ("caller", "cpu")
+
+
+@pytest.mark.parametrize("engine", ["caller", "cpu", "cpu+cuda"])
+def test_results_identical_whichever_engine_ran(engine, monkeypatch, model):
+    """Integers exact, floats within the documented bound, on every engine
+    (cpu+cuda with the CPU engine standing in for the GPU half)."""
+    _dispatch.set_gpu_stand_in("cpu")
+    monkeypatch.setenv("GPUSYNC_ENGINE", engine)
+    rng = np.random.default_rng(11)
+    n = 200_003
+    x = rng.standard_normal(n)
+    xi = rng.integers(-1000, 1000, n).astype(np.int32)
+    u = rng.integers(0, 300, n)
+    w = rng.random(n)
+    np.testing.assert_array_equal(gs.histogram(x, 64, range=(-3, 3))[0], np.histogram(x, 64, range=(-3, 3))[0])
+    assert gs.last_plan()["engine"] == engine
+    np.testing.assert_allclose(gs.histogram(x, 64, range=(-3, 3), weights=w)[0],
+                               np.histogram(x, 64, range=(-3, 3), weights=w)[0], rtol=1e-12)
+    np.testing.assert_array_equal(gs.bincount(u), np.bincount(u))
+    assert gs.sum(xi) == np.sum(xi) and gs.sum(xi).dtype == np.sum(xi).dtype
+    assert gs.sum(x) == pytest.approx(np.sum(x), rel=1e-12, abs=1e-9)
+    assert gs.dot(xi, xi) == np.dot(xi, xi)
+    assert gs.count_nonzero(xi) == np.count_nonzero(xi)
+    np.testing.assert_array_equal(gs.cumsum(xi), np.cumsum(xi))
+    np.testing.assert_array_equal(gs.packbits(xi), np.packbits(xi != 0))
+
+
+def test_public_strategies_are_names_the_core_knows():
+    for op, names in _dispatch.STRATEGIES.items():
+        assert set(names) <= set(gs._core.STRATEGIES), op
