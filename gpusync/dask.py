@@ -384,7 +384,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
         bins = np.asarray(bins)
     lib = _lib(x)
     static = _histogram.plan_edges(dt, 1 if estimator else bins, range)  # NumPy's errors, now
-    nbins = np.nan if estimator else len(static[0]) - 1
+    nbins = np.nan if estimator else max(len(static[0]) - 1, 0)  # bins=[]: NumPy's empty histogram
     name = _name("histogram", x, w, bins, range, density, strategy, split_every)
     layer = {}
     if estimator:
@@ -414,7 +414,8 @@ def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="a
                   _meta(x, 1, np.float64 if density else out_dtype))
     ename = name.replace("gsd-histogram", "gsd-histogram-edges")
     elayer = {(ename, 0): (functools.partial(_edges_out, lib=lib), plan)}
-    edges = _array(ename, elayer, [hist], ((nbins + 1,),), _meta(x, 1, static[0].dtype))
+    edges = _array(ename, elayer, [hist], ((np.nan if estimator else len(static[0]),),),
+                   _meta(x, 1, static[0].dtype))
     return hist, edges
 
 

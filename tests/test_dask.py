@@ -76,6 +76,10 @@ def test_histogram_equals_the_single_call(scheduler):
     h, e = dask.compute(*gsd.histogram(da.from_array(f, chunks=9_999), bins=edges))
     _eq(h, np.histogram(f, edges)[0])
     _eq(e, edges)
+    h, e = dask.compute(*gsd.histogram(da.from_array(f, chunks=9_999), bins=[]))  # NumPy: empty results
+    rh, re = gs.histogram(f, bins=[])
+    _eq(h, rh)
+    _eq(e, re)
 
 
 def test_histogram_float32_edges_row6(scheduler):
