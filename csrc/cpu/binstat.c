@@ -100,7 +100,6 @@ static void merge(bstate *g, const bstate *s, int stat)
 
 static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
 {
-    (void)tid;
     bctx *c = (bctx *)ctx;
     bstate *mine = c->shared ? calloc((size_t)c->nb, sizeof(bstate)) : NULL;
     if (c->shared && !mine) {
@@ -108,6 +107,8 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
         return;
     }
     for (int64_t i = lo; i < hi; i++) {
+        if ((i - lo) % (GS_CPU_CHUNK / 16) == 0 && gs_cpu_stop(tid)) /* edges: a binary search each */
+            break; /* an interrupt: the merge below still runs, the caller discards it */
         const double x = c->f32 ? (double)((const float *)c->x)[i * c->sx] : ((const double *)c->x)[i * c->sx];
         const int64_t k = bin_number(c->e, c->nb, c->top, x);
         if (c->binnumber)
@@ -175,8 +176,13 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
         free(c.locks);
         return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for %lld bins", (long long)nbins);
     }
-    if (x->length > 0)
-        gs_cpu_parallel_for(x->length, gs_cpu_threads_for(x->length), slice, &c);
+    gs_status st = GS_OK;
+    if (x->length > 0) {
+        int nthreads = gs_cpu_threads_for_cost(x->length, GS_CPU_NS_HIST);
+        while (c.shared && nthreads > 1 && (double)nthreads * nbins > (double)x->length)
+            nthreads--; /* private states cost nthreads * nbins to clear and merge */
+        st = gs_cpu_parallel_for(x->length, nthreads, slice, &c);
+    }
     double *out = (double *)result->data;
     for (int64_t k = 0; k < nbins; k++) {
         const bstate *s = &c.g[k];
@@ -194,6 +200,8 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
     free(c.g);
     free(c.locks);
     const int err = atomic_load(&c.error);
+    if (st != GS_OK)
+        return st;
     if (err == 2)
         return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for per-thread bins");
     if (err)

@@ -1,9 +1,13 @@
 /* packbits and count_nonzero (CPU backend): threads over whole output bytes
  * (8 elements each), the same predicate as csrc/cuda/bits.cu. */
 #include "binning.h" /* gs_half_to_float */
+#include "gpusync/tuning.h"
 #include "parallel.h"
 
 #include <stdatomic.h>
+#ifdef __SSE2__
+#include <emmintrin.h> /* baseline x86-64 */
+#endif
 #include <string.h>
 
 typedef struct {
@@ -16,54 +20,153 @@ typedef struct {
     _Atomic int64_t count;
 } bctx;
 
-static int pred(const bctx *c, int64_t i)
+/* Elements [e0, e1) of one dtype: their count of true predicates, and (when
+ * c->out) the bytes they pack into.  One loop per dtype and predicate, the
+ * contiguous count loop the one the compiler vectorizes. */
+#define BITS(T, PRED)                                                                                         \
+    do {                                                                                                      \
+        const T *p = (const T *)c->x;                                                                         \
+        const int64_t s = c->stride;                                                                          \
+        if (!c->out) {                                                                                        \
+            if (s == 1)                                                                                       \
+                for (int64_t i = e0; i < e1; i += 4096) { /* 32-bit lanes: 4096 predicates fit */             \
+                    const int64_t m = e1 - i < 4096 ? e1 - i : 4096;                                          \
+                    uint32_t blk = 0;                                                                         \
+                    for (int64_t k = 0; k < m; k++)                                                           \
+                        blk += (uint32_t)(PRED(p[i + k]));                                                    \
+                    cnt += blk;                                                                               \
+                }                                                                                             \
+            else                                                                                              \
+                for (int64_t i = e0; i < e1; i++)                                                             \
+                    cnt += (int64_t)(PRED(p[i * s]));                                                         \
+            break;                                                                                            \
+        }                                                                                                     \
+        for (int64_t b = e0 / 8; b * 8 < e1; b++) {                                                           \
+            const int64_t lo = b * 8, hi = lo + 8 < c->n ? lo + 8 : c->n;                                     \
+            unsigned byte = 0;                                                                                \
+            if (hi - lo == 8 && s == 1) {                                                                     \
+                for (int k = 0; k < 8; k++)                                                                   \
+                    byte |= (unsigned)(PRED(p[lo + k])) << (c->little ? k : 7 - k);                           \
+            } else {                                                                                          \
+                for (int64_t i = lo; i < hi; i++)                                                             \
+                    byte |= (unsigned)(PRED(p[i * s])) << (c->little ? (int)(i - lo) : 7 - (int)(i - lo));    \
+            }                                                                                                 \
+            c->out[b] = (uint8_t)byte;                                                                        \
+        }                                                                                                     \
+    } while (0)
+#define NZ(v) ((v) != 0)
+#define GT(v) ((double)(v) > thr)
+#define HALF_NZ(v) (((v)&0x7fffu) != 0)
+#define HALF_GT(v) ((double)gs_half_to_float(v) > thr)
+
+/* Bytes != 0 of 8 one-byte elements to 8 bits at once: the high bit of each
+ * byte of nz is set iff the byte is nonzero; the multiply gathers those bits
+ * into the top byte in element order (little) or reversed (big). */
+static void pack_bytes(bctx *c, int64_t e0, int64_t e1)
 {
-    const int64_t k = i * c->stride;
-    double v;
-    switch (c->dt) {
-    case GS_BOOL:
-    case GS_UINT8: v = ((const uint8_t *)c->x)[k]; break;
-    case GS_INT8: v = ((const int8_t *)c->x)[k]; break;
-    case GS_INT16: v = ((const int16_t *)c->x)[k]; break;
-    case GS_UINT16: v = ((const uint16_t *)c->x)[k]; break;
-    case GS_INT32: v = ((const int32_t *)c->x)[k]; break;
-    case GS_UINT32: v = ((const uint32_t *)c->x)[k]; break;
-    case GS_INT64:
-        if (!c->has_thr)
-            return ((const int64_t *)c->x)[k] != 0;
-        v = (double)((const int64_t *)c->x)[k];
-        break;
-    case GS_UINT64:
-        if (!c->has_thr)
-            return ((const uint64_t *)c->x)[k] != 0;
-        v = (double)((const uint64_t *)c->x)[k];
-        break;
-    case GS_FLOAT16:
-        if (!c->has_thr)
-            return (((const uint16_t *)c->x)[k] & 0x7fffu) != 0;
-        v = gs_half_to_float(((const uint16_t *)c->x)[k]);
-        break;
-    case GS_FLOAT32: v = ((const float *)c->x)[k]; break;
-    default: v = ((const double *)c->x)[k]; break;
+    const uint8_t *p = (const uint8_t *)c->x;
+    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7fULL, ones = 0x0101010101010101ULL;
+    const uint64_t magic = c->little ? 0x0102040810204080ULL : 0x8040201008040201ULL;
+    int64_t b = e0 / 8;
+#ifdef __SSE2__
+    uint8_t *out = c->out; /* locals: stores through out may alias *c */
+    const int little = c->little;
+    const __m128i z = _mm_setzero_si128();
+    for (; b * 8 + 64 <= e1; b += 8) { /* 64 elements -> 64 bits: bit k set iff byte k is nonzero */
+        uint64_t m = 0;
+        for (int q = 0; q < 4; q++)
+            m |= (uint64_t)(uint16_t)~_mm_movemask_epi8(
+                     _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + b * 8 + 16 * q)), z))
+                 << (16 * q);
+        if (!little) { /* reverse the bits of every byte */
+            m = ((m >> 1) & 0x5555555555555555ULL) | ((m & 0x5555555555555555ULL) << 1);
+            m = ((m >> 2) & 0x3333333333333333ULL) | ((m & 0x3333333333333333ULL) << 2);
+            m = ((m >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((m & 0x0f0f0f0f0f0f0f0fULL) << 4);
+        }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        memcpy(out + b, &m, 8); /* byte q of m is output byte b + q */
+#else
+        for (int q = 0; q < 8; q++)
+            out[b + q] = (uint8_t)(m >> (8 * q));
+#endif
     }
-    return c->has_thr ? v > c->thr : v != 0;
+#endif
+    for (; b * 8 + 8 <= e1; b++) {
+        uint64_t x;
+        memcpy(&x, p + b * 8, 8);
+        const uint64_t nz = ((((x & lo7) + lo7) | x) >> 7) & ones;
+        c->out[b] = (uint8_t)((nz * magic) >> 56);
+    }
+    if (b * 8 < e1) { /* the last, partial byte */
+        unsigned byte = 0;
+        for (int64_t i = b * 8; i < e1; i++)
+            byte |= (unsigned)(p[i] != 0) << (c->little ? (int)(i - b * 8) : 7 - (int)(i - b * 8));
+        c->out[b] = (uint8_t)byte;
+    }
 }
 
+#ifdef __SSE2__
+/* Nonzero bytes of p[0, n): zero bytes counted 16 at a time in byte lanes
+ * (at most 255 rounds between two horizontal sums, psadbw). */
+static int64_t count_bytes_sse2(const uint8_t *p, int64_t n)
+{
+    const __m128i z = _mm_setzero_si128();
+    int64_t zeros = 0, i = 0;
+    while (i + 16 <= n) {
+        __m128i acc = z;
+        const int64_t stop = i + 16 * 255 < n ? i + 16 * 255 : n;
+        for (; i + 16 <= stop; i += 16)
+            acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + i)), z));
+        const __m128i s = _mm_sad_epu8(acc, z);
+        zeros += _mm_cvtsi128_si32(s) + _mm_cvtsi128_si32(_mm_unpackhi_epi64(s, s));
+    }
+    for (; i < n; i++)
+        zeros += p[i] == 0;
+    return n - zeros;
+}
+#endif
+
+static int64_t piece(const bctx *c, int64_t e0, int64_t e1)
+{
+    if (c->out && !c->has_thr && c->stride == 1 && gs_dtype_size(c->dt) == 1 && c->dt != GS_FLOAT16) {
+        pack_bytes((bctx *)c, e0, e1);
+        return 0;
+    }
+#ifdef __SSE2__
+    if (!c->out && !c->has_thr && c->stride == 1 && gs_dtype_size(c->dt) == 1)
+        return count_bytes_sse2((const uint8_t *)c->x + e0, e1 - e0);
+#endif
+    int64_t cnt = 0;
+    const double thr = c->thr;
+    const int t = c->has_thr;
+    switch (c->dt) {
+    case GS_BOOL:
+    case GS_UINT8: if (t) BITS(uint8_t, GT); else BITS(uint8_t, NZ); break;
+    case GS_INT8: if (t) BITS(int8_t, GT); else BITS(int8_t, NZ); break;
+    case GS_INT16: if (t) BITS(int16_t, GT); else BITS(int16_t, NZ); break;
+    case GS_UINT16: if (t) BITS(uint16_t, GT); else BITS(uint16_t, NZ); break;
+    case GS_INT32: if (t) BITS(int32_t, GT); else BITS(int32_t, NZ); break;
+    case GS_UINT32: if (t) BITS(uint32_t, GT); else BITS(uint32_t, NZ); break;
+    case GS_INT64: if (t) BITS(int64_t, GT); else BITS(int64_t, NZ); break;
+    case GS_UINT64: if (t) BITS(uint64_t, GT); else BITS(uint64_t, NZ); break;
+    case GS_FLOAT16: if (t) BITS(uint16_t, HALF_GT); else BITS(uint16_t, HALF_NZ); break;
+    case GS_FLOAT32: if (t) BITS(float, GT); else BITS(float, NZ); break;
+    default: if (t) BITS(double, GT); else BITS(double, NZ); break;
+    }
+    return cnt;
+}
+
+/* A thread's whole output bytes [b0, b1), in pieces of GS_CPU_CHUNK
+ * elements with an interrupt check between them. */
 static void slice(void *ctx, int tid, int64_t b0, int64_t b1)
 {
-    (void)tid;
     bctx *c = (bctx *)ctx;
+    const int64_t end = b1 * 8 < c->n ? b1 * 8 : c->n;
     int64_t cnt = 0;
-    for (int64_t b = b0; b < b1; b++) {
-        unsigned byte = 0;
-        const int64_t e0 = b * 8, e1 = e0 + 8 < c->n ? e0 + 8 : c->n;
-        for (int64_t i = e0; i < e1; i++) {
-            const unsigned p = (unsigned)pred(c, i);
-            cnt += p;
-            byte |= p << (c->little ? (int)(i - e0) : 7 - (int)(i - e0));
-        }
-        if (c->out)
-            c->out[b] = (uint8_t)byte;
+    for (int64_t e = b0 * 8; e < end; e += GS_CPU_CHUNK) {
+        if (gs_cpu_stop(tid))
+            break;
+        cnt += piece(c, e, end - e < GS_CPU_CHUNK ? end : e + GS_CPU_CHUNK);
     }
     atomic_fetch_add(&c->count, cnt);
 }
@@ -88,11 +191,14 @@ static gs_status run(const gs_array *a, const double *thr, int little, gs_array 
     c.out = count ? NULL : (uint8_t *)out->data;
     atomic_init(&c.count, 0);
     const int64_t bytes = (a->length + 7) / 8;
-    if (bytes > 0)
-        gs_cpu_parallel_for(bytes, gs_cpu_threads_for(a->length), slice, &c);
-    if (count)
+    gs_status st = GS_OK;
+    if (bytes > 0) {
+        const double per = GS_CPU_NS_PER_BYTE * (double)gs_dtype_size(a->dtype) + (count ? 0 : GS_CPU_NS_PER_BYTE);
+        st = gs_cpu_parallel_for(bytes, gs_cpu_threads_for_cost(a->length, per), slice, &c);
+    }
+    if (count && st == GS_OK)
         *(int64_t *)out->data = atomic_load(&c.count);
-    return GS_OK;
+    return st;
 }
 
 gs_status gs_cpu_packbits(const gs_array *a, const double *thr, int little, gs_array *out, void *stream)

@@ -46,11 +46,13 @@ gs_status gs_cpu_counter(int kind, int64_t blocks, int threads, int64_t *value, 
     atomic_init(&c.lock, 0);
     atomic_init(&c.error, 0);
     const int64_t n = blocks * threads;
-    int nth = gs_cpu_threads_for(n > 1 << 20 ? n : 1 << 20); /* always race with several threads */
+    const int nth = gs_cpu_max_threads(); /* always race with several threads */
     const int64_t t0 = gs_now_ns();
-    gs_cpu_parallel_for(n, nth, slice, &c);
+    const gs_status st = gs_cpu_parallel_for(n, nth, slice, &c);
     *ms = (gs_now_ns() - t0) / 1e6;
     *value = atomic_load(&c.count);
+    if (st != GS_OK)
+        return st;
     if (atomic_load(&c.error))
         return gs_fail(GS_ERR_DEADLOCK, "mutex counter: a thread waited more than %.0f ms for the lock",
                        gs_spin_timeout_ns() / 1e6);

@@ -1,70 +1,331 @@
+/*
+ * The CPU engine's persistent thread pool (see parallel.h).
+ *
+ * Worker w (thread id w + 1) owns one slot: a `go` word the caller bumps to
+ * hand it the current job, and a `sleeping` word it raises before it parks
+ * on a futex, so that the caller makes the wake-up system call only for a
+ * parked worker.  A worker that finished a job spins GS_CPU_POOL_SPIN_US on
+ * its word first: back-to-back calls then hand off without a system call.
+ * Workers count down `remaining`; the last one wakes the caller, which waits
+ * in slices of GS_INTERRUPT_POLL_MS / 5 and asks the binding for a pending
+ * SIGINT between them (gs_interrupt_poll) once the job has run that long.
+ *
+ * One caller at a time holds the pool (`busy`); a second, concurrent caller
+ * runs its job on threads of its own (created for that call), so every job
+ * still gets all its threads at once and no caller waits for another.
+ */
 #define _GNU_SOURCE
 #include "parallel.h"
-#include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 
+#include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GS_CPU_MAX_THREADS 256
 
-typedef struct {
-    gs_range_fn fn;
-    void *ctx;
-    int tid;
-    int64_t begin, end;
-} slice_job;
-
-static void *run_slice(void *arg)
+static int64_t now_ns(void)
 {
-    slice_job *j = (slice_job *)arg;
-    j->fn(j->ctx, j->tid, j->begin, j->end);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void futex_wait(atomic_uint *w, unsigned seen, int64_t timeout_ns)
+{
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
+    syscall(SYS_futex, (void *)w, FUTEX_WAIT_PRIVATE, seen, timeout_ns > 0 ? &ts : NULL, NULL, 0);
+}
+
+static void futex_wake(atomic_uint *w, int n) { syscall(SYS_futex, (void *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0); }
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+typedef struct {
+    _Alignas(64) atomic_uint go;
+    atomic_uint sleeping;
+    unsigned seen0; /* `go` when the worker was created (jobs may come before it runs) */
+} slot;
+
+static struct {
+    atomic_int busy;  /* a caller holds the pool */
+    int nworkers;     /* started (thread ids 1..nworkers) */
+    gs_range_fn fn;   /* the current job, published before `go` moves */
+    void *ctx;
+    int64_t n;
+    int nthreads;
+    _Alignas(64) atomic_uint remaining; /* workers still on the current job */
+    slot slots[GS_CPU_MAX_THREADS];
+} pool;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static double handoff_lo = -1, handoff_hi = 0; /* ns: 2 threads, handoff_at threads */
+static int handoff_at = 2;
+static _Thread_local int64_t job_start;
+
+static void run_slice(gs_range_fn fn, void *ctx, int64_t n, int nthreads, int tid)
+{
+    fn(ctx, tid, n * tid / nthreads, n * (tid + 1) / nthreads);
+}
+
+static void *worker(void *arg)
+{
+    const int w = (int)(intptr_t)arg;
+    slot *s = &pool.slots[w];
+    unsigned seen = s->seen0;
+    for (;;) {
+        const int64_t t0 = now_ns();
+        for (unsigned spins = 1; atomic_load_explicit(&s->go, memory_order_acquire) == seen; spins++) {
+            if (spins & 63) {
+                cpu_relax();
+                continue;
+            }
+            if (now_ns() - t0 < (int64_t)GS_CPU_POOL_SPIN_US * 1000)
+                continue;
+            atomic_store(&s->sleeping, 1); /* seq_cst: pairs with the caller's bump of go */
+            if (atomic_load(&s->go) == seen)
+                futex_wait(&s->go, seen, 0);
+            atomic_store(&s->sleeping, 0);
+        }
+        seen = atomic_load_explicit(&s->go, memory_order_acquire);
+        run_slice(pool.fn, pool.ctx, pool.n, pool.nthreads, w + 1);
+        if (atomic_fetch_sub_explicit(&pool.remaining, 1, memory_order_acq_rel) == 1)
+            futex_wake(&pool.remaining, 1);
+    }
     return NULL;
 }
 
-int gs_cpu_threads_for(int64_t n)
+/* A forked child has none of the parent's threads: start over. */
+static void after_fork_child(void)
 {
-    const int requested = gs_cpu_requested_threads(n); /* the dispatcher chose (1: the caller alone) */
-    if (requested)
-        return requested > GS_CPU_MAX_THREADS ? GS_CPU_MAX_THREADS : requested;
-    if (n < GS_CPU_PARALLEL_MIN)
-        return 1;
-    long t = (long)gs_env_number(GS_ENV_NUM_THREADS, 0, NULL);
-    if (t <= 0)
-        t = sysconf(_SC_NPROCESSORS_ONLN);
-    if (t < 1)
-        t = 1;
-    if (t > GS_CPU_MAX_THREADS)
-        t = GS_CPU_MAX_THREADS;
-    if (t > n / (GS_CPU_PARALLEL_MIN / 4))
-        t = n / (GS_CPU_PARALLEL_MIN / 4) > 0 ? n / (GS_CPU_PARALLEL_MIN / 4) : 1;
-    return (int)t;
+    atomic_store(&pool.busy, 0);
+    pool.nworkers = 0;
+    atomic_store(&pool.remaining, 0);
+    for (int i = 0; i < GS_CPU_MAX_THREADS; i++) {
+        atomic_store(&pool.slots[i].go, 0);
+        atomic_store(&pool.slots[i].sleeping, 0);
+    }
 }
 
-int gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
+static void register_fork(void) { pthread_atfork(NULL, NULL, after_fork_child); }
+
+/* Caller holds `busy`.  Start workers up to `want` (thread ids 1..want). */
+static int grow(int want)
 {
-    if (nthreads <= 1 || n <= 1) {
-        fn(ctx, 0, 0, n);
-        return 0;
+    pthread_once(&once, register_fork);
+    while (pool.nworkers < want) {
+        pthread_attr_t a;
+        pthread_t th;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pool.slots[pool.nworkers].seen0 = atomic_load(&pool.slots[pool.nworkers].go);
+        const int rc = pthread_create(&th, &a, worker, (void *)(intptr_t)pool.nworkers);
+        pthread_attr_destroy(&a);
+        if (rc != 0)
+            return 0;
+        pool.nworkers++;
     }
-    slice_job jobs[GS_CPU_MAX_THREADS];
+    return 1;
+}
+
+int gs_cpu_stop(int tid)
+{
+    if (tid != 0 || now_ns() - job_start < (int64_t)GS_INTERRUPT_POLL_MS * 1000000 / 5)
+        return gs_interrupt_requested();
+    return gs_interrupt_poll();
+}
+
+/* The caller, its own slice done: wait for the workers, asking for
+ * interrupts between slices of the wait (they stop at their next chunk). */
+static void wait_workers(void)
+{
+    const int64_t t0 = now_ns();
+    unsigned r;
+    while ((r = atomic_load_explicit(&pool.remaining, memory_order_acquire)) != 0) {
+        if (now_ns() - t0 < (int64_t)GS_CPU_POOL_SPIN_US * 1000) {
+            cpu_relax();
+            continue;
+        }
+        futex_wait(&pool.remaining, r, (int64_t)GS_INTERRUPT_POLL_MS * 1000000 / 5);
+        gs_cpu_stop(0);
+    }
+}
+
+/* The pool is busy (another caller) or cannot grow: threads for this call. */
+typedef struct {
+    gs_range_fn fn;
+    void *ctx;
+    int64_t n;
+    int nthreads, tid;
+} own_job;
+
+static void *own_slice(void *arg)
+{
+    own_job *j = (own_job *)arg;
+    run_slice(j->fn, j->ctx, j->n, j->nthreads, j->tid);
+    return NULL;
+}
+
+static int run_own_threads(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
+{
+    own_job jobs[GS_CPU_MAX_THREADS];
     pthread_t th[GS_CPU_MAX_THREADS];
     int started[GS_CPU_MAX_THREADS] = {0};
     int rc = 0;
-    for (int t = 0; t < nthreads; t++) {
-        jobs[t] = (slice_job){fn, ctx, t, n * t / nthreads, n * (t + 1) / nthreads};
-        if (t > 0)
-            started[t] = pthread_create(&th[t], NULL, run_slice, &jobs[t]) == 0;
+    for (int t = 1; t < nthreads; t++) {
+        jobs[t] = (own_job){fn, ctx, n, nthreads, t};
+        started[t] = pthread_create(&th[t], NULL, own_slice, &jobs[t]) == 0;
     }
-    run_slice(&jobs[0]);
+    run_slice(fn, ctx, n, nthreads, 0);
     for (int t = 1; t < nthreads; t++) {
         if (started[t]) {
             pthread_join(th[t], NULL);
         } else { /* could not start: do its slice here */
-            run_slice(&jobs[t]);
+            run_slice(fn, ctx, n, nthreads, t);
             rc = -1;
         }
     }
     return rc;
+}
+
+static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
+{
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.n = n;
+    pool.nthreads = nthreads;
+    atomic_store(&pool.remaining, (unsigned)(nthreads - 1));
+    for (int w = 0; w < nthreads - 1; w++) {
+        slot *s = &pool.slots[w];
+        atomic_fetch_add(&s->go, 1); /* seq_cst: pairs with the worker's `sleeping` */
+        if (atomic_load(&s->sleeping))
+            futex_wake(&s->go, 1);
+    }
+    run_slice(fn, ctx, n, nthreads, 0);
+    wait_workers();
+}
+
+static void noop(void *ctx, int tid, int64_t b, int64_t e) { (void)ctx, (void)tid, (void)b, (void)e; }
+
+/* Caller holds `busy`, workers started: the best of a few empty jobs, each
+ * after the workers have parked (the cold hand-off a call meets). */
+static double measure(int nthreads)
+{
+    double best = 1e18;
+    for (int rep = 0; rep < 5; rep++) {
+        const struct timespec nap = {0, (long)GS_CPU_POOL_SPIN_US * 2000 + 50000};
+        nanosleep(&nap, NULL);
+        const int64_t t0 = now_ns();
+        run_pool(nthreads, nthreads, noop, NULL);
+        const double dt = (double)(now_ns() - t0);
+        best = dt < best ? dt : best;
+    }
+    return best;
+}
+
+static void calibrate_locked(int most)
+{
+    if (handoff_lo >= 0 && handoff_at >= most)
+        return;
+    if (!grow(most - 1))
+        return;
+    handoff_lo = measure(2);
+    handoff_hi = most > 2 ? measure(most) : handoff_lo;
+    handoff_at = most;
+}
+
+int gs_cpu_max_threads(void)
+{
+    int set = 0;
+    double t = gs_env_number(GS_ENV_NUM_THREADS, 0, &set);
+    if (!set) {
+        t = (double)sysconf(_SC_NPROCESSORS_ONLN);
+        if (t > 64)
+            t = 64;
+    }
+    if (t < 1)
+        t = 1;
+    if (t > GS_CPU_MAX_THREADS)
+        t = GS_CPU_MAX_THREADS;
+    return (int)t;
+}
+
+double gs_cpu_handoff_ns(int nthreads)
+{
+    if (nthreads <= 1)
+        return 0;
+    if (handoff_lo < 0 || handoff_at < nthreads) {
+        /* measure with the pool to ourselves; a busy pool means another
+         * call runs: use the safe default until the next time */
+        if (!atomic_exchange(&pool.busy, 1)) {
+            calibrate_locked(nthreads > gs_cpu_max_threads() ? nthreads : gs_cpu_max_threads());
+            atomic_store(&pool.busy, 0);
+        }
+        if (handoff_lo < 0)
+            return GS_CPU_HANDOFF_DEFAULT_NS * (nthreads - 1);
+    }
+    if (handoff_at <= 2)
+        return handoff_lo;
+    const double f = (double)(nthreads - 2) / (handoff_at - 2);
+    return handoff_lo + f * (handoff_hi - handoff_lo); /* linear in the threads woken */
+}
+
+int gs_cpu_threads_for_cost(int64_t n, double ns_per_item)
+{
+    const int requested = gs_cpu_requested_threads(n); /* the dispatcher chose (1: the caller alone) */
+    if (requested)
+        return requested > GS_CPU_MAX_THREADS ? GS_CPU_MAX_THREADS : requested;
+    const double work = (double)n * ns_per_item;
+    int most = gs_cpu_max_threads();
+    if (most > n)
+        most = n > 1 ? (int)n : 1;
+    /* below the cheapest hand-off there is, no thread can pay: do not even
+     * start the pool */
+    if (most <= 1 || work < 2 * GS_CPU_HANDOFF_MIN_NS)
+        return 1;
+    int best_t = 1;
+    double best = work;
+    for (int t = 2; t <= most; t++) {
+        const double c = work / t + gs_cpu_handoff_ns(t);
+        if (c < best) {
+            best = c;
+            best_t = t;
+        }
+    }
+    return best_t;
+}
+
+gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
+{
+    job_start = now_ns();
+    if (nthreads > GS_CPU_MAX_THREADS)
+        nthreads = GS_CPU_MAX_THREADS;
+    int rc = 0;
+    if (nthreads <= 1 || n <= 1) {
+        fn(ctx, 0, 0, n);
+    } else if (!atomic_exchange(&pool.busy, 1)) {
+        if (grow(nthreads - 1)) {
+            run_pool(n, nthreads, fn, ctx);
+            atomic_store(&pool.busy, 0);
+        } else {
+            atomic_store(&pool.busy, 0);
+            rc = run_own_threads(n, nthreads, fn, ctx);
+        }
+    } else {
+        rc = run_own_threads(n, nthreads, fn, ctx);
+    }
+    if (gs_interrupt_requested())
+        return gs_interrupted();
+    return rc == 0 ? GS_OK : gs_fail(GS_ERR_NO_MEMORY, "could not start CPU threads");
 }

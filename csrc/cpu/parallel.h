@@ -1,15 +1,43 @@
-/* A minimal parallel-for over index ranges on POSIX threads (CPU backend). */
+/* The CPU engine's parallel-for: a persistent thread pool (csrc/cpu/parallel.c).
+ *
+ * Threads are created once, on the first call that wants them, and park on a
+ * futex between jobs.  A job runs fn on `nthreads` threads at once, each on
+ * one equal slice of [0, n); thread 0 is the caller.  Every thread of a job
+ * runs concurrently (the grid / barrier strategies rely on it): when the pool
+ * is held by another caller (several Python threads), the later caller runs
+ * on threads of its own for that call.  The pool is rebuilt in a forked
+ * child. */
 #ifndef GPUSYNC_CPU_PARALLEL_H
 #define GPUSYNC_CPU_PARALLEL_H
+#include "gpusync/gpusync.h"
+
 #include <stdint.h>
 
-/* fn(ctx, tid, begin, end) runs on `nthreads` threads over equal slices of
- * [0, n).  Thread 0 is the caller.  Returns 0, or -1 when a thread could not
- * be started (the work then still completes on the threads that did start). */
 typedef void (*gs_range_fn)(void *ctx, int tid, int64_t begin, int64_t end);
-int gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx);
 
-/* Threads to use for n elements: 1 below GS_CPU_PARALLEL_MIN, else the
- * number of online CPUs (or GPUSYNC_NUM_THREADS when set). */
-int gs_cpu_threads_for(int64_t n);
+/* GS_OK; GS_ERR_INTERRUPTED when an interrupt came during the job (every
+ * thread has stopped by then: the slices check gs_cpu_stop between chunks);
+ * GS_ERR_NO_MEMORY when threads could not be started (their slices then ran
+ * on the caller, after the others). */
+gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx);
+
+/* Declared in gpusync.h (the engine choice reads them too):
+ * gs_cpu_threads_for_cost(n, ns_per_item): the dispatcher's request for the
+ *   calling thread (gs_cpu_requested_threads) when it made one; else the
+ *   thread count t minimising
+ *   n*ns_per_item/t + handoff(t), handoff(t) the measured cost of waking t-1
+ *   pool threads and waiting for them; 1 (the calling thread alone, no
+ *   hand-off) when threads would not pay.  At most gs_cpu_max_threads().
+ * gs_cpu_max_threads(): GPUSYNC_NUM_THREADS, or the online CPUs (at most 64).
+ * gs_cpu_handoff_ns(nthreads): the hand-off of a job on nthreads threads --
+ *   waking nthreads-1 parked pool threads and seeing them finish an empty
+ *   slice; 0 for one thread.  Measured once when the pool starts (the best of
+ *   a few empty jobs; the first call pays it), linear in the threads between
+ *   the two counts measured. */
+
+/* Between two chunks of a slice: nonzero when the job should stop (an
+ * interrupt).  Thread 0 -- the caller -- asks the binding's hook (a pending
+ * SIGINT) once the job has run GS_INTERRUPT_POLL_MS / 5; the others read the
+ * process-wide flag (one relaxed load). */
+int gs_cpu_stop(int tid);
 #endif

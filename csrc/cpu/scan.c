@@ -12,6 +12,7 @@
  * and bool in wrapping uint64. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime in spin.h */
 #include "../common/convert.h"
+#include "gpusync/tuning.h"
 #include "parallel.h"
 #include "spin.h"
 
@@ -175,7 +176,7 @@ gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, 
     c.strategy = strategy;
     c.n = a->length;
     c.timeout = gs_spin_timeout_ns();
-    c.nthreads = gs_cpu_threads_for(c.n);
+    c.nthreads = gs_cpu_threads_for_cost(c.n, GS_CPU_NS_SCAN_BYTE * (double)gs_dtype_size(c.dt));
     atomic_init(&c.arrived, 0);
     atomic_init(&c.error, 0);
     const size_t nt = (size_t)c.nthreads;
@@ -188,8 +189,8 @@ gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, 
     }
     for (size_t i = 0; i < nt; i++)
         atomic_init(&c.flag[i], EMPTY);
-    const int rc = gs_cpu_parallel_for(c.n, c.nthreads, slice, &c);
-    if (rc == 0 && strategy == GS_STRATEGY_RELAUNCH) {
+    st = gs_cpu_parallel_for(c.n, c.nthreads, slice, &c);
+    if (st == GS_OK && strategy == GS_STRATEGY_RELAUNCH) {
         uint64_t run = 0;
         for (size_t i = 0; i < nt; i++) { /* the slices' exclusive prefixes */
             const uint64_t s = c.sum[i];
@@ -197,10 +198,7 @@ gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, 
             run = add(&c, run, s);
         }
         c.phase = 2;
-        if (gs_cpu_parallel_for(c.n, c.nthreads, slice, &c) != 0)
-            st = gs_fail(GS_ERR_NO_MEMORY, "could not start CPU threads");
-    } else if (rc != 0) {
-        st = gs_fail(GS_ERR_NO_MEMORY, "could not start CPU threads");
+        st = gs_cpu_parallel_for(c.n, c.nthreads, slice, &c);
     }
     if (st == GS_OK && atomic_load(&c.error))
         st = gs_fail(GS_ERR_DEADLOCK, "cumsum (%s): a thread waited more than %.0f ms for another",

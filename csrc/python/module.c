@@ -1201,6 +1201,26 @@ static PyObject *py_test_interrupt_wait(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The CPU pool's cost inputs for the engine choice (csrc/cpu/parallel.c):
+ * threads worth using for n items of ns_per_item each, the measured hand-off
+ * of that many threads (of all of them when one), and the most threads. */
+static PyObject *py_cpu_threads_for(PyObject *self, PyObject *args)
+{
+    (void)self;
+    long long n;
+    double ns;
+    if (!PyArg_ParseTuple(args, "Ld", &n, &ns))
+        return NULL;
+    int t, most;
+    double h;
+    Py_BEGIN_ALLOW_THREADS
+    t = gs_cpu_threads_for_cost((int64_t)n, ns);
+    most = gs_cpu_max_threads();
+    h = gs_cpu_handoff_ns(t > 1 ? t : most);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(idi)", t, h, most);
+}
+
 /* The environment table (csrc/common/env.c) for docs and tests: a tuple of
  * (name, type, default, lo, hi, choices, meaning). */
 static PyObject *py_env_table(PyObject *self, PyObject *args)
@@ -1283,6 +1303,9 @@ static PyMethodDef methods[] = {
     {"_ops_null_slots", py_ops_null_slots, METH_VARARGS, "test hook: NULL slots of a backend's ops table"},
     {"_test_interrupt_wait", py_test_interrupt_wait, METH_VARARGS,
      "test hook: wait `ms` polling for interrupts; KeyboardInterrupt on SIGINT"},
+    {"cpu_threads_for", py_cpu_threads_for, METH_VARARGS,
+     "cpu_threads_for(n, ns_per_item) -> (threads, handoff_ns, max_threads): the CPU pool's choice and "
+     "measured hand-off"},
     {"_env_table", py_env_table, METH_NOARGS, "the GPUSYNC_* variables: (name, type, default, lo, hi, choices, meaning)"},
     {"env_backend", py_env_backend, METH_NOARGS, "GPUSYNC_BACKEND: 'cpu', 'cuda' or None"},
     {"_env_number", py_env_number, METH_VARARGS, "test hook: a GPUSYNC_* variable as the C side reads it"},

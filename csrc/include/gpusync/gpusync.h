@@ -386,6 +386,13 @@ void gs_interrupt_clear(void);
 gs_status gs_interrupted(void); /* gs_fail(GS_ERR_INTERRUPTED, ...) */
 
 const gs_backend_ops *gs_cpu_backend(void);
+/* The CPU engine's thread pool as the engine choice sees it (csrc/cpu/
+ * parallel.c, parallel.h): the threads worth using for n items of
+ * ns_per_item each (1: the calling thread alone), the measured hand-off of a
+ * job on nthreads threads, and the most threads a job may use. */
+int gs_cpu_threads_for_cost(int64_t n, double ns_per_item);
+double gs_cpu_handoff_ns(int nthreads);
+int gs_cpu_max_threads(void);
 /* The CPU engine's thread count for the calling thread's following calls,
  * chosen by the Python dispatcher's cost model: 1 runs on the calling thread
  * alone (no hand-off), k > 1 on k pool threads, 0 the engine's own choice. */

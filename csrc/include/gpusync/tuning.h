@@ -49,8 +49,33 @@
  * the warp-aggregated kernel (equal bins in a warp merged before the atomic). */
 #define GS_HIST_AUTO_MIN_REPLICAS 2
 
-/* CPU backend: inputs shorter than this run on the calling thread. */
-#define GS_CPU_PARALLEL_MIN 65536
+/* CPU engine thread pool (csrc/cpu/parallel.c).  A call uses t threads
+ * when n * ns_per_item / t + handoff(t) is smallest (gs_cpu_threads_for_cost):
+ * handoff(t) is measured when the pool starts (waking t-1 parked threads and
+ * seeing them finish; gs_cpu_handoff_ns), ns_per_item is the op's one-thread
+ * cost below.  So the calling thread works alone below the size where the
+ * hand-off pays, whatever the machine.
+ * A worker that finished a job spins this long before it parks on its futex
+ * (back-to-back calls then hand off without a system call). */
+#define GS_CPU_POOL_SPIN_US 50
+/* The hand-off per woken thread assumed before the pool has measured it, and
+ * the floor below which no hand-off exists (a futex wake-up and a cache-line
+ * round trip; ~5 us measured on the 2-core CI box and on the H200 host). */
+#define GS_CPU_HANDOFF_DEFAULT_NS 10000.0
+#define GS_CPU_HANDOFF_MIN_NS 2000.0
+/* One-thread cost per element (ns) of each CPU loop, from GPUSYNC_NUM_THREADS=1
+ * runs on the 2-core CI box (AMD EPYC, shared): sum f64 10M 9.0 ms (0.11
+ * ns/byte), count_nonzero u8 10M 0.47 ms, histogram f64 100 bins 1M 2.15 ms
+ * (2.1 ns/element); the 8-bit histogram and cumsum figures are estimates
+ * (one table increment per byte; two reads and a write).  Rounded down, so
+ * that threads are tried early: a wrong guess costs at most one hand-off. */
+#define GS_CPU_NS_PER_BYTE 0.08
+#define GS_CPU_NS_HIST_BYTE 0.25   /* 8-bit histogram: one table increment per byte */
+#define GS_CPU_NS_HIST 1.5         /* histogram / bincount / binned_statistic per element */
+#define GS_CPU_NS_SCAN_BYTE 0.15   /* cumsum: two reads and one write per element */
+/* Elements a CPU thread processes between two checks for an interrupt
+ * (gs_cpu_stop): a few tens of microseconds of work. */
+#define GS_CPU_CHUNK 65536
 /* CPU backend: private per-thread histograms above this many bins cost more
  * memory and merge time than atomics save; auto uses `global` beyond it. */
 #define GS_CPU_PRIVATE_MAX_BINS (1 << 20)

@@ -1,0 +1,180 @@
+"""The CPU engine itself (csrc/cpu/): its persistent thread pool (the hand-off
+model, GPUSYNC_NUM_THREADS, fork, concurrent callers), Ctrl-C during a long
+call, and the accuracy of its sums."""
+import math
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import gpusync as gs
+from gpusync import _core
+
+
+@pytest.fixture
+def cpu():
+    with gs.use_backend("cpu"):
+        yield
+
+
+def test_small_inputs_stay_on_the_calling_thread():
+    threads, handoff_ns, most = _core.cpu_threads_for(1000, 1.0)
+    assert threads == 1 and most >= 1
+    assert handoff_ns >= 0
+    # a job worth far more than any hand-off uses every thread
+    assert _core.cpu_threads_for(10**10, 1.0)[0] == most
+
+
+def test_threads_follow_the_measured_handoff():
+    # the choice is the model's: t threads only when work/t + handoff(t) < work
+    most = _core.cpu_threads_for(1, 1.0)[2]
+    if most < 2:
+        pytest.skip("one CPU")
+    t, h, _ = _core.cpu_threads_for(10**9, 1.0)
+    assert t == most and h > 0
+    h2 = _core.cpu_threads_for(1, 1.0)[1]  # the hand-off of all threads
+    assert h2 == h
+    # work of a quarter of the smallest hand-off: threads cannot pay
+    assert _core.cpu_threads_for(max(int(h / (4 * most)), 1), 1.0)[0] == 1
+
+
+def test_num_threads_is_respected(monkeypatch):
+    monkeypatch.setenv("GPUSYNC_NUM_THREADS", "1")
+    assert _core.cpu_threads_for(10**10, 1.0)[0] == 1
+    assert _core.cpu_threads_for(10**10, 1.0)[2] == 1
+    monkeypatch.setenv("GPUSYNC_NUM_THREADS", "3")
+    assert _core.cpu_threads_for(10**10, 1.0)[2] == 3
+    assert _core.cpu_threads_for(10**10, 1.0)[0] == 3
+
+
+def test_results_with_any_thread_count(monkeypatch, cpu):
+    rng = np.random.default_rng(5)
+    x = rng.random(1_234_567)
+    u = rng.integers(0, 256, 1_234_567, dtype=np.uint8)
+    for t in ("1", "2", "3", "7"):
+        monkeypatch.setenv("GPUSYNC_NUM_THREADS", t)
+        assert np.array_equal(gs.histogram(x, 100, range=(0, 1))[0], np.histogram(x, 100, range=(0, 1))[0])
+        assert np.array_equal(gs.bincount(u, minlength=256), np.bincount(u, minlength=256))
+        assert gs.count_nonzero(u) == np.count_nonzero(u)
+        assert np.array_equal(gs.packbits(u), np.packbits(u))
+        assert gs.sum(u) == u.sum()
+        assert float(gs.sum(x)) == pytest.approx(math.fsum(x), rel=1e-14)
+
+
+def test_concurrent_callers_share_the_pool(cpu):
+    """Several Python threads in the pool at once: each call either holds the
+    pool or runs on threads of its own; every result is right."""
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(6):
+            n = int(rng.integers(200_000, 1_500_000))
+            x = rng.standard_normal(n)
+            i = rng.integers(0, 1000, n)
+            assert np.array_equal(gs.histogram(x, 50, range=(-3, 3))[0], np.histogram(x, 50, range=(-3, 3))[0])
+            assert np.array_equal(gs.bincount(i, minlength=1000), np.bincount(i, minlength=1000))
+            assert float(gs.dot(x, x)) == pytest.approx(math.fsum(x * x), rel=1e-12)
+            assert np.array_equal(gs.cumsum(i), np.cumsum(i))
+        return True
+
+    with ThreadPoolExecutor(6) as ex:
+        assert all(ex.map(work, range(6)))
+
+
+def _child(q):
+    with gs.use_backend("cpu"):
+        x = np.arange(3_000_000, dtype=np.int64)
+        q.put(int(gs.sum(x)) == int(x.sum()) and gs.count_nonzero(x) == 2_999_999)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_pool_in_a_forked_child(cpu):
+    x = np.ones(3_000_000)
+    assert gs.sum(x) == 3_000_000  # the parent's pool is up
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(q,))
+    p.start()
+    p.join(60)
+    assert p.exitcode == 0
+    assert q.get(timeout=5) is True
+    assert gs.sum(x) == 3_000_000  # and the parent's still works
+
+
+def _interrupt_after(delay):
+    main = threading.main_thread().ident
+    t = threading.Timer(delay, lambda: signal.pthread_kill(main, signal.SIGINT))
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("op", ["histogram", "binned_statistic"])
+def test_ctrl_c_stops_a_long_call(cpu, op):
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    rng = np.random.default_rng(2)
+    x = rng.random(1_000_000)
+    edges = np.sort(rng.random(1 << 20))
+    edges[0], edges[-1] = 0.0, 1.0  # a binary search over 1M edges per element: seconds
+    call = {"histogram": lambda: gs.histogram(x, edges),
+            "binned_statistic": lambda: gs.binned_statistic(x, x, "mean", bins=edges)}[op]
+    timer = _interrupt_after(0.3)
+    t0 = time.perf_counter()
+    try:
+        call()
+    except KeyboardInterrupt:
+        stopped = time.perf_counter() - t0
+    else:
+        timer.join()
+        pytest.skip("the call ended before the signal (a fast machine)")
+    timer.join()
+    assert stopped < 0.3 + 1.0
+    # the pool is usable and right afterwards
+    y = rng.random(2_000_000)
+    assert np.array_equal(gs.histogram(y, 100, range=(0, 1))[0], np.histogram(y, 100, range=(0, 1))[0])
+    assert float(gs.sum(y)) == pytest.approx(math.fsum(y), rel=1e-14)
+
+
+def test_float32_sums_accumulate_in_float64(cpu):
+    x = np.full(10_000_001, 0.1, np.float32)
+    exact = math.fsum(x.astype(np.float64))
+    # the float32 result is the float64 sum rounded once (NumPy's own float32
+    # pairwise sum is off by more)
+    assert gs.sum(x) == np.float32(exact)
+    assert gs.dot(x, x) == np.float32(math.fsum(x.astype(np.float64) ** 2))
+
+
+def test_float64_sums_are_pairwise_accurate(cpu):
+    rng = np.random.default_rng(9)
+    n = 3_000_017
+    x = rng.random(n) * 1e6 + 1e9  # naive summation loses ~log2(n) more bits
+    exact = math.fsum(x)
+    # pairwise: error O(log n) ulps of the partial sums; NumPy's own bound
+    assert abs(float(gs.sum(x)) - exact) <= abs(float(np.sum(x)) - exact) + 64 * np.spacing(exact)
+
+
+def test_integer_sums_wrap_like_numpy(cpu):
+    x = np.full(1_000_003, 2**62 + 12345, np.int64)
+    assert int(gs.sum(x)) == int(np.sum(x))
+    u = np.full(1_000_003, 2**64 - 3, np.uint64)
+    assert int(gs.sum(u)) == int(np.sum(u))
+    d = np.full(1_000_003, 2**33 + 7, np.int64)
+    assert int(gs.dot(d, d)) == int(np.dot(d, d))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bins,lo,hi", [(100, 0.0, 1.0), (7, -3.3, 2.9), (1000, 1000.0, 1001.0), (64, 1e9, 1e9 + 6400.0)])
+def test_uniform_histogram_fast_path_matches_numpy_on_edges(cpu, dtype, bins, lo, hi):
+    """The blocked estimate + exact fallback: values on and next to every
+    edge, outside, NaN and inf land where np.histogram puts them."""
+    edges = np.histogram_bin_edges(np.array([lo, hi]), bins, (lo, hi)).astype(dtype)
+    near = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf)])
+    rng = np.random.default_rng(bins)
+    x = np.concatenate([near, rng.uniform(lo - 1, hi + 1, 5000).astype(dtype),
+                        np.array([np.nan, np.inf, -np.inf], dtype)])
+    x = np.tile(rng.permutation(x), 3)
+    assert np.array_equal(gs.histogram(x, bins, range=(lo, hi))[0], np.histogram(x, bins, range=(lo, hi))[0])
