@@ -1,105 +1,293 @@
-"""gpusync.dask over several GPUs of one machine: the same data, as CuPy
-chunks spread round-robin over 1, 2, ... GPUs, reduced by Dask's threaded
-scheduler (one task per chunk, each on its chunk's GPU; partials combined in
-a tree on the host).  Wall time per call and the speed-up over one GPU.
+"""gpusync.dask on dask.distributed over 1..k GPUs of one machine.
 
-    python benchmarks/dask_multi_gpu.py [--gib 8] [--chunk-mib 512] [--out benchmarks/results]
+One dask_cuda.LocalCUDACluster per GPU count (one worker per GPU), the same
+uint8 data generated on the workers' GPUs (chunk i made by worker i % k, never
+shipped), then per op the wall time of ``dask.compute`` of the lazy result
+(median of --reps after a warm-up), and the speed-up over one GPU:
 
-Writes <out>/dask_multi_gpu.md.
+* ``gpusync.dask``       one compute of one lazy result (latency: includes the
+                         scheduler's round trip);
+* ``gpusync.dask(xB)``   B independent results in one ``dask.compute`` (the
+                         scheduler's fixed cost shared, as in a pipeline);
+* ``dask.array``         the peer: dask.array's own bincount / histogram / sum /
+                         dot on the same CuPy chunks.
+
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
+    python benchmarks/dask_multi_gpu.py [--gib 16] [--chunk-mib 1024] \\
+        [--small-gib 16 --small-chunk-mib 256] [--gpus 1,2] [--ops bincount,histogram,sum,dot]
+    python benchmarks/dask_multi_gpu.py --cpu-smoke      # the logic, on a CPU LocalCluster, tiny sizes
+
+Rows ``dask-<op>-<GiB>GiB-<n>gpu`` (and ``...-<chunk>MiB`` for the small-chunk
+case) go into <out>/latest.json; <out>/dask_multi_gpu.md is the table and
+<out>/dask_multi_gpu.png the scaling plot.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import tempfile
 import time
 
-import numpy as np
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off (workers inherit this)
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-import gpusync as gs  # noqa: E402
 import gpusync.dask as gsd  # noqa: E402
+from benchmarks.common import median, merge_results  # noqa: E402
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--gib", type=float, default=8.0, help="total bytes of uint8 data")
-    ap.add_argument("--chunk-mib", type=int, default=512)
-    ap.add_argument("--out", default=os.path.join(HERE, "results"))
-    args = ap.parse_args()
+def _make(i, size, cpu):
+    """Chunk i of the data, made where the task runs (a worker's GPU)."""
+    if cpu:
+        return np.random.default_rng(i).integers(0, 256, size, dtype=np.uint8)
     import cupy as cp
+    return cp.random.default_rng(i).integers(0, 256, size, dtype=cp.uint8)
+
+
+def _spec_cluster(k):
+    """One Nanny per GPU, each seeing only its GPU (what dask-cuda sets up,
+    without dask-cuda)."""
+    from distributed import Nanny, Scheduler, SpecCluster
+    workers = {i: {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(i)}}}
+               for i in range(k)}
+    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers)
+
+
+def _cluster(k, cpu, kind):
+    import distributed
+    if kind == "auto":
+        kind = "local" if cpu else "dask-cuda"
+        if not cpu:
+            try:
+                import dask_cuda  # noqa: F401
+            except ImportError as e:
+                print(f"dask_cuda cannot be imported ({e}): one Nanny per GPU instead", flush=True)
+                kind = "spec"
+    if kind == "dask-cuda":
+        import dask_cuda
+        cluster = dask_cuda.LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(map(str, range(k))), n_workers=k,
+                                             threads_per_worker=1, dashboard_address=None)
+    elif kind == "spec":
+        cluster = _spec_cluster(k)
+    else:
+        cluster = distributed.LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+    return cluster, distributed.Client(cluster)
+
+
+def _data(client, n, chunk, cpu):
+    """A persisted Dask array of n uint8 in chunks of `chunk`, chunk i made on
+    worker i % k (annotated placement: the GPUs get equal shares)."""
     import dask
     import dask.array as da
+    import distributed
+    workers = sorted(client.scheduler_info()["workers"])
+    sizes = (chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ())
+    if cpu:
+        meta = np.empty(0, np.uint8)
+    else:
+        import cupy as cp
+        meta = cp.empty(0, cp.uint8)
+    blocks = []
+    for i, size in enumerate(sizes):
+        with dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=False):
+            blocks.append(da.from_delayed(dask.delayed(_make, pure=True)(i, size, cpu), (size,), dtype=np.uint8,
+                                          meta=meta))
+    x = client.persist(da.concatenate(blocks), optimize_graph=False)
+    distributed.wait(x)
+    where = {}
+    for ws in client.who_has(x).values():
+        for w in ws:
+            where[w] = where.get(w, 0) + 1
+    print(f"  {len(sizes)} chunks of {chunk / 2**20:g} MiB per worker: {sorted(where.values())}", flush=True)
+    return x
 
-    gs.use_backend("cuda")
-    ngpu = cp.cuda.runtime.getDeviceCount()
-    n = int(args.gib * (1 << 30))
-    chunk = args.chunk_mib << 20
-    nchunks = -(-n // chunk)
-    name = gs.device_info()["name"]
-    lines = [f"# gpusync.dask on {ngpu} x {name}", "",
-             f"{n / 2**30:.1f} GiB of uint8 in {nchunks} CuPy chunks of {args.chunk_mib} MiB, generated on the GPUs "
-             "(chunk i on GPU i % k); Dask's threaded scheduler; wall time per call (median of 5) after one warm-up.",
-             "", "| GPUs | op | ms | GB/s | speed-up | correct |", "|---:|---|---:|---:|---:|---|"]
+
+def _ops(x, names):
+    import dask.array as da
+    ours = {"bincount": lambda se: gsd.bincount(x, minlength=256, split_every=se),
+            "histogram": lambda se: gsd.histogram(x, bins=256, range=(0, 256), split_every=se)[0],
+            "sum": lambda se: gsd.sum(x, split_every=se),
+            "dot": lambda se: gsd.dot(x, x, split_every=se)}
+    peers = {"bincount": lambda: da.bincount(x, minlength=256),
+             "histogram": lambda: da.histogram(x, bins=256, range=(0, 256))[0],
+             "sum": lambda: x.sum(dtype=np.uint64),
+             "dot": lambda: da.dot(x, x)}
+    return {k: (ours[k], peers[k]) for k in names}
+
+
+def _host(v):
+    return np.asarray(v.get() if hasattr(v, "get") else v)
+
+
+def _time(fn, reps):
+    import dask
+    out = dask.compute(fn())[0]  # warm-up (and the result)
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        dask.compute(fn())
+        ts.append(time.perf_counter() - t)
+    return 1e3 * median(ts), out
+
+
+def _time_batch(make, batch, reps):
+    """B distinct lazy results (split_every differs) computed together."""
+    import dask
+    dask.compute(*[make(8 + j) for j in range(batch)])
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        dask.compute(*[make(8 + j) for j in range(batch)])
+        ts.append((time.perf_counter() - t) / batch)
+    return 1e3 * median(ts)
+
+
+def _gib(n):
+    g = n / 2**30
+    return f"{g:g}" if g >= 1 else f"{g:.3g}"
+
+
+def run_case(client, k, n, chunk, names, reps, batch, cpu, suffix, ref):
+    import dask
+    x = _data(client, n, chunk, cpu)
+    rows = []
+    with dask.config.set(scheduler=client):
+        for op, (ours, peer) in _ops(x, names).items():
+            case = f"dask-{op}-{_gib(n)}GiB-{k}gpu{suffix}"
+            ms, got = _time(lambda: ours(8), reps)
+            got = _host(got)
+            key = (op, n, chunk)
+            if key not in ref:  # the first GPU count's result is the reference of the others
+                ref[key] = got
+            correct = bool(np.array_equal(got, ref[key]))
+            rows.append({"op": f"dask-{op}", "case": case, "impl": "gpusync.dask", "ms": round(ms, 4),
+                         "gbps": round(n * (2 if op == "dot" else 1) / ms / 1e6, 1), "correct": correct})
+            bms = _time_batch(ours, batch, reps)
+            rows.append({"op": f"dask-{op}", "case": case, "impl": f"gpusync.dask(x{batch})", "ms": round(bms, 4),
+                         "gbps": round(n * (2 if op == "dot" else 1) / bms / 1e6, 1), "correct": correct})
+            pms, pgot = _time(peer, reps)
+            pgot = _host(pgot)
+            pcorrect = bool(np.array_equal(pgot.astype(got.dtype) if op != "dot" else pgot, got)) if op != "dot" \
+                else bool(pgot.astype(np.uint8) == got.astype(np.uint8))
+            rows.append({"op": f"dask-{op}", "case": case, "impl": "dask.array", "ms": round(pms, 4),
+                         "gbps": round(n * (2 if op == "dot" else 1) / pms / 1e6, 1), "correct": pcorrect})
+            print(f"{case:40s} gpusync.dask {ms:9.2f} ms  x{batch}: {bms:9.2f} ms/result  dask.array {pms:9.2f} ms"
+                  f"  correct={correct}/{pcorrect}", flush=True)
+    client.cancel(x)
+    return rows
+
+
+def report(rows, out, title):
     base = {}
-    ref = None
-    for k in range(1, ngpu + 1):
-        def make(block_info=None, k=k):
-            i = block_info[None]["chunk-location"][0]
-            size = block_info[None]["chunk-shape"][0]
-            with cp.cuda.Device(i % k):
-                return cp.random.default_rng(i).integers(0, 256, size, dtype=cp.uint8)
-
-        x = da.map_blocks(make, chunks=((chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ()),),
-                          dtype=np.uint8, meta=cp.empty(0, cp.uint8))
-        with dask.config.set(scheduler="threads", num_workers=max(4, 2 * k)):
-            x = x.persist()
-            for d in range(k):
-                cp.cuda.Device(d).synchronize()
-            if k == 1:  # one chunk, called directly: the GPU's share of a task
-                first = x.blocks[0].compute()
-                ts = []
-                for _ in range(5):
-                    t = time.perf_counter()
-                    gs.bincount(first, minlength=256)
-                    ts.append(time.perf_counter() - t)
-                lines.insert(3, f"One {args.chunk_mib} MiB chunk's bincount called directly: "
-                                f"{1e3 * float(np.median(ts)):.3f} ms.")
-                del first
-            ops = {"bincount": lambda: gsd.bincount(x, minlength=256),
-                   "sum": lambda: gsd.sum(x),
-                   "histogram": lambda: gsd.histogram(x, bins=64, range=(0, 256))[0]}
-            for op, fn in ops.items():
-                got = fn()
-                ts = []
-                for _ in range(5):
-                    t = time.perf_counter()
-                    fn()
-                    ts.append(time.perf_counter() - t)
-                ms = 1e3 * float(np.median(ts))
-                if k == 1:
-                    base[op] = ms
-                ok = True
-                if op == "bincount":
-                    ref = got if ref is None else ref
-                    ok = bool(np.array_equal(got, ref)) and int(got.sum()) == n
-                elif op == "sum":
-                    ok = int(got) == int(np.dot(np.arange(256, dtype=np.uint64), ref.astype(np.uint64)))
-                else:
-                    ok = bool(np.array_equal(got, ref.reshape(64, 4).sum(axis=1)))
-                lines.append(f"| {k} | {op} | {ms:.2f} | {n / ms / 1e6:.0f} | {base[op] / ms:.2f}x | "
-                             f"{'yes' if ok else '**NO**'} |")
-                print(lines[-1], flush=True)
-        del x
-        for d in range(k):
-            with cp.cuda.Device(d):
-                cp.get_default_memory_pool().free_all_blocks()
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "dask_multi_gpu.md"), "w") as f:
+    for r in rows:
+        if "-1gpu" in r["case"]:
+            base[(r["case"].replace("-1gpu", "-Xgpu"), r["impl"])] = r["ms"]
+    lines = [f"# {title}", "", "| case | impl | ms | GB/s | speed-up over 1 GPU | correct |",
+             "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        k = r["case"].split("gpu")[0].rsplit("-", 1)[1]
+        b = base.get((r["case"].replace(f"-{k}gpu", "-Xgpu"), r["impl"]))
+        sp = f"{b / r['ms']:.2f}x" if b else ""
+        lines.append(f"| {r['case']} | {r['impl']} | {r['ms']:.2f} | {r['gbps']:.0f} | {sp} | "
+                     f"{'yes' if r['correct'] else '**NO**'} |")
+    with open(os.path.join(out, "dask_multi_gpu.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot")
+        return
+    fig, ax = plt.subplots(figsize=(9, 5))
+    series = {}
+    for r in rows:
+        k = int(r["case"].split("gpu")[0].rsplit("-", 1)[1])
+        stem = r["case"].replace(f"-{k}gpu", "")
+        b = base.get((r["case"].replace(f"-{k}gpu", "-Xgpu"), r["impl"]))
+        if b:
+            series.setdefault(f"{stem} {r['impl']}", []).append((k, b / r["ms"]))
+    for label, pts in series.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    ks = sorted({p[0] for pts in series.values() for p in pts})
+    ax.plot(ks, ks, "k--", lw=0.8, label="linear")
+    ax.set_xlabel("GPUs (one Dask worker each)")
+    ax.set_ylabel("speed-up over one GPU")
+    ax.set_xticks(ks)
+    ax.legend(fontsize=6, ncol=2)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "dask_multi_gpu.png"), dpi=120)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gib", type=float, default=16.0, help="bytes of uint8 data of the main case")
+    ap.add_argument("--chunk-mib", type=float, default=1024, help="chunk size of the main case")
+    ap.add_argument("--small-gib", type=float, default=16.0, help="bytes of the small-chunk case (0: skip)")
+    ap.add_argument("--small-chunk-mib", type=float, default=256)
+    ap.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default 1..all)")
+    ap.add_argument("--ops", default="bincount,histogram,sum,dot")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=8, help="results per compute of the batched rows")
+    ap.add_argument("--cluster", choices=("auto", "dask-cuda", "spec", "local"), default="auto",
+                    help="dask-cuda's LocalCUDACluster (auto on GPUs; 'spec' when dask_cuda cannot be imported: "
+                         "one Nanny per GPU with CUDA_VISIBLE_DEVICES), or a plain LocalCluster (auto on CPUs)")
+    ap.add_argument("--cpu-smoke", action="store_true",
+                    help="check the logic on a CPU LocalCluster with NumPy chunks and tiny sizes")
+    ap.add_argument("--out", default=None, help="results folder (default benchmarks/results; a temp one for "
+                                                "--cpu-smoke)")
+    args = ap.parse_args(argv)
+    cpu = args.cpu_smoke
+    if cpu:
+        args.gib, args.chunk_mib = min(args.gib, 1 / 32), min(args.chunk_mib, 4)
+        args.small_gib, args.small_chunk_mib = min(args.small_gib, 1 / 64), min(args.small_chunk_mib, 1)
+        args.reps, args.batch = min(args.reps, 2), min(args.batch, 2)
+        out = args.out or tempfile.mkdtemp(prefix="gsd-bench-")
+        ngpu, name = 2, "CPU LocalCluster (smoke)"
+    else:
+        import cupy as cp
+        out = args.out or os.path.join(HERE, "results")
+        ngpu = cp.cuda.runtime.getDeviceCount()
+        name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    counts = [int(c) for c in args.gpus.split(",")] if args.gpus else list(range(1, ngpu + 1))
+    names = args.ops.split(",")
+    cases = [(int(args.gib * 2**30), int(args.chunk_mib * 2**20), "")]
+    if args.small_gib > 0:
+        cases.append((int(args.small_gib * 2**30), int(args.small_chunk_mib * 2**20),
+                      f"-{args.small_chunk_mib:g}MiB"))
+    rows, ref = [], {}
+    for k in counts:
+        t0 = time.perf_counter()
+        cluster, client = _cluster(k, cpu, args.cluster)
+        print(f"{k} worker(s) up in {time.perf_counter() - t0:.1f} s", flush=True)
+        try:
+            for n, chunk, suffix in cases:
+                rows += run_case(client, k, n, chunk, names, args.reps, args.batch, cpu, suffix, ref)
+        finally:
+            client.close()
+            cluster.close()
+    title = f"gpusync.dask on dask.distributed, 1..{max(counts)} x {name}"
+    report(rows, out, title)
+    merge_results(out, {"name": name}, rows)
+    print(f"wrote {out}/latest.json, dask_multi_gpu.md, dask_multi_gpu.png")
+    peers = [r["case"] for r in rows if not r["correct"] and r["impl"] == "dask.array"]
+    if peers:
+        print("the dask.array peer differs from gpusync.dask (its dtype rules) in:", peers)
+    bad = [r["case"] + " " + r["impl"] for r in rows if not r["correct"] and r["impl"] != "dask.array"]
+    if bad:
+        print("WRONG:", bad)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -326,7 +326,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
 _fast_plans: dict = {}
 
 
-def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy="auto"):
+def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy="auto", plan=None):
     func = "histogram"
     _dispatch.check_strategy(func, strategy)
     x, w = _prepare(a, weights, func)
@@ -345,7 +345,9 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
         np.subtract(range[1], range[0])  # NumPy's own TypeError: its equal-width path subtracts the bounds
 
     # bin edges, from NumPy itself
-    if isinstance(bins, str):
+    if plan is not None:  # decided once by the caller for all its chunks (gpusync.dask)
+        edges, desc, uniform = plan
+    elif isinstance(bins, str):
         data = host_flat if host_flat is not None else x.to_host().view(dt)  # synchronize!
         wt = None
         if w is not None:
@@ -360,16 +362,14 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
             bins = bv.to_host() if isinstance(bv, DeviceArray) else bv
         if np.ndim(bins) == 0 and range is None and not isinstance(bins, (str, bytes)):
             size = x.size
+            lo = hi = None
             if size:
                 lo, hi = _minmax(host_flat if host_flat is not None else x)
                 if x_dtype is not None:  # device bool viewed as uint8
                     lo, hi = np.uint8(lo), np.uint8(hi)
-                proxy = np.array([lo, hi], dtype=dt)
-            else:
-                proxy = np.empty(0, dtype=dt)
+            edges, desc, uniform = plan_edges(dt, bins, range, lo, hi)
         else:
-            proxy = np.empty(0, dtype=dt)
-        edges, desc, uniform = _plan(proxy, bins, range)
+            edges, desc, uniform = plan_edges(dt, bins, range)
     device = isinstance(x, DeviceArray)
     if len(edges) < 2:  # bins=[] or one edge: NumPy's empty histogram
         hdt = np.float64 if density else (np.int64 if w is None else np.dtype(w.dtype))
@@ -412,6 +412,15 @@ def _plan_cached(proxy_dtype, proxy_bytes, bins_key, range_key, bins_h, range_h)
     edges.flags.writeable = False
     uniform = np.ndim(bins) == 0
     return edges, _describe_bins(np.dtype(proxy_dtype), edges, uniform, range), uniform
+
+
+def plan_edges(dt, bins, range, lo=None, hi=None):  # noqa: A002
+    """(edges, bin description, uniform) for data of dtype `dt` whose min and
+    max are `lo` and `hi` (None: empty data, or `bins`/`range` fix the edges):
+    the one place that decides the edges, for gs.histogram and for
+    gpusync.dask (which finds lo and hi over all chunks first)."""
+    proxy = np.array([lo, hi], dtype=dt) if lo is not None else np.empty(0, dtype=dt)
+    return _plan(proxy, bins, range)
 
 
 def _plan(proxy, bins, range):

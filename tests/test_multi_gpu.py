@@ -2,6 +2,8 @@
 device arrays are computed on their own device whatever the current one is,
 stream= and results follow them, host arrays go to the current device, and
 Dask chunks spread over the GPUs are reduced each on its own."""
+import os
+
 import numpy as np
 import pytest
 
@@ -83,7 +85,55 @@ def test_dask_chunks_spread_over_gpus():
         x = x.persist()
         devices = {b.device.id for b in dask.compute(*x.to_delayed().ravel())}
         assert devices == set(range(ngpu))
-        np.testing.assert_array_equal(gsd.bincount(x, minlength=256), np.bincount(host, minlength=256))
-        assert gsd.sum(x) == host.sum(dtype=np.uint64)
-        h, _ = gsd.histogram(x, bins=50, range=(0, 200))
-        np.testing.assert_array_equal(h, np.histogram(host, bins=50, range=(0, 200))[0])
+        # lazy results; partials made on different GPUs are combined on one
+        np.testing.assert_array_equal(cp.asnumpy(gsd.bincount(x, minlength=256).compute()),
+                                      np.bincount(host, minlength=256))
+        assert int(gsd.sum(x).compute()) == host.sum(dtype=np.uint64)
+        h, e = dask.compute(*gsd.histogram(x, bins=50))
+        rh, re = np.histogram(host, bins=50)
+        np.testing.assert_array_equal(cp.asnumpy(h), rh)
+        np.testing.assert_array_equal(cp.asnumpy(e), re)
+        blocks = dask.compute(*gsd.cumsum(x).to_delayed().ravel())  # each on its chunk's GPU
+        np.testing.assert_array_equal(np.concatenate([cp.asnumpy(b) for b in blocks]),
+                                      np.cumsum(host, dtype=np.uint64))
+
+
+def _random_chunk(block_info=None):
+    """Chunk i: made where the task runs (a dask-cuda worker's GPU)."""
+    import cupy
+
+    i = block_info[None]["chunk-location"][0]
+    return cupy.random.default_rng(i).integers(0, 256, block_info[None]["chunk-shape"][0], dtype=cupy.uint8)
+
+
+def test_dask_cuda_local_cluster():
+    """One worker per GPU (dask-cuda), data made on the workers' GPUs; the
+    results equal NumPy's on the same data."""
+    dask_cuda = pytest.importorskip("dask_cuda")
+    distributed = pytest.importorskip("distributed")
+    import dask
+    import dask.array as da
+    import gpusync.dask as gsd
+
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    n, k = 1 << 22, 8
+    with dask_cuda.LocalCUDACluster(n_workers=2, dashboard_address=None) as lc, distributed.Client(lc) as client:
+        x = da.map_blocks(_random_chunk, chunks=((n,) * k,), dtype=np.uint8, meta=cp.empty(0, cp.uint8))
+        x = client.persist(x)
+        distributed.wait(x)
+        assert len({w for ws in client.who_has(x).values() for w in ws}) == 2  # spread over both GPUs
+        whole = np.concatenate([cp.random.default_rng(i).integers(0, 256, n, dtype=cp.uint8).get()
+                                for i in range(k)])
+        with dask.config.set(scheduler=client):
+            b, s, (h, e), d = dask.compute(gsd.bincount(x), gsd.sum(x),
+                                           gsd.histogram(x, bins=256, range=(0, 256)), gsd.dot(x, x))
+            hh, ee = dask.compute(*gsd.histogram(x.astype(np.float32), bins=100))  # edges from the data
+        assert isinstance(b, cp.ndarray)
+        np.testing.assert_array_equal(b.get(), np.bincount(whole))
+        assert int(s) == whole.sum(dtype=np.uint64)
+        np.testing.assert_array_equal(h.get(), np.histogram(whole, 256, (0, 256))[0])
+        assert int(d) == np.dot(whole, whole)
+        rh, re = np.histogram(whole.astype(np.float32), bins=100)
+        np.testing.assert_array_equal(hh.get(), rh)
+        np.testing.assert_array_equal(ee.get(), re)

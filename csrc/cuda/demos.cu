@@ -28,17 +28,19 @@ __global__ void race_kernel(counter_ws *w)
 
 __global__ void atomic_kernel(counter_ws *w) { atomicAdd(&w->count, 1ull); }
 
-/* Interrupts: thread 0 of every CANCEL_BLOCKS-th block reads the host's
- * cancel word (a PCIe read: rarely) and raises the error word to 2; every
- * block's thread 0 reads the error word first (global memory) and the whole
- * block leaves when it is set, and threads already waiting for the lock see
- * it in mutex_lock's slow path and leave too. */
-#define CANCEL_BLOCKS 256
+/* Interrupts: thread 0 of every block reads the host's cancel word (one
+ * PCIe read, ~1 us, against the ~256 lock hand-overs the block itself
+ * waits for) and raises the error word to 2; the whole block leaves when
+ * the error word is set, and threads already waiting for the lock see it in
+ * mutex_lock's slow path and leave too.  Checking only every 256th block
+ * was measured too slow on the H200: new blocks start only as resident ones
+ * finish, so 256 blocks of serialized hand-overs (5.7 s) passed before the
+ * flag was seen. */
 __global__ void mutex_kernel(counter_ws *w, const int *cancel, unsigned long long timeout_ns)
 {
     __shared__ int leave;
     if (threadIdx.x == 0) {
-        if (blockIdx.x % CANCEL_BLOCKS == 0 && gs_cancel_requested(cancel))
+        if (gs_cancel_requested(cancel))
             atomicExch(&w->error, 2);
         leave = gpusync::load_relaxed(&w->error);
     }
