@@ -3,10 +3,12 @@ prefixes by decoupled look-back, a grid barrier or kernel relaunches."""
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 
-from . import _arrays, _axis, _core, _dispatch
+from . import _arrays, _core, _dispatch
+from . import _axis as _nd
 from ._arrays import DeviceArray
 
 STRATEGIES = _dispatch.STRATEGIES["cumsum"]
@@ -15,6 +17,20 @@ STRATEGIES = _dispatch.STRATEGIES["cumsum"]
 @functools.lru_cache(maxsize=None)
 def _cumsum_dtype(dt: np.dtype) -> np.dtype:
     return np.cumsum(np.zeros(1, dt)).dtype  # bool, small ints -> int64 / uint64
+
+
+def _axis(axis, ndim):
+    """gpusync.dask.cumsum's axis check: it scans 1-D arrays (or the flattened
+    array with axis=None); NumPy's TypeError / AxisError otherwise."""
+    if axis is None:
+        return None
+    ax = operator.index(axis)
+    if not -max(ndim, 1) <= ax < max(ndim, 1):
+        raise np.exceptions.AxisError(ax, max(ndim, 1))
+    if ndim > 1:
+        raise NotImplementedError("cumsum: gpusync.dask scans 1-D arrays (or the flattened array with axis=None); "
+                                  f"got axis={axis} for a {ndim}-D array")
+    return ax
 
 
 @_arrays.takes_stream
@@ -58,7 +74,7 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
             return r
     _dispatch.check_strategy("cumsum", strategy)
     with _arrays.call_stream(stream, a):  # NumPy's axis / dtype / out rules: _axis.cumsum
-        return _axis.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
+        return _nd.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
 
 
 def _cumsum_impl(x, strategy="auto"):

@@ -706,7 +706,7 @@ def count_nonzero(a, *, threshold=None):
 
 def _cumsum_chunk(c, axis=None, dtype=None, *, lib, strategy):
     c = _check_chunk(c, lib, "a")
-    return _scan._cumsum_impl(c, None, strategy)
+    return _scan._cumsum_impl(_arrays.checked_input(c, "a", "cumsum"), strategy)  # the flat scan
 
 
 def _cum_add(carry, block):
