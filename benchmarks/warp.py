@@ -62,7 +62,7 @@ def main():
     case = f"packbits-u8-{'1GiB' if scale == 1 else '64MiB'}"
     ref = np.packbits(cp.asnumpy(u8))
     for order in ("big",):
-        got = gs.packbits(u8, order)
+        got = gs.packbits(u8, bitorder=order)
         add("packbits", case, "gpusync", lambda: gs.packbits(u8), u8.nbytes, np.array_equal(got.get(), ref))
     add("packbits", case, "cupy:packbits", lambda: cp.packbits(u8), u8.nbytes)
     hu8 = cp.asnumpy(u8)

@@ -25,7 +25,10 @@ from ._reduce import STRATEGIES as REDUCE_STRATEGIES  # noqa: F401
 from ._reduce import dot, sum  # noqa: F401,A004
 from ._binstat import STATISTICS as BINNED_STATISTICS  # noqa: F401
 from ._binstat import BinnedStatisticResult, binned_statistic  # noqa: F401
-from ._bits import count_nonzero, kernels, occupancy, packbits  # noqa: F401
+from ._bits import count_nonzero, kernels, occupancy, packbits, unpackbits  # noqa: F401
+from ._histdd import histogram2d, histogramdd  # noqa: F401
+from ._binstat_dd import BinnedStatistic2dResult, BinnedStatisticddResult  # noqa: F401
+from ._binstat_dd import binned_statistic_2d, binned_statistic_dd  # noqa: F401
 from ._barrier import STRATEGIES as BARRIER_STRATEGIES  # noqa: F401
 from ._barrier import barrier_benchmark  # noqa: F401
 from ._scan import STRATEGIES as CUMSUM_STRATEGIES  # noqa: F401
@@ -39,11 +42,18 @@ from ._version import __version__  # noqa: F401
 __all__ = [
     "histogram",
     "bincount",
+    "histogram2d",
+    "histogramdd",
     "sum",
     "dot",
     "binned_statistic",
     "BinnedStatisticResult",
+    "binned_statistic_2d",
+    "binned_statistic_dd",
+    "BinnedStatistic2dResult",
+    "BinnedStatisticddResult",
     "packbits",
+    "unpackbits",
     "count_nonzero",
     "occupancy",
     "kernels",

@@ -16,7 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _arrays, _core, _dispatch
+from . import _arrays, _binstat_more, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 from ._histogram import _minmax
 
@@ -144,8 +144,11 @@ def _overflowed_spread(result, values, binnumber, nb):
 def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strategy="auto", stream=None):  # noqa: A002
     """Compute a binned statistic, like ``scipy.stats.binned_statistic``.
 
-    `statistic` is ``"count"``, ``"sum"``, ``"mean"``, ``"std"``, ``"min"``,
-    ``"max"`` (SciPy's meanings: empty bins give 0 for count and sum, NaN for
+    `statistic` is ``"count"``, ``"sum"``, ``"mean"``, ``"std"``, ``"median"``
+    (bin numbers from gpusync's kernel, then a segmented sort -- two stable
+    sorts of NumPy / CuPy -- and SciPy's midpoint rule), ``"min"``, ``"max"``,
+    a callable (SciPy's own code on the host, with a one-time warning that
+    it is not accelerated) (SciPy's meanings: empty bins give 0 for count and sum, NaN for
     the others; a NaN value makes its bin's sum, mean, std and max NaN, while
     min skips it) or ``"var"`` (the square of ``"std"``; not in SciPy).
     `bins` is a number of equal-width bins or the sequence of edges, `range`
@@ -171,7 +174,34 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     The call waits for the GPU (it checks the mutexes' time-out flag).
     """
     with _arrays.call_stream(stream, x):
+        if isinstance(statistic, str) and statistic == "median" or statistic is np.median:
+            return _median(x, values, bins, range, strategy)
+        if callable(statistic):
+            return _callable(x, values, statistic, bins, range)
         return _binned_statistic_impl(x, values, statistic, bins, range, strategy=strategy)
+
+
+def _median(x, values, bins, range, strategy):  # noqa: A002
+    """'median': gpusync's bin numbers, then a segmented sort (_binstat_more)."""
+    _, edges, binnumber = _binned_statistic_impl(x, values, "count", bins, range, strategy=strategy)
+    vv = _arrays.checked_input(values, "values", "binned_statistic")
+    obj = vv.obj if isinstance(vv, DeviceArray) else vv
+    nb = len(edges) - 1
+    if isinstance(vv, DeviceArray) and vv.lib != "cupy":  # no segmented sort through this library: on the host
+        lib = Lib.of(vv.lib)
+        res = _binstat_more.median(lib.to_host(binnumber), vv.to_host(), nb)
+        return BinnedStatisticResult(lib.from_host(res, vv.device), edges, binnumber)
+    return BinnedStatisticResult(_binstat_more.median(binnumber, obj, nb), edges, binnumber)
+
+
+def _callable(x, values, statistic, bins, range):  # noqa: A002
+    xv, vv = _arrays.as_input(x, "x"), _arrays.as_input(values, "values")
+    host = [v.to_host() if isinstance(v, DeviceArray) else v for v in (xv, vv)]
+    res = _binstat_more.scipy_callable(host[0], host[1], statistic, bins, range)
+    if isinstance(xv, DeviceArray):
+        lib = Lib.of(xv.lib)
+        return BinnedStatisticResult(*(lib.from_host(np.asarray(r), xv.device) for r in res))
+    return BinnedStatisticResult(*res)
 
 
 def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, strategy="auto"):

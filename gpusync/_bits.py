@@ -1,10 +1,13 @@
 """packbits, count_nonzero (warp votes) and occupancy (resource partitioning)."""
 from __future__ import annotations
 
-import numpy as np
+import operator
 
-from . import _arrays, _backend, _core, _dispatch
-from ._arrays import DeviceArray
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
+
+from . import _arrays, _axis, _backend, _core, _dispatch
+from ._arrays import DeviceArray, Lib
 
 
 def _threshold(threshold, dtype):
@@ -43,24 +46,174 @@ def _host(x):
 
 
 @_arrays.takes_stream
-def packbits(a, bitorder="big", *, threshold=None, stream=None):
-    """``np.packbits(a != 0, bitorder=bitorder)`` for a 1-D array of any
-    dtype -- or of ``a > threshold`` -- built on warp ballots.
+def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
+    """``np.packbits(a != 0, axis, bitorder)`` for an array of any dtype --
+    or of ``a > threshold`` -- built on warp ballots.
 
-    Returns ceil(len(a) / 8) uint8, bits of the last byte past the end zero.
-    ``threshold`` compares like NumPy, in ``np.result_type(a, threshold)``
-    (a Python float is rounded to a float array's dtype first, a NumPy
-    float64 scalar is not; NaN gives all zeros).  Exact except for 64-bit
-    integer arrays with an integer threshold of magnitude >= 2^53, which
-    are compared after rounding both to float64.  Device arrays give device arrays,
-    enqueued on their stream without waiting.
+    NumPy's parameters: `axis` None packs the flattened array, an int packs
+    along that axis (each line padded with zero bits to a multiple of 8);
+    `bitorder` ``"big"`` or ``"little"``.  Returns uint8, bits of a line's
+    last byte past its end zero.  ``threshold`` (gpusync's) compares like
+    NumPy, in ``np.result_type(a, threshold)`` (a Python float is rounded to
+    a float array's dtype first, a NumPy float64 scalar is not; NaN gives all
+    zeros).  Exact except for 64-bit integer arrays with an integer threshold
+    of magnitude >= 2^53, which are compared after rounding both to float64.
+    Device arrays give device arrays, enqueued on their stream without
+    waiting.
     """
-    if stream is None and threshold is None and bitorder == "big":
+    if axis is None and stream is None and threshold is None and bitorder == "big":
         r = _core.fast_packbits(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):
-        return _packbits_impl(a, bitorder, threshold=threshold)
+        if bitorder not in ("big", "little"):
+            raise ValueError("'order' must be either 'little' or 'big'")
+        x = _axis.nd_input(a, "packbits")
+        nd = len(x.shape)
+        if axis is None or nd <= 1:
+            if axis is not None:
+                normalize_axis_index(axis, max(nd, 1))
+            return _packbits_impl(x if nd == 1 else _flat(x), bitorder, threshold=threshold)
+        return _packbits_axis(x, normalize_axis_index(axis, nd), bitorder, threshold)
+
+
+@_arrays.takes_stream
+def unpackbits(a, /, axis=None, count=None, bitorder="big", *, stream=None):
+    """``np.unpackbits(a, axis, count, bitorder)``: each uint8 of `a` as 8
+    elements of 0 / 1 (uint8).
+
+    NumPy's parameters: `axis` None unpacks the flattened array, an int
+    unpacks along that axis; `count` keeps that many bits per line (zero-
+    padded when larger), a negative one drops bits from the end; `bitorder`
+    ``"big"`` or ``"little"``.  One thread per byte writes its 8 bytes in
+    one store (CUDA; a table lookup on CPU threads).  Device arrays give
+    device arrays, enqueued on their stream.
+    """
+    with _arrays.call_stream(stream, a):
+        if not isinstance(bitorder, str) or bitorder[:1] not in ("l", "b"):  # NumPy's rule: the first letter
+            raise ValueError("'order' must begin with 'l' or 'b'")
+        little = bitorder[0] == "l"
+        x = _axis.nd_input(a, "unpackbits") if not isinstance(a, np.ndarray) else a
+        if not isinstance(x, DeviceArray):
+            x = np.asarray(x)
+        if np.dtype(x.dtype) != np.uint8:
+            raise TypeError("Expected an input array of unsigned byte data type")
+        if count is not None:
+            count = operator.index(count)
+        shape = tuple(x.shape)
+        if axis is None or len(shape) <= 1:
+            if axis is not None:
+                normalize_axis_index(operator.index(axis), max(len(shape), 1))
+            flat = x if len(shape) == 1 else _flat(x)
+            bits = _unpack_flat(flat, little)
+            return _count_last(bits, count, 8 * (flat.length if isinstance(flat, DeviceArray) else flat.size))
+        ax = normalize_axis_index(operator.index(axis), len(shape))
+        order = [i for i in range(len(shape)) if i != ax] + [ax]
+        if isinstance(x, DeviceArray):
+            obj = x.obj.reshape(shape)
+            if x.lib == "torch":
+                lines = obj.permute(*order).contiguous()
+                bits = _unpack_flat(_arrays.as_input(lines.reshape(-1), "a"), little)
+                bits = _count_last(bits.reshape(tuple(lines.shape[:-1]) + (8 * shape[ax],)), count, 8 * shape[ax])
+                return bits.permute(*_inverse(order)).contiguous()
+            cp = __import__("cupy")
+            lines = cp.ascontiguousarray(cp.transpose(obj, order))
+            bits = _unpack_flat(_arrays.as_input(lines.reshape(-1), "a"), little)
+            bits = _count_last(bits.reshape(lines.shape[:-1] + (8 * shape[ax],)), count, 8 * shape[ax])
+            return cp.ascontiguousarray(cp.transpose(bits, _inverse(order)))
+        lines = np.ascontiguousarray(np.transpose(x, order))
+        bits = _unpack_flat(lines.reshape(-1), little)
+        bits = _count_last(bits.reshape(lines.shape[:-1] + (8 * shape[ax],)), count, 8 * shape[ax])
+        return np.ascontiguousarray(np.transpose(bits, _inverse(order)))
+
+
+def _unpack_flat(x, little):
+    be = _backend.backend()
+    if isinstance(x, DeviceArray):
+        lib = Lib.of(x.lib)
+        if be == "cpu":
+            return lib.from_host(_unpack_flat(x.to_host(), little), x.device)
+        out = lib.empty(8 * x.length, np.uint8, x.device)
+        _core.unpackbits("cuda", x.desc(), little, _arrays.as_input(out, "out").desc(), x.stream)
+        return out
+    src = np.ascontiguousarray(x) if be == "cuda" else x
+    out = np.empty(8 * src.shape[0], np.uint8)
+    _core.unpackbits(be, src, little, out, _arrays.host_stream())
+    return out
+
+
+def _count_last(bits, count, nbits):
+    """NumPy's `count` along the last axis of `bits` (nbits long)."""
+    if count is None:
+        return bits
+    if count < 0:
+        if -count > nbits:
+            raise ValueError("-count larger than number of elements")
+        return bits[..., : nbits + count]
+    if count <= nbits:
+        return bits[..., :count]
+    mod = type(bits).__module__.split(".")[0]
+    shape = tuple(bits.shape[:-1]) + (count - nbits,)
+    if mod == "torch":
+        torch = __import__("torch")
+        return torch.cat([bits, torch.zeros(shape, dtype=bits.dtype, device=bits.device)], -1)
+    xp = np if mod == "numpy" else __import__(mod)
+    return xp.concatenate([bits, xp.zeros(shape, dtype=bits.dtype)], -1)
+
+
+def _flat(x):
+    if isinstance(x, DeviceArray):
+        return _arrays.as_input(Lib.of(x.lib).ravel(x.obj), "a")
+    return np.ravel(x)
+
+
+def _packbits_axis(x, axis, bitorder, threshold):
+    """Pack along `axis` of an N-D array: the lines moved last and padded to
+    whole bytes in one copy, packed as one flat array (8-bit aligned lines
+    pack independently), the result's axes moved back."""
+    thr = _threshold(threshold, x.dtype)
+    shape = tuple(x.shape)
+    n = shape[axis]
+    nbytes = (n + 7) // 8
+    order = [i for i in range(len(shape)) if i != axis] + [axis]
+    if isinstance(x, DeviceArray):
+        lib = x.lib
+        obj = x.obj.reshape(shape)
+        mask = obj != 0 if thr is None else _mask_above(x, thr).obj.reshape(shape)
+        if lib == "torch":
+            torch = __import__("torch")
+            m = mask.permute(*order).to(torch.uint8)
+            lines = torch.nn.functional.pad(m, (0, nbytes * 8 - n)).contiguous()
+            packed = _packbits_impl(_arrays.as_input(lines.reshape(-1), "a"), bitorder)
+            res = packed.reshape(tuple(m.shape[:-1]) + (nbytes,))
+            return res.permute(*_inverse(order)).contiguous()
+        cp = __import__("cupy")
+        m = cp.transpose(mask, order)
+        pad = [(0, 0)] * (len(shape) - 1) + [(0, nbytes * 8 - n)]
+        lines = cp.ascontiguousarray(cp.pad(m.astype(cp.uint8), pad))
+        packed = _packbits_impl(_arrays.as_input(lines.reshape(-1), "a"), bitorder)
+        return cp.ascontiguousarray(cp.transpose(packed.reshape(m.shape[:-1] + (nbytes,)), _inverse(order)))
+    mask = x if thr is None else _mask_above(x, thr)
+    lines = np.zeros(tuple(shape[i] for i in order[:-1]) + (nbytes * 8,), dtype=mask.dtype)
+    lines[..., :n] = np.transpose(mask, order)
+    packed = _packbits_impl(lines.reshape(-1), bitorder)
+    return np.ascontiguousarray(np.transpose(packed.reshape(lines.shape[:-1] + (nbytes,)), _inverse(order)))
+
+
+def _mask_above(x, thr):
+    """`x > thr` as the core compares it: every element as float64 against
+    the float64 threshold that _threshold() chose (NumPy's result)."""
+    if isinstance(x, DeviceArray):
+        obj = Lib.of(x.lib).astype(x.obj, np.float64).reshape(tuple(x.shape))
+        return _arrays.as_input(obj > thr, "a")
+    return np.greater(x, np.float64(thr))  # a float64 scalar: compared in float64
+
+
+def _inverse(order):
+    inv = [0] * len(order)
+    for i, o in enumerate(order):
+        inv[o] = i
+    return inv
 
 
 def _packbits_impl(a, bitorder="big", threshold=None):
@@ -82,18 +235,27 @@ def _packbits_impl(a, bitorder="big", threshold=None):
 
 
 @_arrays.takes_stream
-def count_nonzero(a, *, threshold=None, stream=None):
-    """``np.count_nonzero(a)`` -- or of ``a > threshold`` -- over all
-    elements, with one warp ballot and popcount per 32 elements and one
-    atomic per warp.  Host input gives an int; a device array a 0-d int64
-    array of its library (no host sync).  ``threshold`` compares as in
-    :func:`packbits`."""
-    if stream is None and threshold is None:
-        r = _core.fast_count_nonzero(a)
+def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
+    """``np.count_nonzero(a, axis, keepdims=keepdims)`` -- or of
+    ``a > threshold`` (gpusync's; compares as in :func:`packbits`) -- over
+    all elements with one warp ballot and popcount per 32 elements and one
+    atomic per warp, or along `axis` (an int, negative int or tuple) by the
+    segmented kernel of :func:`sum`.  Host input gives an intp scalar (axis
+    None) or an intp array; a device array a 0-d int64 array of its library
+    (no host sync) or an int64 array."""
+    if axis is None and not keepdims and stream is None and threshold is None:
+        r = _core.fast_count_nonzero(a)  # the C fast path (_dispatch.py)
         if r is not NotImplemented:
-            return r
+            return np.intp(r) if type(r) is int else r  # NumPy 2 gives an intp scalar (the fast path: int for 0-d)
     with _arrays.call_stream(stream, a):
-        return _count_nonzero_impl(a, threshold=threshold)
+        if axis is None and not keepdims:
+            return _count_nonzero_impl(a, threshold=threshold)
+        x = _axis.nd_input(a, "count_nonzero")
+        if threshold is not None:
+            thr = _threshold(threshold, x.dtype)
+            x = _mask_above(x, thr)
+        return _axis.reduce("count_nonzero", _axis.COUNT_NONZERO, x.obj.reshape(tuple(x.shape))
+                            if isinstance(x, DeviceArray) else x, axis, keepdims=keepdims)
 
 
 def _count_nonzero_impl(a, threshold=None):
@@ -105,7 +267,7 @@ def _count_nonzero_impl(a, threshold=None):
         return "ballot"
 
     (out,) = _dispatch.run("count_nonzero", [_host(x)], [(1, np.int64)], call, names=["a"], merge=True)
-    return int(out[0]) if isinstance(out, np.ndarray) else _dispatch.scalar(out)
+    return np.intp(out[0]) if isinstance(out, np.ndarray) else _dispatch.scalar(out)  # NumPy 2: an intp scalar
 
 
 _AUTO = {"histogram": "shared", "bincount": "shared", "sum": "threadfence", "dot": "threadfence",

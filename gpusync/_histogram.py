@@ -264,7 +264,7 @@ def _run(op, x, w, nbins, bins_desc, strategy, x_dtype=None):
 
 
 @_arrays.takes_stream
-def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="auto", stream=None):
+def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="auto", stream=None):
     """Compute the histogram of `a`, exactly like :func:`numpy.histogram`.
 
     Parameters are NumPy's: `bins` is a number of equal-width bins, a
@@ -475,7 +475,7 @@ def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
 
 
 @_arrays.takes_stream
-def bincount(x, weights=None, minlength=0, *, strategy="auto", stream=None):
+def bincount(x, /, weights=None, minlength=0, *, strategy="auto", stream=None):
     """Count occurrences of each value in a non-negative integer array, exactly
     like :func:`numpy.bincount`.
 

@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from . import _arrays, _core, _dispatch
+from . import _arrays, _axis, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 
 STRATEGIES = _dispatch.STRATEGIES["sum"]
@@ -40,8 +40,21 @@ def _run(func, arrays, out_dtype, strategy, deterministic):
 
 
 @_arrays.takes_stream
-def sum(a, *, strategy="auto", deterministic=False, stream=None):  # noqa: A001 - NumPy's name
-    """Sum of all elements of `a`, like ``np.sum(a)``.
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True, *,  # noqa: A001
+        strategy="auto", deterministic=False, stream=None):
+    """Sum of the elements of `a`, like ``np.sum(a, axis, dtype, out, keepdims, initial, where)``.
+
+    NumPy's parameters: `axis` (None, an int, a negative int or a tuple of
+    ints) picks the axes summed; `dtype` the accumulator and result dtype;
+    `out` an array (NumPy, CuPy or PyTorch) written in place and returned;
+    `keepdims` keeps the summed axes with length 1; `initial` is added to
+    every sum; `where` (a boolean mask broadcast against `a`) picks the
+    elements summed.  Sums over some axes run as one segmented kernel over
+    a strided view (no transpose when the summed axes are adjacent; axes
+    that are not, e.g. (0, 2) of a 3-D array, are gathered by one
+    transposed copy first); `strategy` and `deterministic` concern the sum
+    of all elements with the other parameters at their defaults -- the
+    segmented kernel always adds in a fixed order.
 
     The result dtype is NumPy's: bool and signed integers narrower than 64
     bits give int64, unsigned ones uint64, floats keep their dtype.  Integer
@@ -70,12 +83,17 @@ def sum(a, *, strategy="auto", deterministic=False, stream=None):  # noqa: A001 
     (except strategies ``"mutex"`` and ``"grid"``, which check their spin
     loops' time-out).
     """
-    if stream is None and strategy == "auto" and not deterministic:
+    plain = axis is None and dtype is None and out is None and not keepdims and where is True and (
+        type(initial) is int and initial == 0)
+    if plain and stream is None and strategy == "auto" and not deterministic:
         r = _core.fast_sum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):
-        return _sum_impl(a, strategy=strategy, deterministic=deterministic)
+        if plain:
+            return _sum_impl(a, strategy=strategy, deterministic=deterministic)
+        _dispatch.check_strategy("sum", strategy)  # NumPy's axis / dtype / out / ... rules: _axis.reduce
+        return _axis.reduce("sum", _axis.SUM, a, axis, dtype, out, keepdims, initial, where)
 
 
 def _sum_impl(a, strategy="auto", deterministic=False):
@@ -113,8 +131,14 @@ def _shape(x):
 
 
 @_arrays.takes_stream
-def dot(a, b, *, strategy="auto", deterministic=False, stream=None):
-    """Dot product of two 1-D arrays, like ``np.dot(a, b)``.
+def dot(a, b, out=None, *, strategy="auto", deterministic=False, stream=None):
+    """Dot product of two 1-D arrays, like ``np.dot(a, b, out)``.
+
+    A 0-d `a` or `b` (a scalar) multiplies the other, as ``np.dot`` does.
+    N-D ``np.dot`` is a matrix product (GEMM) -- not a synchronization
+    problem, so not gpusync's job: 2-D and higher inputs raise ValueError
+    (use ``np.matmul`` / cuBLAS).  `out`: a 0-d array of exactly the result
+    dtype, written in place and returned (NumPy's rule).
 
     The result dtype is ``np.dot``'s (the common dtype of `a` and `b`, so
     int8 . int8 is int8 and wraps around like NumPy; bool . bool is "any
@@ -122,12 +146,35 @@ def dot(a, b, *, strategy="auto", deterministic=False, stream=None):
     dtype first.  Floating inputs accumulate in float64 (products of float32
     are exact there).  `strategy` and `deterministic` as in :func:`sum`.
     """
-    if stream is None and strategy == "auto" and not deterministic:
+    if out is None and stream is None and strategy == "auto" and not deterministic:
         r = _core.fast_dot(a, b)
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):
-        return _dot_impl(a, b, strategy=strategy, deterministic=deterministic)
+        return _dot_out(a, b, out, strategy, deterministic)
+
+
+def _dot_out(a, b, out, strategy, deterministic):
+    _dispatch.check_strategy("dot", strategy)
+    x, y = _arrays.checked_input(a, "a", "dot"), _arrays.checked_input(b, "b", "dot")
+    if len(x.shape) == 0 or len(y.shape) == 0:  # np.dot of a scalar: multiply
+        if isinstance(x, DeviceArray) or isinstance(y, DeviceArray):
+            res = (x.obj if isinstance(x, DeviceArray) else x) * (y.obj if isinstance(y, DeviceArray) else y)
+        else:
+            res = np.multiply(x, y)
+        if out is None:
+            return res
+        return _axis._write_out(res, out, x if isinstance(x, DeviceArray) else y)
+    if out is not None:
+        rt = _dot_dtype(np.dtype(x.dtype), np.dtype(y.dtype))
+        op = _axis._host_out_proxy(out)
+        if op.shape != () or op.dtype != rt or not op.flags.c_contiguous:
+            raise ValueError("output array is not acceptable (must have the right datatype, number of "
+                             "dimensions, and be a C-Array)")
+    res = _dot_impl(x, y, strategy=strategy, deterministic=deterministic)
+    if out is None:
+        return res
+    return _axis._write_out(res, out, x)
 
 
 def _dot_impl(a, b, strategy="auto", deterministic=False):
@@ -135,8 +182,9 @@ def _dot_impl(a, b, strategy="auto", deterministic=False):
     x, y = _arrays.checked_input(a, "a", "dot"), _arrays.checked_input(b, "b", "dot")
     sx, sy = _shape(x), _shape(y)
     if len(sx) != 1 or len(sy) != 1:
-        raise ValueError(f"dot: gpusync.dot takes two 1-D arrays; got shapes {sx} and {sy} "
-                         "(use np.matmul for matrices)")
+        raise ValueError(f"dot: gpusync.dot takes two 1-D arrays or a scalar; got shapes {sx} and {sy}. "
+                         "N-D np.dot is a matrix product (GEMM), which is not gpusync's job: use np.matmul, "
+                         "cupy.matmul or torch.matmul")
     if sx[0] != sy[0]:
         raise ValueError(f"shapes {sx} and {sy} not aligned: {sx[0]} (dim 0) != {sy[0]} (dim 0)")
     rt = _dot_dtype(np.dtype(x.dtype), np.dtype(y.dtype))

@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from . import _arrays, _core, _dispatch
+from . import _axis as _nd
 from ._arrays import DeviceArray
 
 STRATEGIES = _dispatch.STRATEGIES["cumsum"]
@@ -19,24 +20,28 @@ def _cumsum_dtype(dt: np.dtype) -> np.dtype:
 
 
 def _axis(axis, ndim):
+    """gpusync.dask.cumsum's axis check: it scans 1-D arrays (or the flattened
+    array with axis=None); NumPy's TypeError / AxisError otherwise."""
     if axis is None:
         return None
-    try:
-        ax = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"cumsum: axis must be an integer or None, got {axis!r}") from None
+    ax = operator.index(axis)
     if not -max(ndim, 1) <= ax < max(ndim, 1):
         raise np.exceptions.AxisError(ax, max(ndim, 1))
     if ndim > 1:
-        raise NotImplementedError("cumsum: gpusync scans 1-D arrays (or the flattened array with axis=None); "
+        raise NotImplementedError("cumsum: gpusync.dask scans 1-D arrays (or the flattened array with axis=None); "
                                   f"got axis={axis} for a {ndim}-D array")
     return ax
 
 
 @_arrays.takes_stream
-def cumsum(a, axis=None, *, strategy="auto", stream=None):
-    """Cumulative sum of the elements, like ``np.cumsum(a)`` (1-D arrays, or
-    any array flattened when ``axis`` is None).
+def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
+    """Cumulative sum of the elements, like ``np.cumsum(a, axis, dtype, out)``.
+
+    NumPy's parameters: `axis` None scans the flattened array, an int (or
+    negative int) scans along that axis -- one segmented-scan kernel over a
+    strided view, every line scanned independently; `dtype` the result and
+    accumulator dtype; `out` an array of the result's shape (NumPy, CuPy or
+    PyTorch) written in place and returned.
 
     The result dtype is NumPy's: bool and signed integers narrower than 64
     bits give int64, unsigned ones uint64, floats keep their dtype.  Integer
@@ -63,18 +68,17 @@ def cumsum(a, axis=None, *, strategy="auto", stream=None):
     that library on its device and stream.  The call waits for the stream to
     check the spin loops' time-out flag (a :class:`gpusync.DeadlockError`).
     """
-    if stream is None and axis is None and strategy == "auto":
+    if stream is None and axis is None and dtype is None and out is None and strategy == "auto":
         r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
         if r is not NotImplemented:
             return r
-    with _arrays.call_stream(stream, a):
-        return _cumsum_impl(a, axis, strategy=strategy)
-
-
-def _cumsum_impl(a, axis=None, strategy="auto"):
     _dispatch.check_strategy("cumsum", strategy)
-    x = _arrays.checked_input(a, "a", "cumsum")
-    _axis(axis, len(x.shape))
+    with _arrays.call_stream(stream, a):  # NumPy's axis / dtype / out rules: _axis.cumsum
+        return _nd.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
+
+
+def _cumsum_impl(x, strategy="auto"):
+    """The flattened scan with the strategy's look-back / barrier / relaunch."""
     out_dtype = _cumsum_dtype(np.dtype(x.dtype))
     src = x if isinstance(x, DeviceArray) else np.ascontiguousarray(x).reshape(-1)
 

@@ -342,7 +342,7 @@ def _est_plan(stats, *, dt, bins, range):  # noqa: A002
     return _histogram.plan_edges(dt, nbins, (first, last))
 
 
-def histogram(a, bins=10, range=None, weights=None, density=None, *, strategy="auto",  # noqa: A002
+def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="auto",  # noqa: A002
               split_every=8):
     """Lazy :func:`gpusync.histogram` of a Dask array; returns ``(hist,
     bin_edges)`` as Dask arrays (compute them together: ``dask.compute(h, e)``).
@@ -706,7 +706,7 @@ def count_nonzero(a, *, threshold=None):
 
 def _cumsum_chunk(c, axis=None, dtype=None, *, lib, strategy):
     c = _check_chunk(c, lib, "a")
-    return _scan._cumsum_impl(c, None, strategy)
+    return _scan._cumsum_impl(_arrays.checked_input(c, "a", "cumsum"), strategy)  # the flat scan
 
 
 def _cum_add(carry, block):

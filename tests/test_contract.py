@@ -47,6 +47,8 @@ def test_bins_kinds_statistics_and_counter_kinds_come_from_c():
     assert _binstat.STATISTICS == ("count", "sum", "mean", "std", "var", "min", "max") == gs.BINNED_STATISTICS
     assert [_core.STATISTICS[s] for s in _binstat.STATISTICS] == list(range(7))
     assert demo._COUNTER_KINDS == {"race": 0, "atomic": 1, "mutex": 2} == _core.COUNTER_KINDS
+    from gpusync import _axis
+    assert (_axis.SUM, _axis.COUNT_NONZERO, _axis.CUMSUM) == tuple(_core.AXIS_OPS.values()) == (0, 1, 2)
 
 
 def test_every_public_strategy_is_a_c_strategy():

@@ -88,7 +88,7 @@ def test_concurrent_callers_share_the_pool(cpu):
 def _child(q):
     with gs.use_backend("cpu"):
         x = np.arange(3_000_000, dtype=np.int64)
-        q.put(int(gs.sum(x)) == int(x.sum()) and gs.count_nonzero(x) == 2_999_999)
+        q.put(bool(int(gs.sum(x)) == int(x.sum()) and gs.count_nonzero(x) == 2_999_999))  # count_nonzero: np.intp, as NumPy
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

@@ -507,7 +507,7 @@ def _bits_case(rng, lib, func):
     pred = (np.ravel(a) != 0) if thr is None else (np.ravel(a) > thr)
     if func == "packbits":
         order = str(rng.choice(["big", "little"]))
-        got = host(gs.packbits(to_lib(a, lib), order, threshold=thr))
+        got = host(gs.packbits(to_lib(a, lib), bitorder=order, threshold=thr))
         np.testing.assert_array_equal(got, np.packbits(pred, bitorder=order), err_msg=what)
     else:
         got = int(host(gs.count_nonzero(to_lib(a, lib), threshold=thr)))

@@ -94,11 +94,10 @@ def test_bad_input(backend):
         gs.cumsum(np.ones(3), strategy="grid")
     with pytest.raises(TypeError, match="not supported"):
         gs.cumsum(np.ones(3, np.complex64))
-    with pytest.raises(NotImplementedError, match="1-D"):
-        gs.cumsum(np.ones((3, 3)), axis=1)
+    np.testing.assert_array_equal(gs.cumsum(np.ones((3, 3)), axis=1), np.cumsum(np.ones((3, 3)), axis=1))
     with pytest.raises(np.exceptions.AxisError):
         gs.cumsum(np.ones(3), axis=1)
-    with pytest.raises(TypeError, match="axis"):
+    with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
         gs.cumsum(np.ones(3), axis=0.5)
 
 

@@ -104,6 +104,26 @@ static gs_status stub_cumsum(const gs_array *a, gs_array *out, gs_strategy s, vo
     return NO_CUDA;
 }
 
+static gs_status stub_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
+                                  gs_array *out, void *stream)
+{
+    (void)a, (void)shape, (void)strides, (void)op, (void)out, (void)stream;
+    return NO_CUDA;
+}
+
+static gs_status stub_histogramdd(const gs_array *c, int ndim, const double *e, const int64_t *ne, const gs_array *w,
+                                  gs_array *out, void *stream)
+{
+    (void)c, (void)ndim, (void)e, (void)ne, (void)w, (void)out, (void)stream;
+    return NO_CUDA;
+}
+
+static gs_status stub_unpackbits(const gs_array *a, int little, gs_array *out, void *stream)
+{
+    (void)a, (void)little, (void)out, (void)stream;
+    return NO_CUDA;
+}
+
 static gs_status stub_stream_wait(int device, void *consumer, void *producer)
 {
     (void)device, (void)consumer, (void)producer;
@@ -134,6 +154,9 @@ static const gs_backend_ops stub_ops = {
     .cumsum = stub_cumsum,
     .stream_wait = stub_stream_wait,
     .empty_cache = stub_empty_cache,
+    .reduce_axis = stub_reduce_axis, /* issue 15 */
+    .histogramdd = stub_histogramdd, /* issue 15 */
+    .unpackbits = stub_unpackbits,   /* issue 15 */
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

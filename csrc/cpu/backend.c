@@ -77,6 +77,13 @@ static gs_status cpu_stream_wait(int device, void *consumer, void *producer)
 
 static gs_status cpu_empty_cache(void) { return GS_OK; }
 
+gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
+                             gs_array *out, void *stream);
+gs_status gs_cpu_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
+                             const gs_array *weights, gs_array *out, void *stream);
+
+gs_status gs_cpu_unpackbits(const gs_array *a, int little, gs_array *out, void *stream);
+
 static const gs_backend_ops cpu_ops = {
     .name = "cpu",
     .available = cpu_available,
@@ -99,6 +106,9 @@ static const gs_backend_ops cpu_ops = {
     .cumsum = gs_cpu_cumsum,
     .stream_wait = cpu_stream_wait,
     .empty_cache = cpu_empty_cache,
+    .reduce_axis = gs_cpu_reduce_axis, /* issue 15 */
+    .histogramdd = gs_cpu_histogramdd, /* issue 15 */
+    .unpackbits = gs_cpu_unpackbits,   /* issue 15 */
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

@@ -339,6 +339,11 @@ gs_status gs_cuda_self_test(int which, int64_t *bad);
 gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds, int skip_block,
                                     gs_barrier_result *res);
 gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
+gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
+                              gs_array *out, void *stream);
+gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
+                              const gs_array *weights, gs_array *out, void *stream);
+gs_status gs_cuda_unpackbits(const gs_array *a, int little, gs_array *out, void *stream);
 }
 
 static const gs_backend_ops cuda_ops = {
@@ -363,6 +368,9 @@ static const gs_backend_ops cuda_ops = {
     .cumsum = gs_cuda_cumsum,
     .stream_wait = cuda_stream_wait,
     .empty_cache = cuda_empty_cache,
+    .reduce_axis = gs_cuda_reduce_axis, /* issue 15 */
+    .histogramdd = gs_cuda_histogramdd, /* issue 15 */
+    .unpackbits = gs_cuda_unpackbits,   /* issue 15 */
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

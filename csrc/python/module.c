@@ -730,6 +730,128 @@ static PyObject *py_hist_auto_strategy(PyObject *self, PyObject *args, PyObject 
     return PyUnicode_FromString(gs_strategy_name(gs_hist_auto_strategy(&s)));
 }
 
+/* reduce_axis(backend, a, (n0, n1, n2), (s0, s1, s2), op, out, stream): a is a
+ * descriptor tuple whose ptr is the view's base (length and stride unused). */
+static PyObject *py_reduce_axis(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *ao, *oo;
+    long long n[3], s[3];
+    int op;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sO(LLL)(LLL)iOK", &backend, &ao, &n[0], &n[1], &n[2], &s[0], &s[1], &s[2], &op,
+                          &oo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_arg a, out;
+    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out"))
+        return NULL;
+    if (!out.writable) {
+        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
+        return NULL;
+    }
+    if (!ops->reduce_axis) {
+        PyErr_SetString(PyExc_NotImplementedError, "reduce_axis: not in this backend");
+        return NULL;
+    }
+    const int64_t shape[3] = {n[0], n[1], n[2]}, strides[3] = {s[0], s[1], s[2]};
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->reduce_axis(&a.a, shape, strides, op, &out.a, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
+/* histogramdd(backend, [coords], edges (float64, all dimensions'), nedges
+ * (int64), weights or None, out, stream) */
+static PyObject *py_histogramdd(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *co, *eo, *no, *wo, *oo;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOO!O!OOK", &backend, &co, &PyArray_Type, &eo, &PyArray_Type, &no, &wo, &oo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    if (!ops->histogramdd) {
+        PyErr_SetString(PyExc_NotImplementedError, "histogramdd: not in this backend");
+        return NULL;
+    }
+    PyArrayObject *ea = (PyArrayObject *)eo, *na = (PyArrayObject *)no;
+    if (!PyList_Check(co) || PyList_GET_SIZE(co) < 1 || PyList_GET_SIZE(co) > GS_HISTDD_MAX_DIMS ||
+        PyArray_TYPE(ea) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ea) || PyArray_TYPE(na) != NPY_INT64 ||
+        !PyArray_IS_C_CONTIGUOUS(na) || PyArray_SIZE(na) != PyList_GET_SIZE(co)) {
+        PyErr_SetString(PyExc_ValueError, "histogramdd: bad coordinates, edges or nedges");
+        return NULL;
+    }
+    const int ndim = (int)PyList_GET_SIZE(co);
+    gs_array coords[GS_HISTDD_MAX_DIMS];
+    int64_t total = 0;
+    const int64_t *ne = (const int64_t *)PyArray_DATA(na);
+    for (int d = 0; d < ndim; d++) {
+        gs_arg a;
+        if (!parse_array(PyList_GET_ITEM(co, d), &a, "coords"))
+            return NULL;
+        coords[d] = a.a;
+        total += ne[d];
+    }
+    if (PyArray_SIZE(ea) != total) {
+        PyErr_SetString(PyExc_ValueError, "histogramdd: edges do not match nedges");
+        return NULL;
+    }
+    gs_arg w, out;
+    if ((wo != Py_None && !parse_array(wo, &w, "weights")) || !parse_array(oo, &out, "out"))
+        return NULL;
+    if (!out.writable) {
+        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
+        return NULL;
+    }
+    const double *e = (const double *)PyArray_DATA(ea);
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->histogramdd(coords, ndim, e, ne, wo == Py_None ? NULL : &w.a, &out.a, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
+/* unpackbits(backend, a (uint8), little, out (uint8, 8 n), stream) */
+static PyObject *py_unpackbits(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *ao, *oo;
+    int little;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOpOK", &backend, &ao, &little, &oo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    gs_arg a, out;
+    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out"))
+        return NULL;
+    if (!ops->unpackbits) {
+        PyErr_SetString(PyExc_NotImplementedError, "unpackbits: not in this backend");
+        return NULL;
+    }
+    if (!out.writable) {
+        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
+        return NULL;
+    }
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->unpackbits(&a.a, little, &out.a, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_raise_status(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -1299,6 +1421,17 @@ static int add_names(PyObject *m, const char *attr, const char *(*name_of)(int))
 
 static const char *strategy_name_of(int c) { return c < GS_STRATEGY_COUNT ? gs_strategy_name((gs_strategy)c) : NULL; }
 
+/* reduce_axis's operations by name (issue 15): _core.AXIS_OPS */
+static const char *axis_op_name_of(int c)
+{
+    switch (c) {
+    case GS_AXIS_SUM: return "sum";
+    case GS_AXIS_COUNT_NONZERO: return "count_nonzero";
+    case GS_AXIS_CUMSUM: return "cumsum";
+    default: return NULL;
+    }
+}
+
 static PyMethodDef methods[] = {
     {"_ops_null_slots", py_ops_null_slots, METH_VARARGS, "test hook: NULL slots of a backend's ops table"},
     {"_test_interrupt_wait", py_test_interrupt_wait, METH_VARARGS,
@@ -1350,6 +1483,11 @@ static PyMethodDef methods[] = {
     {"device_info", py_device_info, METH_VARARGS, "device_info(ordinal) -> dict"},
     {"hist_auto_strategy", (PyCFunction)(void (*)(void))py_hist_auto_strategy, METH_VARARGS | METH_KEYWORDS,
      "the strategy `auto` picks for a histogram of this shape on this device"},
+    {"reduce_axis", py_reduce_axis, METH_VARARGS,
+     "reduce_axis(backend, a, (outer, len, inner), strides, op, out, stream): segmented sum/count/cumsum"},
+    {"histogramdd", py_histogramdd, METH_VARARGS,
+     "histogramdd(backend, [coords], edges, nedges, weights or None, out, stream): numpy.histogramdd's counts"},
+    {"unpackbits", py_unpackbits, METH_VARARGS, "unpackbits(backend, a, little, out, stream)"},
     {"_raise_status", py_raise_status, METH_VARARGS, "test hook: raise the exception for a status code"},
     {NULL, NULL, 0, NULL},
 };
@@ -1392,7 +1530,7 @@ PyMODINIT_FUNC PyInit__core(void)
     Py_CLEAR(b);
     if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
         add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
-        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0)
+        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0 || add_names(m, "AXIS_OPS", axis_op_name_of) < 0)
         goto fail;
     { /* threading.main_thread().ident: the thread Python runs signal handlers in */
         PyObject *thr = PyImport_ImportModule("threading"), *mt = NULL, *id = NULL;

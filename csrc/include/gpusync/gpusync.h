@@ -294,7 +294,49 @@ typedef struct gs_backend_ops {
      * blocks of its memory pools) back to the driver, after waiting for the
      * work that still uses it.  CPU: nothing cached, GS_OK. */
     gs_status (*empty_cache)(void);
+
+    /* ---- appended for issue 15 (N-D reductions and scans) ---- */
+    /* Segmented reduction or scan over a strided 3-D view of a: element
+     * (o, k, i), o < shape[0], k < shape[1] (the axis), i < shape[2], sits
+     * at a->data + o*strides[0] + k*strides[1] + i*strides[2] elements
+     * (strides may be negative or zero; a->length and a->stride are not
+     * used).  op GS_AXIS_SUM: out[o*shape[2] + i] = the sum over k,
+     * accumulated like `reduce` (double for floating a, wrapping uint64 for
+     * integers and bool) and stored as out->dtype, which must be floating
+     * when a is and integer or bool when a is not; GS_AXIS_COUNT_NONZERO:
+     * the number of k with a != 0, out int64; GS_AXIS_CUMSUM: out[(o*shape[1]
+     * + k)*shape[2] + i] = the inclusive prefix sum over k (rounded once per
+     * element).  out is contiguous on a's device (host arrays on the CUDA
+     * backend: a's view must be C-contiguous, strides {shape[1]*shape[2],
+     * shape[2], 1}, so it stages as one block).  Asynchronous for device
+     * arrays. */
+    gs_status (*reduce_axis)(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
+                             gs_array *out, void *stream);
+
+    /* numpy.histogramdd's counting: coords are ndim (1..GS_HISTDD_MAX_DIMS)
+     * 1-D views of n elements, all of one dtype, on one device (host arrays
+     * on the CUDA backend: contiguous, staged); edges (host memory) holds
+     * dimension d's nedges[d] >= 2 non-decreasing edges after the earlier
+     * dimensions' ones.  A value v (compared as double) has c = the number
+     * of edges <= v, less one when v equals the last edge; it is counted
+     * when 1 <= c <= nedges[d] - 1, in bin c - 1 (NaN and values outside
+     * are dropped).  out (prod(nedges[d] - 1) elements, C order, contiguous,
+     * on the coords' device) is zeroed and gets int64 counts, or with
+     * weights (float64, n elements) float64 sums.  Asynchronous for device
+     * arrays. */
+    gs_status (*histogramdd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
+                             const gs_array *weights, gs_array *out, void *stream);
+
+    /* np.unpackbits of the n uint8 of a into out (8 n uint8 of 0 / 1, same
+     * device, contiguous), bit order little when `little`.  Asynchronous
+     * for device arrays. */
+    gs_status (*unpackbits)(const gs_array *a, int little, gs_array *out, void *stream);
 } gs_backend_ops;
+
+#define GS_HISTDD_MAX_DIMS 32
+
+/* reduce_axis's operations. */
+enum { GS_AXIS_SUM = 0, GS_AXIS_COUNT_NONZERO = 1, GS_AXIS_CUMSUM = 2 };
 
 /* The counter demo's kinds (gs_backend_ops.counter). */
 enum { GS_COUNTER_RACE = 0, GS_COUNTER_ATOMIC = 1, GS_COUNTER_MUTEX = 2 };

@@ -1,0 +1,256 @@
+/* reduce_axis (CPU backend): segmented sum, count of nonzero and cumsum
+ * over a strided (outer, len, inner) view -- NumPy's axis reductions and
+ * scans without a transpose.
+ *
+ * Work items are (o, a chunk of CHUNK consecutive i) pairs: a thread walks
+ * k along the axis and adds row k's chunk into CHUNK accumulators, so the
+ * inner loop runs along the contiguous direction (the compiler vectorises
+ * it for contiguous inner) and every row is read once.  When there are too
+ * few items for the threads (a few long rows), the axis is split into parts
+ * whose partial sums are added in part order afterwards (deterministic: the
+ * split depends on the shape and the thread count only).  Floating inputs
+ * accumulate in double, integers and bool in wrapping uint64 (as `reduce`). */
+#include "../common/convert.h"
+#include "gpusync/tuning.h"
+#include "parallel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK 2048 /* accumulators per work item: 8-16 KB of each row read contiguously */
+
+typedef struct {
+    const char *a;
+    int64_t outer, len, inner, s0, s1, s2; /* strides in elements */
+    gs_dtype dt, odt;
+    int op, is_float;
+    int64_t nchunks, kparts;
+    char *out;
+    size_t osz;
+    double *fpart; /* kparts > 1: [item][part][CHUNK] partials */
+    uint64_t *ipart;
+} actx;
+
+#define ID(x) (x)
+#define NZ(x) ((x) != 0)
+#define NZH(x) (((x) & 0x7fffu) != 0)
+#define SEXT(x) ((uint64_t)(int64_t)(x))
+
+/* acc[j] += CONV(a[o, k, i0 + j]) for k in [k0, k1), j < w; a scan also
+ * stores every prefix into out. */
+#define ADD_ROWS(T, ACC, CONV)                                                                                \
+    do {                                                                                                      \
+        const T *base = (const T *)c->a + o * c->s0 + i0 * c->s2;                                             \
+        ACC *acc = (ACC *)accp;                                                                               \
+        if (w == 1 && c->op != GS_AXIS_CUMSUM) { /* one long segment: 4 chains */                          \
+            ACC s[4] = {(ACC)-0.0, (ACC)-0.0, (ACC)-0.0, (ACC)-0.0}; /* -0.0 stays for integers: 0 */          \
+            int64_t k = k0;                                                                                   \
+            for (; k + 4 <= k1; k += 4)                                                                       \
+                for (int u = 0; u < 4; u++)                                                                   \
+                    s[u] += (ACC)CONV(base[(k + u) * c->s1]);                                                 \
+            for (; k < k1; k++)                                                                               \
+                s[0] += (ACC)CONV(base[k * c->s1]);                                                           \
+            acc[0] += (s[0] + s[1]) + (s[2] + s[3]);                                                          \
+        } else if (w == 1 && (c->osz == 8 || c->odt == GS_FLOAT32)) { /* one row's scan, stored inline */   \
+            ACC s = acc[0];                                                                                   \
+            char *po = c->out + (size_t)o * (size_t)c->len * c->osz;                                          \
+            if (c->odt == GS_FLOAT32)                                                                         \
+                for (int64_t k = k0; k < k1; k++) {                                                           \
+                    s += (ACC)CONV(base[k * c->s1]);                                                          \
+                    ((float *)po)[k] = (float)s;                                                              \
+                }                                                                                             \
+            else /* float64 from double, int64 / uint64 from uint64: the accumulator's own bits */            \
+                for (int64_t k = k0; k < k1; k++) {                                                           \
+                    s += (ACC)CONV(base[k * c->s1]);                                                          \
+                    memcpy(po + (size_t)k * 8, &s, 8);                                                        \
+                }                                                                                             \
+            acc[0] = s;                                                                                       \
+        } else if (c->s2 == 1) {                                                                              \
+            for (int64_t k = k0; k < k1; k++) {                                                               \
+                const T *row = base + k * c->s1;                                                              \
+                for (int j = 0; j < w; j++)                                                                   \
+                    acc[j] += (ACC)CONV(row[j]);                                                              \
+                if (c->op == GS_AXIS_CUMSUM)                                                                  \
+                    store_row(c, o, k, i0, w, accp);                                                          \
+            }                                                                                                 \
+        } else {                                                                                              \
+            for (int64_t k = k0; k < k1; k++) {                                                               \
+                const T *row = base + k * c->s1;                                                              \
+                for (int j = 0; j < w; j++)                                                                   \
+                    acc[j] += (ACC)CONV(row[j * c->s2]);                                                      \
+                if (c->op == GS_AXIS_CUMSUM)                                                                  \
+                    store_row(c, o, k, i0, w, accp);                                                          \
+            }                                                                                                 \
+        }                                                                                                     \
+    } while (0)
+
+static void store_row(const actx *c, int64_t o, int64_t k, int64_t i0, int w, const void *accp)
+{
+    char *dst = c->out + (size_t)(((o * c->len + k) * c->inner + i0)) * c->osz;
+    if (c->is_float) {
+        const double *acc = (const double *)accp;
+        if (c->odt == GS_FLOAT64)
+            memcpy(dst, acc, (size_t)w * 8);
+        else if (c->odt == GS_FLOAT32)
+            for (int j = 0; j < w; j++)
+                ((float *)dst)[j] = (float)acc[j];
+        else
+            for (int j = 0; j < w; j++)
+                gs_store_acc(dst + (size_t)j * c->osz, c->odt, acc[j], 0);
+    } else {
+        const uint64_t *acc = (const uint64_t *)accp;
+        if (c->osz == 8)
+            memcpy(dst, acc, (size_t)w * 8);
+        else
+            for (int j = 0; j < w; j++)
+                gs_store_acc(dst + (size_t)j * c->osz, c->odt, 0, acc[j]);
+    }
+}
+
+static void add_rows(const actx *c, int64_t o, int64_t i0, int w, int64_t k0, int64_t k1, void *accp)
+{
+    if (c->op == GS_AXIS_COUNT_NONZERO) {
+        switch (c->dt) {
+        case GS_BOOL:
+        case GS_INT8:
+        case GS_UINT8: ADD_ROWS(uint8_t, uint64_t, NZ); break;
+        case GS_INT16:
+        case GS_UINT16: ADD_ROWS(uint16_t, uint64_t, NZ); break;
+        case GS_FLOAT16: ADD_ROWS(uint16_t, uint64_t, NZH); break;
+        case GS_INT32:
+        case GS_UINT32: ADD_ROWS(uint32_t, uint64_t, NZ); break;
+        case GS_FLOAT32: ADD_ROWS(float, uint64_t, NZ); break;
+        case GS_FLOAT64: ADD_ROWS(double, uint64_t, NZ); break;
+        default: ADD_ROWS(uint64_t, uint64_t, NZ); break;
+        }
+        return;
+    }
+    switch (c->dt) {
+    case GS_BOOL: ADD_ROWS(uint8_t, uint64_t, NZ); break;
+    case GS_INT8: ADD_ROWS(int8_t, uint64_t, SEXT); break;
+    case GS_UINT8: ADD_ROWS(uint8_t, uint64_t, ID); break;
+    case GS_INT16: ADD_ROWS(int16_t, uint64_t, SEXT); break;
+    case GS_UINT16: ADD_ROWS(uint16_t, uint64_t, ID); break;
+    case GS_INT32: ADD_ROWS(int32_t, uint64_t, SEXT); break;
+    case GS_UINT32: ADD_ROWS(uint32_t, uint64_t, ID); break;
+    case GS_INT64:
+    case GS_UINT64: ADD_ROWS(uint64_t, uint64_t, ID); break;
+    case GS_FLOAT16: ADD_ROWS(uint16_t, double, gs_half_to_float); break;
+    case GS_FLOAT32: ADD_ROWS(float, double, ID); break;
+    default: ADD_ROWS(double, double, ID); break;
+    }
+}
+
+static void run_items(void *vc, int tid, int64_t begin, int64_t end)
+{
+    (void)tid;
+    const actx *c = (const actx *)vc;
+    union {
+        double f[CHUNK];
+        uint64_t u[CHUNK];
+    } acc;
+    for (int64_t it = begin; it < end; it++) {
+        const int64_t item = it / c->kparts, part = it % c->kparts;
+        const int64_t o = item / c->nchunks, i0 = (item % c->nchunks) * CHUNK;
+        const int w = (int)(c->inner - i0 < CHUNK ? c->inner - i0 : CHUNK);
+        const int64_t k0 = c->len * part / c->kparts, k1 = c->len * (part + 1) / c->kparts;
+        if (c->is_float && c->len > 0) /* -0.0 + x == x for every x: NumPy's sum of {-0.0} is -0.0 */
+            for (int j = 0; j < CHUNK; j++)
+                acc.f[j] = -0.0;
+        else
+            memset(&acc, 0, sizeof acc);
+        add_rows(c, o, i0, w, k0, k1, &acc);
+        if (c->op == GS_AXIS_CUMSUM)
+            continue;
+        if (c->kparts > 1) {
+            size_t at = (size_t)it * CHUNK;
+            if (c->is_float)
+                memcpy(c->fpart + at, acc.f, (size_t)w * 8);
+            else
+                memcpy(c->ipart + at, acc.u, (size_t)w * 8);
+            continue;
+        }
+        char *dst = c->out + (size_t)(o * c->inner + i0) * c->osz;
+        for (int j = 0; j < w; j++)
+            gs_store_acc(dst + (size_t)j * c->osz, c->odt, acc.f[j], acc.u[j]);
+    }
+}
+
+gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
+                             gs_array *out, void *stream)
+{
+    (void)stream;
+    if (op < GS_AXIS_SUM || op > GS_AXIS_CUMSUM)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: unknown operation %d", op);
+    if (shape[0] < 0 || shape[1] < 0 || shape[2] < 0)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: negative extent");
+    if (a->device != GS_HOST || out->device != GS_HOST)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: the CPU backend takes host arrays");
+    if (out->length > 1 && out->stride != 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: out must be contiguous");
+    const int64_t nout = shape[0] * shape[2] * (op == GS_AXIS_CUMSUM ? shape[1] : 1);
+    if (out->length != nout)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: out has %lld elements, expected %lld",
+                       (long long)out->length, (long long)nout);
+    const int fa = gs_dtype_is_float(a->dtype), fo = gs_dtype_is_float(out->dtype);
+    if (op == GS_AXIS_COUNT_NONZERO ? out->dtype != GS_INT64 : fa != fo)
+        return gs_fail(GS_ERR_TYPE, "reduce_axis: out dtype %d does not fit input dtype %d", (int)out->dtype,
+                       (int)a->dtype);
+    static const size_t sizes[GS_DTYPE_COUNT] = {1, 1, 1, 2, 2, 4, 4, 8, 8, 2, 4, 8};
+    actx c = {0};
+    c.a = (const char *)a->data;
+    c.outer = shape[0], c.len = shape[1], c.inner = shape[2];
+    c.s0 = strides[0], c.s1 = strides[1], c.s2 = strides[2];
+    c.dt = a->dtype, c.odt = out->dtype, c.op = op;
+    c.is_float = op != GS_AXIS_COUNT_NONZERO && fa;
+    c.out = (char *)out->data;
+    c.osz = sizes[out->dtype];
+    if (c.outer == 0 || c.inner == 0)
+        return GS_OK;
+    c.nchunks = (c.inner + CHUNK - 1) / CHUNK;
+    const int64_t items = c.outer * c.nchunks;
+    const int64_t total = c.outer * c.len * c.inner;
+    const double ns = (op == GS_AXIS_CUMSUM ? GS_CPU_NS_SCAN_BYTE : GS_CPU_NS_PER_BYTE) * (double)gs_dtype_size(a->dtype);
+    const int nthreads = gs_cpu_threads_for_cost(total, ns);
+    c.kparts = 1;
+    if (op != GS_AXIS_CUMSUM && items < 4 * (int64_t)nthreads && c.len >= 8192) {
+        int64_t want = (4 * (int64_t)nthreads + items - 1) / items, cap = c.len / 4096;
+        c.kparts = want < cap ? want : cap;
+    }
+    if (c.kparts > 1) {
+        size_t cells = (size_t)(items * c.kparts) * CHUNK;
+        void *p = calloc(cells, 8);
+        if (!p)
+            return gs_fail(GS_ERR_NO_MEMORY, "reduce_axis: %zu bytes of partials", cells * 8);
+        if (c.is_float)
+            c.fpart = (double *)p;
+        else
+            c.ipart = (uint64_t *)p;
+    }
+    const gs_status st = gs_cpu_parallel_for(items * c.kparts, nthreads, run_items, &c);
+    if (st == GS_ERR_INTERRUPTED) { /* the pool stopped: no result */
+        free(c.is_float ? (void *)c.fpart : (void *)c.ipart);
+        return st;
+    }
+    if (c.kparts > 1) { /* add the parts in order */
+        for (int64_t item = 0; item < items; item++) {
+            const int64_t o = item / c.nchunks, i0 = (item % c.nchunks) * CHUNK;
+            const int w = (int)(c.inner - i0 < CHUNK ? c.inner - i0 : CHUNK);
+            char *dst = c.out + (size_t)(o * c.inner + i0) * c.osz;
+            for (int j = 0; j < w; j++) {
+                double f = -0.0;
+                uint64_t u = 0;
+                for (int64_t part = 0; part < c.kparts; part++) {
+                    size_t at = (size_t)(item * c.kparts + part) * CHUNK + (size_t)j;
+                    if (c.is_float)
+                        f += c.fpart[at];
+                    else
+                        u += c.ipart[at];
+                }
+                gs_store_acc(dst + (size_t)j * c.osz, c.odt, f, u);
+            }
+        }
+        free(c.is_float ? (void *)c.fpart : (void *)c.ipart);
+    }
+    return GS_OK;
+}

@@ -1,0 +1,362 @@
+"""N-D reductions and scans along axes (issue 15): NumPy's axis, dtype, out,
+keepdims, initial and where rules in Python; the work in one segmented
+kernel over an (outer, length, inner) strided view of the input (C API
+``reduce_axis``: csrc/cpu/reduce_axis.c, csrc/cuda/reduce_axis.cu).
+
+The arguments are checked by NumPy itself on a zero-copy proxy -- a
+broadcast view of the input's shape whose reduced axes have length 1 -- so
+AxisError, duplicate axes, ``out`` of the wrong shape or dtype and bad
+``initial`` raise NumPy's own exceptions and messages, and the result dtype
+is NumPy's.  Reading the proxy costs O(size of the result), not O(input).
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from . import _arrays, _backend, _core
+from ._arrays import DeviceArray, Lib
+
+# reduce_axis's operations: the codes of gpusync.h's GS_AXIS_*, exported by the binding
+SUM, COUNT_NONZERO, CUMSUM = (_core.AXIS_OPS[k] for k in ("sum", "count_nonzero", "cumsum"))
+
+
+# ---- views --------------------------------------------------------------------------------------------------
+
+def _merge(dims):
+    """(extent, stride) of one axis standing for `dims` (C order), or None
+    when they do not form one arithmetic progression."""
+    if not dims:
+        return 1, 0
+    n, s = dims[-1]
+    for m, t in reversed(dims[:-1]):
+        if t != s * n:
+            return None
+        n *= m
+    return n, s
+
+
+def segments(shape, strides, axes):
+    """(shape3, strides3) of the input as (kept before, reduced, kept after)
+    when the reduced axes are adjacent (ignoring length-1 axes) and each
+    group merges into one strided axis; else None (the caller copies)."""
+    dims = [(n, s, i in axes) for i, (n, s) in enumerate(zip(shape, strides)) if n != 1]
+    red = [i for i, d in enumerate(dims) if d[2]]
+    if red and red[-1] - red[0] + 1 != len(red):
+        return None
+    if not red:
+        return None
+    lo, hi = red[0], red[-1] + 1
+    groups = [_merge([(n, s) for n, s, _ in dims[a:b]]) for a, b in ((0, lo), (lo, hi), (hi, len(dims)))]
+    if any(g is None for g in groups):
+        return None
+    return tuple(g[0] for g in groups), tuple(g[1] for g in groups)
+
+
+def nd_input(a, func):
+    """checked_input() that keeps an N-D device array's shape: a device array
+    that is not C-contiguous is first made so by its own library (the flat
+    descriptor of _arrays would otherwise flatten it)."""
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is not None and len(cai["shape"]) > 1 and cai.get("strides") is not None:
+        mod = type(a).__module__.split(".")[0]
+        if mod == "torch":
+            a = a.contiguous()
+        elif mod == "cupy":
+            a = __import__("cupy").ascontiguousarray(a)
+    return _arrays.checked_input(a, "a", func)
+
+
+def _elem_strides(x):
+    """Element strides of a host array or a (C-contiguous) device view."""
+    if isinstance(x, DeviceArray):
+        shape = tuple(x.shape)
+        if len([n for n in shape if n != 1]) <= 1:
+            st = [0] * len(shape)
+            for i, n in enumerate(shape):
+                if n != 1:
+                    st[i] = x.stride
+            return st
+        return [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    isz = x.dtype.itemsize
+    if any(s % isz for s in x.strides) or not x.flags.aligned:
+        return None
+    return [s // isz for s in x.strides]
+
+
+def _base_desc(x, dtype=None):
+    """Descriptor of the view's base element for reduce_axis (ptr, 1, 1, dtype, device)."""
+    if isinstance(x, DeviceArray):
+        return (x.ptr, 1, 1, _arrays.dtype_code(dtype or x.dtype), x.device)
+    ptr = x.__array_interface__["data"][0]
+    return (ptr, 1, 1, _arrays.dtype_code(dtype or x.dtype), -1)
+
+
+def _transposed_copy(x, order):
+    """A C-contiguous copy of `x` with its axes in `order` -- the fallback
+    when the reduced axes cannot be one strided axis of a view."""
+    if isinstance(x, DeviceArray):
+        obj = x.obj
+        if x.lib == "torch":
+            y = obj.reshape(tuple(x.shape)).permute(*order).contiguous()
+        else:
+            cp = __import__("cupy")
+            y = cp.ascontiguousarray(cp.transpose(cp.asarray(obj).reshape(tuple(x.shape)), order))
+        return _arrays.as_input(y, "a")
+    return np.ascontiguousarray(np.transpose(x, order))
+
+
+def _lib_where(x: DeviceArray, mask, zero):
+    lib = x.lib
+    obj = x.obj
+    if lib == "torch":
+        torch = __import__("torch")
+        m = torch.as_tensor(np.asarray(mask) if not hasattr(mask, "__cuda_array_interface__") else mask,
+                            device=obj.device).to(torch.bool)
+        y = torch.where(m, obj.reshape(tuple(x.shape)), torch.zeros((), dtype=obj.dtype, device=obj.device))
+    else:
+        cp = __import__("cupy")
+        y = cp.where(cp.asarray(mask, dtype=bool), cp.asarray(obj).reshape(tuple(x.shape)), zero)
+    return _arrays.as_input(y, "a")
+
+
+def _astype(x, dtype):
+    if isinstance(x, DeviceArray):
+        return _arrays.as_input(Lib.of(x.lib).astype(x.obj, dtype).reshape(tuple(x.shape)), "a")
+    return x.astype(dtype)
+
+
+def _astype_obj(arr, dtype):
+    if isinstance(arr, np.ndarray):
+        return arr.astype(dtype)
+    mod = type(arr).__module__.split(".")[0]
+    return Lib.of(mod).astype(arr, dtype)
+
+
+def _category_cast(x, dt):
+    """Cast the input when the accumulator category of `dt` differs from the
+    input's (float vs integer, or bool's logical or), as NumPy casts each
+    element to the loop dtype first."""
+    xd = np.dtype(x.dtype)
+    if (dt.kind == "f") != (xd.kind == "f") or (dt.kind == "b" and xd.kind != "b"):
+        return _astype(x, dt)
+    return x
+
+
+# ---- the kernel call ----------------------------------------------------------------------------------------
+
+def _launch(x, shape3, strides3, op, out_dtype, nout):
+    """Run reduce_axis into a fresh contiguous result of `nout` elements."""
+    be = _backend.backend()
+    if isinstance(x, DeviceArray):
+        lib = Lib.of(x.lib)
+        if be == "cpu":  # forced CPU backend with device input: copy, compute, copy back
+            host = x.to_host()  # C-contiguous in the view's logical order
+            if x.stride not in (0, 1):  # a 1-D strided view: its steps become unit steps
+                strides3 = tuple(s // x.stride for s in strides3)
+            res = _launch_host(be, host, op, out_dtype, nout, shape3, strides3)
+            return lib.from_host(res, x.device)
+        out = lib.empty(nout, out_dtype, x.device)
+        _core.reduce_axis("cuda", _base_desc(x), shape3, strides3, op, _arrays.as_input(out, "out").desc(),
+                          x.stream)
+        return out
+    return _launch_host(be, x, op, out_dtype, nout, shape3, strides3)
+
+
+def _launch_host(be, x, op, out_dtype, nout, shape3, strides3):
+    if be == "cuda" and tuple(strides3) != (shape3[1] * shape3[2], shape3[2], 1):
+        # the CUDA backend stages a host view as one block: make it C-contiguous
+        # and, since (outer, len, inner) then merges, describe it afresh
+        x = np.ascontiguousarray(x)
+        strides3 = (shape3[1] * shape3[2], shape3[2], 1)
+    out = np.empty(nout, out_dtype)
+    _core.reduce_axis(be, _base_desc(x), tuple(int(v) for v in shape3), tuple(int(v) for v in strides3), op, out,
+                      _arrays.host_stream())
+    return out
+
+
+def _plan(x, axes):
+    """(input, shape3, strides3, kept axes) with the reduced axes as one
+    strided axis; a transposed copy when that is impossible."""
+    shape = tuple(x.shape)
+    kept = [i for i in range(len(shape)) if i not in axes]
+    st = _elem_strides(x)
+    seg = None if st is None else segments(shape, st, set(axes))
+    if seg is None:
+        if all(shape[i] == 1 for i in axes) and st is not None:  # nothing to add up: a copy-free (outer, 1, 1)
+            m = _merge([(shape[i], st[i]) for i in kept if shape[i] != 1])
+            if m is not None:
+                return x, (m[0], 1, 1), (m[1], 0, 0), kept
+        # not one strided axis (e.g. axes (0, 2) of a 3-D array): a transposed contiguous copy
+        x = _transposed_copy(x, kept + sorted(axes))
+        nk = math.prod(shape[i] for i in kept)
+        nr = math.prod(shape[i] for i in axes)
+        return x, (nk, nr, 1), (nr, 1, 0), kept
+    return x, seg[0], seg[1], kept
+
+
+# ---- sum and count_nonzero along axes ----------------------------------------------------------------------
+
+def _out_obj(out):
+    if out is None:
+        return None
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise ValueError("The 'out' tuple must have exactly one entry")
+        out = out[0]
+    return out
+
+
+def _axes_of(axis, ndim):
+    """normalize_axis_tuple with the reductions' message for repeated axes."""
+    if not isinstance(axis, (tuple, list)):
+        axis = (operator.index(axis),)  # NumPy's TypeError for a float axis
+    axes = normalize_axis_tuple(axis, ndim, allow_duplicate=True)
+    if len(set(axes)) != len(axes):
+        raise ValueError("duplicate value in 'axis'")
+    return axes
+
+
+def _proxy(x, axes):
+    shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+    return np.broadcast_to(np.zeros((), np.dtype(x.dtype)), shape)
+
+
+def _numpy_check(fn, proxy, x, **kw):
+    """fn on the proxy: NumPy's result shape and dtype, or NumPy's error --
+    with the message NumPy gives for the real shape (a zero-stride view of
+    it, on which NumPy fails before reading anything)."""
+    try:
+        return fn(proxy, **kw)
+    except Exception:
+        full = np.broadcast_to(np.zeros((), proxy.dtype), tuple(x.shape))
+        fn(full, **kw)
+        raise
+
+
+def _host_out_proxy(out):
+    if out is None:
+        return None
+    if isinstance(out, np.ndarray):
+        return out
+    if hasattr(out, "__cuda_array_interface__") or hasattr(out, "__dlpack__"):
+        cai = getattr(out, "__cuda_array_interface__", None)
+        shape = tuple(cai["shape"]) if cai else tuple(out.shape)
+        dt = np.dtype(cai["typestr"]) if cai else np.dtype(str(out.dtype).replace("torch.", ""))
+        return np.empty(shape, dt)
+    raise TypeError("output must be an array")
+
+
+def _write_out(res, out, x):
+    """Copy a computed result into the caller's `out` in place; return out."""
+    if isinstance(out, np.ndarray):
+        if isinstance(res, (np.ndarray, np.generic)):
+            np.copyto(out, np.reshape(res, out.shape), casting="unsafe")
+        else:  # device result into a host out
+            np.copyto(out, Lib.of(x.lib).to_host(res).reshape(out.shape), casting="unsafe")
+        return out
+    mod = type(out).__module__.split(".")[0]
+    if isinstance(res, (np.ndarray, np.generic)):
+        res = np.asarray(res)
+        res = Lib.of(mod if mod in ("cupy", "torch") else x.lib).from_host(res, _arrays.as_input(out, "out").device)
+    if mod == "torch":
+        out.copy_(res.reshape(out.shape))
+    else:
+        out[...] = res.reshape(out.shape)
+    return out
+
+
+def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True):
+    """sum / count_nonzero of `a` along `axis` by NumPy's rules."""
+    x = nd_input(a, func)
+    ndim = len(x.shape)
+    out = _out_obj(out)
+    axes = tuple(range(ndim)) if axis is None else _axes_of(axis, ndim)
+    proxy = _proxy(x, axes)
+    outp = _host_out_proxy(out)
+    if op == COUNT_NONZERO:
+        ref = _numpy_check(np.count_nonzero, proxy, x, axis=axis, keepdims=keepdims)
+        loop = np.dtype(np.intp)
+        init = None
+    else:
+        # initial=0 (the default) adds nothing, so -0.0 sums keep their sign as in NumPy
+        kw = {} if (type(initial) is int and initial == 0) else {"initial": initial}
+        ref = _numpy_check(np.sum, proxy, x, axis=axis, dtype=dtype, out=outp, keepdims=keepdims, **kw)
+        # the loop dtype: dtype=, else the input's sum dtype (an out of another dtype gets the result cast)
+        loop = np.dtype(dtype) if dtype is not None else np.add.reduce(np.zeros(1, x.dtype)).dtype
+        init = None if not kw else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
+        if where is not True:
+            try:
+                np.broadcast_shapes(np.shape(where), tuple(x.shape))
+            except ValueError:  # NumPy's own error: it fails at the broadcast, before reading anything
+                np.sum(np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape)), axis=axis, where=where)
+                raise
+            if isinstance(x, DeviceArray):
+                x = _lib_where(x, where, x.dtype.type(0))
+            else:
+                x = np.where(where, x, x.dtype.type(0))
+        x = _category_cast(x, loop)
+    res_shape = np.shape(ref)
+    nout = math.prod(res_shape)
+    xin, shape3, strides3, _kept = _plan(x, set(axes))
+    acc = np.dtype(np.int64) if op == COUNT_NONZERO else loop
+    flat = _launch(xin, shape3, strides3, op, acc, nout)
+    device = isinstance(x, DeviceArray)
+    if init is not None and init != 0:
+        if device:
+            flat += Lib.of(x.lib).from_host(np.asarray(init, loop), x.device)
+        else:
+            np.add(flat, init, out=flat, casting="unsafe")
+    if out is not None:
+        return _write_out(flat, out, x)
+    if device:
+        return flat.reshape(res_shape)
+    res = flat.reshape(res_shape)
+    return res[()] if res.ndim == 0 else res
+
+
+# ---- cumsum along an axis -----------------------------------------------------------------------------------
+
+def cumsum(a, axis, dtype, out, flat_scan):
+    """np.cumsum by NumPy's rules; `flat_scan(x, out_dtype)` scans a 1-D array."""
+    x = nd_input(a, "cumsum")
+    out = _out_obj(out)
+    shape = tuple(x.shape)
+    if axis is None:
+        res_shape = (math.prod(shape),)
+        ax = None
+    else:
+        ax = normalize_axis_index(operator.index(axis), max(len(shape), 1))  # NumPy's TypeError / AxisError
+        if not shape:  # NumPy: a 0-d array scans as 1-D
+            shape = (1,)
+        res_shape = shape
+    rt = np.dtype(dtype) if dtype is not None else np.cumsum(np.zeros(1, x.dtype)).dtype
+    if out is not None:
+        outp = _host_out_proxy(out)
+        if tuple(outp.shape) != tuple(res_shape):  # NumPy's error (raised before it reads anything)
+            full = np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape))
+            np.cumsum(full, axis=axis, dtype=dtype, out=np.empty(outp.shape, outp.dtype))
+            raise ValueError(f"cumsum: out has shape {tuple(outp.shape)}, expected {tuple(res_shape)}")
+    x = _category_cast(x, rt)
+    if ax is None or len(shape) == 1:
+        natural = np.cumsum(np.zeros(1, x.dtype)).dtype  # what the 1-D scan kernels write
+        flat = flat_scan(x, natural)
+        if natural != rt:  # integers wrap alike; floats were accumulated in float64 either way
+            flat = _astype_obj(flat, rt)
+    else:
+        st = _elem_strides(x)
+        seg = None if st is None else segments(shape, st, {ax})
+        n_before, n_after = math.prod(shape[:ax]), math.prod(shape[ax + 1:])
+        if seg is not None and seg[0] == (n_before, shape[ax], n_after):
+            xin, shape3, strides3 = x, seg[0], seg[1]
+        else:  # the kept axes do not merge (or length-1 axes moved them): a C-contiguous copy
+            xin = x if isinstance(x, DeviceArray) else np.ascontiguousarray(x)
+            shape3 = (n_before, shape[ax], n_after)
+            strides3 = (shape[ax] * n_after, n_after, 1)
+        flat = _launch(xin, shape3, strides3, CUMSUM, rt, math.prod(shape))
+    if out is not None:
+        return _write_out(flat, out, x)
+    return flat.reshape(res_shape)

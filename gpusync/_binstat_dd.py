@@ -1,0 +1,222 @@
+"""binned_statistic_2d and binned_statistic_dd: SciPy's signatures, edges,
+bin numbers and result types (issue 15).
+
+SciPy's ``binned_statistic_dd`` bins each dimension independently (edges
+from ``np.linspace`` in the sample's float dtype, ``np.digitize``, its
+on-the-last-edge rounding rule), numbers the bins of the grid *with* one
+outlier bin on each side of every dimension (C order), computes the
+statistic over those flat bin numbers and cuts the outlier bins off.  Here:
+
+1. each dimension's SciPy bin numbers (0 below, 1..n, n + 1 above) and edges
+   come from gpusync's 1-D binning kernel (the one behind
+   :func:`gpusync.binned_statistic`, which reproduces SciPy's rules);
+2. the flat bin number is their C-order combination (on the arrays' own
+   library: NumPy, or CuPy / PyTorch on the device);
+3. the statistic over the flat bin numbers runs on the same kernel, with
+   unit-width edges around the integers (count/sum/mean/std/min/max), or by
+   the segmented sort of 'median'; several `values` arrays are one kernel
+   call each; a callable runs SciPy's own code on the host.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from . import _arrays, _binstat_more
+from ._arrays import DeviceArray, Lib
+from ._binstat import _binned_statistic_impl
+
+BinnedStatisticddResult = namedtuple("BinnedStatisticddResult", ("statistic", "bin_edges", "binnumber"))
+BinnedStatistic2dResult = namedtuple("BinnedStatistic2dResult", ("statistic", "x_edge", "y_edge", "binnumber"))
+
+_KNOWN = ("mean", "median", "count", "sum", "std", "min", "max")
+
+
+def _columns(sample):
+    """SciPy's reading of `sample` ((N, D) array or D sequences) as D 1-D
+    arrays of the sample's one dtype; host or device."""
+    if isinstance(sample, (list, tuple)) and sample and any(
+            hasattr(c, "__cuda_array_interface__") or (hasattr(c, "__dlpack__") and not isinstance(c, np.ndarray))
+            for c in sample):
+        cols = [_arrays.as_input(c, "sample") for c in sample]
+        if len({c.length if isinstance(c, DeviceArray) else len(c) for c in cols}) != 1:
+            raise ValueError("setting an array element with a sequence. The requested array has an inhomogeneous "
+                             f"shape after 1 dimensions. The detected shape was ({len(cols)},) + inhomogeneous part.")
+        dt = np.result_type(*[c.dtype for c in cols])
+        return [c.obj if c.dtype == dt else Lib.of(c.lib).astype(c.obj, dt) for c in cols]
+    cai = getattr(sample, "__cuda_array_interface__", None)
+    if cai is not None and len(cai["shape"]) == 2:
+        return [sample[:, k] for k in range(int(cai["shape"][1]))]
+    try:
+        _, d = sample.shape
+        arr = sample
+    except (AttributeError, ValueError):
+        arr = np.atleast_2d(sample).T
+        _, d = arr.shape
+    arr = np.asarray(arr)
+    return [arr[:, k] for k in range(d)]
+
+
+def _xp_of(obj):
+    mod = type(obj).__module__.split(".")[0]
+    return mod if mod in ("cupy", "torch") else "numpy"
+
+
+def binned_statistic_dd(sample, values, statistic="mean", bins=10, range=None,  # noqa: A002
+                        expand_binnumbers=False, binned_statistic_result=None, *, strategy="auto", stream=None):
+    """``scipy.stats.binned_statistic_dd``: a statistic of `values` in the
+    bins of an N-D grid of `sample`.
+
+    SciPy's parameters: `sample` (N, D) or D arrays of length N; `values`
+    (N,) or several (V, N); `statistic` ``"count"``, ``"sum"``, ``"mean"``,
+    ``"std"``, ``"median"``, ``"min"``, ``"max"`` or a callable (SciPy's own
+    code on the host, with a one-time warning); `bins` an int, or one int
+    or edge array per dimension; `range` one ``(lower, upper)`` per
+    dimension; `expand_binnumbers` returns (D, N) per-dimension bin numbers
+    instead of the flat ones; `binned_statistic_result` reuses an earlier
+    result's edges and bin numbers.  Returns ``(statistic, bin_edges,
+    binnumber)`` with SciPy's shapes and dtypes (float64 statistics).
+
+    gpusync: every dimension is binned by the kernel of
+    :func:`gpusync.binned_statistic` (`strategy` as there) and the
+    statistic runs on it over the flat bin numbers; device inputs give
+    device results.
+    """
+    with _arrays.call_stream(stream, None):
+        return _dd(sample, values, statistic, bins, range, expand_binnumbers, binned_statistic_result, strategy)
+
+
+def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # noqa: A002
+    if not callable(statistic) and statistic not in _KNOWN:
+        raise ValueError(f"invalid statistic {statistic!r}")
+    cols = _columns(sample)
+    d = len(cols)
+    if callable(statistic) and statistic is not np.median:
+        hosts = [Lib.of(_xp_of(c)).to_host(c) if _xp_of(c) != "numpy" else c for c in cols]
+        import scipy.stats
+
+        _binstat_more.warn_once(statistic)
+        vh = values if _xp_of(values) == "numpy" else Lib.of(_xp_of(values)).to_host(values)
+        return scipy.stats.binned_statistic_dd(np.stack(hosts, 1), vh, statistic, bins, range, expand, previous)
+    try:
+        bins = bins.__index__()
+    except (AttributeError, TypeError):
+        pass
+    if isinstance(bins, int) and all(_xp_of(c) == "numpy" for c in cols) and not all(
+            np.isfinite(c).all() for c in cols if c.dtype.kind == "f"):
+        raise ValueError(f"{sample!r} contains non-finite values.")
+    lib = _xp_of(cols[0])
+    device = lib != "numpy"
+    # values: (N,) or (V, N), kept as rows
+    vobj = values
+    if not device:
+        vobj = np.asarray(values)
+        input_shape = list(vobj.shape)
+        rows = np.atleast_2d(vobj)
+    else:
+        input_shape = list(values.shape)
+        rows = values.reshape(1, -1) if len(input_shape) == 1 else values
+    n = cols[0].shape[0]
+    vlen = rows.shape[-1]
+    if statistic != "count" and vlen != n:
+        raise AttributeError("The number of `values` elements must match the length of each `sample` dimension.")
+    try:
+        if len(bins) != d:
+            raise AttributeError("The dimension of bins must be equal to the dimension of the sample x.")
+    except TypeError:
+        bins = d * [bins]
+    if range is not None and len(range) != d:
+        raise ValueError(f"range given for {len(range)} dimensions; {d} required")
+    # 1. each dimension's SciPy bin numbers and edges
+    if previous is None:
+        per_dim, edges = [], []
+        for k, c in enumerate(cols):
+            _, e, bn = _binned_statistic_impl(c, c, "count", bins[k], None if range is None else range[k],
+                                              strategy=strategy)
+            per_dim.append(bn)
+            edges.append(e)
+        nbin = [(len(e) if not device else int(e.shape[0])) + 1 for e in edges]
+        # 2. the flat C-order bin number, outlier bins included
+        flat = per_dim[0]
+        for k in np.arange(1, d):
+            flat = flat * nbin[k] + per_dim[k]
+    else:
+        edges = previous.bin_edges
+        nbin = [len(e) + 1 for e in edges]
+        flat = previous.binnumber
+        if getattr(flat, "ndim", 1) == 2:
+            raise ValueError("binned_statistic_result: pass a result computed with expand_binnumbers=False")
+    total = math.prod(nbin)
+    # 3. the statistic over the flat bin numbers, per values row
+    unit = np.arange(total + 1, dtype=np.float64) - 0.5
+    flat_f = flat.astype(np.float64) if lib != "torch" else flat.double()
+    results = []
+    vrows = rows if statistic != "count" else rows[:1]
+    for v in builtins.range(vrows.shape[0]):
+        vals = vrows[v] if statistic != "count" else flat_f
+        if statistic == "median" or statistic is np.median:
+            obj = vals if lib != "torch" else vals
+            res = _binstat_more.median(flat if lib != "torch" else flat.cpu().numpy(),
+                                       obj if lib != "torch" else obj.cpu().numpy(), total - 2)
+            res = _concat_outliers(res, lib)
+            if lib == "torch":
+                res = Lib.of("torch").from_host(res, cols[0].device.index)
+        else:
+            res = _binned_statistic_impl(flat_f, vals, statistic, unit, None, strategy=strategy).statistic
+        results.append(res)
+    if statistic == "count" and rows.shape[0] > 1:
+        results = results * rows.shape[0]
+    xp = np if lib == "numpy" else __import__(lib)
+    result = xp.stack(results) if lib != "torch" else xp.stack(results)
+    result = result.reshape(tuple([len(results)] + nbin))
+    core = tuple([slice(None)] + d * [slice(1, -1)])
+    result = result[core]
+    result = result.reshape(tuple(input_shape[:-1] + [b - 2 for b in nbin]))
+    binnumber = flat
+    if expand and d > 1:
+        binnumber = _unravel(flat, nbin, lib)
+    return BinnedStatisticddResult(result, list(edges), binnumber)
+
+
+def _concat_outliers(res, lib):
+    """median() returns bins 1..total-2 of a flat range 0..total-1: put NaN
+    back at both ends so it reshapes like the kernel's statistics."""
+    return np.concatenate([[np.nan], np.asarray(res if lib != "cupy" else res.get()), [np.nan]]) \
+        if lib != "cupy" else __import__("cupy").concatenate(
+            [__import__("cupy").full(1, np.nan), res, __import__("cupy").full(1, np.nan)])
+
+
+def _unravel(flat, nbin, lib):
+    if lib == "numpy":
+        return np.asarray(np.unravel_index(flat, nbin))
+    if lib == "cupy":
+        cp = __import__("cupy")
+        return cp.stack(cp.unravel_index(flat, tuple(nbin)))
+    torch = __import__("torch")
+    out, rest = [], flat
+    for b in reversed(nbin):
+        out.append(rest % b)
+        rest = torch.div(rest, b, rounding_mode="floor")
+    return torch.stack(out[::-1])
+
+
+def binned_statistic_2d(x, y, values, statistic="mean", bins=10, range=None,  # noqa: A002
+                        expand_binnumbers=False, *, strategy="auto", stream=None):
+    """``scipy.stats.binned_statistic_2d``: :func:`binned_statistic_dd` of
+    ``[x, y]``; `bins` an int, ``[nx, ny]``, one edge array for both or
+    ``[x_edge, y_edge]``.  Returns ``(statistic, x_edge, y_edge,
+    binnumber)``."""
+    try:  # SciPy's own reading of `bins`
+        nb = len(bins)
+    except TypeError:
+        nb = 1
+    if nb != 1 and nb != 2:
+        xedges = yedges = np.asarray(bins, float)
+        bins = [xedges, yedges]
+    medians, edges, binnumbers = binned_statistic_dd([x, y], values, statistic, bins, range,
+                                                     expand_binnumbers=expand_binnumbers, strategy=strategy,
+                                                     stream=stream)
+    return BinnedStatistic2dResult(medians, edges[0], edges[1], binnumbers)

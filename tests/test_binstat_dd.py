@@ -1,0 +1,78 @@
+"""binned_statistic_2d / binned_statistic_dd against SciPy: statistics x
+bins forms x sizes, several values arrays, expand_binnumbers, reuse of a
+result, callables, bad input; host and device inputs."""
+import numpy as np
+import pytest
+import scipy.stats
+
+import gpusync as gs
+from test_axis import KINDS, to_host, to_kind  # noqa: F401
+
+STATS = ["count", "sum", "mean", "std", "min", "max", "median"]
+
+
+@pytest.fixture(params=KINDS)
+def kind(request, backend):
+    if request.param != "numpy" and backend != "cuda":
+        pytest.skip("device arrays run on the cuda backend")
+    return request.param
+
+
+def _same(got, ref):
+    assert np.shape(to_host(got.statistic)) == np.shape(ref.statistic)
+    np.testing.assert_allclose(to_host(got.statistic), ref.statistic, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+
+
+@pytest.mark.parametrize("statistic", STATS)
+@pytest.mark.parametrize("n", [1, 31, 33, 100_000])
+def test_2d_matches_scipy(backend, kind, statistic, n):
+    rng = np.random.default_rng(n)
+    x, y = rng.random((2, n))
+    v = rng.standard_normal(n)
+    for bins in (4, [3, 5], [np.array([0, 0.3, 0.6, 1.0]), 4], np.linspace(0, 1, 6)):
+        for rg in (None, [(0.1, 0.9), (0, 1)]):
+            ref = scipy.stats.binned_statistic_2d(x, y, v, statistic, bins, rg)
+            got = gs.binned_statistic_2d(to_kind(x, kind), to_kind(y, kind), to_kind(v, kind), statistic, bins, rg)
+            _same(got, ref)
+            np.testing.assert_array_equal(to_host(got.x_edge), ref.x_edge)
+            np.testing.assert_array_equal(to_host(got.y_edge), ref.y_edge)
+
+
+@pytest.mark.parametrize("statistic", STATS)
+def test_dd_several_values_expand_reuse(backend, statistic):
+    rng = np.random.default_rng(9)
+    s = rng.random((5000, 3)).astype(np.float32)
+    vals = rng.standard_normal((2, 5000))
+    ref = scipy.stats.binned_statistic_dd(s, vals, statistic, [2, 3, 4], expand_binnumbers=True)
+    got = gs.binned_statistic_dd(s, vals, statistic, [2, 3, 4], expand_binnumbers=True)
+    _same(got, ref)
+    for a, b in zip(got.bin_edges, ref.bin_edges):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+    first = scipy.stats.binned_statistic_dd(s, vals[0], statistic, 4)
+    again = gs.binned_statistic_dd(s, vals[1], "mean", binned_statistic_result=gs.binned_statistic_dd(
+        s, vals[0], statistic, 4))
+    _same(again, scipy.stats.binned_statistic_dd(s, vals[1], "mean", binned_statistic_result=first))
+
+
+def test_callable_and_bad_input(backend):
+    rng = np.random.default_rng(2)
+    x, y, v = rng.random((3, 300))
+    gs._binstat_more._warned.discard("nanmax")
+    with pytest.warns(RuntimeWarning, match="not accelerated"):
+        got = gs.binned_statistic_2d(x, y, v, np.nanmax, 3)
+    _same(got, scipy.stats.binned_statistic_2d(x, y, v, np.nanmax, 3))
+    for call, exc in [(lambda m: m.binned_statistic_2d(x, y, v, "nope"), ValueError),
+                      (lambda m: m.binned_statistic_2d(x, y, v[:10], "mean"), AttributeError),
+                      (lambda m: m.binned_statistic_dd(np.stack([x, y], 1), v, "mean", [2, 3, 4]), AttributeError),
+                      (lambda m: m.binned_statistic_dd(np.stack([x, y], 1), v, "mean", 3, [(0, 1)]), ValueError)]:
+        with pytest.raises(exc) as ref:
+            call(scipy.stats)
+        with pytest.raises(exc) as ours:
+            call(gs)
+        assert str(ours.value) == str(ref.value)
+    bad = x.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        gs.binned_statistic_2d(bad, y, v, "mean", 3)

@@ -1,0 +1,144 @@
+"""histogram2d / histogramdd against NumPy: every bins form, ranges, the
+closed last edge, out-of-range and NaN, dtypes, sizes, weights, density,
+bad input with NumPy's exceptions and messages; host and device inputs."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import gpusync as gs
+from conftest import assert_raises_like_numpy
+from test_axis import KINDS, to_host, to_kind  # noqa: F401 - the device-array parameter
+
+SIZES = [0, 1, 31, 33, 100_000]
+
+
+@pytest.fixture(params=KINDS)
+def kind(request, backend):
+    if request.param != "numpy" and backend != "cuda":
+        pytest.skip("device arrays run on the cuda backend")
+    return request.param
+
+
+def _check2d(got, ref):
+    h, xe, ye = (to_host(v) for v in got)
+    rh, rxe, rye = ref
+    assert h.dtype == rh.dtype and h.shape == rh.shape
+    np.testing.assert_allclose(h, rh, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(xe, rxe)
+    np.testing.assert_array_equal(ye, rye)
+    assert xe.dtype == rxe.dtype and ye.dtype == rye.dtype
+
+
+BINS_2D = [10, 1, [3, 5], np.linspace(-2, 2, 9), [np.array([-1.0, 0.0, 0.5, 3.0]), 4],
+           [[-1, 0, 1], [0, 0.25, 1]], [7, np.array([0.1, 0.2, 0.2, 0.9])]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.int64, np.uint8, np.float16],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", SIZES)
+def test_histogram2d_matches_numpy(backend, kind, dtype, n):
+    rng = np.random.default_rng(n)
+    if np.dtype(dtype).kind == "f":
+        x = (rng.standard_normal(n) * 1.5).astype(dtype)
+        y = rng.random(n).astype(dtype)
+    else:
+        x = rng.integers(-3 if np.dtype(dtype).kind == "i" else 0, 4, n).astype(dtype)
+        y = rng.integers(0, 3, n).astype(dtype)
+    w = rng.random(n)
+    xd, yd, wd = to_kind(x, kind), to_kind(y, kind), to_kind(w, kind)
+    for bins in BINS_2D:
+        for rg in (None, [[-1, 1], [0, 0.5]]):
+            for density, weights in ((None, None), (True, None), (None, w), (True, w)):
+                try:
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        ref = np.histogram2d(x, y, bins, rg, density, weights)
+                except ValueError as e:  # e.g. density of an empty histogram: gpusync must agree
+                    with pytest.raises(type(e)):
+                        gs.histogram2d(xd, yd, bins, rg, density, None if weights is None else wd)
+                    continue
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    got = gs.histogram2d(xd, yd, bins, rg, density, None if weights is None else wd)
+                _check2d(got, ref)
+
+
+def test_edges_nan_and_out_of_range(backend, kind):
+    x = np.array([0.0, 1.0, 1.0, 0.5, np.nan, -0.1, 1.1, 0.25, 0.999999, np.inf, -np.inf])
+    y = np.array([0.0, 1.0, 0.5, 1.0, 0.5, 0.5, 0.5, np.nan, 1.0, 0.5, 0.5])
+    for bins in (4, 7, [np.array([0, 0.25, 0.25, 1.0]), 3]):
+        ref = np.histogram2d(x, y, bins, [[0, 1], [0, 1]])
+        _check2d(gs.histogram2d(to_kind(x, kind), to_kind(y, kind), bins, [[0, 1], [0, 1]]), ref)
+    # float32 data against float64 edges: NumPy compares in float64
+    xf = np.float32(np.linspace(0, 1, 1001))
+    ref = np.histogram2d(xf, xf, np.linspace(0, 1, 30), None)
+    _check2d(gs.histogram2d(to_kind(xf, kind), to_kind(xf, kind), np.linspace(0, 1, 30)), ref)
+    # autodetected range of NaN data: NumPy's error
+    assert_raises_like_numpy(lambda: np.histogram2d(x, y), lambda: gs.histogram2d(x, y))
+
+
+@pytest.mark.parametrize("d", [1, 3, 5])
+@pytest.mark.parametrize("n", [0, 33, 20_000])
+def test_histogramdd_matches_numpy(backend, kind, d, n):
+    rng = np.random.default_rng(d * 7 + n)
+    s = rng.standard_normal((n, d))
+    w = rng.random(n)
+    forms = [3, [2 + k for k in range(d)], [np.sort(rng.standard_normal(4 + k)) for k in range(d)],
+             [(4 if k % 2 else np.linspace(-1, 1, 6)) for k in range(d)]]
+    for bins in forms:
+        for rg in (None, [(-1, 1)] * d, [None if k % 2 else (-0.5, 2) for k in range(d)]):
+            for weights in (None, w):
+                ref_h, ref_e = np.histogramdd(s, bins, rg, None, weights)
+                h, e = gs.histogramdd(to_kind(s, kind), bins, rg, None, None if weights is None else to_kind(w, kind))
+                h = to_host(h)
+                assert h.shape == ref_h.shape and h.dtype == ref_h.dtype
+                np.testing.assert_allclose(h, ref_h, rtol=1e-12)
+                for a, b in zip(e, ref_e):
+                    np.testing.assert_array_equal(to_host(a), b)
+    # a sequence of D coordinate arrays, and density
+    if n:
+        cols = [s[:, k] for k in range(d)]
+        ref_h, _ = np.histogramdd(cols, 4, None, True)
+        h, _ = gs.histogramdd([to_kind(c, kind) for c in cols], 4, None, True)
+        np.testing.assert_allclose(to_host(h), ref_h, rtol=1e-10)
+
+
+def test_strided_and_mixed_dtypes(backend):
+    base = np.random.default_rng(4).random((3000, 4))
+    s = base[::3, ::2]  # strided (N, 2) view
+    np.testing.assert_array_equal(gs.histogramdd(s, 6)[0], np.histogramdd(s, 6)[0])
+    x = np.random.default_rng(5).integers(0, 10, 500).astype(np.int32)
+    y = np.random.default_rng(6).random(500).astype(np.float32)
+    _check2d(gs.histogram2d(x, y, 5), np.histogram2d(x, y, 5))
+    _check2d(gs.histogram2d(list(x[:50]), list(y[:50]), 5), np.histogram2d(list(x[:50]), list(y[:50]), 5))
+
+
+def test_bad_input_like_numpy(backend):
+    x, y = np.random.default_rng(1).random((2, 100))
+    s = np.stack([x, y], 1)
+    cases = [
+        (lambda m: m.histogramdd(s, [3, 4, 5])),
+        (lambda m: m.histogramdd(s, 3, [(0, 1)])),
+        (lambda m: m.histogramdd(s, [0, 3])),
+        (lambda m: m.histogramdd(s, [np.array([1.0, 0.0]), 3])),
+        (lambda m: m.histogramdd(s, 3, None, None, np.ones(99))),
+        (lambda m: m.histogramdd(s, [np.ones((2, 2)), 3])),
+        (lambda m: m.histogram2d(x, y[:50])),
+        (lambda m: m.histogram2d(x, y, 3, [[1, 0], [0, 1]])),
+        (lambda m: m.histogramdd(s, 2.5)),
+    ]
+    for case in cases:
+        assert_raises_like_numpy(lambda: case(np), lambda: case(gs))
+    _check2d(gs.histogram2d(x, y, [0.2, 0.3, 0.4]), np.histogram2d(x, y, [0.2, 0.3, 0.4]))  # 3 entries: edges
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.float64, st.tuples(st.integers(0, 60), st.integers(1, 3)),
+                  elements=st.floats(-4, 4, allow_nan=False) | st.sampled_from([0.0, 1.0, -1.0, np.nan])),
+       st.integers(1, 9))
+def test_property_histogramdd(s, nb):
+    rg = [(-1, 1)] * s.shape[1]
+    ref = np.histogramdd(s, nb, rg)
+    got = gs.histogramdd(s, nb, rg)
+    np.testing.assert_array_equal(got[0], ref[0])
+    assert got[0].sum() == np.sum(np.all((s >= -1) & (s <= 1), axis=1))
