@@ -16,6 +16,7 @@ namespace {
 
 struct counter_ws {
     unsigned long long count;
+    unsigned long long done; /* worker blocks finished (mutex kernel's watchdog) */
     int lock;
     int error;
 };
@@ -28,30 +29,43 @@ __global__ void race_kernel(counter_ws *w)
 
 __global__ void atomic_kernel(counter_ws *w) { atomicAdd(&w->count, 1ull); }
 
-/* Interrupts: thread 0 of every block reads the host's cancel word (one
- * PCIe read, ~1 us, against the ~256 lock hand-overs the block itself
- * waits for) and raises the error word to 2; the whole block leaves when
- * the error word is set, and threads already waiting for the lock see it in
- * mutex_lock's slow path and leave too.  Checking only every 256th block
- * was measured too slow on the H200: new blocks start only as resident ones
- * finish, so 256 blocks of serialized hand-overs (5.7 s) passed before the
- * flag was seen. */
-__global__ void mutex_kernel(counter_ws *w, const int *cancel, unsigned long long timeout_ns)
+/* Interrupts: block 0 is a watchdog.  Its thread 0 polls the host's cancel
+ * word (mapped pinned memory, a PCIe read every ~20 us) until every worker
+ * block has finished, and raises the error word to 2 when Ctrl-C asks; the
+ * threads waiting for the lock see the error word in mutex_lock's slow path
+ * and leave, and blocks that start later leave at once.  (Letting worker
+ * blocks read the cancel word on entry is not enough: new blocks start only
+ * when resident ones finish, and a resident block finishes only when the
+ * last of its threads has had the lock -- 11.7 s after Ctrl-C on the H200.)
+ * The loop ends when the workers are done, on an error (a lock time-out),
+ * or on cancel: bounded by the workers' own bounded waits. */
+__global__ void mutex_kernel(counter_ws *w, const int *cancel, unsigned long long timeout_ns,
+                             unsigned long long workers)
 {
-    __shared__ int leave;
-    if (threadIdx.x == 0) {
-        if (gs_cancel_requested(cancel))
-            atomicExch(&w->error, 2);
-        leave = gpusync::load_relaxed(&w->error);
-    }
-    __syncthreads();
-    if (leave)
+    if (blockIdx.x == 0) {
+        if (threadIdx.x == 0) {
+            while (atomicAdd(&w->done, 0ull) < workers && !gpusync::load_relaxed(&w->error)) {
+                if (gs_cancel_requested(cancel)) {
+                    atomicExch(&w->error, 2);
+                    break;
+                }
+                __nanosleep(20000);
+            }
+        }
         return;
-    if (gpusync::mutex_lock(&w->lock, &w->error, timeout_ns)) {
+    }
+    __shared__ int leave;
+    if (threadIdx.x == 0)
+        leave = gpusync::load_relaxed(&w->error);
+    __syncthreads();
+    if (!leave && gpusync::mutex_lock(&w->lock, &w->error, timeout_ns)) {
         volatile unsigned long long *c = &w->count;
         *c = *c + 1;
         gpusync::mutex_unlock(&w->lock);
     }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        atomicAdd(&w->done, 1ull);
 }
 
 /* Seed 002: a branch on tid % 2 splits every warp (both paths run, one
@@ -131,8 +145,8 @@ extern "C" gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int6
     gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
     if (st != GS_OK)
         return st;
-    if (blocks < 1 || blocks > 0x7fffffff || threads < 1 || threads > dev->max_threads_per_block)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "blocks must be in 1..2^31-1 and threads in 1..%d",
+    if (blocks < 1 || blocks > 0x7ffffffe || threads < 1 || threads > dev->max_threads_per_block)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "blocks must be in 1..2^31-2 and threads in 1..%d",
                        dev->max_threads_per_block);
     counter_ws *w = NULL, h;
     cudaEvent_t e0 = NULL, e1 = NULL;
@@ -148,7 +162,8 @@ extern "C" gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int6
     else if (kind == 1)
         atomic_kernel<<<(unsigned)blocks, threads>>>(w);
     else
-        mutex_kernel<<<(unsigned)blocks, threads>>>(w, gs_cuda_cancel_word(), timeout);
+        mutex_kernel<<<(unsigned)blocks + 1u, threads>>>(w, gs_cuda_cancel_word(), timeout,
+                                                          (unsigned long long)blocks);
     GS_CUDA_GOTO(cudaGetLastError());
     GS_CUDA_GOTO(cudaEventRecord(e1, 0));
     if ((st = gs_cuda_wait_event(e1)) != GS_OK)
