@@ -216,6 +216,11 @@ def measure(quick: bool = False, verbose: bool = False) -> Machine:
     one = _best(_with_threads(1, rsum(small)), 200, budget)
     pool = _best(_with_threads(max(2, cores), rsum(small)), 200, budget) if cores > 1 else one
     handoff = max(0.0, pool - one)
+    # back-to-back calls find the pool's workers still spinning (best case,
+    # measured just above); a call after any pause wakes parked workers,
+    # which the pool measured itself when it started: take the larger, so
+    # the model never hands a small call to the pool on the best case alone
+    handoff = max(handoff, _core.cpu_threads_for(1 << 40, 1.0)[1] * 1e-9)
     m = m.replace(host_bw=tuple(host_bw), handoff=handoff, handoff_per_thread=handoff / (4 * max(2, cores)),
                   call_overhead=max(0.2e-6, one))
     if verbose:
