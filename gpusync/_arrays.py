@@ -271,6 +271,8 @@ def as_input(obj, name):
     (host: native_host; device: a copy by its own library)."""
     if isinstance(obj, np.ndarray):
         return native_host(obj)
+    if isinstance(obj, DeviceArray):  # already parsed (an inner call of a public function)
+        return obj
     if hasattr(obj, "__cuda_array_interface__"):
         view = _cai_view(obj, name)
         if view is None:  # non-contiguous N-d: let the owner library flatten it

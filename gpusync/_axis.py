@@ -307,7 +307,14 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
     device = isinstance(x, DeviceArray)
     if init is not None and init != 0:
         if device:
-            flat += Lib.of(x.lib).from_host(np.asarray(init, loop), x.device)
+            try:
+                flat += Lib.of(x.lib).from_host(np.asarray(init, loop), x.device)
+            except (NotImplementedError, RuntimeError, TypeError):
+                # PyTorch has no CUDA add for some dtypes (uint16, uint32, uint64):
+                # add in place through a CuPy view of the same memory (DLPack)
+                cp = __import__("cupy")
+                view = cp.from_dlpack(flat)
+                view += cp.asarray(np.asarray(init, loop))
         else:
             np.add(flat, init, out=flat, casting="unsafe")
     if out is not None:

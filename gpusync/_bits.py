@@ -18,7 +18,7 @@ def _threshold(threshold, dtype):
     float compare in float64).  An integer threshold with an integer array
     compares exactly: out-of-range thresholds become +-inf, and the float64
     comparison is exact for |threshold| < 2^53 (beyond that, 64-bit integer
-    arrays are compared after rounding to float64 -- see the docstring)."""
+    arrays take _exact_int_mask first)."""
     if threshold is None:
         return None
     if isinstance(threshold, (str, bytes)) or not isinstance(threshold, (bool, int, float, np.bool_, np.integer,
@@ -45,6 +45,29 @@ def _host(x):
     return x if isinstance(x, DeviceArray) else np.ascontiguousarray(x).reshape(-1)
 
 
+def _exact_int_mask(x, threshold):
+    """`x > threshold` computed exactly by the array's own library, for the
+    one case the core's float64 comparison cannot get right: a 64-bit
+    integer array against an integer threshold inside the dtype's range of
+    magnitude >= 2^53 (neither side is exact in float64).  None otherwise.
+    The mask (bool, same element order) then goes through the core with no
+    threshold: one extra pass, only in this case."""
+    if threshold is None or not isinstance(threshold, (int, np.integer)) or isinstance(threshold, bool):
+        return None
+    dt = np.dtype(x.dtype)
+    if dt.kind not in "iu" or dt.itemsize != 8:
+        return None
+    t = int(threshold)
+    info = np.iinfo(dt)
+    if abs(t) < 2**53 or not info.min <= t < info.max:
+        return None
+    if isinstance(x, DeviceArray):
+        obj = x.obj
+        mask = obj > t
+        return _arrays.as_input(mask, "a")
+    return np.greater(x, dt.type(t)).reshape(-1)
+
+
 @_arrays.takes_stream
 def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
     """``np.packbits(a != 0, axis, bitorder)`` for an array of any dtype --
@@ -56,8 +79,8 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
     last byte past its end zero.  ``threshold`` (gpusync's) compares like
     NumPy, in ``np.result_type(a, threshold)`` (a Python float is rounded to
     a float array's dtype first, a NumPy float64 scalar is not; NaN gives all
-    zeros).  Exact except for 64-bit integer arrays with an integer threshold
-    of magnitude >= 2^53, which are compared after rounding both to float64.
+    zeros).  Exact, also for 64-bit integer arrays against integer thresholds
+    beyond 2^53 (compared as integers by the array's own library first).
     Device arrays give device arrays, enqueued on their stream without
     waiting.
     """
@@ -223,6 +246,9 @@ def _packbits_impl(a, bitorder="big", threshold=None):
     if len(x.shape) != 1:
         raise ValueError(f"packbits: expected a 1-D array, got {len(x.shape)} dimensions "
                          "(flatten it first, as np.packbits with axis=None does)")
+    mask = _exact_int_mask(x, threshold)
+    if mask is not None:
+        x, threshold = mask, None
     thr = _threshold(threshold, x.dtype)
     nbytes = (x.shape[0] + 7) // 8
 
@@ -260,6 +286,9 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
 
 def _count_nonzero_impl(a, threshold=None):
     x = _arrays.checked_input(a, "a", "count_nonzero")
+    mask = _exact_int_mask(x, threshold)
+    if mask is not None:
+        x, threshold = mask, None
     thr = _threshold(threshold, x.dtype)
 
     def call(be, ins, outs, s, stream):

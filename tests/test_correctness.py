@@ -204,10 +204,15 @@ def test_integer_threshold_out_of_the_dtypes_range(backend, lib):
         assert int(host(gs.count_nonzero(to_lib(a, lib), threshold=thr))) == int(np.count_nonzero(a > thr))
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (gpusync/_bits.py): int64 against an integer threshold of "
-                                       "magnitude >= 2^53 compares in float64")
-def test_count_nonzero_int64_threshold_above_2_53_exact(backend):
-    assert gs.count_nonzero(np.array([2**53 + 1]), threshold=2**53) == 1
+def test_count_nonzero_int64_threshold_above_2_53_exact(backend, lib):
+    assert int(host(gs.count_nonzero(to_lib(np.array([2**53 + 1]), lib), threshold=2**53))) == 1
+    a = np.array([2**60 + 9, 2**60 + 10, 2**60 + 11, -(2**60) - 1, 5], np.int64)
+    for thr in (2**60 + 10, np.int64(2**60 + 10), -(2**60), 2**53 + 1):
+        assert int(host(gs.count_nonzero(to_lib(a, lib), threshold=thr))) == int(np.count_nonzero(a > thr)), thr
+        np.testing.assert_array_equal(host(gs.packbits(to_lib(a, lib), threshold=thr)), np.packbits(a > thr))
+    if lib != "torch":  # PyTorch compares uint64 tensors only with int64-range scalars
+        u = np.array([2**64 - 1, 2**63 + 1, 2**63, 3], np.uint64)
+        assert int(host(gs.count_nonzero(to_lib(u, lib), threshold=2**63))) == 2
 
 
 @pytest.mark.parametrize("thr", ["1", b"1", [1], 1j])
