@@ -255,7 +255,8 @@ extern "C" gs_status gs_cuda_test_deadlock(int64_t timeout_ns)
     if (st != GS_OK)
         return st;
     counter_ws *w = NULL, h;
-    const counter_ws init = {0, 1, 0}; /* lock already held */
+    counter_ws init = {};
+    init.lock = 1; /* lock already held (by name: the struct has grown fields before) */
     GS_CUDA_GOTO(cudaMalloc((void **)&w, sizeof *w));
     GS_CUDA_GOTO(cudaMemcpy(w, &init, sizeof init, cudaMemcpyHostToDevice));
     stuck_kernel<<<2, 64>>>(w, (unsigned long long)timeout_ns);
