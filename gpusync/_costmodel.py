@@ -54,7 +54,13 @@ class Machine:
     gpu: bool = False
     h2d_bw: float = 20e9  # pinned host -> device
     d2h_bw: float = 20e9
-    gpu_latency: float = 30e-6  # launch + synchronize of a host-input call
+    gpu_latency: float = 50e-6  # launch + synchronize of a host-input call (H200 host: 48-49 us at n <= 100)
+    # both engines at once: a Python thread started and joined, two engines'
+    # fixed costs, the staging crew and the CPU pool sharing the cores.
+    # Measured on the H200 host (benchmarks/results/sizes.md, 2026-11-23):
+    # a split of 10^5..10^6 float64 sums took 0.55-0.82 ms where either
+    # engine alone took 0.04-0.42 ms.
+    split_overhead: float = 0.5e-3
     gpu_bw: float = 1.0e12  # device memory bandwidth seen by a kernel
     gpu_rate: tuple = tuple(sorted(_GPU_RATE.items()))
     merge_bw: float = 4e9  # adding two partial results on the host (bytes / s)
@@ -110,6 +116,9 @@ def _cpu_time(m: Machine, s: Shape, n: float, threads: int) -> float:
     return m.call_overhead + hand + max(mem, comp) + priv
 
 
+STAGE_HOST_TRAFFIC = 3  # host-memory bytes per input byte of a staged host-to-device copy
+
+
 def _gpu_time(m: Machine, s: Shape, n: float) -> float:
     if n <= 0:
         return 0.0
@@ -158,7 +167,13 @@ def split(m: Machine, s: Shape, threads: int):
     f = (c_lat - g_lat + n * c_per) / (n * (g_per + c_per))
     f = min(1.0, max(0.0, f))
     ng = int(n * f)
-    t = max(_gpu_time(m, s, ng), _cpu_time(m, s, n - ng, threads)) + s.out_bytes / m.merge_bw
+    # the GPU part is staged through the host's memory (read from the user's
+    # array, written to pinned buffers, read again by the DMA), so the host's
+    # memory bandwidth is shared: a split cannot beat the CPU pool alone when
+    # the pool is already bound by host memory
+    host = ((n - ng) + STAGE_HOST_TRAFFIC * ng) * s.in_bytes / m.bandwidth(m.cores)
+    t = max(_gpu_time(m, s, ng), _cpu_time(m, s, n - ng, threads), host) + s.out_bytes / m.merge_bw \
+        + m.split_overhead
     return f, t
 
 
@@ -187,7 +202,9 @@ def choose(m: Machine, s: Shape, engines=("caller", "cpu", "cuda", "cpu+cuda")) 
             f = f if 0.0 < f < 1.0 else 0.5
             ng = min(max(int(s.n * f), 1), s.n - 1)
             f = (ng + 0.5) / s.n  # int(n * f) == ng
-            c = max(_gpu_time(m, s, ng), _cpu_time(m, s, s.n - ng, t)) + s.out_bytes / m.merge_bw
+            host = ((s.n - ng) + STAGE_HOST_TRAFFIC * ng) * s.in_bytes / m.bandwidth(m.cores)
+            c = max(_gpu_time(m, s, ng), _cpu_time(m, s, s.n - ng, t), host) + s.out_bytes / m.merge_bw \
+                + m.split_overhead
         if 0.0 < f < 1.0:
             pred["cpu+cuda"] = c
             info["cpu+cuda"] = (t, f)

@@ -17,6 +17,11 @@ from gpusync._costmodel import Machine, Shape
 # A 16-core host with a slow memory system and a PCIe-fast GPU.
 SLOW_HOST_FAST_PCIE = Machine(cores=16, host_bw=((1, 5e9), (16, 20e9)), call_overhead=1e-6, handoff=20e-6,
                               gpu=True, h2d_bw=50e9, d2h_bw=50e9, gpu_latency=30e-6, gpu_bw=3e12)
+# A host whose CPU engine is compute-bound on histograms (plenty of memory
+# bandwidth) next to a PCIe-bound GPU: the case where both engines at once pay.
+COMPUTE_BOUND_HOST_PCIE_GPU = Machine(cores=16, host_bw=((1, 10e9), (16, 150e9)), call_overhead=1e-6,
+                                      handoff=20e-6, cpu_rate=(("histogram", 2e8),), gpu=True, h2d_bw=25e9,
+                                      d2h_bw=25e9, gpu_latency=50e-6, gpu_bw=3e12)
 # The same host without a GPU.
 CPU_ONLY = Machine(cores=16, host_bw=((1, 10e9), (16, 100e9)), call_overhead=1e-6, handoff=20e-6)
 
@@ -38,16 +43,31 @@ def test_mid_size_uses_the_pool():
 
 
 def test_huge_host_float64_histogram_uses_both_engines_sized_to_finish_together():
+    m = COMPUTE_BOUND_HOST_PCIE_GPU
     s = shape("histogram", 300_000_000, bins=100)
-    c = _costmodel.choose(SLOW_HOST_FAST_PCIE, s)
+    c = _costmodel.choose(m, s)
     assert c.engine == "cpu+cuda"
     assert 0.0 < c.gpu_share < 1.0
     assert c.predicted["cpu+cuda"] < min(c.predicted["cuda"], c.predicted["cpu"])
     # both halves take about the same time (that is how the share was sized)
     ng = int(s.n * c.gpu_share)
-    tg = _costmodel._gpu_time(SLOW_HOST_FAST_PCIE, s, ng)
-    tc = _costmodel._cpu_time(SLOW_HOST_FAST_PCIE, s, s.n - ng, c.threads)
+    tg = _costmodel._gpu_time(m, s, ng)
+    tc = _costmodel._cpu_time(m, s, s.n - ng, c.threads)
     assert abs(tg - tc) < 0.01 * max(tg, tc)
+
+
+def test_split_never_chosen_when_host_memory_already_limits_the_cpu():
+    """The GPU part is staged through host memory, so a memory-bound CPU
+    pool cannot gain from a split (a float64 sum on a 83 GB/s host)."""
+    m = CPU_ONLY.replace(host_bw=((1, 10e9), (16, 83e9)), gpu=True, h2d_bw=50e9, d2h_bw=50e9)
+    for n in (10**5, 10**6, 10**7, 10**8, 3 * 10**8):
+        assert _costmodel.choose(m, shape("sum", n)).engine != "cpu+cuda", n
+
+
+def test_split_pays_its_fixed_cost():
+    m = COMPUTE_BOUND_HOST_PCIE_GPU
+    c = _costmodel.choose(m, shape("histogram", 10**5, bins=100))
+    assert c.engine != "cpu+cuda"  # 0.5 ms of split overhead against ~0.1 ms of work
 
 
 def test_fast_host_memory_keeps_large_sums_on_the_cpu():
@@ -101,10 +121,11 @@ def test_plan_records_the_engine_per_call(model):
         assert p["engine"] == "cpu" and p["threads"] > 1 and p["forced"] == "cpu"
 
 
-def test_split_runs_both_halves_and_merges_exactly(model):
+def test_split_runs_both_halves_and_merges_exactly(model, monkeypatch):
     """cpu+cuda with the CPU engine standing in for the GPU half: the split,
     the concurrent halves and the merge run on a CPU-only machine."""
     model(SLOW_HOST_FAST_PCIE.replace(cores=4))
+    monkeypatch.setenv("GPUSYNC_ENGINE", "cpu+cuda")  # the mechanism, whatever the model prefers
     _dispatch.set_gpu_stand_in("cpu")
     rng = np.random.default_rng(1)
     n = 3_000_001
