@@ -59,6 +59,16 @@ def test_binding_wait_raises_keyboard_interrupt_and_next_call_works():
         assert gs.sum(np.arange(10)) == 45
 
 
+@pytest.mark.parametrize("strategy", ["sense", "lock", "lockfree", "flat"])
+def test_cpu_barrier_benchmark_stops_on_sigint_and_next_call_verifies(strategy):
+    """Issue 12 row 16 on the CPU backend: a barrier benchmark of 10^12
+    rounds stops on Ctrl-C -- every thread after the same round -- and the
+    next benchmark runs and verifies."""
+    with gs.use_backend("cpu"):
+        assert_stops(lambda: gs.barrier_benchmark(strategy, rounds=10**12))
+        assert gs.barrier_benchmark(strategy, rounds=500)["stale"] == 0
+
+
 def test_a_custom_handler_that_does_not_raise_lets_the_call_finish():
     hits = []
     previous = signal.signal(signal.SIGINT, lambda *a: hits.append(1))

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GROUP 8
@@ -22,6 +23,9 @@ typedef struct {
     atomic_uint *arrival, *release, *groups; /* groups: 16 apart (a cache line) */
     atomic_int error;
     _Atomic int64_t stale;
+    atomic_int cancel;         /* set by the calling thread on Ctrl-C */
+    _Atomic int64_t stop_round; /* the round after whose barrier every thread leaves (INT64_MAX: none) */
+    atomic_int finished;       /* threads that left run() */
 } cctx;
 
 typedef struct {
@@ -98,18 +102,31 @@ static void *run(void *arg)
     job *j = (job *)arg;
     cctx *c = j->c;
     const int b = j->b;
-    if (b == c->skip)
+    if (b == c->skip) { /* the test hook's missing block: it never arrives */
+        atomic_fetch_add(&c->finished, 1);
         return NULL;
+    }
     int64_t stale = 0;
+    /* Ctrl-C: one thread (the first that runs) publishes the round to stop
+     * after BEFORE it arrives at that round's barrier; every thread reads it
+     * AFTER passing the barrier (the barrier's release/acquire orders the
+     * two), so all leave after the same round and nobody waits for a thread
+     * that has gone. */
+    const int decider = c->skip == 0 ? 1 : 0;
     for (int64_t r = 0; r < c->rounds; r++) {
         _Atomic unsigned *buf = c->data + (r & 1) * c->nb;
         atomic_store_explicit(&buf[b], value_of(r, (unsigned)b), memory_order_relaxed);
+        if (b == decider && (r & 255) == 0 && atomic_load_explicit(&c->cancel, memory_order_relaxed))
+            atomic_store_explicit(&c->stop_round, r, memory_order_relaxed);
         if (!barrier(c, b, (unsigned)(r + 1)))
             break;
         const unsigned other = (unsigned)((b + 1 + r) % c->nb);
         stale += atomic_load_explicit(&buf[other], memory_order_relaxed) != value_of(r, other);
+        if (atomic_load_explicit(&c->stop_round, memory_order_relaxed) <= r)
+            break;
     }
     atomic_fetch_add(&c->stale, stale);
+    atomic_fetch_add(&c->finished, 1);
     return NULL;
 }
 
@@ -149,6 +166,7 @@ gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, i
     c.skip = skip_block;
     c.rounds = rounds;
     c.timeout = gs_spin_timeout_ns();
+    atomic_store(&c.stop_round, INT64_MAX);
     c.data = calloc((size_t)blocks * 2, sizeof *c.data);
     c.arrival = calloc((size_t)blocks, sizeof *c.arrival);
     c.release = calloc((size_t)blocks, sizeof *c.release);
@@ -168,9 +186,26 @@ gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, i
         if (!started[b]) /* the others will time out: report it */
             atomic_store(&c.error, 1);
     }
+    int nstarted = 0, interrupted = 0;
+    for (int b = 0; b < c.nb; b++)
+        nstarted += started[b];
+    /* wait in slices, asking for Ctrl-C (the GIL is released: the binding's
+     * hook takes it to check signals); the threads then stop together */
+    while (atomic_load(&c.finished) < nstarted) {
+        if (!interrupted && gs_interrupt_poll()) {
+            interrupted = 1;
+            atomic_store(&c.cancel, 1);
+        }
+        struct timespec ts = {0, 1000000}; /* 1 ms */
+        nanosleep(&ts, NULL);
+    }
     for (int b = 0; b < c.nb; b++)
         if (started[b])
             pthread_join(th[b], NULL);
+    if (interrupted && !atomic_load(&c.error)) {
+        st = gs_interrupted();
+        goto done;
+    }
     res->us_per_barrier = (gs_now_ns() - t0) / 1e3 / (double)rounds;
     res->stale = atomic_load(&c.stale);
     if (atomic_load(&c.error))
