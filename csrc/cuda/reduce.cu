@@ -323,6 +323,9 @@ template <class T, bool DOT> __global__ void __launch_bounds__(GS_REDUCE_THREADS
 template <class T, bool DOT>
 __global__ void __launch_bounds__(GS_REDUCE_SMALL_THREADS) reduce_cluster_kernel(reduce_args<T> r)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    __trap(); /* clusters need sm_90; the host launches this only where dev->major >= 9 */
+#else
     using A = acc_of<T>;
     __shared__ A scratch[32];
     __shared__ A part;
@@ -343,6 +346,7 @@ __global__ void __launch_bounds__(GS_REDUCE_SMALL_THREADS) reduce_cluster_kernel
         store_result(r.out, r.out_dtype, t);
     }
     cl.sync(); /* no block leaves (its shared memory) before block 0 has read it */
+#endif
 }
 
 /* two-pass: the second kernel (one block). */
