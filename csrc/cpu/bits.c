@@ -16,6 +16,7 @@ typedef struct {
     gs_dtype dt;
     int has_thr, little;
     double thr;
+    int kmin; /* uint8/bool with a threshold: x > thr  <=>  x >= kmin (0..256) */
     uint8_t *out;
     _Atomic int64_t count;
 } bctx;
@@ -59,12 +60,53 @@ typedef struct {
 #define HALF_NZ(v) (((v)&0x7fffu) != 0)
 #define HALF_GT(v) ((double)gs_half_to_float(v) > thr)
 
+/* Unsigned bytes >= c->kmin (a threshold on uint8/bool: x > t is x >= floor(t) + 1,
+ * exact for every t; kmin 0: all, 256: none), 64 at a time: max(x, k) == x. */
+static void pack_bytes_ge(bctx *c, int64_t e0, int64_t e1)
+{
+    const uint8_t *p = (const uint8_t *)c->x;
+    const int k = c->kmin;
+    int64_t b = e0 / 8;
+#ifdef __SSE2__
+    if (k > 0 && k < 256) {
+        uint8_t *out = c->out;
+        const int little = c->little;
+        const __m128i kv = _mm_set1_epi8((char)k);
+        for (; b * 8 + 64 <= e1; b += 8) {
+            uint64_t m = 0;
+            for (int q = 0; q < 4; q++) {
+                const __m128i v = _mm_loadu_si128((const __m128i *)(p + b * 8 + 16 * q));
+                m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, kv), v)) << (16 * q);
+            }
+            if (!little) { /* reverse the bits of every byte */
+                m = ((m >> 1) & 0x5555555555555555ULL) | ((m & 0x5555555555555555ULL) << 1);
+                m = ((m >> 2) & 0x3333333333333333ULL) | ((m & 0x3333333333333333ULL) << 2);
+                m = ((m >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((m & 0x0f0f0f0f0f0f0f0fULL) << 4);
+            }
+            for (int q = 0; q < 8; q++)
+                out[b + q] = (uint8_t)(m >> (8 * q));
+        }
+    }
+#endif
+    for (; b * 8 < e1; b++) { /* the rest, and the last, partial byte */
+        unsigned byte = 0;
+        const int64_t end = b * 8 + 8 < e1 ? b * 8 + 8 : e1;
+        for (int64_t i = b * 8; i < end; i++)
+            byte |= (unsigned)(p[i] >= k) << (c->little ? (int)(i - b * 8) : 7 - (int)(i - b * 8));
+        c->out[b] = (uint8_t)byte;
+    }
+}
+
 /* Bytes != 0 of 8 one-byte elements to 8 bits at once: the high bit of each
  * byte of nz is set iff the byte is nonzero; the multiply gathers those bits
  * into the top byte in element order (little) or reversed (big). */
 static void pack_bytes(bctx *c, int64_t e0, int64_t e1)
 {
     const uint8_t *p = (const uint8_t *)c->x;
+    if (c->has_thr) {
+        pack_bytes_ge(c, e0, e1);
+        return;
+    }
     const uint64_t lo7 = 0x7f7f7f7f7f7f7f7fULL, ones = 0x0101010101010101ULL;
     const uint64_t magic = c->little ? 0x0102040810204080ULL : 0x8040201008040201ULL;
     int64_t b = e0 / 8;
@@ -128,7 +170,7 @@ static int64_t count_bytes_sse2(const uint8_t *p, int64_t n)
 
 static int64_t piece(const bctx *c, int64_t e0, int64_t e1)
 {
-    if (c->out && !c->has_thr && c->stride == 1 && gs_dtype_size(c->dt) == 1 && c->dt != GS_FLOAT16) {
+    if (c->out && c->stride == 1 && (c->dt == GS_UINT8 || c->dt == GS_BOOL || (!c->has_thr && c->dt == GS_INT8))) {
         pack_bytes((bctx *)c, e0, e1);
         return 0;
     }
@@ -187,6 +229,10 @@ static gs_status run(const gs_array *a, const double *thr, int little, gs_array 
     c.dt = a->dtype;
     c.has_thr = thr != NULL;
     c.thr = thr ? *thr : 0;
+    /* x > t for a byte x in 0..255: x >= floor(t) + 1, clamped (NaN: nothing is greater) */
+    c.kmin = !c.has_thr || c.thr != c.thr ? 256 : c.thr < 0 ? 0 : c.thr >= 255 ? 256 : (int)c.thr + 1;
+    if (!c.has_thr)
+        c.kmin = 1; /* (unused without a threshold) */
     c.little = little;
     c.out = count ? NULL : (uint8_t *)out->data;
     atomic_init(&c.count, 0);
