@@ -1343,6 +1343,12 @@ static PyObject *py_cpu_threads_for(PyObject *self, PyObject *args)
     return Py_BuildValue("(idi)", t, h, most);
 }
 
+static PyObject *py_cpu_pool_warm(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    return PyBool_FromLong(gs_cpu_pool_warm());
+}
+
 /* The environment table (csrc/common/env.c) for docs and tests: a tuple of
  * (name, type, default, lo, hi, choices, meaning). */
 static PyObject *py_env_table(PyObject *self, PyObject *args)
@@ -1436,6 +1442,8 @@ static PyMethodDef methods[] = {
     {"_ops_null_slots", py_ops_null_slots, METH_VARARGS, "test hook: NULL slots of a backend's ops table"},
     {"_test_interrupt_wait", py_test_interrupt_wait, METH_VARARGS,
      "test hook: wait `ms` polling for interrupts; KeyboardInterrupt on SIGINT"},
+    {"cpu_pool_warm", py_cpu_pool_warm, METH_NOARGS,
+     "cpu_pool_warm() -> bool: the CPU pool is free and its workers still spin after the last job"},
     {"cpu_threads_for", py_cpu_threads_for, METH_VARARGS,
      "cpu_threads_for(n, ns_per_item) -> (threads, handoff_ns, max_threads): the CPU pool's choice and "
      "measured hand-off"},

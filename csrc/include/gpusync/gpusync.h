@@ -435,6 +435,9 @@ const gs_backend_ops *gs_cpu_backend(void);
 int gs_cpu_threads_for_cost(int64_t n, double ns_per_item);
 double gs_cpu_handoff_ns(int nthreads);
 int gs_cpu_max_threads(void);
+/* Nonzero while the pool is free and its workers still spin after the last
+ * job: a job handed off now wakes no parked thread (the warm hand-off). */
+int gs_cpu_pool_warm(void);
 /* The CPU engine's thread count for the calling thread's following calls,
  * chosen by the Python dispatcher's cost model: 1 runs on the calling thread
  * alone (no hand-off), k > 1 on k pool threads, 0 the engine's own choice. */

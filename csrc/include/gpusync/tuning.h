@@ -56,8 +56,12 @@
  * cost below.  So the calling thread works alone below the size where the
  * hand-off pays, whatever the machine.
  * A worker that finished a job spins this long before it parks on its futex
- * (back-to-back calls then hand off without a system call). */
-#define GS_CPU_POOL_SPIN_US 50
+ * (back-to-back calls then hand off without a system call).  H200 host (16
+ * cores, 2026-11-23, .run/diag.py): a 16-thread job handed to spinning
+ * workers 3-4 us, to parked ones 45-164 us (median 105 us); the dispatcher
+ * asks gs_cpu_pool_warm() which of the two a call meets.  200 us keeps a
+ * loop of calls with Python between them on the warm side. */
+#define GS_CPU_POOL_SPIN_US 200
 /* The hand-off per woken thread assumed before the pool has measured it, and
  * the floor below which no hand-off exists (a futex wake-up and a cache-line
  * round trip; ~5 us measured on the 2-core CI box and on the H200 host). */
