@@ -204,10 +204,10 @@ def issue14_sweeps(cp, timer, rows, ceiling):
             x = make_dist(cp, dname, n)
             cells = []
             for cfg in "0123":
-                with env(GPUSYNC_HIST_U8_CFG=cfg):
+                with env(GPUSYNC_HIST_U8_CFG=cfg, GPUSYNC_HIST_SMALL="2"):
                     ms = timer.graph(lambda: gs.histogram(x, bins=256, range=(0, 256))[0], reps=7, inner=5)
                 cells.append(f"{100 * n / ms / 1e6 / ceiling:.1f}%")
-                rows.append({"op": "histogram", "case": f"u8-256-{dname}-{label}", "impl": f"gpusync:auto(cfg {cfg})",
+                rows.append({"op": "histogram", "case": f"u8-256-{dname}-{label}", "impl": f"gpusync:u8 kernel(cfg {cfg})",
                              "ms": round(ms, 5), "gbps": round(n / ms / 1e6, 1)})
             out.append(f"| {label} | {dname} | " + " | ".join(cells) + " |")
             print(out[-1], flush=True)
@@ -215,18 +215,21 @@ def issue14_sweeps(cp, timer, rows, ceiling):
     x = make_dist(cp, "uniform", 32 << 20)
     cells = []
     for g in (66, 132, 264, 396, 528):
-        with env(GPUSYNC_HIST_GRID=str(g)):
+        with env(GPUSYNC_HIST_GRID=str(g), GPUSYNC_HIST_SMALL="2"):
             ms = timer.graph(lambda: gs.histogram(x, bins=256, range=(0, 256))[0], reps=7, inner=5)
         cells.append(f"{g}: {ms * 1e3:.1f} us ({100 * x.size / ms / 1e6 / ceiling:.1f}%)")
-    ms = timer.graph(lambda: gs.histogram(x, bins=256, range=(0, 256))[0], reps=7, inner=5)
-    cells.append(f"auto: {ms * 1e3:.1f} us")
+    with env(GPUSYNC_HIST_SMALL="2"):
+        ms = timer.graph(lambda: gs.histogram(x, bins=256, range=(0, 256))[0], reps=7, inner=5)
+    cells.append(f"grid from the work and occupancy: {ms * 1e3:.1f} us")
     out += ["", "Grid at 32 MiB uniform (GPUSYNC_HIST_GRID, cfg 0): " + ", ".join(cells)]
     print(out[-1], flush=True)
     x = None
     cp.get_default_memory_pool().free_all_blocks()
 
-    out += ["", "Size sweep, uint8 256 bins (graph replay; % of the 1 GiB read ceiling; after / before):", "",
-            "| n | uniform after | uniform before | same after | same before |", "|---:|---:|---:|---:|---:|"]
+    out += ["", "Size sweep, uint8 256 bins (graph replay; % of the 1 GiB read ceiling): the 8-bit kernel of "
+            "hist_small.cu (GPUSYNC_HIST_SMALL=2) / the generic shared kernel (=0); auto takes the first up to "
+            "3 MiB, the second above", "",
+            "| n | uniform u8 kernel | uniform generic | same u8 kernel | same generic |", "|---:|---:|---:|---:|---:|"]
     sizes = sorted({int(round(10 ** (k / 2))) for k in range(8, 19)} | {2 * 10**9})
     for n in sizes:
         cells = []
@@ -238,13 +241,14 @@ def issue14_sweeps(cp, timer, rows, ceiling):
             else:
                 ref = cp.bincount(x, minlength=256).get()
             inner = int(max(1, min(50, 2e8 / n)))
-            for tag, kv in (("", {}), ("(before)", {"GPUSYNC_HIST_SMALL": "0"})):
+            for tag, kv in (("u8 kernel", {"GPUSYNC_HIST_SMALL": "2"}), ("generic shared kernel",
+                                                                         {"GPUSYNC_HIST_SMALL": "0"})):
                 with env(**kv):
                     fn = lambda: gs.histogram(x, bins=256, range=(0, 256))[0]  # noqa: E731
                     ok = bool(np.array_equal(cp.asnumpy(fn()), ref))
                     ms = timer.graph(fn, reps=7 if n < 10**9 else 5, inner=inner)
                 rows.append({"op": "sweep", "case": f"sweep-histogram_u8_{dname}-device-{n}",
-                             "impl": f"gpusync:auto{tag}(graph)", "ms": round(ms, 5), "gbps": round(n / ms / 1e6, 1),
+                             "impl": f"gpusync:{tag}(graph)", "ms": round(ms, 5), "gbps": round(n / ms / 1e6, 1),
                              "correct": ok, "n": n, "dtype": "u8"})
                 cells.append(f"{ms * 1e3:.1f} us {100 * n / ms / 1e6 / ceiling:.1f}%{'' if ok else ' **WRONG**'}")
             x = None
@@ -312,12 +316,12 @@ def dist_sweep(args):
                 res[impl.replace("(events)", "")] = ms
                 rows.append({"op": "histogram", "case": case, "impl": impl, "ms": round(ms, 5),
                              "gbps": round(n / ms / 1e6, 1), "correct": ok})
-            # before: the generic shared kernel (hist_smem.cu), same run, same graph replay
-            with env(GPUSYNC_HIST_SMALL="0"):
+            # the 8-bit kernel of hist_small.cu at every size (auto: only up to 3 MiB), same graph replay
+            with env(GPUSYNC_HIST_SMALL="2"):
                 fb = lambda: gs.histogram(x, bins=256, range=(0, 256))[0]  # noqa: E731
                 okb = bool(np.array_equal(cp.asnumpy(fb()), ref))
                 bms = timer.graph(fb, reps=9, inner=5)
-            rows.append({"op": "histogram", "case": case, "impl": "gpusync:auto(before: generic shared kernel)",
+            rows.append({"op": "histogram", "case": case, "impl": "gpusync:u8 kernel(GPUSYNC_HIST_SMALL=2)",
                          "ms": round(bms, 5), "gbps": round(n / bms / 1e6, 1), "correct": okb})
             ms = timer.gpu(lambda: gs.histogram(x, bins=256, range=(0, 256))[0], reps=9, inner=5)
             rows.append({"op": "histogram", "case": case, "impl": "gpusync:auto(events)",
@@ -347,10 +351,10 @@ def dist_sweep(args):
     data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
     text = [f"# uint8 histogram, 256 bins, by distribution: {info['name']}, {data['date']}", "",
             "gpusync: CUDA-graph replay of 5 calls (device time), median of 9; 'auto, events': events around 5 "
-            "back-to-back Python calls (host dispatch included); CUB: events around one call; 'before': the generic "
-            "shared kernel (GPUSYNC_HIST_SMALL=0), graph replay, same run.  Read ceiling "
+            "back-to-back Python calls (host dispatch included); CUB: events around one call; 'u8 kernel': the 8-bit "
+            "kernel of hist_small.cu at this size (GPUSYNC_HIST_SMALL=2), graph replay, same run.  Read ceiling "
             f"**{ceiling:.0f} GB/s** (1 GiB, 16-byte loads, same run).", "",
-            "| case | auto us | auto % of read | before % of read | bincount % of read | auto, events % | CUB % | "
+            "| case | auto us | auto % of read | u8 kernel % of read | bincount % of read | auto, events % | CUB % | "
             "CUB time / auto time | check |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"] + lines
     with open(os.path.join(args.out, f"histogram_dist_{dev}.md"), "w") as fh:
         fh.write("\n".join(text) + "\n")

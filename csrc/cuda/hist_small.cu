@@ -18,8 +18,15 @@
  * input is small).  Inputs that fit in L2 are read with ordinary loads (a
  * repeated call finds them there); larger ones with evict-first loads.
  *
+ * The 8-bit kernel runs only up to GS_HIST_U8_SMALL_MAX_BYTES: on the H200
+ * it lost to the generic shared kernel above that (1 GiB: 82% against 91% of
+ * read; benchmarks/results/histogram_dist_H200.md), and won below it by
+ * sizing the grid from the work (1e4..1e6 bytes: 5.8-6.3 us against
+ * 6.3-6.7 us, graph replay).
+ *
  * GPUSYNC_HIST_SMALL=0 turns these paths off (the generic shared kernel of
- * hist_smem.cu runs: before/after measurements); GPUSYNC_HIST_U8_CFG=<c>
+ * hist_smem.cu runs: before/after measurements), =2 takes the 8-bit kernel
+ * at every size; GPUSYNC_HIST_U8_CFG=<c>
  * picks the 8-bit kernel's shape (0: 512 threads x U=2, 1: 1024 x U=2,
  * 2: 256 x U=2, 3: 512 x U=4 at 2 blocks per SM) for tuning sweeps.
  */
@@ -252,12 +259,17 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
  * contiguous, integer data, few unit-width bins): 1 and *st set; else 0. */
 int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
 {
-    if (l->w != NULL || l->xstride != 1 || l->n <= 0 || env_int("GPUSYNC_HIST_SMALL", 1) == 0)
+    const int on = env_int("GPUSYNC_HIST_SMALL", 1);
+    if (l->w != NULL || l->xstride != 1 || l->n <= 0 || on == 0)
         return 0;
     const gs_binner &b = l->binner;
     const int es = (int)gs_dtype_size((gs_dtype)l->xdtype);
     const bool stream = l->n * (int64_t)es > l->dev->l2_cache_bytes;
     if (es == 1) {
+        /* measured slower than the generic kernel above this size (see
+         * GS_HIST_U8_SMALL_MAX_BYTES); GPUSYNC_HIST_SMALL=2 takes it anyway */
+        if (on != 2 && l->n > GS_HIST_U8_SMALL_MAX_BYTES)
+            return 0;
         int mode;
         if (b.kind == GS_BINS_DIRECT && b.offset == 0 && b.nbins >= 256)
             mode = 0;
