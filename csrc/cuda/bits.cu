@@ -21,7 +21,6 @@
 #include "internal.cuh"
 
 #include <cuda_fp16.h>
-#include <stdlib.h>
 
 namespace {
 
@@ -275,10 +274,7 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
     r.has_thr = thr != NULL;
     r.thr = thr ? *thr : 0.0;
     r.little = little;
-    {
-        const char *e = getenv("GPUSYNC_BITS_SIMD");
-        r.simd = !(e && *e && atoi(e) == 0);
-    }
+    r.simd = gs_env_number(GS_ENV_BITS_SIMD, 1, NULL) != 0;
     if (on_host) {
         GS_CUDA_GOTO(gs_malloc_async(&d_out, count ? 8 : (size_t)need + 1, s));
         if (maxn > 0)

@@ -166,11 +166,7 @@ static gs_status launch_u8_shape(const gs_hist_launch *l, bool stream, int mode)
     return GS_OK;
 }
 
-static int env_int(const char *name, int dflt)
-{
-    const char *s = getenv(name);
-    return (s && *s) ? atoi(s) : dflt;
-}
+static int env_int(gs_env_var v, int dflt) { return (int)gs_env_number(v, dflt, NULL); }
 
 /* ------------------------------------------------- 16- and 32-bit integers */
 
@@ -259,7 +255,7 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
  * contiguous, integer data, few unit-width bins): 1 and *st set; else 0. */
 int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
 {
-    const int on = env_int("GPUSYNC_HIST_SMALL", 1);
+    const int on = env_int(GS_ENV_HIST_SMALL, 1);
     if (l->w != NULL || l->xstride != 1 || l->n <= 0 || on == 0)
         return 0;
     const gs_binner &b = l->binner;
@@ -277,7 +273,7 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
             mode = 1;
         else
             return 0;
-        switch (env_int("GPUSYNC_HIST_U8_CFG", 0)) {
+        switch (env_int(GS_ENV_HIST_U8_CFG, 0)) {
         case 1: *st = launch_u8_shape<1024, 2, 2>(l, stream, mode); break;
         case 2: *st = launch_u8_shape<256, 8, 2>(l, stream, mode); break;
         case 3: *st = launch_u8_shape<512, 2, 4>(l, stream, mode); break;
@@ -295,7 +291,7 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
     int R = gs_hist_replicas(b.nbins, 0, l->dev->shared_memory_per_block_optin);
     if (R == 0)
         return 0;
-    const int cap = env_int("GPUSYNC_HIST_REPLICAS", 0);
+    const int cap = env_int(GS_ENV_HIST_REPLICAS, 0);
     while (cap > 0 && R > cap)
         R /= 2;
     int rshift = 0;
