@@ -525,8 +525,13 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     if x_dtype is not None and not device:
         xin = xin.view(np.uint8)
         x_dtype = None
-    if not weighted and (np.dtype(xa.dtype).itemsize == 1 or (np.dtype(xa.dtype).itemsize == 2 and strategy == "auto")):
+    isz = np.dtype(xa.dtype).itemsize
+    if not weighted and (isz == 1 or (isz == 2 and strategy == "auto" and not device)):
         return _bincount_small(xa, xin, x_dtype, minlength, strategy, device)
+    # the length NumPy gives the result is max(x) + 1: read min and max on the
+    # device first (one read of two values), then count only max + 1 bins --
+    # few bins fit shared memory, so a 16-bit input whose values use 4,096
+    # bins is counted at histogram speed instead of into 65,536 bins
     lo, hi = _minmax(xa)  # synchronize! (device input)
     if lo < 0:
         raise ValueError("'list' argument must have no negative elements")

@@ -386,6 +386,9 @@ typedef enum gs_env_var {
     GS_ENV_BARRIER_VERIFY,
     GS_ENV_ENGINE,    /* choice: auto | caller | cpu | cuda | cpu+cuda (the dispatcher) */
     GS_ENV_CALIBRATE, /* choice: auto | off */
+    GS_ENV_HIST_SMALL,
+    GS_ENV_HIST_U8_CFG,
+    GS_ENV_BITS_SIMD,
     GS_ENV_COUNT
 } gs_env_var;
 
