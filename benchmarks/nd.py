@@ -98,7 +98,8 @@ def main():
     if not args.axis_only:
         hist_sections(args, cp, torch, fh, bh, ss, rng, q, read, gpu, host)
     axis_section(cp, torch, rng, q, read, copy, gpu)
-    merge_results(args.out, info, rows, ceilings={"read_gbps": round(read, 1), "copy_gbps": round(copy, 1)})
+    merge_results(args.out, info, rows, ceilings={"read_gbps": round(read, 1), "copy_gbps": round(copy, 1)},
+                  partial=args.axis_only)  # --axis-only replaces only the axis rows
     print(f"wrote {len(rows)} rows to {os.path.join(args.out, 'latest.json')}")
 
 
