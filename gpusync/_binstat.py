@@ -127,6 +127,24 @@ def _may_overflow(values):
     return bool((big & np.isfinite(values)).any())
 
 
+def _huge(values):
+    """_may_overflow for host or device values, without copying device
+    values to the host (only float64 can exceed 2^500; one device reduction)."""
+    if np.dtype(values.dtype) != np.float64:
+        return False
+    if isinstance(values, DeviceArray):
+        if values.lib == "cupy":
+            import cupy as cp
+
+            a = cp.abs(values.obj)
+            return bool(cp.any((a > 2.0**500) & (a < cp.inf)))
+        if values.lib == "torch":
+            a = values.obj.abs()
+            return bool(((a > 2.0**500) & (a < float("inf"))).any())
+        return _may_overflow(values.to_host())
+    return _may_overflow(np.asarray(values))
+
+
 def _overflowed_spread(result, values, binnumber, nb):
     """SciPy's std of a bin of finite values is never NaN: it sums the squared
     deviations from the bin's mean, and an overflow there is +inf.  The
@@ -263,12 +281,12 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     if statistic in ("std", "var"):
         lib = Lib.of(xv.lib) if on_device else None
         rh = lib.to_host(result).reshape(-1) if on_device else result  # synchronize! (the call waits anyway)
-        if not (rh >= 0).all():
+        # (empty bins are NaN too: the values come to the host only when some |value| > 2^500)
+        if not (rh >= 0).all() and _huge(vv if on_device else vd):
             vh = vv.to_host() if on_device else vd
-            if _may_overflow(vh):
-                bh = lib.to_host(binnumber).reshape(-1) if on_device else binnumber
-                fixed = _overflowed_spread(rh, vh, bh, nb)
-                result = lib.from_host(fixed, xv.device) if on_device else fixed
+            bh = lib.to_host(binnumber).reshape(-1) if on_device else binnumber
+            fixed = _overflowed_spread(rh, vh, bh, nb)
+            result = lib.from_host(fixed, xv.device) if on_device else fixed
     edges_out = Lib.of(xv.lib).from_host(edges, xv.device) if on_device else edges
     return BinnedStatisticResult(result, edges_out, binnumber)
 
@@ -290,6 +308,25 @@ def _edges_top(xv, bins, range):  # noqa: A002
             raise ValueError("x contains non-finite values.")
     if np.ndim(bins) != 0 and np.ndim(bins) != 1:
         raise ValueError("binned_statistic: bins must be an integer or a 1-D sequence of edges")
+    if np.ndim(bins) == 0:  # equal-width edges: one computation per (range, dtype, bins), then a copy
+        try:
+            key = (None if lo is None else float(lo), None if hi is None else float(hi), x_dtype.str,
+                   int(bins), None if range is None else tuple(range))
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None:
+            edges, top = _uniform_edges_top(*key)
+            return edges.copy(), top
+    return _checked_edges_top(lo, hi, x_dtype, bins, range)
+
+
+@functools.lru_cache(maxsize=64)
+def _uniform_edges_top(lo, hi, x_dtype, bins, range):  # noqa: A002
+    return _checked_edges_top(lo, hi, np.dtype(x_dtype), bins, range)
+
+
+def _checked_edges_top(lo, hi, x_dtype, bins, range):  # noqa: A002
     with np.errstate(invalid="ignore"):
         edges = _edges(lo, hi, x_dtype, bins, range)
     if len(edges) < 2:

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _arrays, _backend, _binstat_more, _core, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._binstat import _binned_statistic_impl, _edges_top, _may_overflow, _overflowed_spread
+from ._binstat import _binned_statistic_impl, _edges_top, _huge, _overflowed_spread
 
 BinnedStatisticddResult = namedtuple("BinnedStatisticddResult", ("statistic", "bin_edges", "binnumber"))
 BinnedStatistic2dResult = namedtuple("BinnedStatistic2dResult", ("statistic", "x_edge", "y_edge", "binnumber"))
@@ -232,10 +232,9 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
             return None
         if statistic == "std":
             rh = L.to_host(res).reshape(-1)
-            if not (rh >= 0).all():
+            if not (rh >= 0).all() and _huge(v):  # (empty bins are NaN too)
                 vh = v.to_host()
-                if _may_overflow(vh):
-                    res = L.from_host(_overflowed_spread(rh, vh, _inner_plus1(L.to_host(flat), nb), inner), dev)
+                res = L.from_host(_overflowed_spread(rh, vh, _inner_plus1(L.to_host(flat), nb), inner), dev)
         results.append(res)
     if statistic == "count" and rows.shape[0] > 1:
         results = results * rows.shape[0]

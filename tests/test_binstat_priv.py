@@ -188,3 +188,17 @@ def test_dd_strided_sample_several_values_expand(backend):
         got = gs.binned_statistic_dd(cp.asarray(s), cp.asarray(vals), stat, [4, 5, 6], expand_binnumbers=True)
         np.testing.assert_allclose(to_host(got.statistic), ref.statistic, rtol=1e-9, atol=1e-12, equal_nan=True)
         np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+
+
+def test_std_overflow_is_inf_as_scipy(backend, kind):
+    """A bin of finite values whose squared deviations (or whose sum)
+    overflow: SciPy's std is inf; bins of well-behaved values stay finite and
+    empty bins NaN (only float64 values above 2^500 take the host fix-up)."""
+    x = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.8, 0.9, 1.3, 1.4])
+    v = np.array([1e200, -1e200, 3.0, 1e308, 1e308, 1.0, 2.0, 5.0, 7.0])
+    edges = [0, 0.5, 1.0, 1.2, 1.5]
+    for stat in ("std", "max"):  # (sum / mean of 1e200, -1e200, 3 depend on the order of additions)
+        with np.errstate(all="ignore"):
+            ref = scipy.stats.binned_statistic(x, v, stat, bins=edges)
+        got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, bins=edges)
+        np.testing.assert_array_equal(to_host(got.statistic), ref.statistic)
