@@ -147,28 +147,7 @@ def extra_cases(cp, timer, rows, ceiling):
     if os.environ.get("GS_BENCH_SKIP_BINSTAT"):
         cp.get_default_memory_pool().free_all_blocks()
         return out
-    x = rs.standard_normal(1 << 25)
-    v = rs.standard_normal(1 << 25) * 3 + 1
-    for stat in ("mean", "std"):
-        case = f"binstat-{stat}-1000-32M"
-        for s in ("auto", "shared"):
-            one(case, "binned_statistic", f"gpusync:{s}",
-                lambda s=s: gs.binned_statistic(x, v, stat, bins=1000, strategy=s), x.nbytes + v.nbytes)
-        if torch is not None:
-            tx, tv = torch.as_tensor(x, device="cuda"), torch.as_tensor(v, device="cuda")
-
-            def torch_binstat():  # bucketize + index_add_ (what a PyTorch user writes)
-                lo, hi = tx.min(), tx.max()
-                b = ((tx - lo) / (hi - lo) * 1000).long().clamp_(0, 999)
-                cnt = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, torch.ones_like(tv))
-                s1 = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, tv)
-                mean = s1 / cnt
-                if stat == "mean":
-                    return mean
-                d = tv - mean[b]
-                return torch.sqrt(torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, d * d) / cnt)
-
-            one(case, "binned_statistic", "torch:index_add_", torch_binstat, x.nbytes + v.nbytes)
+    out += binstat_cases(cp, timer, rows, ceiling, torch)
     cp.get_default_memory_pool().free_all_blocks()
     return out
 
@@ -282,6 +261,100 @@ def issue14_sweeps(cp, timer, rows, ceiling):
     return out
 
 
+def binstat_cases(cp, timer, rows, ceiling, torch=None):
+    """binned_statistic on 32M float64 (and float32) points: every statistic
+    at 1,000 bins and mean/std at 4,096, gpusync's auto (the lock-free
+    privatized strategy) against the seed's mutex strategy ("shared") and a
+    PyTorch recipe.  Bytes: x and values once (the bin numbers gpusync also
+    writes, 8 bytes a point, and the min/max pass over x for the edges are
+    not counted)."""
+    rs = cp.random.RandomState(7)
+    out = []
+
+    def one(case, impl, fn, nbytes, check=None):
+        try:
+            ok = None if check is None else bool(check())
+            ms = timer.gpu(fn, reps=7, inner=3)
+        except Exception as e:  # reported, not fatal
+            print(f"  {case} {impl}: {type(e).__name__}: {e}", flush=True)
+            return
+        row = {"op": "binned_statistic", "case": case, "impl": impl, "ms": round(ms, 5),
+               "gbps": round(nbytes / ms / 1e6, 1), "pct_read": round(100 * nbytes / ms / 1e6 / ceiling, 1)}
+        if ok is not None:
+            row["correct"] = ok
+        rows.append(row)
+        out.append(f"| {case} | {impl}{'' if ok is not False else ' **WRONG**'} | {ms * 1e3:.1f} | "
+                   f"{row['pct_read']:.1f}% |")
+        print(out[-1], flush=True)
+
+    for dt, sfx in ((cp.float64, ""), (cp.float32, "-f32")):
+        x = rs.standard_normal(1 << 25).astype(dt)
+        v = (rs.standard_normal(1 << 25) * 3 + 1).astype(dt)
+        nbytes = x.nbytes + v.nbytes
+        for nb, stats in ((1000, ("mean", "std", "count", "sum", "min", "max")), (4096, ("mean", "std"))):
+            for stat in stats:
+                case = f"binstat-{stat}-{nb}-32M{sfx}"
+                mutex = "shared" if nb <= 2048 else "global"  # ('shared' keeps at most 2048 bins a block)
+                ref = gs.binned_statistic(x, v, stat, bins=nb, strategy=mutex).statistic
+
+                def check(stat=stat, nb=nb, ref=ref):
+                    got = gs.binned_statistic(x, v, stat, bins=nb).statistic
+                    if stat in ("count", "min", "max"):
+                        return cp.array_equal(got, ref, equal_nan=True)
+                    return cp.allclose(got, ref, rtol=1e-9, atol=1e-9, equal_nan=True)
+
+                one(case, "gpusync:auto", lambda stat=stat, nb=nb: gs.binned_statistic(x, v, stat, bins=nb), nbytes,
+                    check)
+                one(case, f"gpusync:{mutex}(mutex)",
+                    lambda stat=stat, nb=nb, mutex=mutex: gs.binned_statistic(x, v, stat, bins=nb, strategy=mutex),
+                    nbytes)
+                one(case, "gpusync:auto(range given)",
+                    lambda stat=stat, nb=nb: gs.binned_statistic(x, v, stat, bins=nb, range=(-6, 6)), nbytes)
+        if torch is not None and sfx == "":
+            tx, tv = torch.as_tensor(x, device="cuda"), torch.as_tensor(v, device="cuda")
+            for stat in ("mean", "std"):
+                def torch_binstat(stat=stat):  # bucketize + index_add_ (what a PyTorch user writes)
+                    lo, hi = tx.min(), tx.max()
+                    b = ((tx - lo) / (hi - lo) * 1000).long().clamp_(0, 999)
+                    cnt = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, torch.ones_like(tv))
+                    s1 = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, tv)
+                    mean = s1 / cnt
+                    if stat == "mean":
+                        return mean
+                    d = tv - mean[b]
+                    return torch.sqrt(torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, d * d)
+                                      / cnt)
+
+                one(f"binstat-{stat}-1000-32M", "torch:index_add_", torch_binstat, nbytes)
+            del tx, tv
+        del x, v
+
+def binstat_only(args):
+    """--binstat: only the binned_statistic rows (they replace the same cases in latest.json)."""
+    import cupy as cp
+
+    from benchmarks.common import short_device
+
+    try:
+        import torch
+    except Exception:  # pragma: no cover
+        torch = None
+    gs.use_backend("cuda")
+    info = gs.device_info()
+    timer = Timer(cp)
+    buf = cp.random.randint(0, 256, GIB, dtype=cp.uint8)
+    ceiling = read_ceiling(cp, timer, buf)
+    del buf
+    print(f"device {info['name']}  read ceiling {ceiling:.0f} GB/s", flush=True)
+    rows = []
+    lines = binstat_cases(cp, timer, rows, ceiling, torch)
+    merge_results(args.out, info, rows, ceilings={"read_gbps": round(ceiling, 1)}, partial=True)
+    dev = short_device(info["name"])
+    with open(os.path.join(args.out, f"binstat_{dev}.md"), "w") as f:
+        f.write(f"# binned_statistic on {info['name']} (read ceiling {ceiling:.0f} GB/s)\n\n"
+                "| case | impl | us | % of read |\n|---|---|---|---|\n" + "\n".join(lines) + "\n")
+
+
 def dist_sweep(args):
     """uint8, 256 bins: every distribution at 32 MiB, 256 MiB and 1 GiB, against CUB and the read ceiling."""
     import cupy as cp
@@ -374,9 +447,14 @@ def main():
                          "256 MiB, 1 GiB against CUB; writes <out>/histogram_dist_<GPU>.md")
     ap.add_argument("--sweeps", action="store_true",
                     help="with --dist: also the 8-bit kernel shapes, a size sweep and packbits (issue 14)")
+    ap.add_argument("--binstat", action="store_true", help="only the binned_statistic rows; writes "
+                    "<out>/binstat_<GPU>.md")
     args = ap.parse_args()
     if args.dist:
         return dist_sweep(args)
+    if args.binstat:
+        os.makedirs(args.out, exist_ok=True)
+        return binstat_only(args)
     os.makedirs(args.out, exist_ok=True)
     if args.replot:
         with open(os.path.join(args.out, "latest.json")) as f:

@@ -34,7 +34,7 @@ STRATEGIES = {
     "histogram": ("auto", "global", "shared", "warp", "cluster"),
     "sum": ("auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp"),
     "cumsum": ("auto", "lookback", "barrier", "relaunch"),
-    "binned_statistic": ("auto", "shared", "global"),
+    "binned_statistic": ("auto", "privatized", "shared", "global"),
     "barrier_benchmark": ("auto", "lock", "lockfree", "sense", "flat", "cooperative", "relaunch"),
 }
 STRATEGIES["bincount"] = STRATEGIES["histogram"]
@@ -49,6 +49,9 @@ _CPU_MAP = {
                                 "(the closest technique to one atomic per warp)"),
 }
 _CPU_MAP[("bincount", "cluster")] = _CPU_MAP[("histogram", "cluster")]
+_CPU_MAP[("binned_statistic", "privatized")] = (
+    "shared", "the CPU engine's 'shared' is its privatized technique: each thread keeps private bins, "
+              "merged at the end")
 _CPU_MAP[("dot", "warp")] = _CPU_MAP[("sum", "warp")]
 
 

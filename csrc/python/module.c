@@ -821,6 +821,68 @@ static PyObject *py_histogramdd(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* binned_statistic_dd(backend, [coords], edges (float64, all dimensions'),
+ * nedges (int64), tops (float64, one per dimension), values, stat, result,
+ * binnumber or None, stream): the fused privatized statistic (issues 14, 15) */
+static PyObject *py_binned_statistic_dd(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *co, *eo, *no, *to, *vo, *ro, *bo;
+    int stat;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sOO!O!O!OiOOK", &backend, &co, &PyArray_Type, &eo, &PyArray_Type, &no,
+                          &PyArray_Type, &to, &vo, &stat, &ro, &bo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    if (!ops->binned_statistic_dd) {
+        PyErr_SetString(PyExc_NotImplementedError, "binned_statistic_dd: not in this backend");
+        return NULL;
+    }
+    PyArrayObject *ea = (PyArrayObject *)eo, *na = (PyArrayObject *)no, *ta = (PyArrayObject *)to;
+    if (!PyList_Check(co) || PyList_GET_SIZE(co) < 1 || PyList_GET_SIZE(co) > GS_HISTDD_MAX_DIMS ||
+        PyArray_TYPE(ea) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ea) || PyArray_TYPE(na) != NPY_INT64 ||
+        !PyArray_IS_C_CONTIGUOUS(na) || PyArray_SIZE(na) != PyList_GET_SIZE(co) || PyArray_TYPE(ta) != NPY_DOUBLE ||
+        !PyArray_IS_C_CONTIGUOUS(ta) || PyArray_SIZE(ta) != PyList_GET_SIZE(co)) {
+        PyErr_SetString(PyExc_ValueError, "binned_statistic_dd: bad coordinates, edges, nedges or tops");
+        return NULL;
+    }
+    const int ndim = (int)PyList_GET_SIZE(co);
+    gs_array coords[GS_HISTDD_MAX_DIMS];
+    int64_t total = 0;
+    const int64_t *ne = (const int64_t *)PyArray_DATA(na);
+    for (int d = 0; d < ndim; d++) {
+        gs_arg a;
+        if (!parse_array(PyList_GET_ITEM(co, d), &a, "coords"))
+            return NULL;
+        coords[d] = a.a;
+        total += ne[d];
+    }
+    if (PyArray_SIZE(ea) != total) {
+        PyErr_SetString(PyExc_ValueError, "binned_statistic_dd: edges do not match nedges");
+        return NULL;
+    }
+    gs_arg v, r, bn;
+    if (!parse_array(vo, &v, "values") || !parse_array(ro, &r, "result") ||
+        (bo != Py_None && !parse_array(bo, &bn, "binnumber")))
+        return NULL;
+    if (!r.writable || (bo != Py_None && !bn.writable)) {
+        PyErr_SetString(PyExc_ValueError, "result: array is read-only");
+        return NULL;
+    }
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->binned_statistic_dd(coords, ndim, (const double *)PyArray_DATA(ea), ne,
+                                  (const double *)PyArray_DATA(ta), &v.a, stat, &r.a, bo == Py_None ? NULL : &bn.a,
+                                  (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
 /* unpackbits(backend, a (uint8), little, out (uint8, 8 n), stream) */
 static PyObject *py_unpackbits(PyObject *self, PyObject *args)
 {
@@ -1496,6 +1558,8 @@ static PyMethodDef methods[] = {
     {"histogramdd", py_histogramdd, METH_VARARGS,
      "histogramdd(backend, [coords], edges, nedges, weights or None, out, stream): numpy.histogramdd's counts"},
     {"unpackbits", py_unpackbits, METH_VARARGS, "unpackbits(backend, a, little, out, stream)"},
+    {"binned_statistic_dd", py_binned_statistic_dd, METH_VARARGS,
+     "binned_statistic_dd(backend, [coords], edges, nedges, tops, values, stat, result, binnumber or None, stream)"},
     {"_raise_status", py_raise_status, METH_VARARGS, "test hook: raise the exception for a status code"},
     {NULL, NULL, 0, NULL},
 };

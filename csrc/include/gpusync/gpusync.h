@@ -85,6 +85,8 @@ typedef enum gs_strategy {
     GS_STRATEGY_COOPERATIVE, /* cooperative groups grid.sync() */
     GS_STRATEGY_SENSE,       /* ours: hierarchical sense-reversing */
     GS_STRATEGY_FLAT,        /* ours: one monotone counter, red.release arrivals, ld.acquire polls */
+    /* binned statistics */
+    GS_STRATEGY_PRIVATIZED, /* lock-free per-block shared-memory partials, merged with global atomics */
     GS_STRATEGY_COUNT
 } gs_strategy;
 
@@ -331,6 +333,19 @@ typedef struct gs_backend_ops {
      * device, contiguous), bit order little when `little`.  Asynchronous
      * for device arrays. */
     gs_status (*unpackbits)(const gs_array *a, int little, gs_array *out, void *stream);
+
+    /* scipy.stats.binned_statistic_dd for one statistic in one fused pass
+     * (issues 14, 15; NULL where the backend has none): coords are ndim
+     * 1-D views of n elements of the values' dtype (float32 or float64),
+     * all on one device; edges (host memory) holds dimension d's nedges[d]
+     * increasing edges after the earlier dimensions' ones; tops[d] is the
+     * largest x SciPy puts into the last bin of dimension d.  result:
+     * prod(nedges[d] - 1) float64, C order, the inner bins; binnumber: NULL
+     * or n int64, SciPy's flat bin numbers (one outlier bin on each side of
+     * every dimension).  Asynchronous for device arrays. */
+    gs_status (*binned_statistic_dd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
+                                     const double *tops, const gs_array *values, int statistic, gs_array *result,
+                                     gs_array *binnumber, void *stream);
 } gs_backend_ops;
 
 #define GS_HISTDD_MAX_DIMS 32
