@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from . import _arrays, _backend, _calibrate, _core, _costmodel
+from . import _arrays, _backend, _calibrate, _core, _costmodel, _devfast
 from ._arrays import DeviceArray, Lib
 
 # ---- strategies: the public tuples (one copy) and each engine's technique
@@ -250,12 +250,16 @@ def fast_sync() -> None:
     m = machine()
     names = _core.fast_config(None)
     _core.fast_config(tuple(_caller_limit(m, op, allowed) for op in names))
+    # device arrays: the cuda engine, unless the cpu backend is forced (then
+    # they go to the host) or plans are logged (the general path logs them)
+    _devfast.enable(_backend.forced() != "cpu" and not env_debug() and _override["engine"] is None)
     _fast["synced"] = True
 
 
 def fast_invalidate() -> None:
     """The state the limits came from changed: off until the next general call."""
     _fast["synced"] = False
+    _devfast.enable(False)
     _plans.clear()
     _core.fast_config(tuple(-1 for _ in _core.fast_config(None)))
 
