@@ -121,6 +121,17 @@ def _handler(a):
     return h
 
 
+def numpy_dtype(a):
+    """The NumPy dtype of a device array the fast path reads, else None."""
+    h = _handler(a)
+    if h is None:
+        return None
+    if h.lib == "torch":
+        return h.to_np.get(a.dtype)
+    dt = a.dtype
+    return dt if isinstance(dt, np.dtype) else None
+
+
 def _ready(a):
     """(handler, view) when the fast path takes `a`, else None."""
     if not _state["on"] or type(a) is np.ndarray or _arrays._CALL_STREAM.get() is not None:
@@ -211,3 +222,27 @@ def packbits_(a):
                    h.stream(dev))
     _note("packbits", n, dt, dt.itemsize, nbytes, "ballot")
     return res
+
+
+def histogram_(a, bins_desc, edges_desc, edges_host):
+    """gs.histogram(a, bins, range) of a device array whose plan (the bins'
+    description for the counting kernel, the edges' formula and NumPy's
+    edges) the general path made for the same dtype, bins and range: counts
+    and edges arrays of the input's library, written on its stream."""
+    r = _ready(a)
+    if r is None:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    if dt.kind == "b":  # NumPy's warning and uint8 view: the general path
+        return NotImplemented
+    stream = h.stream(dev)
+    nedges = len(edges_host)
+    nb = nedges - 1
+    counts, cptr = h.out((nb,), _INT64, dev)
+    used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, (cptr, nb, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                           bins_desc, "auto", stream)
+    edt = edges_host.dtype
+    edges, eptr = h.out((nedges,), edt, dev)
+    _core.uniform_edges("cuda", edges_desc, (eptr, nedges, 1, _arrays._DTYPE_CODES[edt], dev), stream)
+    _note("histogram", n, dt, dt.itemsize, nb * 8, used)
+    return counts, edges

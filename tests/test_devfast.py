@@ -102,3 +102,26 @@ def test_fast_path_off_while_plans_are_logged_or_engine_forced(monkeypatch):
     assert not _devfast._state["on"]
     _warm()
     assert _devfast._state["on"]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("bins,rng_", [(10, (0, 1)), (100, (-2.5, 7)), (256, (0, 256)), (7, (np.float32(0.1), 3))])
+def test_histogram_fast_path_after_a_general_call(lib, dtype, bins, rng_):
+    _warm()
+    rng = np.random.default_rng(bins)
+    h = (rng.random(50_001) * 9 - 2).astype(dtype)
+    d = _to_dev(lib, h)
+    ref_c, ref_e = np.histogram(h, bins, rng_)
+    for i in range(3):  # the first call makes the plan; the next ones take the fast path
+        c, e = gs.histogram(d, bins, rng_)
+        assert type(c) is type(d) and type(e) is type(d)
+        np.testing.assert_array_equal(_host(c), ref_c)
+        he = _host(e)
+        assert he.dtype == ref_e.dtype
+        np.testing.assert_array_equal(he, ref_e)
+        if i:
+            assert "the device fast path" in gs.last_plan()["notes"]
+    strided = d[::2]  # not contiguous: the general path
+    np.testing.assert_array_equal(_host(gs.histogram(strided, bins, rng_)[0]), np.histogram(h[::2], bins, rng_)[0])
+    assert "the device fast path" not in gs.last_plan()["notes"]
