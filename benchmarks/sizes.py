@@ -67,6 +67,15 @@ def half_decades(max_n):
         k += 1
 
 
+# Host timings from this size on start after QUIET_S of idle time: thread pools
+# spin after a job (OpenBLAS ~0.1 s, Intel OpenMP's KMP_BLOCKTIME 0.2 s, GNU
+# OpenMP and gpusync's pool far less), and one implementation's spinning
+# threads slowed the next one's by up to 100x in the 2026-11-23 H200 sweep
+# (numpy.dot of 10^5 float64: 8 ms right after torch.dot, 0.007 ms alone).
+QUIET_FROM = 10_000
+QUIET_S = 0.1
+
+
 def timed(fn, budget_s, sync=None, max_reps=200):
     """Median wall ms per call: one warm-up call, then as many calls as fit
     the budget (at least 1, at most max_reps)."""
@@ -350,6 +359,11 @@ def main():
                     prev = last.get((place, impl))
                     if prev and prev[1] * n / prev[0] > args.cap_ms:
                         continue  # predicted too slow: not the best peer here
+                    if place == "host" and n >= QUIET_FROM:
+                        # the previous implementation's threads (OpenBLAS, PyTorch's OpenMP, boost-histogram,
+                        # gpusync's pool and staging crew) spin a while after their last job: let them park,
+                        # so that each implementation is timed on an idle machine, as a user calls it
+                        time.sleep(QUIET_S)
                     call = (lambda fn=fn: fn(*arrs))
                     try:
                         if engine:
@@ -367,6 +381,7 @@ def main():
                     except Exception as e:  # a peer that cannot run this case
                         print(f"  {case:40s} {impl:22s} skipped: {type(e).__name__}: {str(e)[:80]}", flush=True)
                         continue
+                    plan = gs.last_plan() if impl.startswith("gpusync") else None
                     ok = True
                     if got is not None:
                         got = got.get() if hasattr(got, "get") else got
@@ -376,6 +391,11 @@ def main():
                            "device": info["name"]}
                     if not ok:
                         row["correct"] = False
+                    if plan:  # what ran: the engine, and whether a fast path took the call
+                        row["engine"] = plan["engine"]
+                        fast = [t for t in plan.get("notes", ()) if "fast path" in t]
+                        if fast:
+                            row["path"] = "fast"
                     rows.append(row)
                 if place == "device":
                     del arrs
@@ -397,6 +417,8 @@ def best_peer(rows, case):
 
 def report(out, rows, data, ceiling, ops, places, sizes):
     by = {(r["case"], r["impl"]): r["ms"] for r in rows}
+    ran = {r["case"]: r.get("engine", "") + (" (fast path)" if r.get("path") == "fast" else "")
+           for r in rows if r["impl"] == "gpusync:auto"}
     lines = [f"# Size sweep: {data['device']}, {data['date']}", "",
              f"Host read ceiling (parallel NumPy sums of 1 GiB, all cores): **{ceiling:.1f} GB/s**. "
              "Wall ms per call (median). ratio = best peer time / gpusync:auto time (>= 1: gpusync ahead).", ""]
@@ -409,8 +431,8 @@ def report(out, rows, data, ceiling, ops, places, sizes):
                 if auto and peer and peer["ms"] / auto < 1.0:
                     behind.append((case, peer["impl"], peer["ms"], auto))
     lines += [f"Cells where gpusync:auto is behind the best peer: **{len(behind)}**", "",
-              "| case | best peer | peer ms | gpusync:auto ms | ratio |", "|---|---|---:|---:|---:|"]
-    lines += [f"| {c} | {i} | {p:.4f} | {a:.4f} | {p / a:.2f} |" for c, i, p, a in behind]
+              "| case | best peer | peer ms | gpusync:auto ms | ratio | auto ran |", "|---|---|---:|---:|---:|---|"]
+    lines += [f"| {c} | {i} | {p:.4f} | {a:.4f} | {p / a:.2f} | {ran.get(c, '')} |" for c, i, p, a in behind]
     # bandwidth of the CPU engine on the memory-bound ops, largest size
     lines += ["", "## CPU engine vs the host read ceiling (largest size run)", "",
               "| op | n | gpusync:cpu ms | GB/s | % of ceiling |", "|---|---:|---:|---:|---:|"]
