@@ -1090,14 +1090,19 @@ static PyObject *py_fast_count_nonzero(PyObject *self, PyObject *ao)
     if (!fast_on(FAST_COUNT_NONZERO) || !fast_input(ao, FAST_COUNT_NONZERO, 0, &a))
         Py_RETURN_NOTIMPLEMENTED;
     int64_t count = 0;
-    gs_array out = {&count, 1, 1, GS_INT64, GS_HOST};
+    gs_array out = {.data = &count, .length = 1, .stride = 1, .dtype = GS_INT64, .device = GS_HOST};
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
     FAST_RUN(a.length, st, ops->count_nonzero(&a, NULL, &out, NULL));
     if (!gs_done(st))
         return NULL;
     fast_note(FAST_COUNT_NONZERO, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
-    return PyLong_FromLongLong((long long)count);
+    /* NumPy 2's result: an intp scalar (made here: np.intp(int) in Python costs more than the count) */
+    static PyArray_Descr *intp_descr;
+    if (!intp_descr && !(intp_descr = PyArray_DescrFromType(NPY_INTP)))
+        return NULL;
+    npy_intp c = (npy_intp)count;
+    return PyArray_Scalar(&c, intp_descr, NULL);
 }
 
 /* A new 1-D NumPy array of n elements of typenum. */
