@@ -289,14 +289,13 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     if (on_host && (x->stride != 1 || values->stride != 1))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
 
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(x->device, &ord, &dev);
+    gs_cuda_call call(x->device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    const int ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     const int replicas = replicas_for(nbins, dev->shared_memory_per_block_optin);
     const size_t smem = shared_bytes((int)nbins, replicas > 0 ? replicas : 1);
     const int fits = replicas > 0;
@@ -314,13 +313,12 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
         fprintf(stderr, "[gpusync] binned_statistic n=%lld nbins=%lld stat=%d strategy=%s device=%d\n",
                 (long long)x->length, (long long)nbins, statistic, gs_strategy_name(strategy), ord);
 
-    cudaStream_t s = (cudaStream_t)stream;
     const size_t es = gs_dtype_size(x->dtype);
     const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)es : x->length;
     const int64_t maxn = x->length < chunk ? x->length : chunk;
     bin_state *g = NULL;
     double *d_edges = NULL, *d_res = NULL;
-    int *d_err = NULL, flag = 0;
+    int *d_err = NULL;
     void *d_x = NULL, *d_v = NULL;
     int64_t *d_bn = NULL;
     binstat_args r;
@@ -391,10 +389,7 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     GS_CUDA_GOTO(cudaGetLastError());
     if (on_host)
         GS_CUDA_GOTO(cudaMemcpyAsync(result->data, d_res, (size_t)nbins * 8, cudaMemcpyDeviceToHost, s));
-    st = gs_cuda_read_flag(d_err, s, &flag);
-    if (st == GS_OK && flag)
-        st = gs_fail(GS_ERR_DEADLOCK, "binned_statistic: a thread waited more than %.0f ms for a bin's lock",
-                     gs_spin_timeout_ns() / 1e6);
+    st = gs_cuda_check_deadlock(d_err, s, "binned_statistic", -1, "a thread", "a bin's lock");
 fail:
     if (d_x)
         cudaFreeAsync(d_x, s);

@@ -197,15 +197,12 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
     if (out->length != need || out->stride != 1 || out->dtype != (count ? GS_INT64 : GS_UINT8))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "out must be %lld contiguous %s", (long long)need,
                        count ? "int64" : "uint8");
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(a->device, &ord, &dev);
+    gs_cuda_call call(a->device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    cudaStream_t s = (cudaStream_t)stream;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     const size_t es = gs_dtype_size(a->dtype);
     const int64_t chunk = on_host ? (GS_STAGE_BYTES / (int64_t)es) & ~(int64_t)7 : a->length;
     const int64_t maxn = a->length < chunk ? a->length : chunk;

@@ -95,16 +95,13 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     if (w && w->dtype != GS_FLOAT32 && w->dtype != GS_FLOAT64)
         return gs_fail(GS_ERR_TYPE, "weights must be float32 or float64 at the C API");
 
-    int dev_ord = x->device;
-    if (on_host && cudaGetDevice(&dev_ord) != cudaSuccess)
-        return gs_cuda_fail(cudaGetLastError(), "cudaGetDevice", __FILE__, __LINE__);
-    gs_device_guard guard(dev_ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_device(dev_ord, &dev);
+    gs_cuda_call call(x->device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
+    const int dev_ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     st = resolve_strategy(&strategy, bins, x->length, weighted, x->dtype, dev);
     if (st != GS_OK)
         return st;
@@ -114,7 +111,6 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
                 (long long)x->length, (long long)nb, (int)bins->kind, weighted, gs_strategy_name(strategy), dev_ord,
                 on_host ? " (host input staged)" : "");
 
-    cudaStream_t s = (cudaStream_t)stream;
     const size_t out_bytes = (size_t)nb * 8, xes = gs_dtype_size(x->dtype), wes = w ? gs_dtype_size(w->dtype) : 0;
     void *d_out = on_host ? NULL : out->data, *d_x = NULL, *d_w = NULL;
     double *d_edges = NULL;

@@ -318,15 +318,12 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
                     (on_host && weights->stride != 1 && n > 1)))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "histogramdd: weights must be %lld float64 next to the coordinates",
                        (long long)n);
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(device, &ord, &dev);
+    gs_cuda_call call(device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    cudaStream_t s = (cudaStream_t)stream;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     const size_t es = gs_dtype_size(coords[0].dtype);
     void *d_edges = NULL, *d_out = NULL, *d_w = NULL;
     void *d_coord[GS_HISTDD_MAX_DIMS] = {NULL};

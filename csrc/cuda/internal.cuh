@@ -72,12 +72,18 @@ gs_status gs_cuda_device(int ordinal, const gs_device_info **info);
 /* Makes `ordinal` current for the lifetime of a call and restores the
  * caller's device afterwards. */
 struct gs_device_guard {
-    int prev;
-    cudaError_t err;
-    explicit gs_device_guard(int ordinal) : prev(-1), err(cudaGetDevice(&prev))
+    int prev = -1;
+    cudaError_t err = cudaSuccess;
+    gs_device_guard() {}
+    explicit gs_device_guard(int ordinal) { enter(ordinal); }
+    cudaError_t enter(int ordinal)
     {
-        if (err == cudaSuccess && prev != ordinal)
+        err = cudaGetDevice(&prev);
+        if (err != cudaSuccess)
+            prev = -1;
+        else if (prev != ordinal)
             err = cudaSetDevice(ordinal);
+        return err;
     }
     ~gs_device_guard()
     {
@@ -85,11 +91,41 @@ struct gs_device_guard {
         if (prev >= 0 && cudaGetDevice(&cur) == cudaSuccess && cur != prev)
             cudaSetDevice(prev);
     }
+    gs_device_guard(const gs_device_guard &) = delete;
+    gs_device_guard &operator=(const gs_device_guard &) = delete;
 };
 
 /* The device a call runs on: the arrays' device, or the current one for
  * host arrays (staged through it). */
 gs_status gs_cuda_call_device(int array_device, int *ordinal, const gs_device_info **info);
+
+/* The preamble of every entry point (runtime.cu): the call's device (see
+ * gs_cuda_call_device) made current until the object goes out of scope, its
+ * cached facts, and the caller's stream.  Check `status` first:
+ *     gs_cuda_call call(a->device, stream);
+ *     gs_status st = call.status;
+ *     if (st != GS_OK)
+ *         return st;
+ *     const gs_device_info *dev = call.dev;
+ *     cudaStream_t s = call.stream;                                       */
+struct gs_cuda_call {
+    int ordinal = -1;
+    const gs_device_info *dev = NULL;
+    cudaStream_t stream;
+    gs_status status;
+    gs_device_guard guard;
+    gs_cuda_call(int array_device, void *stream);
+};
+
+/* The deadlock-flag epilogue of the kernels that spin with a time-out: read
+ * the int flag such a kernel raises when it gives up, after the stream's work
+ * (the stream is synchronized).  Raised: GS_ERR_DEADLOCK, "<op> (<strategy>):
+ * <waiter> waited more than <T> ms for <awaited>" (no "(<strategy>)" when
+ * strategy < 0).  gs_spin_deadlock is the message alone, for a flag read
+ * with other data. */
+gs_status gs_cuda_check_deadlock(const int *d_flag, cudaStream_t s, const char *op, int strategy, const char *waiter,
+                                 const char *awaited);
+gs_status gs_spin_deadlock(const char *op, int strategy, const char *waiter, const char *awaited);
 
 /* Blocks of `kernel` (with `threads` threads and `smem` dynamic shared
  * bytes) that fit on the whole device at once. */

@@ -163,14 +163,10 @@ extern "C" gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "zero-size array has no minimum or maximum");
     if (x->device == GS_HOST)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax: the CUDA backend needs a device array");
-    gs_device_guard guard(x->device);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_device(x->device, &dev);
-    if (st != GS_OK)
-        return st;
-    mm_args a = {x, out2, (cudaStream_t)stream, dev->multiprocessors};
+    gs_cuda_call call(x->device, stream);
+    if (call.status != GS_OK)
+        return call.status;
+    mm_args a = {x, out2, call.stream, call.dev->multiprocessors};
     switch (x->dtype) {
     case GS_BOOL:
     case GS_UINT8: return minmax_launch<uint8_t>(&a);
@@ -199,15 +195,15 @@ extern "C" gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *o
     if (bins->kind != GS_BINS_UNIFORM || out->length != bins->nbins + 1 || out->device == GS_HOST ||
         (out->dtype != GS_FLOAT32 && out->dtype != GS_FLOAT64))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "uniform_edges: bad arguments");
-    gs_device_guard guard(out->device);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    gs_cuda_call call(out->device, stream);
+    if (call.status != GS_OK)
+        return call.status;
+    cudaStream_t s = call.stream;
     gs_binner b;
     gs_binner_init(&b, bins, NULL);
     int64_t blocks = (bins->nbins + 256) / 256;
     if (blocks > 4096)
         blocks = 4096;
-    cudaStream_t s = (cudaStream_t)stream;
     if (out->dtype == GS_FLOAT32)
         uniform_edges_kernel<float><<<(unsigned)blocks, 256, 0, s>>>(b, (float *)out->data, out->stride);
     else

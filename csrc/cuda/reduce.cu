@@ -543,21 +543,19 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
         return st;
     *used = strategy;
 
-    int ord;
-    const gs_device_info *dev;
-    st = gs_cuda_call_device(a->device, &ord, &dev);
+    gs_cuda_call call(a->device, stream);
+    st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    const int ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
 
     const size_t es = gs_dtype_size(a->dtype);
     const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)es : a->length;
     const int64_t maxn = a->length < chunk ? a->length : chunk;
     const size_t part_bytes = ((GS_WS_PARTIALS_OFFSET + (size_t)partials_needed(dev, maxn, det) * 8) + 127) & ~(size_t)127;
     const size_t ws_bytes = part_bytes + (strategy == GS_STRATEGY_GRID ? grid_words_bytes(dev) : 0);
-    cudaStream_t s = (cudaStream_t)stream;
     reduce_plan p = {strategy, det, b != NULL, NULL, NULL, NULL, dev, s, NULL, out->dtype, 0, 0};
     const int64_t in_bytes = a->length * (int64_t)es * (b ? 2 : 1);
     /* inputs larger than L2 stream through it (evict-first loads); smaller ones may stay for the next call */
@@ -587,7 +585,6 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     if (fused && a->length > 0)
         p.out = out->data;
     void *d_a = NULL, *d_b = NULL;
-    int flag = 0;
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] %s n=%lld dtype=%d strategy=%s deterministic=%d device=%d%s\n",
                 b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
@@ -634,10 +631,7 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
             goto fail;
     }
     if (strategy == GS_STRATEGY_MUTEX || strategy == GS_STRATEGY_GRID) {
-        st = gs_cuda_read_flag(&p.ws->error, s, &flag);
-        if (st == GS_OK && flag)
-            st = gs_fail(GS_ERR_DEADLOCK, "sum/dot (%s): a block waited more than %.0f ms for the others",
-                         gs_strategy_name(strategy), gs_spin_timeout_ns() / 1e6);
+        st = gs_cuda_check_deadlock(&p.ws->error, s, "sum/dot", strategy, "a block", "the others");
     }
 fail:
     if (d_a)

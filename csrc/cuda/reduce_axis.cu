@@ -345,15 +345,12 @@ extern "C" gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: a host view must be C-contiguous to be staged");
     if (nout == 0)
         return GS_OK;
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(a->device, &ord, &dev);
+    gs_cuda_call call(a->device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    cudaStream_t s = (cudaStream_t)stream;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     const size_t es = gs_dtype_size(a->dtype), osz = gs_dtype_size(out->dtype);
     void *d_a = NULL, *d_out = NULL;
     ax_args r;

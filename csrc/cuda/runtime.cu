@@ -144,6 +144,32 @@ gs_status gs_cuda_call_device(int array_device, int *ordinal, const gs_device_in
     return gs_cuda_device(d, info);
 }
 
+gs_cuda_call::gs_cuda_call(int array_device, void *s) : stream((cudaStream_t)s)
+{
+    status = gs_cuda_call_device(array_device, &ordinal, &dev);
+    if (status == GS_OK && guard.enter(ordinal) != cudaSuccess)
+        status = gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+}
+
+gs_status gs_spin_deadlock(const char *op, int strategy, const char *waiter, const char *awaited)
+{
+    if (strategy < 0)
+        return gs_fail(GS_ERR_DEADLOCK, "%s: %s waited more than %.0f ms for %s", op, waiter,
+                       gs_spin_timeout_ns() / 1e6, awaited);
+    return gs_fail(GS_ERR_DEADLOCK, "%s (%s): %s waited more than %.0f ms for %s", op,
+                   gs_strategy_name((gs_strategy)strategy), waiter, gs_spin_timeout_ns() / 1e6, awaited);
+}
+
+gs_status gs_cuda_check_deadlock(const int *d_flag, cudaStream_t s, const char *op, int strategy, const char *waiter,
+                                 const char *awaited)
+{
+    int flag = 0;
+    gs_status st = gs_cuda_read_flag(d_flag, s, &flag);
+    if (st == GS_OK && flag)
+        st = gs_spin_deadlock(op, strategy, waiter, awaited);
+    return st;
+}
+
 gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, const gs_device_info *dev,
                                   int64_t *blocks)
 {

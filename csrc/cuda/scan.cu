@@ -473,14 +473,13 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
     const int on_host = a->device == GS_HOST;
     if (on_host && a->stride != 1 && a->length > 1)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
-    int ord;
-    const gs_device_info *dev;
-    st = gs_cuda_call_device(a->device, &ord, &dev);
+    gs_cuda_call call(a->device, stream);
+    st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    const int ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] cumsum n=%lld dtype=%d strategy=%s device=%d%s\n", (long long)a->length,
                 (int)a->dtype, gs_strategy_name(strategy), ord, on_host ? " (host input staged)" : "");
@@ -491,10 +490,8 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
     /* host input: chunks of GS_STAGE_BYTES of output, a multiple of every tile */
     const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)os : a->length;
     const int64_t maxn = a->length < chunk ? a->length : chunk;
-    cudaStream_t s = (cudaStream_t)stream;
     scan_plan p = {strategy, dev, s, NULL, NULL, maxn};
     char *mem = NULL, *d_a = NULL, *d_o = NULL;
-    int flag = 0;
     const size_t head = (sizeof(scan_ws) + 255) & ~(size_t)255;
     GS_CUDA_GOTO(gs_malloc_async((void **)&mem, head + arrays_bytes(dev, strategy, maxn), s));
     GS_CUDA_GOTO(cudaMemsetAsync(mem, 0, sizeof(scan_ws), s));
@@ -517,10 +514,7 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
         }
     }
     /* lookback and barrier spin: a time-out leaves the output unwritten */
-    st = gs_cuda_read_flag(&p.ws->error, s, &flag);
-    if (st == GS_OK && flag)
-        st = gs_fail(GS_ERR_DEADLOCK, "cumsum (%s): a block waited more than %.0f ms for another block",
-                     gs_strategy_name(strategy), gs_spin_timeout_ns() / 1e6);
+    st = gs_cuda_check_deadlock(&p.ws->error, s, "cumsum", strategy, "a block", "another block");
 fail:
     if (d_a)
         cudaFreeAsync(d_a, s);
