@@ -203,34 +203,27 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
         return st;
     const gs_device_info *dev = call.dev;
     cudaStream_t s = call.stream;
-    const size_t es = gs_dtype_size(a->dtype);
-    const int64_t chunk = on_host ? (GS_STAGE_BYTES / (int64_t)es) & ~(int64_t)7 : a->length;
-    const int64_t maxn = a->length < chunk ? a->length : chunk;
-    void *d_x = NULL, *d_out = on_host ? NULL : out->data;
+    const int64_t chunk = (GS_STAGE_BYTES / (int64_t)gs_dtype_size(a->dtype)) & ~(int64_t)7;
+    void *d_out = on_host ? NULL : out->data;
     bits_args r;
     memset(&r, 0, sizeof r);
     r.has_thr = thr != NULL;
     r.thr = thr ? *thr : 0.0;
     r.little = little;
-    if (on_host) {
+    if (on_host)
         GS_CUDA_GOTO(gs_malloc_async(&d_out, count ? 8 : (size_t)need + 1, s));
-        if (maxn > 0)
-            GS_CUDA_GOTO(gs_malloc_async(&d_x, (size_t)maxn * es, s));
-    }
     if (count)
         GS_CUDA_GOTO(cudaMemsetAsync(d_out, 0, 8, s));
     r.count = count ? (unsigned long long *)d_out : NULL;
-    for (int64_t off = 0; off < a->length; off += chunk) {
-        const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
-        if (on_host)
-            GS_GOTO(gs_cuda_h2d(d_x, (const char *)a->data + off * es, (size_t)cnt * es, s));
-        r.x = on_host ? d_x : a->data;
-        r.n = cnt;
-        r.stride = on_host ? 1 : a->stride;
-        r.out = count ? NULL : (uint8_t *)d_out + off / 8;
-        st = launch_dtype(a->dtype, r, count, dev, s);
-        if (st != GS_OK)
-            goto fail;
+    {
+        gs_staged arr[1] = {gs_staged(a)};
+        GS_GOTO(gs_cuda_staged(arr, 1, a->length, chunk, s, [&](int64_t off, int64_t cnt) {
+            r.x = arr[0].ptr;
+            r.n = cnt;
+            r.stride = arr[0].stride;
+            r.out = count ? NULL : (uint8_t *)d_out + off / 8;
+            return launch_dtype(a->dtype, r, count, dev, s);
+        }));
     }
     if (on_host) {
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, d_out, count ? 8 : (size_t)need, cudaMemcpyDeviceToHost, s));
@@ -238,12 +231,8 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
             goto fail;
     }
 fail:
-    if (on_host) {
-        if (d_x)
-            cudaFreeAsync(d_x, s);
-        if (d_out)
-            cudaFreeAsync(d_out, s);
-    }
+    if (on_host && d_out)
+        cudaFreeAsync(d_out, s);
     return st;
 }
 

@@ -111,10 +111,9 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
                 (long long)x->length, (long long)nb, (int)bins->kind, weighted, gs_strategy_name(strategy), dev_ord,
                 on_host ? " (host input staged)" : "");
 
-    const size_t out_bytes = (size_t)nb * 8, xes = gs_dtype_size(x->dtype), wes = w ? gs_dtype_size(w->dtype) : 0;
-    void *d_out = on_host ? NULL : out->data, *d_x = NULL, *d_w = NULL;
+    const size_t out_bytes = (size_t)nb * 8;
+    void *d_out = on_host ? NULL : out->data;
     double *d_edges = NULL;
-    int64_t chunk = 0;
     gs_hist_launch l;
     memset(&l, 0, sizeof l);
 
@@ -136,40 +135,19 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     l.stream = s;
     l.dev = dev;
 
-    if (!on_host) {
-        l.x = x->data;
-        l.n = x->length;
-        l.xstride = x->stride;
-        l.w = w ? w->data : NULL;
-        l.wstride = w ? w->stride : 0;
-        if (x->length > 0) {
-            st = run_strategy(strategy, &l);
-            if (st != GS_OK)
-                goto fail;
-        }
-    } else {
-        chunk = GS_STAGE_BYTES / (int64_t)xes;
-        if (chunk > x->length)
-            chunk = x->length;
-        if (chunk > 0) {
-            GS_CUDA_GOTO(gs_malloc_async(&d_x, (size_t)chunk * xes, s));
-            if (w)
-                GS_CUDA_GOTO(gs_malloc_async(&d_w, (size_t)chunk * wes, s));
-        }
-        for (int64_t off = 0; off < x->length; off += chunk) {
-            const int64_t cnt = x->length - off < chunk ? x->length - off : chunk;
-            GS_GOTO(gs_cuda_h2d(d_x, (const char *)x->data + off * xes, (size_t)cnt * xes, s));
-            if (w)
-                GS_GOTO(gs_cuda_h2d(d_w, (const char *)w->data + off * wes, (size_t)cnt * wes, s));
-            l.x = d_x;
-            l.n = cnt;
-            l.xstride = 1;
-            l.w = d_w;
-            l.wstride = 1;
-            st = run_strategy(strategy, &l);
-            if (st != GS_OK)
-                goto fail;
-        }
+    {
+        gs_staged arr[2] = {gs_staged(x), gs_staged(w)};
+        GS_GOTO(gs_cuda_staged(arr, 2, x->length, GS_STAGE_BYTES / (int64_t)gs_dtype_size(x->dtype), s,
+                               [&](int64_t, int64_t cnt) {
+                                   l.x = arr[0].ptr;
+                                   l.n = cnt;
+                                   l.xstride = arr[0].stride;
+                                   l.w = arr[1].ptr;
+                                   l.wstride = arr[1].stride;
+                                   return run_strategy(strategy, &l);
+                               }));
+    }
+    if (on_host) {
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
         if ((st = gs_cuda_wait_stream(s)) != GS_OK)
             goto fail;
@@ -179,10 +157,6 @@ fail:
     if (d_edges)
         cudaFreeAsync(d_edges, s);
     if (on_host) {
-        if (d_x)
-            cudaFreeAsync(d_x, s);
-        if (d_w)
-            cudaFreeAsync(d_w, s);
         if (d_out)
             cudaFreeAsync(d_out, s);
         if (st != GS_OK)

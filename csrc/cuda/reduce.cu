@@ -584,7 +584,6 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
                                    strategy == GS_STRATEGY_TWO_PASS);
     if (fused && a->length > 0)
         p.out = out->data;
-    void *d_a = NULL, *d_b = NULL;
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] %s n=%lld dtype=%d strategy=%s deterministic=%d device=%d%s\n",
                 b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
@@ -600,26 +599,12 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
         GS_CUDA_GOTO(cudaMemsetAsync(p.ws, 0, sizeof(reduce_ws), s));
     p.bw = (gpusync::grid_barrier_words *)((char *)p.ws + part_bytes);
     p.groups = (unsigned *)(p.bw + 1);
-    if (!on_host) {
-        if (a->length > 0) {
-            st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
-                   : launch<false>(p, a->dtype, a->data, NULL, a->length, a->stride, 1);
-            if (st != GS_OK)
-                goto fail;
-        }
-    } else if (a->length > 0) {
-        GS_CUDA_GOTO(gs_malloc_async(&d_a, (size_t)maxn * es, s));
-        if (b)
-            GS_CUDA_GOTO(gs_malloc_async(&d_b, (size_t)maxn * es, s));
-        for (int64_t off = 0; off < a->length; off += chunk) {
-            const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
-            GS_GOTO(gs_cuda_h2d(d_a, (const char *)a->data + off * es, (size_t)cnt * es, s));
-            if (b)
-                GS_GOTO(gs_cuda_h2d(d_b, (const char *)b->data + off * es, (size_t)cnt * es, s));
-            st = b ? launch<true>(p, a->dtype, d_a, d_b, cnt, 1, 1) : launch<false>(p, a->dtype, d_a, NULL, cnt, 1, 1);
-            if (st != GS_OK)
-                goto fail;
-        }
+    {
+        gs_staged arr[2] = {gs_staged(a), gs_staged(b)};
+        GS_GOTO(gs_cuda_staged(arr, 2, a->length, chunk, s, [&](int64_t, int64_t cnt) {
+            return b ? launch<true>(p, a->dtype, arr[0].ptr, arr[1].ptr, cnt, arr[0].stride, arr[1].stride)
+                     : launch<false>(p, a->dtype, arr[0].ptr, NULL, cnt, arr[0].stride, 1);
+        }));
     }
     if (!p.out) {
         store_kernel<<<1, 32, 0, s>>>(p.ws, on_host ? NULL : out->data, out->dtype, is_float);
@@ -634,10 +619,6 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
         st = gs_cuda_check_deadlock(&p.ws->error, s, "sum/dot", strategy, "a block", "the others");
     }
 fail:
-    if (d_a)
-        cudaFreeAsync(d_a, s);
-    if (d_b)
-        cudaFreeAsync(d_b, s);
     if (p.ws)
         cudaFreeAsync(p.ws, s);
     return st;

@@ -486,40 +486,26 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
     if (a->length == 0)
         return GS_OK;
 
-    const size_t es = gs_dtype_size(a->dtype), os = gs_dtype_size(out->dtype);
+    const size_t os = gs_dtype_size(out->dtype);
     /* host input: chunks of GS_STAGE_BYTES of output, a multiple of every tile */
     const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)os : a->length;
     const int64_t maxn = a->length < chunk ? a->length : chunk;
     scan_plan p = {strategy, dev, s, NULL, NULL, maxn};
-    char *mem = NULL, *d_a = NULL, *d_o = NULL;
+    char *mem = NULL;
     const size_t head = (sizeof(scan_ws) + 255) & ~(size_t)255;
     GS_CUDA_GOTO(gs_malloc_async((void **)&mem, head + arrays_bytes(dev, strategy, maxn), s));
     GS_CUDA_GOTO(cudaMemsetAsync(mem, 0, sizeof(scan_ws), s));
     p.ws = (scan_ws *)mem;
     p.arrays = mem + head;
-    if (!on_host) {
-        st = launch(p, a->dtype, a->data, a->stride, a->length, out->data);
-        if (st != GS_OK)
-            goto fail;
-    } else {
-        GS_CUDA_GOTO(gs_malloc_async((void **)&d_a, (size_t)maxn * es, s));
-        GS_CUDA_GOTO(gs_malloc_async((void **)&d_o, (size_t)maxn * os, s));
-        for (int64_t off = 0; off < a->length; off += chunk) {
-            const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
-            GS_GOTO(gs_cuda_h2d(d_a, (const char *)a->data + off * es, (size_t)cnt * es, s));
-            st = launch(p, a->dtype, d_a, 1, cnt, d_o);
-            if (st != GS_OK)
-                goto fail;
-            GS_GOTO(gs_cuda_d2h((char *)out->data + off * os, d_o, (size_t)cnt * os, s));
-        }
+    {
+        gs_staged arr[2] = {gs_staged(a), gs_staged(out, 1)};
+        GS_GOTO(gs_cuda_staged(arr, 2, a->length, chunk, s, [&](int64_t, int64_t cnt) {
+            return launch(p, a->dtype, arr[0].ptr, arr[0].stride, cnt, arr[1].ptr);
+        }));
     }
     /* lookback and barrier spin: a time-out leaves the output unwritten */
     st = gs_cuda_check_deadlock(&p.ws->error, s, "cumsum", strategy, "a block", "another block");
 fail:
-    if (d_a)
-        cudaFreeAsync(d_a, s);
-    if (d_o)
-        cudaFreeAsync(d_o, s);
     if (mem)
         cudaFreeAsync(mem, s);
     return st;
