@@ -11,7 +11,7 @@
  * maximum) when it cannot be co-resident; `relaunch` measures the same rounds
  * as one kernel launch each, in a stream and replayed from a CUDA graph.
  */
-#include "internal.cuh"
+#include "runtime.cuh"
 #include "gpusync/barrier.cuh"
 
 #include <cooperative_groups.h>

@@ -16,7 +16,8 @@
  * A last kernel turns the states into SciPy's results.  Every lock wait is
  * bounded; a time-out sets the error flag, which the host reads.
  */
-#include "internal.cuh"
+#include "kernel_refs.cuh"
+#include "stage.cuh"
 #include "gpusync/mutex.cuh"
 #include "gpusync/reduce.cuh"
 

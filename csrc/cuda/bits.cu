@@ -18,7 +18,10 @@
  * count_nonzero adds __popc of the ballots (the same in every voting lane)
  * and does one atomicAdd per warp at the end.
  */
-#include "internal.cuh"
+#include "dtypes.cuh"
+#include "elements.cuh"
+#include "kernel_refs.cuh"
+#include "stage.cuh"
 
 #include <cuda_fp16.h>
 

@@ -8,7 +8,8 @@
  *   mutex   the increment under gpusync::mutex_lock / mutex_unlock, every
  *           thread contending (safe under independent thread scheduling)
  */
-#include "internal.cuh"
+#include "../common/demos.h"
+#include "runtime.cuh"
 #include "gpusync/mutex.cuh"
 #include "gpusync/reduce.cuh"
 
@@ -270,3 +271,13 @@ fail:
         cudaFree(w);
     return st;
 }
+
+static const gs_demo_ops cuda_demos = {
+    .name = "cuda",
+    .counter = gs_cuda_counter,
+    .test_deadlock = gs_cuda_test_deadlock,
+    .divergence = gs_cuda_divergence,
+    .self_test = gs_cuda_self_test,
+};
+
+extern "C" const gs_demo_ops *gs_cuda_demos(void) { return &cuda_demos; }

@@ -2,9 +2,12 @@
  * Histogram dispatch (CUDA backend): validates the call, resolves `auto`,
  * stages host inputs through device memory, uploads non-uniform edges, zeroes
  * the output and hands the launch to one strategy file.  It never touches
- * elements itself; the kernels never choose a strategy.
+ * elements itself; the kernels never choose a strategy.  Also the kernel
+ * that writes equal-width bin edges on the device (so that a histogram of a
+ * device array with bins and range given never waits for the host).
  */
-#include "internal.cuh"
+#include "hist_launch.cuh"
+#include "stage.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,4 +166,34 @@ fail:
             cudaStreamSynchronize(s);
     }
     return st;
+}
+
+/* The edges of an equal-width description, computed on the device (the
+ * formula gs_uniform_edge that the kernels bin by). */
+template <class E> __global__ void uniform_edges_kernel(gs_binner b, E *out, int64_t s)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k <= b.nbins; k += (int64_t)gridDim.x * blockDim.x)
+        out[k * s] = (E)gs_uniform_edge(&b, k);
+}
+
+extern "C" gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
+{
+    if (bins->kind != GS_BINS_UNIFORM || out->length != bins->nbins + 1 || out->device == GS_HOST ||
+        (out->dtype != GS_FLOAT32 && out->dtype != GS_FLOAT64))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "uniform_edges: bad arguments");
+    gs_cuda_call call(out->device, stream);
+    if (call.status != GS_OK)
+        return call.status;
+    cudaStream_t s = call.stream;
+    gs_binner b;
+    gs_binner_init(&b, bins, NULL);
+    int64_t blocks = (bins->nbins + 256) / 256;
+    if (blocks > 4096)
+        blocks = 4096;
+    if (out->dtype == GS_FLOAT32)
+        uniform_edges_kernel<float><<<(unsigned)blocks, 256, 0, s>>>(b, (float *)out->data, out->stride);
+    else
+        uniform_edges_kernel<double><<<(unsigned)blocks, 256, 0, s>>>(b, (double *)out->data, out->stride);
+    GS_CUDA_CHECK(cudaGetLastError());
+    return GS_OK;
 }

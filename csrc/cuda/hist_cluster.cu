@@ -12,7 +12,8 @@
  * memory.  Launched with cudaLaunchKernelEx and a cluster-dimension
  * attribute; the grid is sized by cudaOccupancyMaxActiveClusters.
  */
-#include "internal.cuh"
+#include "hist_launch.cuh"
+#include "kernel_refs.cuh"
 
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;

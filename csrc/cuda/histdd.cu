@@ -20,7 +20,8 @@
  * Grids are bounded so that no block counts 2^32 points (32-bit shared
  * counters cannot wrap).
  */
-#include "internal.cuh"
+#include "dtypes.cuh"
+#include "stage.cuh"
 #include "../common/histdd.h"
 
 #include <cooperative_groups.h>

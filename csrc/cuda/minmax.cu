@@ -1,14 +1,14 @@
 /*
  * Min/max of a device array (needed when `range` or bincount's length must be
- * read from the data: a documented host synchronization), and the kernel
- * that writes equal-width bin edges on the device (so that a histogram of a
- * device array with bins and range given never waits for the host).
+ * read from the data: a documented host synchronization).
  *
  * Min/max runs in two launches: every block reduces its share and writes one
  * partial pair; a single block reduces the partials.  The order is fixed,
  * the result exact.  NaN propagates (NumPy's min/max).
  */
-#include "internal.cuh"
+#include "../common/binning.h"
+#include "dtypes.cuh"
+#include "runtime.cuh"
 
 #define MM_THREADS 512
 #define MM_MAX_BLOCKS 1024
@@ -182,32 +182,4 @@ extern "C" gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream)
     case GS_FLOAT64: return minmax_launch<double>(&a);
     default: return gs_fail(GS_ERR_TYPE, "minmax: unsupported dtype %d", (int)x->dtype);
     }
-}
-
-template <class E> __global__ void uniform_edges_kernel(gs_binner b, E *out, int64_t s)
-{
-    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k <= b.nbins; k += (int64_t)gridDim.x * blockDim.x)
-        out[k * s] = (E)gs_uniform_edge(&b, k);
-}
-
-extern "C" gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
-{
-    if (bins->kind != GS_BINS_UNIFORM || out->length != bins->nbins + 1 || out->device == GS_HOST ||
-        (out->dtype != GS_FLOAT32 && out->dtype != GS_FLOAT64))
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "uniform_edges: bad arguments");
-    gs_cuda_call call(out->device, stream);
-    if (call.status != GS_OK)
-        return call.status;
-    cudaStream_t s = call.stream;
-    gs_binner b;
-    gs_binner_init(&b, bins, NULL);
-    int64_t blocks = (bins->nbins + 256) / 256;
-    if (blocks > 4096)
-        blocks = 4096;
-    if (out->dtype == GS_FLOAT32)
-        uniform_edges_kernel<float><<<(unsigned)blocks, 256, 0, s>>>(b, (float *)out->data, out->stride);
-    else
-        uniform_edges_kernel<double><<<(unsigned)blocks, 256, 0, s>>>(b, (double *)out->data, out->stride);
-    GS_CUDA_CHECK(cudaGetLastError());
-    return GS_OK;
 }

@@ -6,7 +6,8 @@
  * warps the occupancy API reports, the limiting resource, and the block size
  * cudaOccupancyMaxPotentialBlockSize suggests.
  */
-#include "internal.cuh"
+#include "kernel_refs.cuh"
+#include "runtime.cuh"
 
 #include <stdio.h>
 #include <string.h>

@@ -25,7 +25,10 @@
  * (host inputs arrive in chunks and add up there); a one-thread kernel
  * converts it to the result dtype at the end.
  */
-#include "internal.cuh"
+#include "dtypes.cuh"
+#include "elements.cuh"
+#include "kernel_refs.cuh"
+#include "stage.cuh"
 #include "../common/convert.h"
 #include "gpusync/barrier.cuh"
 #include "gpusync/mutex.cuh"

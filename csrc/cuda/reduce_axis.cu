@@ -23,7 +23,8 @@
  * {-0.0}), integers and bool in wrapping uint64; results stored once with
  * gs_store_acc (convert.h), as on the CPU engine.
  */
-#include "internal.cuh"
+#include "dtypes.cuh"
+#include "stage.cuh"
 #include "../common/convert.h"
 
 #include <cuda_fp16.h>

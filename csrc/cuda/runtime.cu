@@ -1,5 +1,5 @@
 /* CUDA backend: errors, device facts, and the gs_backend_ops table. */
-#include "internal.cuh"
+#include "runtime.cuh"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -354,14 +354,10 @@ gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs
 gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
                                    double top, int statistic, gs_array *result, gs_array *binnumber,
                                    gs_strategy strategy, void *stream, gs_strategy *used);
-gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int64_t *value, double *ms);
-gs_status gs_cuda_test_deadlock(int64_t timeout_ns);
 gs_status gs_cuda_packbits(const gs_array *a, const double *thr, int little, gs_array *out, void *stream);
 gs_status gs_cuda_count_nonzero(const gs_array *a, const double *thr, gs_array *out, void *stream);
 gs_status gs_cuda_kernel_names(char *buf, size_t len);
 gs_status gs_cuda_occupancy(const char *name, int block_size, gs_occupancy *out);
-gs_status gs_cuda_divergence(int kind, int64_t n, int block, int iters, double *ms);
-gs_status gs_cuda_self_test(int which, int64_t *bad);
 gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds, int skip_block,
                                     gs_barrier_result *res);
 gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
@@ -382,14 +378,10 @@ static const gs_backend_ops cuda_ops = {
     .uniform_edges = gs_cuda_uniform_edges,
     .reduce = gs_cuda_reduce,
     .binned_statistic = gs_cuda_binned_statistic,
-    .counter = gs_cuda_counter,
-    .test_deadlock = gs_cuda_test_deadlock,
     .packbits = gs_cuda_packbits,
     .count_nonzero = gs_cuda_count_nonzero,
     .kernel_names = gs_cuda_kernel_names,
     .occupancy = gs_cuda_occupancy,
-    .divergence = gs_cuda_divergence,
-    .self_test = gs_cuda_self_test,
     .barrier_benchmark = gs_cuda_barrier_benchmark,
     .cumsum = gs_cuda_cumsum,
     .stream_wait = cuda_stream_wait,

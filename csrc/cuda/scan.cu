@@ -23,7 +23,10 @@
  * sum); integer and bool inputs in wrapping uint64, NumPy's int64 / uint64.
  * A carry in the workspace chains the chunks of a staged host input.
  */
-#include "internal.cuh"
+#include "dtypes.cuh"
+#include "elements.cuh"
+#include "kernel_refs.cuh"
+#include "stage.cuh"
 #include "../common/convert.h"
 #include "gpusync/barrier.cuh"
 #include "gpusync/reduce.cuh"

@@ -37,7 +37,7 @@
  * (pieces per unit), GPUSYNC_STAGE_NT=1 (streaming stores instead of memcpy),
  * GPUSYNC_STAGE_SPIN_US (the crew's spin before sleeping).
  */
-#include "internal.cuh"
+#include "stage.cuh"
 
 #include <atomic>
 #include <new>

@@ -3,7 +3,7 @@
  * One thread per input byte (grid-stride), its 8 output bytes written as one
  * 8-byte store when out is 8-byte aligned.  Host arrays are staged.
  */
-#include "internal.cuh"
+#include "stage.cuh"
 
 #include <string.h>
 

@@ -17,6 +17,7 @@
 
 #include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
+#include "demos.h"
 
 #include <time.h>
 
@@ -257,6 +258,16 @@ static int conv_backend(PyObject *o, void *p)
     return (*(const gs_backend_ops **)p = backend_by_name(o)) != NULL;
 }
 
+/* The same backend's demo and test-hook table (demos.h). */
+static int conv_demos(PyObject *o, void *p)
+{
+    const gs_backend_ops *ops = backend_by_name(o);
+    if (!ops)
+        return 0;
+    *(const gs_demo_ops **)p = ops == gs_cuda_backend() ? gs_cuda_demos() : gs_cpu_demos();
+    return 1;
+}
+
 static int conv_strategy(PyObject *o, void *p)
 {
     const char *name = PyUnicode_AsUTF8(o);
@@ -451,16 +462,16 @@ static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
 static PyObject *py_counter(PyObject *self, PyObject *args)
 {
     (void)self;
-    const gs_backend_ops *ops;
+    const gs_demo_ops *demos;
     int kind, threads;
     long long blocks;
-    if (!PyArg_ParseTuple(args, "O&iLi", conv_backend, &ops, &kind, &blocks, &threads))
+    if (!PyArg_ParseTuple(args, "O&iLi", conv_demos, &demos, &kind, &blocks, &threads))
         return NULL;
     int64_t value = 0;
     double ms = 0;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->counter(kind, blocks, threads, &value, &ms);
+    st = demos->counter(kind, blocks, threads, &value, &ms);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -470,13 +481,13 @@ static PyObject *py_counter(PyObject *self, PyObject *args)
 static PyObject *py_test_deadlock(PyObject *self, PyObject *args)
 {
     (void)self;
-    const gs_backend_ops *ops;
+    const gs_demo_ops *demos;
     double ms;
-    if (!PyArg_ParseTuple(args, "O&d", conv_backend, &ops, &ms))
+    if (!PyArg_ParseTuple(args, "O&d", conv_demos, &demos, &ms))
         return NULL;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->test_deadlock((int64_t)(ms * 1e6));
+    st = demos->test_deadlock((int64_t)(ms * 1e6));
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -562,15 +573,15 @@ static PyObject *py_occupancy(PyObject *self, PyObject *args)
 static PyObject *py_divergence(PyObject *self, PyObject *args)
 {
     (void)self;
-    const gs_backend_ops *ops;
+    const gs_demo_ops *demos;
     int kind, block, iters;
     long long n;
-    if (!PyArg_ParseTuple(args, "O&iLii", conv_backend, &ops, &kind, &n, &block, &iters))
+    if (!PyArg_ParseTuple(args, "O&iLii", conv_demos, &demos, &kind, &n, &block, &iters))
         return NULL;
     double ms = 0;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->divergence(kind, n, block, iters, &ms);
+    st = demos->divergence(kind, n, block, iters, &ms);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -580,14 +591,14 @@ static PyObject *py_divergence(PyObject *self, PyObject *args)
 static PyObject *py_self_test(PyObject *self, PyObject *args)
 {
     (void)self;
-    const gs_backend_ops *ops;
+    const gs_demo_ops *demos;
     int which;
-    if (!PyArg_ParseTuple(args, "O&i", conv_backend, &ops, &which))
+    if (!PyArg_ParseTuple(args, "O&i", conv_demos, &demos, &which))
         return NULL;
     int64_t bad = -1;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->self_test(which, &bad);
+    st = demos->self_test(which, &bad);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -1253,25 +1264,37 @@ static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
 }
 
 /* Test hook: the indexes of NULL slots in a backend's ops table (must be []). */
+/* The NULL slots of a backend's ops table and of its demo table, as
+ * "ops[i]" / "demos[i]" (tests/test_contract.py: there are none). */
+static int null_slots(PyObject *out, const void *table, size_t bytes, const char *what)
+{
+    const size_t n = bytes / sizeof(void (*)(void));
+    for (size_t i = 0; i < n; i++) {
+        void (*slot)(void);
+        memcpy(&slot, (const char *)table + i * sizeof slot, sizeof slot);
+        if (!slot) {
+            PyObject *k = PyUnicode_FromFormat("%s[%zu]", what, i);
+            const int bad = !k || PyList_Append(out, k) < 0;
+            Py_XDECREF(k);
+            if (bad)
+                return 0;
+        }
+    }
+    return 1;
+}
+
 static PyObject *py_ops_null_slots(PyObject *self, PyObject *args)
 {
     (void)self;
     const gs_backend_ops *ops;
     if (!PyArg_ParseTuple(args, "O&", conv_backend, &ops))
         return NULL;
+    const gs_demo_ops *demos = ops == gs_cuda_backend() ? gs_cuda_demos() : gs_cpu_demos();
     _Static_assert(sizeof(gs_backend_ops) % sizeof(void (*)(void)) == 0, "ops: pointer-sized slots only");
+    _Static_assert(sizeof(gs_demo_ops) % sizeof(void (*)(void)) == 0, "demos: pointer-sized slots only");
     PyObject *out = PyList_New(0);
-    const size_t n = sizeof(gs_backend_ops) / sizeof(void (*)(void));
-    for (size_t i = 0; out && i < n; i++) {
-        void (*slot)(void);
-        memcpy(&slot, (const char *)ops + i * sizeof slot, sizeof slot);
-        if (!slot) {
-            PyObject *k = PyLong_FromSize_t(i);
-            if (!k || PyList_Append(out, k) < 0)
-                Py_CLEAR(out);
-            Py_XDECREF(k);
-        }
-    }
+    if (out && (!null_slots(out, ops, sizeof *ops, "ops") || !null_slots(out, demos, sizeof *demos, "demos")))
+        Py_CLEAR(out);
     return out;
 }
 
