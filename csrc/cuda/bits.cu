@@ -170,21 +170,7 @@ template <class T> gs_status launch(bits_args &r, bool count, const gs_device_in
 
 static gs_status launch_dtype(gs_dtype dt, bits_args &r, bool count, const gs_device_info *dev, cudaStream_t s)
 {
-    switch (dt) {
-    case GS_BOOL:
-    case GS_UINT8: return launch<uint8_t>(r, count, dev, s);
-    case GS_INT8: return launch<int8_t>(r, count, dev, s);
-    case GS_INT16: return launch<int16_t>(r, count, dev, s);
-    case GS_UINT16: return launch<uint16_t>(r, count, dev, s);
-    case GS_INT32: return launch<int32_t>(r, count, dev, s);
-    case GS_UINT32: return launch<uint32_t>(r, count, dev, s);
-    case GS_INT64: return launch<int64_t>(r, count, dev, s);
-    case GS_UINT64: return launch<uint64_t>(r, count, dev, s);
-    case GS_FLOAT16: return launch<gs_f16>(r, count, dev, s);
-    case GS_FLOAT32: return launch<float>(r, count, dev, s);
-    case GS_FLOAT64: return launch<double>(r, count, dev, s);
-    default: return gs_fail(GS_ERR_TYPE, "unsupported dtype %d", (int)dt);
-    }
+    return gs_dtype_switch(dt, [&](auto t) { return launch<gs_bool_as_u8<GS_TYPE(t)>>(r, count, dev, s); });
 }
 
 /* Device arrays in place; host arrays staged through device memory in

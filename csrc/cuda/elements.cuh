@@ -9,6 +9,8 @@
 #include "dtypes.cuh"
 #include "runtime.cuh"
 
+#include <type_traits>
+
 /*
  * Visit every element this thread owns in a grid-stride pass.  The trip
  * count is the same for all 32 lanes of a warp (invalid lanes get
@@ -86,23 +88,42 @@ __device__ __forceinline__ void gs_for_each(const T *__restrict__ x, int64_t n, 
     });
 }
 
-/* Instantiate `LAUNCH<T>(l)` for the input dtype of l (8-bit dtypes share
- * uint8_t).  Used by every strategy's launcher. */
-#define GS_DISPATCH_DTYPE(dt, LAUNCH, l)                                                                      \
-    switch (dt) {                                                                                             \
-    case GS_BOOL:                                                                                             \
-    case GS_INT8:                                                                                             \
-    case GS_UINT8: return LAUNCH<uint8_t>(l);                                                                 \
-    case GS_INT16: return LAUNCH<int16_t>(l);                                                                 \
-    case GS_UINT16: return LAUNCH<uint16_t>(l);                                                               \
-    case GS_INT32: return LAUNCH<int32_t>(l);                                                                 \
-    case GS_UINT32: return LAUNCH<uint32_t>(l);                                                               \
-    case GS_INT64: return LAUNCH<int64_t>(l);                                                                 \
-    case GS_UINT64: return LAUNCH<uint64_t>(l);                                                               \
-    case GS_FLOAT16: return LAUNCH<gs_f16>(l);                                                                \
-    case GS_FLOAT32: return LAUNCH<float>(l);                                                                 \
-    case GS_FLOAT64: return LAUNCH<double>(l);                                                                \
-    default: return gs_fail(GS_ERR_TYPE, "unsupported input dtype %d", (int)(dt));                             \
+/* The dtype switch, the one copy: f(gs_type<T>()) with T the device storage
+ * type of dt (gs_bool8 for bool, gs_f16 for float16); the caller's lambda
+ * maps the types it reads alike (gs_byte_as_u8, gs_bool_as_u8):
+ *     return gs_dtype_switch(dt, [&](auto t) { return launch<GS_TYPE(t)>(r); });  */
+template <class T> struct gs_type {
+    typedef T type;
+};
+#define GS_TYPE(t) typename decltype(t)::type
+/* bool and the 8-bit integers read as their raw byte */
+template <class T> using gs_byte_as_u8 = typename std::conditional<sizeof(T) == 1, uint8_t, T>::type;
+/* bool read as its byte */
+template <class T>
+using gs_bool_as_u8 = typename std::conditional<std::is_same<T, gs_bool8>::value, uint8_t, T>::type;
+
+template <class F> inline gs_status gs_dtype_switch(gs_dtype dt, F &&f)
+{
+    switch (dt) {
+    case GS_BOOL: return f(gs_type<gs_bool8>());
+    case GS_INT8: return f(gs_type<int8_t>());
+    case GS_UINT8: return f(gs_type<uint8_t>());
+    case GS_INT16: return f(gs_type<int16_t>());
+    case GS_UINT16: return f(gs_type<uint16_t>());
+    case GS_INT32: return f(gs_type<int32_t>());
+    case GS_UINT32: return f(gs_type<uint32_t>());
+    case GS_INT64: return f(gs_type<int64_t>());
+    case GS_UINT64: return f(gs_type<uint64_t>());
+    case GS_FLOAT16: return f(gs_type<gs_f16>());
+    case GS_FLOAT32: return f(gs_type<float>());
+    case GS_FLOAT64: return f(gs_type<double>());
+    default: return gs_fail(GS_ERR_TYPE, "unsupported input dtype %d", (int)dt);
     }
+}
+
+/* `return LAUNCH<T>(l);` for the input dtype of l, 8-bit dtypes as uint8_t
+ * (every histogram strategy's launcher). */
+#define GS_DISPATCH_DTYPE(dt, LAUNCH, l)                                                                      \
+    return gs_dtype_switch((gs_dtype)(dt), [&](auto t_) { return LAUNCH<gs_byte_as_u8<GS_TYPE(t_)>>(l); });
 
 #endif /* GPUSYNC_CUDA_ELEMENTS_CUH */

@@ -7,7 +7,7 @@
  * the result exact.  NaN propagates (NumPy's min/max).
  */
 #include "../common/binning.h"
-#include "dtypes.cuh"
+#include "elements.cuh"
 #include "runtime.cuh"
 
 #define MM_THREADS 512
@@ -34,10 +34,9 @@ template <> struct mm_traits<double> {
     __device__ static bool less(key a, key b) { return a < b || (a != a && b == b); }
 };
 
-/* Block reduction of (lo, hi) pairs; the result is valid in thread 0. */
-template <class K, class Tr> __device__ void block_minmax(K &lo, K &hi)
+/* Warp reduction of (lo, hi) pairs; the result is valid in lane 0. */
+template <class K, class Tr> __device__ __forceinline__ void warp_minmax(K &lo, K &hi)
 {
-    __shared__ K slo[MM_THREADS / 32], shi[MM_THREADS / 32];
     for (int o = 16; o > 0; o >>= 1) {
         K a = __shfl_down_sync(0xffffffffu, lo, o), b = __shfl_down_sync(0xffffffffu, hi, o);
         if (Tr::less(a, lo))
@@ -45,6 +44,13 @@ template <class K, class Tr> __device__ void block_minmax(K &lo, K &hi)
         if (Tr::less(hi, b))
             hi = b;
     }
+}
+
+/* Block reduction of (lo, hi) pairs; the result is valid in thread 0. */
+template <class K, class Tr> __device__ void block_minmax(K &lo, K &hi)
+{
+    __shared__ K slo[MM_THREADS / 32], shi[MM_THREADS / 32];
+    warp_minmax<K, Tr>(lo, hi);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (lane == 0) {
         slo[warp] = lo;
@@ -55,13 +61,7 @@ template <class K, class Tr> __device__ void block_minmax(K &lo, K &hi)
         const int nw = blockDim.x >> 5;
         lo = slo[lane < nw ? lane : 0];
         hi = shi[lane < nw ? lane : 0];
-        for (int o = 16; o > 0; o >>= 1) {
-            K a = __shfl_down_sync(0xffffffffu, lo, o), b = __shfl_down_sync(0xffffffffu, hi, o);
-            if (Tr::less(a, lo))
-                lo = a;
-            if (Tr::less(hi, b))
-                hi = b;
-        }
+        warp_minmax<K, Tr>(lo, hi);
     }
 }
 
@@ -167,19 +167,5 @@ extern "C" gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream)
     if (call.status != GS_OK)
         return call.status;
     mm_args a = {x, out2, call.stream, call.dev->multiprocessors};
-    switch (x->dtype) {
-    case GS_BOOL:
-    case GS_UINT8: return minmax_launch<uint8_t>(&a);
-    case GS_INT8: return minmax_launch<int8_t>(&a);
-    case GS_INT16: return minmax_launch<int16_t>(&a);
-    case GS_UINT16: return minmax_launch<uint16_t>(&a);
-    case GS_INT32: return minmax_launch<int32_t>(&a);
-    case GS_UINT32: return minmax_launch<uint32_t>(&a);
-    case GS_INT64: return minmax_launch<int64_t>(&a);
-    case GS_UINT64: return minmax_launch<uint64_t>(&a);
-    case GS_FLOAT16: return minmax_launch<gs_f16>(&a);
-    case GS_FLOAT32: return minmax_launch<float>(&a);
-    case GS_FLOAT64: return minmax_launch<double>(&a);
-    default: return gs_fail(GS_ERR_TYPE, "minmax: unsupported dtype %d", (int)x->dtype);
-    }
+    return gs_dtype_switch(x->dtype, [&](auto t) { return minmax_launch<gs_bool_as_u8<GS_TYPE(t)>>(&a); });
 }

@@ -194,6 +194,23 @@ template <class A, class R> __device__ __forceinline__ void grid_finish(const R 
         finish<A>(r.ws, parts, r.out, r.out_dtype);
 }
 
+/* threadfence: the last block to take a ticket adds the partials.  `last`
+ * is the kernel's __shared__ flag. */
+template <class A, class R> __device__ __forceinline__ void threadfence_finish(const R &r, int64_t parts, bool &last)
+{
+    if (threadIdx.x == 0) {
+        __threadfence(); /* our partial is visible before our ticket is */
+        last = atomicAdd(&r.ws->ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) {
+        __threadfence(); /* and we read the partials only after seeing every ticket */
+        finish<A>(r.ws, parts, r.out, r.out_dtype);
+        if (threadIdx.x == 0)
+            r.ws->ticket = 0; /* ready for the next chunk */
+    }
+}
+
 /* The block step of every strategy (deterministic=False).  Blocks take
  * tiles of THREADS x GS_REDUCE_UNROLL 16-byte vectors in turn, so that each
  * block's loads in flight are one contiguous stretch of memory. */
@@ -237,21 +254,21 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
             partials_of<A>(r.ws)[blockIdx.x] = s;
         }
     }
-    if (MODE == MODE_THREADFENCE) {
-        if (threadIdx.x == 0) {
-            __threadfence(); /* our partial is visible before our ticket is */
-            last = atomicAdd(&r.ws->ticket, 1u) == gridDim.x - 1;
-        }
-        __syncthreads();
-        if (last) {
-            __threadfence(); /* and we read the partials only after seeing every ticket */
-            finish<A>(r.ws, gridDim.x, r.out, r.out_dtype);
-            if (threadIdx.x == 0)
-                r.ws->ticket = 0; /* ready for the next chunk */
-        }
-    }
+    if (MODE == MODE_THREADFENCE)
+        threadfence_finish<A>(r, gridDim.x, last);
     if (MODE == MODE_GRID)
         grid_finish<A>(r, gridDim.x);
+}
+
+/* deterministic=True: the sum of fixed tile t (valid in thread 0). */
+template <class T, bool DOT, class A>
+__device__ __forceinline__ A tile_total(const reduce_args<T> &r, int64_t t, A *scratch)
+{
+    A s = A();
+    const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
+    accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
+                                                    r.stream);
+    return gpusync::block_sum(s, scratch);
 }
 
 /* deterministic=True: one partial per fixed tile, in a fixed order. */
@@ -265,28 +282,13 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
     if (MODE == MODE_PARTIAL)
         pdl_launch_dependents();
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-        A s = A();
-        const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
-        accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
-                                                        r.stream);
-        s = gpusync::block_sum(s, scratch);
+        const A s = tile_total<T, DOT, A>(r, t, scratch);
         if (threadIdx.x == 0)
             partials_of<A>(r.ws)[t] = s;
         __syncthreads(); /* scratch is reused by the next tile */
     }
-    if (MODE == MODE_THREADFENCE) {
-        if (threadIdx.x == 0) {
-            __threadfence();
-            last = atomicAdd(&r.ws->ticket, 1u) == gridDim.x - 1;
-        }
-        __syncthreads();
-        if (last) {
-            __threadfence();
-            finish<A>(r.ws, tiles, r.out, r.out_dtype);
-            if (threadIdx.x == 0)
-                r.ws->ticket = 0;
-        }
-    }
+    if (MODE == MODE_THREADFENCE)
+        threadfence_finish<A>(r, tiles, last);
     if (MODE == MODE_GRID)
         grid_finish<A>(r, tiles);
 }
@@ -303,11 +305,7 @@ template <class T, bool DOT> __global__ void __launch_bounds__(GS_REDUCE_THREADS
     const int64_t tiles = (r.n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE;
     A fin = A();
     for (int64_t t = 0; t < tiles; t++) {
-        A s = A();
-        const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
-        accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
-                                                        r.stream);
-        s = gpusync::block_sum(s, scratch);
+        const A s = tile_total<T, DOT, A>(r, t, scratch);
         if (threadIdx.x == 0)
             tile_sum = s;
         __syncthreads();
@@ -412,18 +410,8 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
             GS_CUDA_CHECK(cudaLaunchKernel((const void *)reduce_tiles_single_kernel<T, DOT>, dim3(1),
                                            dim3(GS_REDUCE_THREADS), args1, 0, p.stream));
         } else if (p.single > 1) { /* one cluster of p.single blocks */
-            cudaLaunchConfig_t cfg = {};
-            cudaLaunchAttribute attr[1];
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = (unsigned)p.single;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            cfg.gridDim = dim3((unsigned)p.single);
-            cfg.blockDim = dim3(GS_REDUCE_SMALL_THREADS);
-            cfg.stream = p.stream;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
-            GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, reduce_cluster_kernel<T, DOT>, r));
+            gs_cluster_config cc((unsigned)p.single, GS_REDUCE_SMALL_THREADS, 0, p.stream);
+            GS_CUDA_CHECK(cudaLaunchKernelEx(&cc.cfg, reduce_cluster_kernel<T, DOT>, r));
         } else {
             GS_CUDA_CHECK(cudaLaunchKernel((const void *)reduce_kernel<T, DOT, MODE_SINGLE, GS_REDUCE_SMALL_THREADS>,
                                            dim3(1), dim3(GS_REDUCE_SMALL_THREADS), args1, 0, p.stream));
@@ -497,21 +485,7 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
 template <bool DOT>
 gs_status launch(const reduce_plan &p, gs_dtype dt, const void *a, const void *b, int64_t n, int64_t sa, int64_t sb)
 {
-    switch (dt) {
-    case GS_BOOL: return launch_typed<gs_bool8, DOT>(p, a, b, n, sa, sb);
-    case GS_INT8: return launch_typed<int8_t, DOT>(p, a, b, n, sa, sb);
-    case GS_UINT8: return launch_typed<uint8_t, DOT>(p, a, b, n, sa, sb);
-    case GS_INT16: return launch_typed<int16_t, DOT>(p, a, b, n, sa, sb);
-    case GS_UINT16: return launch_typed<uint16_t, DOT>(p, a, b, n, sa, sb);
-    case GS_INT32: return launch_typed<int32_t, DOT>(p, a, b, n, sa, sb);
-    case GS_UINT32: return launch_typed<uint32_t, DOT>(p, a, b, n, sa, sb);
-    case GS_INT64: return launch_typed<int64_t, DOT>(p, a, b, n, sa, sb);
-    case GS_UINT64: return launch_typed<uint64_t, DOT>(p, a, b, n, sa, sb);
-    case GS_FLOAT16: return launch_typed<gs_f16, DOT>(p, a, b, n, sa, sb);
-    case GS_FLOAT32: return launch_typed<float, DOT>(p, a, b, n, sa, sb);
-    case GS_FLOAT64: return launch_typed<double, DOT>(p, a, b, n, sa, sb);
-    default: return gs_fail(GS_ERR_TYPE, "unsupported input dtype %d", (int)dt);
-    }
+    return gs_dtype_switch(dt, [&](auto t) { return launch_typed<GS_TYPE(t), DOT>(p, a, b, n, sa, sb); });
 }
 
 } // namespace

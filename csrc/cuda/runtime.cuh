@@ -119,6 +119,30 @@ gs_status gs_cuda_check_deadlock(const int *d_flag, cudaStream_t s, const char *
                                  const char *awaited);
 gs_status gs_spin_deadlock(const char *op, int strategy, const char *waiter, const char *awaited);
 
+/* A launch configuration in clusters of `csize` blocks (sm_90+) of `threads`
+ * threads and `smem` dynamic shared bytes on `s`; the grid starts as one
+ * cluster (set cfg.gridDim before the launch).  Launch with
+ * cudaLaunchKernelEx(&c.cfg, ...). */
+struct gs_cluster_config {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    gs_cluster_config(unsigned csize, unsigned threads, size_t smem, cudaStream_t s)
+    {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = csize;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.gridDim = dim3(csize);
+        cfg.blockDim = dim3(threads);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = s;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    gs_cluster_config(const gs_cluster_config &) = delete; /* cfg.attrs points into the object */
+    gs_cluster_config &operator=(const gs_cluster_config &) = delete;
+};
+
 /* Blocks of `kernel` (with `threads` threads and `smem` dynamic shared
  * bytes) that fit on the whole device at once. */
 gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, const gs_device_info *dev,

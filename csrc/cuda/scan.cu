@@ -431,21 +431,13 @@ template <class T, class O> gs_status launch_typed(const scan_plan &p, const voi
  * floats keep theirs. */
 gs_status launch(const scan_plan &p, gs_dtype dt, const void *a, int64_t sa, int64_t n, void *out)
 {
-    switch (dt) {
-    case GS_BOOL: return launch_typed<gs_bool8, int64_t>(p, a, sa, n, out);
-    case GS_INT8: return launch_typed<int8_t, int64_t>(p, a, sa, n, out);
-    case GS_UINT8: return launch_typed<uint8_t, uint64_t>(p, a, sa, n, out);
-    case GS_INT16: return launch_typed<int16_t, int64_t>(p, a, sa, n, out);
-    case GS_UINT16: return launch_typed<uint16_t, uint64_t>(p, a, sa, n, out);
-    case GS_INT32: return launch_typed<int32_t, int64_t>(p, a, sa, n, out);
-    case GS_UINT32: return launch_typed<uint32_t, uint64_t>(p, a, sa, n, out);
-    case GS_INT64: return launch_typed<int64_t, int64_t>(p, a, sa, n, out);
-    case GS_UINT64: return launch_typed<uint64_t, uint64_t>(p, a, sa, n, out);
-    case GS_FLOAT16: return launch_typed<gs_f16, gs_f16>(p, a, sa, n, out);
-    case GS_FLOAT32: return launch_typed<float, float>(p, a, sa, n, out);
-    case GS_FLOAT64: return launch_typed<double, double>(p, a, sa, n, out);
-    default: return gs_fail(GS_ERR_TYPE, "unsupported input dtype %d", (int)dt);
-    }
+    return gs_dtype_switch(dt, [&](auto t) {
+        using T = GS_TYPE(t);
+        using O = typename std::conditional<
+            std::is_floating_point<T>::value || std::is_same<T, gs_f16>::value, T,
+            typename std::conditional<std::is_unsigned<T>::value, uint64_t, int64_t>::type>::type;
+        return launch_typed<T, O>(p, a, sa, n, out);
+    });
 }
 
 /* Bytes of the per-launch arrays for n elements (every tile holds

@@ -318,6 +318,9 @@ typedef struct gs_backend_ops {
 
 /* reduce_axis's operations. */
 enum { GS_AXIS_SUM = 0, GS_AXIS_COUNT_NONZERO = 1, GS_AXIS_CUMSUM = 2 };
+/* The checks every backend's reduce_axis makes first (op, extents, out's
+ * layout, length and dtype; common.c); the outputs' count in *nout. */
+gs_status gs_axis_check(const gs_array *a, const int64_t shape[3], int op, const gs_array *out, int64_t *nout);
 
 /* The counter demo's kinds (gs_backend_ops.counter). */
 enum { GS_COUNTER_RACE = 0, GS_COUNTER_ATOMIC = 1, GS_COUNTER_MUTEX = 2 };
