@@ -80,14 +80,14 @@ def extra_cases(cp, timer, rows, ceiling):
     rs = cp.random.RandomState(5)
     out = []
 
-    def one(case, op, impl, fn, nbytes, ref=None):
+    def one(case, op, impl, fn, nbytes, ref=None, graph=False):
         try:
             ok = None
             if ref is not None:
                 got = fn()
                 got = got[0] if isinstance(got, tuple) else got
                 ok = bool(np.array_equal(cp.asnumpy(got), ref))
-            ms = timer.gpu(fn, reps=9, inner=5)
+            ms = timer.graph(fn, reps=9, inner=5) if graph else timer.gpu(fn, reps=9, inner=5)
         except Exception as e:  # a peer that cannot run this case is reported, not fatal
             print(f"  {case} {impl}: {type(e).__name__}: {e}", flush=True)
             return
@@ -115,12 +115,27 @@ def extra_cases(cp, timer, rows, ceiling):
     one("u16-bincount-4096-256M", "bincount", "gpusync:auto", lambda: gs.bincount(x, minlength=4096), x.nbytes, ref)
     one("u16-bincount-4096-256M", "bincount", "gpusync:auto(bins given: histogram)",
         lambda: gs.histogram(x, bins=4096, range=(0, 4096)), x.nbytes, ref)
+    with env(GPUSYNC_HIST_SMALL="0"):
+        one("u16-bincount-4096-256M", "bincount", "gpusync:auto(bins given: histogram, before: generic shared kernel)",
+            lambda: gs.histogram(x, bins=4096, range=(0, 4096)), x.nbytes, ref)
+    one("u16-bincount-4096-256M", "bincount", "gpusync:auto(bins given: histogram, graph)",
+        lambda: gs.histogram(x, bins=4096, range=(0, 4096)), x.nbytes, ref, graph=True)
     one("u16-bincount-4096-256M", "bincount", "cupy:bincount", lambda: cp.bincount(x, minlength=4096), x.nbytes)
     if torch is not None:
         t = torch.as_tensor(x.astype(cp.int32), device="cuda")  # torch.bincount takes no uint16: an int32 copy
         one("u16-bincount-4096-256M", "bincount", "torch:bincount(int32 copy)",
             lambda: torch.bincount(t, minlength=4096), x.nbytes)
         t = None
+    for dt, name in ((cp.int32, "i32"), (cp.int16, "i16")):
+        x = rs.randint(0, 4096, 1 << 27, dtype=dt)
+        ref = cp.bincount(x.astype(cp.int64), minlength=4096).get()
+        case = f"{name}-bincount-4096-128M"
+        one(case, "bincount", "gpusync:auto", lambda: gs.bincount(x, minlength=4096), x.nbytes, ref)
+        one(case, "bincount", "gpusync:auto(bins given: histogram, graph)",
+            lambda: gs.histogram(x, bins=4096, range=(0, 4096)), x.nbytes, ref, graph=True)
+        with env(GPUSYNC_HIST_SMALL="0"):
+            one(case, "bincount", "gpusync:auto(bins given: histogram, graph, before)",
+                lambda: gs.histogram(x, bins=4096, range=(0, 4096)), x.nbytes, ref, graph=True)
     x = rs.randint(0, 1 << 20, 1 << 26, dtype=cp.int64)
     ref = cp.bincount(x, minlength=1 << 20).get()
     one("i64-bincount-1M-64M", "bincount", "gpusync:auto", lambda: gs.bincount(x, minlength=1 << 20), x.nbytes, ref)
@@ -130,30 +145,215 @@ def extra_cases(cp, timer, rows, ceiling):
         one("i64-bincount-1M-64M", "bincount", "torch:bincount", lambda: torch.bincount(t, minlength=1 << 20),
             x.nbytes)
         t = None
-    x = rs.standard_normal(1 << 25)
-    v = rs.standard_normal(1 << 25) * 3 + 1
-    for stat in ("mean", "std"):
-        case = f"binstat-{stat}-1000-32M"
-        for s in ("auto", "shared"):
-            one(case, "binned_statistic", f"gpusync:{s}",
-                lambda s=s: gs.binned_statistic(x, v, stat, bins=1000, strategy=s), x.nbytes + v.nbytes)
-        if torch is not None:
-            tx, tv = torch.as_tensor(x, device="cuda"), torch.as_tensor(v, device="cuda")
-
-            def torch_binstat():  # bucketize + index_add_ (what a PyTorch user writes)
-                lo, hi = tx.min(), tx.max()
-                b = ((tx - lo) / (hi - lo) * 1000).long().clamp_(0, 999)
-                cnt = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, torch.ones_like(tv))
-                s1 = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, tv)
-                mean = s1 / cnt
-                if stat == "mean":
-                    return mean
-                d = tv - mean[b]
-                return torch.sqrt(torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, d * d) / cnt)
-
-            one(case, "binned_statistic", "torch:index_add_", torch_binstat, x.nbytes + v.nbytes)
+    if os.environ.get("GS_BENCH_SKIP_BINSTAT"):
+        cp.get_default_memory_pool().free_all_blocks()
+        return out
+    out += binstat_cases(cp, timer, rows, ceiling, torch)
     cp.get_default_memory_pool().free_all_blocks()
     return out
+
+
+class env:
+    """Set environment variables for a block (the core reads its tuning variables at each launch)."""
+
+    def __init__(self, **kv):
+        self.kv, self.old = kv, {}
+
+    def __enter__(self):
+        for k, v in self.kv.items():
+            self.old[k] = os.environ.get(k)
+            os.environ[k] = v
+
+    def __exit__(self, *exc):
+        for k, v in self.old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def issue14_sweeps(cp, timer, rows, ceiling):
+    """Issue 14: the 8-bit kernel's shapes (GPUSYNC_HIST_U8_CFG) and grid at three sizes, a size sweep
+    (10^4 .. 2*10^9 bytes in half-decades, rows sweep-histogram_u8-device-<n>) before/after, and
+    packbits of bytes before/after (GPUSYNC_BITS_SIMD=0)."""
+    out = ["", "Kernel shapes (GPUSYNC_HIST_U8_CFG; graph replay, % of read): 0 = 512 threads x 4 blocks/SM, "
+           "2 loads in flight (pipelined); 1 = 1024 x 2; 2 = 256 x 6; 3 = 512 x 2, 4 loads", "",
+           "| size | dist | cfg 0 | cfg 1 | cfg 2 | cfg 3 |", "|---|---|---:|---:|---:|---:|"]
+    for n, label in ((32 << 20, "32MiB"), (256 << 20, "256MiB"), (GIB, "1GiB")):
+        for dname in ("uniform", "same"):
+            x = make_dist(cp, dname, n)
+            cells = []
+            for cfg in "0123":
+                with env(GPUSYNC_HIST_U8_CFG=cfg, GPUSYNC_HIST_SMALL="2"):
+                    ms = timer.graph(lambda: gs.histogram(x, bins=256, range=(0, 256))[0], reps=7, inner=5)
+                cells.append(f"{100 * n / ms / 1e6 / ceiling:.1f}%")
+                rows.append({"op": "histogram", "case": f"u8-256-{dname}-{label}", "impl": f"gpusync:u8 kernel(cfg {cfg})",
+                             "ms": round(ms, 5), "gbps": round(n / ms / 1e6, 1)})
+            out.append(f"| {label} | {dname} | " + " | ".join(cells) + " |")
+            print(out[-1], flush=True)
+            x = None
+    x = make_dist(cp, "uniform", 32 << 20)
+    cells = []
+    for g in (66, 132, 264, 396, 528):
+        with env(GPUSYNC_HIST_GRID=str(g), GPUSYNC_HIST_SMALL="2"):
+            ms = timer.graph(lambda: gs.histogram(x, bins=256, range=(0, 256))[0], reps=7, inner=5)
+        cells.append(f"{g}: {ms * 1e3:.1f} us ({100 * x.size / ms / 1e6 / ceiling:.1f}%)")
+    with env(GPUSYNC_HIST_SMALL="2"):
+        ms = timer.graph(lambda: gs.histogram(x, bins=256, range=(0, 256))[0], reps=7, inner=5)
+    cells.append(f"grid from the work and occupancy: {ms * 1e3:.1f} us")
+    out += ["", "Grid at 32 MiB uniform (GPUSYNC_HIST_GRID, cfg 0): " + ", ".join(cells)]
+    print(out[-1], flush=True)
+    x = None
+    cp.get_default_memory_pool().free_all_blocks()
+
+    out += ["", "Size sweep, uint8 256 bins (graph replay; % of the 1 GiB read ceiling): the 8-bit kernel of "
+            "hist_small.cu (GPUSYNC_HIST_SMALL=2) / the generic shared kernel (=0); auto takes the first up to "
+            "3 MiB, the second above", "",
+            "| n | uniform u8 kernel | uniform generic | same u8 kernel | same generic |", "|---:|---:|---:|---:|---:|"]
+    sizes = sorted({int(round(10 ** (k / 2))) for k in range(8, 19)} | {2 * 10**9})
+    for n in sizes:
+        cells = []
+        for dname in ("uniform", "same"):
+            x = make_dist(cp, dname, n)
+            if dname == "same":  # (cp.bincount of one value: n same-address atomics, seconds at 2e9)
+                ref = np.zeros(256, np.int64)
+                ref[ord("e")] = n
+            else:
+                ref = cp.bincount(x, minlength=256).get()
+            inner = int(max(1, min(50, 2e8 / n)))
+            for tag, kv in (("u8 kernel", {"GPUSYNC_HIST_SMALL": "2"}), ("generic shared kernel",
+                                                                         {"GPUSYNC_HIST_SMALL": "0"})):
+                with env(**kv):
+                    fn = lambda: gs.histogram(x, bins=256, range=(0, 256))[0]  # noqa: E731
+                    ok = bool(np.array_equal(cp.asnumpy(fn()), ref))
+                    ms = timer.graph(fn, reps=7 if n < 10**9 else 5, inner=inner)
+                rows.append({"op": "sweep", "case": f"sweep-histogram_u8_{dname}-device-{n}",
+                             "impl": f"gpusync:{tag}(graph)", "ms": round(ms, 5), "gbps": round(n / ms / 1e6, 1),
+                             "correct": ok, "n": n, "dtype": "u8"})
+                cells.append(f"{ms * 1e3:.1f} us {100 * n / ms / 1e6 / ceiling:.1f}%{'' if ok else ' **WRONG**'}")
+            x = None
+            cp.get_default_memory_pool().free_all_blocks()
+        out.append(f"| {n} | " + " | ".join(cells) + " |")
+        print(out[-1], flush=True)
+
+    out += ["", "packbits of bytes (graph replay, % of read; before: GPUSYNC_BITS_SIMD=0):", "",
+            "| case | after us | after % | before us | before % | check |", "|---|---:|---:|---:|---:|---|"]
+    rs = cp.random.RandomState(9)
+    for n, label in ((32 << 20, "32MiB"), (256 << 20, "256MiB"), (GIB, "1GiB")):
+        u8 = rs.randint(0, 4, n, dtype=cp.uint8) * (rs.randint(0, 2, n, dtype=cp.uint8))
+        for case, fn, reff in ((f"packbits-u8-graph-{label}", lambda: gs.packbits(u8), lambda: cp.packbits(u8)),
+                               (f"packbits-u8-threshold-graph-{label}", lambda: gs.packbits(u8, threshold=1),
+                                lambda: cp.packbits(u8 > 1))):
+            ref = reff().get()
+            res = []
+            for tag, kv in (("", {}), ("(before)", {"GPUSYNC_BITS_SIMD": "0"})):
+                with env(**kv):
+                    ok = bool(np.array_equal(fn().get(), ref))
+                    ms = timer.graph(fn, reps=7, inner=5)
+                rows.append({"op": "packbits", "case": case, "impl": f"gpusync{tag}(graph)", "ms": round(ms, 5),
+                             "gbps": round(n / ms / 1e6, 1), "correct": ok})
+                res.append((ms, ok))
+            out.append(f"| {case} | {res[0][0] * 1e3:.1f} | {100 * n / res[0][0] / 1e6 / ceiling:.1f}% | "
+                       f"{res[1][0] * 1e3:.1f} | {100 * n / res[1][0] / 1e6 / ceiling:.1f}% | "
+                       f"{'ok' if res[0][1] and res[1][1] else '**WRONG**'} |")
+            print(out[-1], flush=True)
+        u8 = None
+        cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+def binstat_cases(cp, timer, rows, ceiling, torch=None):
+    """binned_statistic on 32M float64 (and float32) points: every statistic
+    at 1,000 bins and mean/std at 4,096, gpusync's auto (the lock-free
+    privatized strategy) against the seed's mutex strategy ("shared") and a
+    PyTorch recipe.  Bytes: x and values once (the bin numbers gpusync also
+    writes, 8 bytes a point, and the min/max pass over x for the edges are
+    not counted)."""
+    rs = cp.random.RandomState(7)
+    out = []
+
+    def one(case, impl, fn, nbytes, check=None):
+        try:
+            ok = None if check is None else bool(check())
+            ms = timer.gpu(fn, reps=7, inner=3)
+        except Exception as e:  # reported, not fatal
+            print(f"  {case} {impl}: {type(e).__name__}: {e}", flush=True)
+            return
+        row = {"op": "binned_statistic", "case": case, "impl": impl, "ms": round(ms, 5),
+               "gbps": round(nbytes / ms / 1e6, 1), "pct_read": round(100 * nbytes / ms / 1e6 / ceiling, 1)}
+        if ok is not None:
+            row["correct"] = ok
+        rows.append(row)
+        out.append(f"| {case} | {impl}{'' if ok is not False else ' **WRONG**'} | {ms * 1e3:.1f} | "
+                   f"{row['pct_read']:.1f}% |")
+        print(out[-1], flush=True)
+
+    for dt, sfx in ((cp.float64, ""), (cp.float32, "-f32")):
+        x = rs.standard_normal(1 << 25).astype(dt)
+        v = (rs.standard_normal(1 << 25) * 3 + 1).astype(dt)
+        nbytes = x.nbytes + v.nbytes
+        for nb, stats in ((1000, ("mean", "std", "count", "sum", "min", "max")), (4096, ("mean", "std"))):
+            for stat in stats:
+                case = f"binstat-{stat}-{nb}-32M{sfx}"
+                mutex = "shared" if nb <= 2048 else "global"  # ('shared' keeps at most 2048 bins a block)
+                ref = gs.binned_statistic(x, v, stat, bins=nb, strategy=mutex).statistic
+
+                def check(stat=stat, nb=nb, ref=ref):
+                    got = gs.binned_statistic(x, v, stat, bins=nb).statistic
+                    if stat in ("count", "min", "max"):
+                        return cp.array_equal(got, ref, equal_nan=True)
+                    return cp.allclose(got, ref, rtol=1e-9, atol=1e-9, equal_nan=True)
+
+                one(case, "gpusync:auto", lambda stat=stat, nb=nb: gs.binned_statistic(x, v, stat, bins=nb), nbytes,
+                    check)
+                one(case, f"gpusync:{mutex}(mutex)",
+                    lambda stat=stat, nb=nb, mutex=mutex: gs.binned_statistic(x, v, stat, bins=nb, strategy=mutex),
+                    nbytes)
+                one(case, "gpusync:auto(range given)",
+                    lambda stat=stat, nb=nb: gs.binned_statistic(x, v, stat, bins=nb, range=(-6, 6)), nbytes)
+        if torch is not None and sfx == "":
+            tx, tv = torch.as_tensor(x, device="cuda"), torch.as_tensor(v, device="cuda")
+            for stat in ("mean", "std"):
+                def torch_binstat(stat=stat):  # bucketize + index_add_ (what a PyTorch user writes)
+                    lo, hi = tx.min(), tx.max()
+                    b = ((tx - lo) / (hi - lo) * 1000).long().clamp_(0, 999)
+                    cnt = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, torch.ones_like(tv))
+                    s1 = torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, tv)
+                    mean = s1 / cnt
+                    if stat == "mean":
+                        return mean
+                    d = tv - mean[b]
+                    return torch.sqrt(torch.zeros(1000, device="cuda", dtype=torch.float64).index_add_(0, b, d * d)
+                                      / cnt)
+
+                one(f"binstat-{stat}-1000-32M", "torch:index_add_", torch_binstat, nbytes)
+            del tx, tv
+        del x, v
+
+def binstat_only(args):
+    """--binstat: only the binned_statistic rows (they replace the same cases in latest.json)."""
+    import cupy as cp
+
+    from benchmarks.common import short_device
+
+    try:
+        import torch
+    except Exception:  # pragma: no cover
+        torch = None
+    gs.use_backend("cuda")
+    info = gs.device_info()
+    timer = Timer(cp)
+    buf = cp.random.randint(0, 256, GIB, dtype=cp.uint8)
+    ceiling = read_ceiling(cp, timer, buf)
+    del buf
+    print(f"device {info['name']}  read ceiling {ceiling:.0f} GB/s", flush=True)
+    rows = []
+    lines = binstat_cases(cp, timer, rows, ceiling, torch)
+    merge_results(args.out, info, rows, ceilings={"read_gbps": round(ceiling, 1)}, partial=True)
+    dev = short_device(info["name"])
+    with open(os.path.join(args.out, f"binstat_{dev}.md"), "w") as f:
+        f.write(f"# binned_statistic on {info['name']} (read ceiling {ceiling:.0f} GB/s)\n\n"
+                "| case | impl | us | % of read |\n|---|---|---|---|\n" + "\n".join(lines) + "\n")
 
 
 def dist_sweep(args):
@@ -185,6 +385,13 @@ def dist_sweep(args):
                 res[impl.replace("(events)", "")] = ms
                 rows.append({"op": "histogram", "case": case, "impl": impl, "ms": round(ms, 5),
                              "gbps": round(n / ms / 1e6, 1), "correct": ok})
+            # the 8-bit kernel of hist_small.cu at every size (auto: only up to 3 MiB), same graph replay
+            with env(GPUSYNC_HIST_SMALL="2"):
+                fb = lambda: gs.histogram(x, bins=256, range=(0, 256))[0]  # noqa: E731
+                okb = bool(np.array_equal(cp.asnumpy(fb()), ref))
+                bms = timer.graph(fb, reps=9, inner=5)
+            rows.append({"op": "histogram", "case": case, "impl": "gpusync:u8 kernel(GPUSYNC_HIST_SMALL=2)",
+                         "ms": round(bms, 5), "gbps": round(n / bms / 1e6, 1), "correct": okb})
             ms = timer.gpu(lambda: gs.histogram(x, bins=256, range=(0, 256))[0], reps=9, inner=5)
             rows.append({"op": "histogram", "case": case, "impl": "gpusync:auto(events)",
                          "ms": round(ms, 5), "gbps": round(n / ms / 1e6, 1)})
@@ -194,24 +401,30 @@ def dist_sweep(args):
                 rows.append({"op": "histogram", "case": case, "impl": "cub", "ms": round(cms, 5),
                              "gbps": round(n / cms / 1e6, 1)})
             a = res["gpusync:auto"]
-            line = (f"| {case} | {a * 1e3:.1f} | {100 * n / a / 1e6 / ceiling:.1f}% | "
+            line = (f"| {case} | {a * 1e3:.1f} | {100 * n / a / 1e6 / ceiling:.1f}% | {100 * n / bms / 1e6 / ceiling:.1f}% | "
                     f"{100 * n / res['gpusync:bincount'] / 1e6 / ceiling:.1f}% | {100 * n / ms / 1e6 / ceiling:.1f}% | "
                     f"{100 * n / cms / 1e6 / ceiling:.1f}% | {cms / a:.2f}x | "
-                    f"{'ok' if all(r.get('correct', True) for r in rows[-4:]) else '**WRONG**'} |")
+                    f"{'ok' if all(r.get('correct', True) for r in rows[-5:]) else '**WRONG**'} |")
             lines.append(line)
             print(line, flush=True)
             x = None
             cp.get_default_memory_pool().free_all_blocks()
-    lines += ["", "Other cases (CUDA events around 5 back-to-back calls, median of 9; % of read):", "",
-              "| case | impl | us | % of read |", "|---|---|---:|---:|"]
-    lines += extra_cases(cp, timer, rows, ceiling)
+    try:  # a run cut short (SIGINT) still writes what it measured
+        if args.sweeps:
+            lines += issue14_sweeps(cp, timer, rows, ceiling)
+        lines += ["", "Other cases (CUDA events around 5 back-to-back calls, median of 9; % of read):", "",
+                  "| case | impl | us | % of read |", "|---|---|---:|---:|"]
+        lines += extra_cases(cp, timer, rows, ceiling)
+    except KeyboardInterrupt:
+        lines += ["", "(interrupted)"]
     data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
     text = [f"# uint8 histogram, 256 bins, by distribution: {info['name']}, {data['date']}", "",
             "gpusync: CUDA-graph replay of 5 calls (device time), median of 9; 'auto, events': events around 5 "
-            "back-to-back Python calls (host dispatch included); CUB: events around one call.  Read ceiling "
+            "back-to-back Python calls (host dispatch included); CUB: events around one call; 'u8 kernel': the 8-bit "
+            "kernel of hist_small.cu at this size (GPUSYNC_HIST_SMALL=2), graph replay, same run.  Read ceiling "
             f"**{ceiling:.0f} GB/s** (1 GiB, 16-byte loads, same run).", "",
-            "| case | auto us | auto % of read | bincount % of read | auto, events % | CUB % | "
-            "CUB time / auto time | check |", "|---|---:|---:|---:|---:|---:|---:|---|"] + lines
+            "| case | auto us | auto % of read | u8 kernel % of read | bincount % of read | auto, events % | CUB % | "
+            "CUB time / auto time | check |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"] + lines
     with open(os.path.join(args.out, f"histogram_dist_{dev}.md"), "w") as fh:
         fh.write("\n".join(text) + "\n")
     if any(r.get("correct") is False for r in rows):
@@ -228,9 +441,16 @@ def main():
     ap.add_argument("--dist", action="store_true",
                     help="only the 8-bit distributions (uniform, text, same, zipf, runs, alternating) at 32 MiB, "
                          "256 MiB, 1 GiB against CUB; writes <out>/histogram_dist_<GPU>.md")
+    ap.add_argument("--sweeps", action="store_true",
+                    help="with --dist: also the 8-bit kernel shapes, a size sweep and packbits (issue 14)")
+    ap.add_argument("--binstat", action="store_true", help="only the binned_statistic rows; writes "
+                    "<out>/binstat_<GPU>.md")
     args = ap.parse_args()
     if args.dist:
         return dist_sweep(args)
+    if args.binstat:
+        os.makedirs(args.out, exist_ok=True)
+        return binstat_only(args)
     os.makedirs(args.out, exist_ok=True)
     if args.replot:
         with open(os.path.join(args.out, "latest.json")) as f:

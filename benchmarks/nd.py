@@ -38,7 +38,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--quick", action="store_true", help="smaller inputs (smoke test)")
+    ap.add_argument("--axis-only", action="store_true", help="only the axis reductions and scans")
+    ap.add_argument("--only", choices=("hist2d", "binstat2d", "axis"),
+                    help="one section; its rows replace only the same cases in latest.json")
     args = ap.parse_args()
+
+    def want(section):
+        if args.axis_only:
+            return section == "axis"
+        return args.only is None or args.only == section
+
     os.makedirs(args.out, exist_ok=True)
     import cupy as cp
 
@@ -69,10 +78,18 @@ def main():
         print(f"  {case:30s} {impl:34s} {ms:10.3f} ms {gbps:8.0f} GB/s {row['pct_ceiling']:6.1f}%"
               + ("" if ok is None else f"  ok={ok}"), flush=True)
 
-    def gpu(case, impl, fn, nbytes, ceiling, check=None):
+    def gpu(case, impl, fn, nbytes, ceiling, check=None, inner=1):
+        """inner > 1: also the ms per call of `inner` back-to-back calls (the
+        host's per-call work hidden behind the GPU's), in the row's note."""
         try:
             ms = timer.gpu(fn, reps=5)
-            add(case, impl, ms, nbytes, ceiling, None if check is None else check())
+            note = None
+            if inner > 1:
+                ms_b = timer.gpu(fn, reps=5, inner=inner)
+                pct = 100 * nbytes / ms_b / 1e6 / ceiling
+                note = f"{inner} back-to-back calls: {ms_b:.3f} ms per call, {pct:.1f}% of the ceiling"
+                print(f"  {case:30s} {impl:34s} {note}", flush=True)
+            add(case, impl, ms, nbytes, ceiling, None if check is None else check(), note)
         except Exception as e:  # a peer that cannot run this case: say so, go on
             print(f"  {case:30s} {impl:34s} skipped: {type(e).__name__}: {e}", flush=True)
 
@@ -84,6 +101,18 @@ def main():
             print(f"  {case:30s} {impl:34s} skipped: {type(e).__name__}: {e}", flush=True)
 
     rng = cp.random.default_rng(1)
+    if want("hist2d"):
+        hist2d(cp, rng, q, gpu, host, torch, fh, bh, read)
+    if want("binstat2d"):
+        binstat2d(cp, rng, q, gpu, host, ss, read)
+    if want("axis"):
+        axis(cp, rng, q, gpu, torch, read, copy)
+    merge_results(args.out, info, rows, ceilings={"read_gbps": round(read, 1), "copy_gbps": round(copy, 1)},
+                  partial=args.only is not None or args.axis_only)
+    print(f"wrote {len(rows)} rows to {os.path.join(args.out, 'latest.json')}")
+
+
+def hist2d(cp, rng, q, gpu, host, torch, fh, bh, read):
     # ---- histogram2d: 100M float32 points into 256 x 256 bins ----------------------------------------------
     n = 100_000_000 // q
     case = "hist2d-f32-256x256-100M"
@@ -121,48 +150,69 @@ def main():
         host(case, "boost_histogram (threads)", boost, nbytes, read, sub)
     del x, y, hx, hy
 
+
+def binstat2d(cp, rng, q, gpu, host, ss, read):
     # ---- binned_statistic_2d mean: 32M points, 64 x 64 bins -----------------------------------------------
     n = 32_000_000 // q
+    rg = [[0, 1], [0, 1]]
+    sub = 16
     case = "binstat2d-mean-64x64-32M"
     x = rng.random(n, dtype=cp.float32)
     y = rng.random(n, dtype=cp.float32)
     v = rng.random(n, dtype=cp.float32)
     nbytes = 3 * n * 4
-    if hasattr(gs, "binned_statistic_2d"):
-        gpu(case, "gpusync:binned_statistic_2d", lambda: gs.binned_statistic_2d(x, y, v, "mean", 64, rg),
-            nbytes, read)
-    else:
-        print(f"  {case}: gs.binned_statistic_2d not implemented yet; peers only", flush=True)
+    # the mutex pipeline: per-dimension binning, then 66 x 66 = 4,356 flat bins under global per-bin mutexes
+    # ('shared' keeps at most 2,048 bins a block)
+    ref = gs.binned_statistic_2d(x, y, v, "mean", 64, rg, strategy="global").statistic
+
+    def check():
+        return bool(cp.allclose(gs.binned_statistic_2d(x, y, v, "mean", 64, rg).statistic, ref, rtol=1e-9))
+
+    gpu(case, "gpusync:binned_statistic_2d", lambda: gs.binned_statistic_2d(x, y, v, "mean", 64, rg),
+        nbytes, read, check)
+    gpu(case, "gpusync:binned_statistic_2d(global: mutex pipeline)",
+        lambda: gs.binned_statistic_2d(x, y, v, "mean", 64, rg, strategy="global"), nbytes, read)
+    for stat in ("count", "sum", "std", "min", "max"):
+        gpu(f"binstat2d-{stat}-64x64-32M", "gpusync:binned_statistic_2d",
+            lambda stat=stat: gs.binned_statistic_2d(x, y, v, stat, 64, rg), nbytes, read)
     hx, hy, hv = cp.asnumpy(x[: n // sub]), cp.asnumpy(y[: n // sub]), cp.asnumpy(v[: n // sub])
     if ss is not None:
         host(case, "scipy.stats.binned_statistic_2d", lambda: ss.binned_statistic_2d(hx, hy, hv, "mean", 64, rg),
              nbytes, read, sub)
     del x, y, v, hx, hy, hv
 
+
+def axis(cp, rng, q, gpu, torch, read, copy):
     # ---- axis reductions and scans of a (4096, 65536) float32 array ---------------------------------------
     shape = (4096 // q, 65536)
     a = rng.random(shape, dtype=cp.float32)
+    a[a < 0.25] = 0  # a quarter zeros for count_nonzero
     nbytes = a.nbytes
+    ta = torch.as_tensor(a, device="cuda") if torch is not None else None
     for axis in (0, 1):
         case = f"sum-f32-axis{axis}-4096x65536"
         refs = cp.sum(a.astype(cp.float64), axis=axis)
         gpu(case, "gpusync:sum", lambda: gs.sum(a, axis=axis), nbytes, read,
-            lambda: bool(cp.allclose(gs.sum(a, axis=axis), refs, rtol=1e-5)))
-        gpu(case, "cupy.sum", lambda: cp.sum(a, axis=axis), nbytes, read)
-        if torch is not None:
-            ta = torch.as_tensor(a, device="cuda")
-            gpu(case, "torch.sum", lambda: ta.sum(dim=axis), nbytes, read)
-            del ta
-    case = "cumsum-f32-axis1-4096x65536"
-    gpu(case, "gpusync:cumsum", lambda: gs.cumsum(a, axis=1), 2 * nbytes, copy,
-        lambda: bool(cp.allclose(gs.cumsum(a, axis=1)[:, -1], cp.sum(a.astype(cp.float64), axis=1), rtol=1e-5)))
-    gpu(case, "cupy.cumsum", lambda: cp.cumsum(a, axis=1), 2 * nbytes, copy)
-    if torch is not None:
-        ta = torch.as_tensor(a, device="cuda")
-        gpu(case, "torch.cumsum", lambda: ta.cumsum(dim=1), 2 * nbytes, copy)
-        del ta
-    merge_results(args.out, info, rows, ceilings={"read_gbps": round(read, 1), "copy_gbps": round(copy, 1)})
-    print(f"wrote {len(rows)} rows to {os.path.join(args.out, 'latest.json')}")
+            lambda: bool(cp.allclose(gs.sum(a, axis=axis), refs, rtol=1e-5)), inner=4)
+        gpu(case, "cupy.sum", lambda: cp.sum(a, axis=axis), nbytes, read, inner=4)
+        if ta is not None:
+            gpu(case, "torch.sum", lambda: ta.sum(dim=axis), nbytes, read, inner=4)
+        case = f"count-f32-axis{axis}-4096x65536"
+        refc = cp.count_nonzero(a, axis=axis)
+        gpu(case, "gpusync:count_nonzero", lambda: gs.count_nonzero(a, axis=axis), nbytes, read,
+            lambda: bool(cp.array_equal(gs.count_nonzero(a, axis=axis), refc)), inner=4)
+        gpu(case, "cupy.count_nonzero", lambda: cp.count_nonzero(a, axis=axis), nbytes, read, inner=4)
+        if ta is not None:
+            gpu(case, "torch.count_nonzero", lambda: torch.count_nonzero(ta, dim=axis), nbytes, read, inner=4)
+    for axis in (1, 0):
+        case = f"cumsum-f32-axis{axis}-4096x65536"
+        ref = cp.cumsum(a.astype(cp.float64), axis=axis).astype(cp.float32)
+        gpu(case, "gpusync:cumsum", lambda: gs.cumsum(a, axis=axis), 2 * nbytes, copy,
+            lambda: bool(cp.allclose(gs.cumsum(a, axis=axis), ref, rtol=1e-5, atol=1e-3)), inner=4)
+        gpu(case, "cupy.cumsum", lambda: cp.cumsum(a, axis=axis), 2 * nbytes, copy, inner=4)
+        if ta is not None:
+            gpu(case, "torch.cumsum", lambda: ta.cumsum(dim=axis), 2 * nbytes, copy, inner=4)
+    del ta
 
 
 if __name__ == "__main__":

@@ -275,8 +275,10 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
     ndim = len(x.shape)
     out = _out_obj(out)
     axes = tuple(range(ndim)) if axis is None else _axes_of(axis, ndim)
-    proxy = _proxy(x, axes)
     outp = _host_out_proxy(out)
+    # NumPy checks the arguments on the proxy; without `out` (whose shape it
+    # must see) every axis may be 1 long, which keeps the check O(1)
+    proxy = _proxy(x, axes) if out is not None else np.broadcast_to(np.zeros((), np.dtype(x.dtype)), (1,) * ndim)
     if op == COUNT_NONZERO:
         ref = _numpy_check(np.count_nonzero, proxy, x, axis=axis, keepdims=keepdims)
         loop = np.dtype(np.intp)
@@ -299,7 +301,12 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
             else:
                 x = np.where(where, x, x.dtype.type(0))
         x = _category_cast(x, loop)
-    res_shape = np.shape(ref)
+    if out is not None:
+        res_shape = np.shape(ref)
+    elif keepdims:
+        res_shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+    else:
+        res_shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
     nout = math.prod(res_shape)
     xin, shape3, strides3, _kept = _plan(x, set(axes))
     acc = np.dtype(np.int64) if op == COUNT_NONZERO else loop

@@ -122,9 +122,27 @@ def _top_search(last_bytes, edges_dtype, decimal, x_dtype):
 def _may_overflow(values):
     """Whether squared deviations of these values can overflow float64 (a
     finite |value| above 2^500); else a NaN std/var is an empty bin or NaN data."""
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # (2^500 is inf as float32: nothing is above it)
         big = np.abs(values) > 2.0**500
     return bool((big & np.isfinite(values)).any())
+
+
+def _huge(values):
+    """_may_overflow for host or device values, without copying device
+    values to the host (only float64 can exceed 2^500; one device reduction)."""
+    if np.dtype(values.dtype) != np.float64:
+        return False
+    if isinstance(values, DeviceArray):
+        if values.lib == "cupy":
+            import cupy as cp
+
+            a = cp.abs(values.obj)
+            return bool(cp.any((a > 2.0**500) & (a < cp.inf)))
+        if values.lib == "torch":
+            a = values.obj.abs()
+            return bool(((a > 2.0**500) & (a < float("inf"))).any())
+        return _may_overflow(values.to_host())
+    return _may_overflow(np.asarray(values))
 
 
 def _overflowed_spread(result, values, binnumber, nb):
@@ -163,10 +181,21 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     deviations overflow is inf, as SciPy gives.  bool x or values are a
     TypeError (SciPy fails on them too).
 
-    `strategy`: ``"shared"`` keeps every bin's state in each block's shared
-    memory, updated under per-bin shared-memory mutexes, and merges the
-    blocks' states under per-bin global mutexes (parallel Welford merge);
-    ``"global"`` takes the global per-bin mutex for every value; ``"auto"``.
+    `strategy`: ``"privatized"`` (lock-free; what ``"auto"`` takes on the GPU
+    whenever the bins fit a block's shared memory -- about 4,096 to 10,000
+    bins, by statistic) keeps per-bin partials in each block's shared
+    memory, updated with shared-memory atomics (count and float64 sums; for
+    std the float64 sum of values and of squares, with a second pass of
+    SciPy's own formula for bins whose mean is large against their spread;
+    min/max as atomicMin/Max of the floats' bits as ordered integers), and
+    adds them to global partials with atomics (csrc/cuda/binstat_priv.cu:
+    the bounds are there; float sums vary in the last bits from run to run);
+    the seed's mutex techniques: ``"shared"`` keeps every bin's state in
+    each block's shared memory, updated under per-bin shared-memory mutexes,
+    and merges the blocks' states under per-bin global mutexes (parallel
+    Welford merge); ``"global"`` takes the global per-bin mutex for every
+    value; ``"auto"``.  On the CPU engine ``"privatized"`` runs as
+    ``"shared"`` (per-thread private bins).
 
     Returns ``(statistic, bin_edges, binnumber)``: float64 per bin, the edges
     (x's float dtype), and SciPy's int64 bin number of each value (0 below,
@@ -230,34 +259,8 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
 
     x_dtype = np.dtype(xv.dtype)
     n = xv.shape[0]
-    if range is None and n == 0:  # SciPy reads x's min and max even when it does not need them
-        raise ValueError("zero-size array to reduction operation minimum which has no identity")
-    lo = hi = None
-    if n and (np.ndim(bins) == 0 or x_dtype.kind == "f"):
-        lo, hi = _minmax(xv)  # NaN propagates into both
-        if np.ndim(bins) == 0 and x_dtype.kind == "f" and np.isnan(lo):
-            raise ValueError("The sample on which `values` is to be binned contains at least one NaN, and the "
-                             "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
-        if np.ndim(bins) == 0 and x_dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
-            raise ValueError("x contains non-finite values.")
-    if np.ndim(bins) != 0 and np.ndim(bins) != 1:
-        raise ValueError("binned_statistic: bins must be an integer or a 1-D sequence of edges")
-    with np.errstate(invalid="ignore"):
-        edges = _edges(lo, hi, x_dtype, bins, range)
-    if len(edges) < 2:
-        raise ValueError("zero-size array to reduction operation minimum which has no identity")
-    with np.errstate(invalid="ignore"):
-        steps = np.diff(edges)
-    if np.any(steps < 0) and np.any(steps > 0) or np.any(np.isnan(steps)):
-        raise ValueError("bins must be monotonically increasing or decreasing")
-    if np.any(steps == 0):
-        raise ValueError("The smallest edge difference is numerically 0.")
-    if not np.all(steps > 0):
-        raise ValueError("binned_statistic: bins must increase monotonically (gpusync does not take "
-                         "decreasing or repeated edges)")
-    top = _top(edges, x_dtype)
+    edges, top = _edges_top(xv, bins, range)
     nb = len(edges) - 1
-
     # one float dtype for both arrays at the C API (conversions are exact)
     work = np.dtype(np.float32) if (x_dtype == np.float32 and np.dtype(vv.dtype) == np.float32) else np.dtype(np.float64)
     stat_code = _core.STATISTICS[statistic]
@@ -278,11 +281,63 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     if statistic in ("std", "var"):
         lib = Lib.of(xv.lib) if on_device else None
         rh = lib.to_host(result).reshape(-1) if on_device else result  # synchronize! (the call waits anyway)
-        if not (rh >= 0).all():
+        # (empty bins are NaN too: the values come to the host only when some |value| > 2^500)
+        if not (rh >= 0).all() and _huge(vv if on_device else vd):
             vh = vv.to_host() if on_device else vd
-            if _may_overflow(vh):
-                bh = lib.to_host(binnumber).reshape(-1) if on_device else binnumber
-                fixed = _overflowed_spread(rh, vh, bh, nb)
-                result = lib.from_host(fixed, xv.device) if on_device else fixed
+            bh = lib.to_host(binnumber).reshape(-1) if on_device else binnumber
+            fixed = _overflowed_spread(rh, vh, bh, nb)
+            result = lib.from_host(fixed, xv.device) if on_device else fixed
     edges_out = Lib.of(xv.lib).from_host(edges, xv.device) if on_device else edges
     return BinnedStatisticResult(result, edges_out, binnumber)
+
+
+def _edges_top(xv, bins, range):  # noqa: A002
+    """SciPy's edges of one dimension (x's float dtype) and `top` (the
+    largest x SciPy puts into the last bin), with SciPy's errors."""
+    x_dtype = np.dtype(xv.dtype)
+    n = xv.shape[0]
+    if range is None and n == 0:  # SciPy reads x's min and max even when it does not need them
+        raise ValueError("zero-size array to reduction operation minimum which has no identity")
+    lo = hi = None
+    if n and np.ndim(bins) == 0:  # (explicit edges need neither the range nor the non-finite check)
+        lo, hi = _minmax(xv)  # NaN propagates into both
+        if np.ndim(bins) == 0 and x_dtype.kind == "f" and np.isnan(lo):
+            raise ValueError("The sample on which `values` is to be binned contains at least one NaN, and the "
+                             "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
+        if np.ndim(bins) == 0 and x_dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError("x contains non-finite values.")
+    if np.ndim(bins) != 0 and np.ndim(bins) != 1:
+        raise ValueError("binned_statistic: bins must be an integer or a 1-D sequence of edges")
+    if np.ndim(bins) == 0:  # equal-width edges: one computation per (range, dtype, bins), then a copy
+        try:
+            key = (None if lo is None else float(lo), None if hi is None else float(hi), x_dtype.str,
+                   int(bins), None if range is None else tuple(range))
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None:
+            edges, top = _uniform_edges_top(*key)
+            return edges.copy(), top
+    return _checked_edges_top(lo, hi, x_dtype, bins, range)
+
+
+@functools.lru_cache(maxsize=64)
+def _uniform_edges_top(lo, hi, x_dtype, bins, range):  # noqa: A002
+    return _checked_edges_top(lo, hi, np.dtype(x_dtype), bins, range)
+
+
+def _checked_edges_top(lo, hi, x_dtype, bins, range):  # noqa: A002
+    with np.errstate(invalid="ignore"):
+        edges = _edges(lo, hi, x_dtype, bins, range)
+    if len(edges) < 2:
+        raise ValueError("zero-size array to reduction operation minimum which has no identity")
+    with np.errstate(invalid="ignore"):
+        steps = np.diff(edges)
+    if np.any(steps < 0) and np.any(steps > 0) or np.any(np.isnan(steps)):
+        raise ValueError("bins must be monotonically increasing or decreasing")
+    if np.any(steps == 0):
+        raise ValueError("The smallest edge difference is numerically 0.")
+    if not np.all(steps > 0):
+        raise ValueError("binned_statistic: bins must increase monotonically (gpusync does not take "
+                         "decreasing or repeated edges)")
+    return edges, _top(edges, x_dtype)

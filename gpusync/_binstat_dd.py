@@ -25,14 +25,16 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _arrays, _binstat_more
+from . import _arrays, _backend, _binstat_more, _core, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._binstat import _binned_statistic_impl
+from ._binstat import _binned_statistic_impl, _edges_top, _huge, _overflowed_spread
 
 BinnedStatisticddResult = namedtuple("BinnedStatisticddResult", ("statistic", "bin_edges", "binnumber"))
 BinnedStatistic2dResult = namedtuple("BinnedStatistic2dResult", ("statistic", "x_edge", "y_edge", "binnumber"))
 
 _KNOWN = ("mean", "median", "count", "sum", "std", "min", "max")
+_FUSED = ("mean", "count", "sum", "std", "min", "max")  # one kernel on the GPU (csrc/cuda/binstat_priv.cu)
+_FUSED_MAXD = 8
 
 
 def _columns(sample):
@@ -130,6 +132,11 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
         bins = d * [bins]
     if range is not None and len(range) != d:
         raise ValueError(f"range given for {len(range)} dimensions; {d} required")
+    if (previous is None and device and _backend.backend() == "cuda" and statistic in _FUSED
+            and strategy in ("auto", "privatized") and d <= _FUSED_MAXD and _xp_of(rows) == lib):
+        fused = _fused(cols, rows, statistic, bins, range, input_shape, expand, lib)
+        if fused is not None:
+            return fused
     # 1. each dimension's SciPy bin numbers and edges
     if previous is None:
         per_dim, edges = [], []
@@ -165,7 +172,7 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
             if lib == "torch":
                 res = Lib.of("torch").from_host(res, cols[0].device.index)
         else:
-            res = _binned_statistic_impl(flat_f, vals, statistic, unit, None, strategy=strategy).statistic
+            res = _binned_statistic_impl(flat_f, vals, statistic, unit, (unit[0], unit[-1]), strategy=strategy).statistic
         results.append(res)
     if statistic == "count" and rows.shape[0] > 1:
         results = results * rows.shape[0]
@@ -179,6 +186,76 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
     if expand and d > 1:
         binnumber = _unravel(flat, nbin, lib)
     return BinnedStatisticddResult(result, list(edges), binnumber)
+
+
+def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noqa: A002
+    """The whole statistic in one kernel per values row (lock-free
+    privatized bins, csrc/cuda/binstat_priv.cu): every dimension binned by
+    SciPy's rules, the flat bin number written, the inner bins' partials in
+    shared memory.  None when the bins do not fit a block (the caller then
+    takes the per-dimension pipeline)."""
+    L = Lib.of(lib)
+    cvs = [_arrays.as_input(c, "sample") for c in cols]
+    if any(np.dtype(c.dtype).kind not in "iuf" for c in cvs):
+        return None
+    d, n = len(cvs), cvs[0].shape[0]
+    dev, stream = cvs[0].device, cvs[0].stream
+    edges, tops = [], []
+    for k, c in enumerate(cvs):
+        e, t = _edges_top(c, bins[k], None if range is None else range[k])
+        edges.append(e)
+        tops.append(t)
+    nb = [len(e) - 1 for e in edges]
+    inner = math.prod(nb)
+    vrows = [_arrays.as_input(rows[v], "values") for v in builtins.range(rows.shape[0] if statistic != "count" else 1)]
+    if any(np.dtype(v.dtype).kind not in "iuf" for v in vrows):
+        return None
+    f32 = np.dtype(cvs[0].dtype) == np.float32 and (statistic == "count" or all(
+        np.dtype(v.dtype) == np.float32 for v in vrows))
+    work = np.dtype(np.float32) if f32 else np.dtype(np.float64)
+    cw = [c if c.dtype == work else _arrays.as_input(L.astype(c.obj, work), "sample") for c in cvs]
+    e_all = np.ascontiguousarray(np.concatenate([np.asarray(e, np.float64) for e in edges]))
+    ne = np.array([len(e) for e in edges], np.int64)
+    tp = np.array(tops, np.float64)
+    code = _core.STATISTICS[statistic]
+    flat = L.empty(n, np.int64, dev)
+    results = []
+    for i, v in enumerate(vrows):
+        vw = cw[0] if statistic == "count" else (v if v.dtype == work else _arrays.as_input(L.astype(v.obj, work),
+                                                                                             "values"))
+        res = L.empty(inner, np.float64, dev)
+        try:
+            _core.binned_statistic_dd("cuda", [c.desc() for c in cw], e_all, ne, tp, vw.desc(), code,
+                                      _arrays.as_input(res, "result").desc(),
+                                      _arrays.as_input(flat, "binnumber").desc() if i == 0 else None, stream)
+        except _core.UnsupportedDeviceError:  # the bins do not fit a block's shared memory
+            return None
+        if statistic == "std":
+            rh = L.to_host(res).reshape(-1)
+            if not (rh >= 0).all() and _huge(v):  # (empty bins are NaN too)
+                vh = v.to_host()
+                res = L.from_host(_overflowed_spread(rh, vh, _inner_plus1(L.to_host(flat), nb), inner), dev)
+        results.append(res)
+    if statistic == "count" and rows.shape[0] > 1:
+        results = results * rows.shape[0]
+    xp = np if lib == "numpy" else __import__(lib)
+    result = xp.stack(results).reshape(tuple(input_shape[:-1] + nb))
+    binnumber = flat
+    if expand and d > 1:
+        binnumber = _unravel(flat, [b + 2 for b in nb], lib)
+    return BinnedStatisticddResult(result, [L.from_host(e, dev) for e in edges], binnumber)
+
+
+def _inner_plus1(flat, nb):
+    """Host flat bin numbers (outlier bins included) as 1 + the inner C-order
+    bin, 0 for points outside."""
+    idx = np.unravel_index(flat, [b + 2 for b in nb])
+    inside = np.ones(flat.shape, bool)
+    inner = np.zeros(flat.shape, np.int64)
+    for k, b in enumerate(nb):
+        inside &= (idx[k] >= 1) & (idx[k] <= b)
+        inner = inner * b + (idx[k] - 1)
+    return np.where(inside, inner + 1, 0)
 
 
 def _concat_outliers(res, lib):

@@ -6,7 +6,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from . import _arrays, _axis, _backend, _core, _dispatch
+from . import _arrays, _axis, _backend, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 
 
@@ -86,6 +86,9 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
     """
     if axis is None and stream is None and threshold is None and bitorder == "big":
         r = _core.fast_packbits(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
+        r = _devfast.packbits_(a)  # device arrays' fast path
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):
@@ -273,6 +276,9 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
         r = _core.fast_count_nonzero(a)  # the C fast path (_dispatch.py)
         if r is not NotImplemented:
             return np.intp(r) if type(r) is int else r  # NumPy 2 gives an intp scalar (the fast path: int for 0-d)
+        r = _devfast.count_nonzero_(a)  # device arrays' fast path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         if axis is None and not keepdims:
             return _count_nonzero_impl(a, threshold=threshold)

@@ -10,6 +10,7 @@ is ignored with one warning, never an error.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ import numpy as np
 from . import _backend, _core
 from ._costmodel import Machine
 
-FORMAT = 1
+FORMAT = 2  # 2: cache tier, all-cores rates, the GPU's host-input curve
 _warned = {"cache": False}
 
 
@@ -70,6 +71,9 @@ def to_json(m: Machine) -> dict:
     d["host_bw"] = [list(p) for p in m.host_bw]
     d["cpu_rate"] = dict(m.cpu_rate)
     d["gpu_rate"] = dict(m.gpu_rate)
+    d["cpu_rate_all"] = dict(m.cpu_rate_all)
+    d["cache_bw"] = [list(p) for p in m.cache_bw]
+    d["gpu_host"] = [list(p) for p in m.gpu_host]
     return d
 
 
@@ -83,7 +87,20 @@ def from_json(d: dict) -> Machine:
             v = tuple((int(t), float(b)) for t, b in v)
             if not v or any(t < 1 or not b > 0 for t, b in v):
                 raise ValueError("host_bw must hold positive (threads, bytes/s) pairs")
-        elif f in ("cpu_rate", "gpu_rate"):
+        elif f == "cache_bw":
+            v = tuple((int(t), float(b)) for t, b in v)
+            if any(t < 1 or not b > 0 for t, b in v):
+                raise ValueError("cache_bw must hold positive (threads, bytes/s) pairs")
+        elif f == "gpu_host":
+            v = tuple((float(b), float(t)) for b, t in v)
+            if v and (len(v) < 2 or any(not (b > 0 and t > 0) for b, t in v)
+                      or any(b1 <= b0 or t1 < t0 for (b0, t0), (b1, t1) in zip(v, v[1:]))):
+                raise ValueError("gpu_host must hold >= 2 (bytes, seconds) points, increasing")
+        elif f == "cache_bytes":
+            v = int(v)
+            if v < 0:
+                raise ValueError("cache_bytes must be >= 0")
+        elif f in ("cpu_rate", "gpu_rate", "cpu_rate_all"):
             v = tuple(sorted((str(k), float(r)) for k, r in dict(v).items()))
             if any(not r > 0 for _, r in v):
                 raise ValueError(f"{f} must be positive")
@@ -93,6 +110,10 @@ def from_json(d: dict) -> Machine:
             v = int(v)
             if v < 1:
                 raise ValueError("cores must be >= 1")
+        elif f == "handoff_warm":
+            v = float(v)
+            if not np.isfinite(v):
+                raise ValueError("handoff_warm must be finite")
         else:
             v = float(v)
             if not (v >= 0 and np.isfinite(v)):
@@ -193,11 +214,52 @@ def _with_threads(t, fn):
     return run
 
 
+def _cache_bytes() -> int:
+    """The last-level cache's size from sysfs (0 when unknown)."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for idx in os.listdir(base):
+            try:
+                with open(os.path.join(base, idx, "size")) as f:
+                    txt = f.read().strip()
+                with open(os.path.join(base, idx, "type")) as f:
+                    if f.read().strip() == "Instruction":
+                        continue
+            except OSError:
+                continue
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(txt[-1:].upper(), 1)
+            digits = txt[:-1] if mult > 1 else txt
+            if digits.isdigit():
+                best = max(best, int(digits) * mult)
+    except OSError:
+        return 0
+    return best
+
+
+@contextlib.contextmanager
+def _forced(engine, threads=None):
+    """Calls through the public path with the engine (and pool size) forced."""
+    from . import _dispatch
+
+    _dispatch._override["engine"], _dispatch._override["threads"] = engine, threads
+    _dispatch.fast_invalidate()  # the C fast path's limits came from the unforced state
+    try:
+        yield
+    finally:
+        _dispatch._override["engine"], _dispatch._override["threads"] = None, None
+        _dispatch.fast_invalidate()
+
+
 def measure(quick: bool = False, verbose: bool = False) -> Machine:
-    """Measure the constants (quick: CPU only, ~0.1 s; full: a few seconds)."""
+    """Measure the constants (quick: ~0.2 s; full: a few seconds)."""
+    import gpusync as gs
+
     m = defaults()
     cores = m.cores
-    n = (1 << 23) if quick else (1 << 24)  # float64 elements: 64 MB / 128 MB (past the caches)
+    cache = _cache_bytes()
+    # float64 elements past the caches: 64 MB / 128 MB, at least 4x the last-level cache
+    n = max((1 << 23) if quick else (1 << 24), cache // 2)
     budget = 0.03 if quick else 0.3
     big = np.ones(n, np.float64)
     out = np.empty(1, np.float64)
@@ -206,36 +268,53 @@ def measure(quick: bool = False, verbose: bool = False) -> Machine:
         return lambda: _core.reduce("cpu", a, None, out, "two-pass", False, 0)
 
     counts = sorted({1, 2, cores} if quick else {1, 2, 4, 8, 16, 32, 64, cores} & set(range(1, cores + 1)) | {cores})
-    host_bw = []
+    host_bw, cache_bw = [], []
+    hot = np.ones(max(1 << 15, min(cache // 4, 8 << 20) // 8), np.float64) if cache else None
     for t in counts:
         s = _best(_with_threads(t, rsum(big)), 10, budget)
         host_bw.append((t, big.nbytes / s))
+        if hot is not None:
+            c = _best(_with_threads(t, rsum(hot)), 50, budget / 2)
+            cache_bw.append((t, max(hot.nbytes / c, big.nbytes / s)))
         if verbose:
-            print(f"  host read, {t:3d} threads: {big.nbytes / s / 1e9:7.1f} GB/s")
+            print(f"  host read, {t:3d} threads: {big.nbytes / s / 1e9:7.1f} GB/s"
+                  + (f"; from the {cache >> 20} MiB cache: {cache_bw[-1][1] / 1e9:7.1f} GB/s" if hot is not None
+                     else ""))
     small = np.ones(256, np.float64)
     one = _best(_with_threads(1, rsum(small)), 200, budget)
-    pool = _best(_with_threads(max(2, cores), rsum(small)), 200, budget) if cores > 1 else one
-    handoff = max(0.0, pool - one)
-    # back-to-back calls find the pool's workers still spinning (best case,
-    # measured just above); a call after any pause wakes parked workers,
-    # which the pool measured itself when it started: take the larger, so
-    # the model never hands a small call to the pool on the best case alone
-    handoff = max(handoff, _core.cpu_threads_for(1 << 40, 1.0)[1] * 1e-9)
-    m = m.replace(host_bw=tuple(host_bw), handoff=handoff, handoff_per_thread=handoff / (4 * max(2, cores)),
-                  call_overhead=max(0.2e-6, one))
+    warm = _best(_with_threads(max(2, cores), rsum(small)), 200, budget) if cores > 1 else one
+    warm = max(0.0, warm - one)
+    # a call after any pause wakes parked workers, which the pool measured
+    # itself when it started (the cold hand-off); back-to-back calls find
+    # them spinning (the warm one, just above): the dispatcher asks the pool
+    # which of the two the call meets
+    cold = max(warm, _core.cpu_threads_for(1 << 40, 1.0)[1] * 1e-9)
+    # the whole public path of a small call on the calling thread: what every
+    # candidate pays before its engine starts
+    with _forced("caller"):
+        wrapper = _best(lambda: gs.sum(small), 200, budget)
+    m = m.replace(host_bw=tuple(host_bw), handoff=cold, handoff_per_thread=cold / (4 * max(2, cores)),
+                  handoff_warm=warm, cache_bytes=cache, cache_bw=tuple(cache_bw),
+                  call_overhead=max(0.2e-6, one, wrapper))
     if verbose:
-        print(f"  one call on the caller: {one * 1e6:.2f} us; pool hand-off: {handoff * 1e6:.2f} us")
+        print(f"  one call on the caller: {one * 1e6:.2f} us (through gs.sum: {wrapper * 1e6:.2f} us); "
+              f"pool hand-off: {cold * 1e6:.2f} us parked, {warm * 1e6:.2f} us spinning")
     if not quick:
-        m = m.replace(cpu_rate=tuple(sorted(_op_rates(verbose).items())))
-        if _backend.cuda_available():
-            m = _gpu(m, verbose)
+        one_rates, all_rates = _op_rates(verbose, cores)
+        m = m.replace(cpu_rate=tuple(sorted(one_rates.items())), cpu_rate_all=tuple(sorted(all_rates.items())))
+    if _backend.cuda_available():
+        try:
+            m = _gpu(m, quick, verbose)
+        except Exception as exc:  # noqa: BLE001 - the CPU constants stand; the GPU keeps its defaults
+            _warn_once(f"gpusync: GPU calibration failed ({exc}); default GPU constants")
     return m
 
 
-def _op_rates(verbose):
-    """Per-thread element rate of each op on the C engine (calling thread)."""
+def _op_rates(verbose, cores):
+    """Element rate of each op on the C engine: the calling thread alone and
+    all `cores` threads of the pool."""
     rng = np.random.default_rng(0)
-    rates = {}
+    one, full = {}, {}
     n = 1 << 20
     x = rng.standard_normal(n)
     xi = rng.integers(0, 1000, n)
@@ -248,36 +327,42 @@ def _op_rates(verbose):
         "histogram": lambda: gs.histogram(x, 100, range=(-4, 4)), "bincount": lambda: gs.bincount(xi),
         "binned_statistic": lambda: gs.binned_statistic(x, x, "mean", bins=100, range=(-4, 4)),
     }
-    from . import _dispatch
-
-    _dispatch._override["engine"] = "caller"  # each op on the calling thread, whatever the environment
-    try:
-        for op, fn in cases.items():
-            s = _best(fn, 5, 0.3)
-            rates[op] = n / s
-            if verbose:
-                print(f"  {op:17s} 1 thread: {n / s / 1e6:9.1f} M elements/s")
-    finally:
-        _dispatch._override["engine"] = None
-    return rates
+    for op, fn in cases.items():
+        with _forced("caller"):
+            one[op] = n / _best(fn, 5, 0.3)
+        if cores > 1:
+            with _forced("cpu", cores):
+                full[op] = n / _best(fn, 10, 0.3)
+        if verbose:
+            print(f"  {op:17s} 1 thread: {one[op] / 1e6:9.1f} M elements/s"
+                  + (f"; {cores} threads: {full[op] / 1e6:9.1f} M elements/s" if cores > 1 else ""))
+    return one, full
 
 
-def _gpu(m: Machine, verbose) -> Machine:
-    """PCIe and latency from host-input sums on the GPU at two sizes: the
-    slope is the copy's bandwidth, the intercept launch + sync."""
+def _gpu(m: Machine, quick: bool, verbose) -> Machine:
+    """The GPU's host-input curve: a float64 sum through the public path at
+    sizes from 1 KiB up (staging, copies, launch, sync and the wrapper
+    together), made monotone; the slope of its last two points is the
+    copy's bandwidth.  Launch + sync of a device call from a bare core call."""
+    import gpusync as gs
+
     out = np.empty(1, np.float64)
-    sizes = (1 << 10, 1 << 25)
-    times = []
-    for n in sizes:
-        a = np.ones(n, np.float64)
-        times.append(_best(lambda a=a: _core.reduce("cuda", a, None, out, "auto", False, 0), 10, 0.5))
-    slope = (times[1] - times[0]) / ((sizes[1] - sizes[0]) * 8)
-    h2d = 1.0 / slope if slope > 0 else m.h2d_bw
-    latency = max(1e-6, times[0] - sizes[0] * 8 * slope)
-    m = m.replace(gpu=True, h2d_bw=h2d, d2h_bw=h2d, gpu_latency=latency)
+    tiny = np.ones(128, np.float64)
+    latency = _best(lambda: _core.reduce("cuda", tiny, None, out, "auto", False, 0), 20, 0.2)
+    curve, prev = [], 0.0
+    for lg in range(10, (27 if quick else 29), 2):
+        a = np.ones((1 << lg) // 8, np.float64)
+        with _forced("cuda"):
+            t = max(prev, _best(lambda a=a: gs.sum(a), 10 if lg < 24 else 4, 0.05 if quick else 0.3))
+        curve.append((a.nbytes, t))
+        prev = t
+    (b0, t0), (b1, t1) = curve[-2], curve[-1]
+    h2d = (b1 - b0) / (t1 - t0) if t1 > t0 else m.h2d_bw
+    m = m.replace(gpu=True, h2d_bw=h2d, d2h_bw=h2d, gpu_latency=max(1e-6, latency), gpu_host=tuple(curve))
     if verbose:
-        print(f"  GPU: host->device {h2d / 1e9:.1f} GB/s (through the staging pipeline), "
-              f"launch + sync {latency * 1e6:.1f} us, device bandwidth {m.gpu_bw / 1e9:.0f} GB/s (from its properties)")
+        pts = ", ".join(f"{b >> 10} KiB {t * 1e6:.0f} us" for b, t in curve)
+        print(f"  GPU: host-input sum: {pts}; copy slope {h2d / 1e9:.1f} GB/s; launch + sync {latency * 1e6:.1f} us; "
+              f"device bandwidth {m.gpu_bw / 1e9:.0f} GB/s (from its properties)")
     return m
 
 

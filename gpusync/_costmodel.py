@@ -8,12 +8,21 @@ no I/O: tests inject constants and assert on the choice.
 Candidates (host input):
 
 ``caller``    the CPU engine on the calling thread alone: no hand-off.
-``cpu``       the CPU engine's pool on T threads: hand-off + the slower of
-              memory (bytes / host read bandwidth at T threads) and compute
-              (elements / (T x per-thread rate of the op)).
-``cuda``      the GPU: launch + sync latency, the host bytes over PCIe (the
-              staging pipeline overlaps the copy with the kernel, so the
-              slower of copy and kernel counts), the results back (D2H).
+``cpu``       the CPU engine's pool on T threads: hand-off (a pool whose
+              workers still spin after the last job hands off without a
+              system call: the warm hand-off; else the cold one, waking
+              parked threads) + the slower of memory (bytes / host read
+              bandwidth at T threads -- the cache's bandwidth when the input
+              fits in the last-level cache) and compute (elements / the op's
+              rate on T threads, between its measured one-thread and
+              all-cores rates).
+``cuda``      the GPU: the measured time of a host-input call through the
+              public path as a function of its bytes (``gpu_host``: staging,
+              copy, launch, sync and the wrapper together; a curve, since the
+              staging pipeline's throughput grows with the copy), plus the
+              op's kernel time beyond a plain read's, plus the results back.
+              Without a measured curve: launch + sync latency and the bytes
+              over PCIe (the slower of copy and kernel counts).
 ``cpu+cuda``  both on disjoint parts of the flat input, the GPU's share sized
               so that both finish together, plus the merge of the results.
 
@@ -48,9 +57,14 @@ class Machine:
     cores: int = 1
     host_bw: tuple = ((1, 8e9),)
     call_overhead: float = 1.0e-6  # Python + C entry of one CPU-engine call
-    handoff: float = 20e-6  # waking the pool and joining it (per call)
+    handoff: float = 20e-6  # waking the parked pool and joining it (per call)
     handoff_per_thread: float = 1e-6
+    handoff_warm: float = -1.0  # the same with the workers still spinning (< 0: as cold)
+    cache_bytes: int = 0  # last-level cache; inputs up to half of it read at cache_bw (0: no tier)
+    cache_bw: tuple = ()  # ((threads, bytes/s), ...) reading an input that sits in that cache
     cpu_rate: tuple = tuple(sorted(_CPU_RATE.items()))
+    cpu_rate_all: tuple = ()  # (op, elements/s on all `cores` threads): measured scaling (absent: linear)
+    gpu_host: tuple = ()  # ((bytes, seconds), ...): a host-input float64 sum on the GPU, end to end
     gpu: bool = False
     h2d_bw: float = 20e9  # pinned host -> device
     d2h_bw: float = 20e9
@@ -65,9 +79,10 @@ class Machine:
     gpu_rate: tuple = tuple(sorted(_GPU_RATE.items()))
     merge_bw: float = 4e9  # adding two partial results on the host (bytes / s)
 
-    def bandwidth(self, threads: int) -> float:
-        """Host read bandwidth with `threads` threads (linear interpolation)."""
-        pts = sorted(self.host_bw)
+    def bandwidth(self, threads: int, nbytes: float = math.inf) -> float:
+        """Host read bandwidth with `threads` threads (linear interpolation)
+        for an input of `nbytes`: from the cache when it fits in half of it."""
+        pts = sorted(self.cache_bw if self.cache_bw and nbytes <= self.cache_bytes / 2 else self.host_bw)
         if threads <= pts[0][0]:
             return pts[0][1] * threads / pts[0][0]
         for (t0, b0), (t1, b1) in zip(pts, pts[1:]):
@@ -78,6 +93,28 @@ class Machine:
     def rate(self, op: str, gpu: bool = False) -> float:
         table = dict(self.gpu_rate if gpu else self.cpu_rate)
         return table.get(op, (_GPU_RATE if gpu else _CPU_RATE).get(op, 1e8))
+
+    def cpu_total_rate(self, op: str, threads: int) -> float:
+        """Elements / s of `op` on `threads` threads: linear from the one-thread
+        rate to the measured all-cores rate (linear scaling when unmeasured)."""
+        one = self.rate(op)
+        full = dict(self.cpu_rate_all).get(op)
+        if full is None or self.cores <= 1:
+            return one * threads
+        full = max(one, full)
+        return one + (full - one) * (min(threads, self.cores) - 1) / (self.cores - 1)
+
+    def gpu_host_time(self, nbytes: float) -> float:
+        """The measured host-input call time at `nbytes` (piecewise linear in
+        bytes; the first point below it, the last slope beyond the last)."""
+        pts = self.gpu_host
+        if nbytes <= pts[0][0]:
+            return pts[0][1]
+        for (b0, t0), (b1, t1) in zip(pts, pts[1:]):
+            if nbytes <= b1:
+                return t0 + (t1 - t0) * (nbytes - b0) / (b1 - b0)
+        (b0, t0), (b1, t1) = pts[-2], pts[-1]
+        return t1 + (t1 - t0) / (b1 - b0) * (nbytes - b1)
 
     def replace(self, **kw) -> "Machine":
         return dataclasses.replace(self, **kw)
@@ -94,6 +131,7 @@ class Shape:
     bins: int = 0
     contiguous: bool = True
     place: str = "host"  # "host" or "device"
+    pool_warm: bool = False  # the CPU pool's workers still spin after the last job
 
 
 @dataclasses.dataclass
@@ -109,10 +147,11 @@ def _cpu_time(m: Machine, s: Shape, n: float, threads: int) -> float:
         return 0.0
     t = max(1, threads)
     eff_bytes = s.in_bytes if s.contiguous else max(s.in_bytes, 64)  # a strided read moves whole lines
-    mem = n * eff_bytes / m.bandwidth(t)
-    comp = n / (t * m.rate(s.op))
+    mem = n * eff_bytes / m.bandwidth(t, s.n * s.in_bytes)  # the whole input decides where it sits
+    comp = n / m.cpu_total_rate(s.op, t)
     priv = s.bins * 8 * (t - 1) / m.merge_bw if s.op in ("histogram", "bincount", "binned_statistic") else 0.0
-    hand = 0.0 if t == 1 else m.handoff + m.handoff_per_thread * t
+    cold = m.handoff + m.handoff_per_thread * t
+    hand = 0.0 if t == 1 else (min(cold, m.handoff_warm) if s.pool_warm and m.handoff_warm >= 0 else cold)
     return m.call_overhead + hand + max(mem, comp) + priv
 
 
@@ -126,6 +165,11 @@ def _gpu_time(m: Machine, s: Shape, n: float) -> float:
     kernel = max(nbytes / m.gpu_bw, n / m.rate(s.op, gpu=True))
     if s.place == "device":
         return m.gpu_latency + kernel
+    if m.gpu_host:  # measured end to end; the op's kernel beyond a read, packing, results
+        t = m.gpu_host_time(nbytes) + (kernel - nbytes / m.gpu_bw) + s.out_bytes / m.d2h_bw
+        if not s.contiguous:
+            t += nbytes / m.bandwidth(1)
+        return t
     copy = nbytes / m.h2d_bw
     if not s.contiguous:  # packed on the host first
         copy += nbytes / m.bandwidth(1)
@@ -171,7 +215,7 @@ def split(m: Machine, s: Shape, threads: int):
     # array, written to pinned buffers, read again by the DMA), so the host's
     # memory bandwidth is shared: a split cannot beat the CPU pool alone when
     # the pool is already bound by host memory
-    host = ((n - ng) + STAGE_HOST_TRAFFIC * ng) * s.in_bytes / m.bandwidth(m.cores)
+    host = ((n - ng) + STAGE_HOST_TRAFFIC * ng) * s.in_bytes / m.bandwidth(m.cores, n * s.in_bytes)
     t = max(_gpu_time(m, s, ng), _cpu_time(m, s, n - ng, threads), host) + s.out_bytes / m.merge_bw \
         + m.split_overhead
     return f, t
@@ -202,7 +246,7 @@ def choose(m: Machine, s: Shape, engines=("caller", "cpu", "cuda", "cpu+cuda")) 
             f = f if 0.0 < f < 1.0 else 0.5
             ng = min(max(int(s.n * f), 1), s.n - 1)
             f = (ng + 0.5) / s.n  # int(n * f) == ng
-            host = ((s.n - ng) + STAGE_HOST_TRAFFIC * ng) * s.in_bytes / m.bandwidth(m.cores)
+            host = ((s.n - ng) + STAGE_HOST_TRAFFIC * ng) * s.in_bytes / m.bandwidth(m.cores, s.n * s.in_bytes)
             c = max(_gpu_time(m, s, ng), _cpu_time(m, s, s.n - ng, t), host) + s.out_bytes / m.merge_bw \
                 + m.split_overhead
         if 0.0 < f < 1.0:

@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from . import _arrays, _backend, _calibrate, _core, _costmodel
+from . import _arrays, _backend, _calibrate, _core, _costmodel, _devfast
 from ._arrays import DeviceArray, Lib
 
 # ---- strategies: the public tuples (one copy) and each engine's technique
@@ -34,7 +34,7 @@ STRATEGIES = {
     "histogram": ("auto", "global", "shared", "warp", "cluster"),
     "sum": ("auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp"),
     "cumsum": ("auto", "lookback", "barrier", "relaunch"),
-    "binned_statistic": ("auto", "shared", "global"),
+    "binned_statistic": ("auto", "privatized", "shared", "global"),
     "barrier_benchmark": ("auto", "lock", "lockfree", "sense", "flat", "cooperative", "relaunch"),
 }
 STRATEGIES["bincount"] = STRATEGIES["histogram"]
@@ -49,6 +49,9 @@ _CPU_MAP = {
                                 "(the closest technique to one atomic per warp)"),
 }
 _CPU_MAP[("bincount", "cluster")] = _CPU_MAP[("histogram", "cluster")]
+_CPU_MAP[("binned_statistic", "privatized")] = (
+    "shared", "the CPU engine's 'shared' is its privatized technique: each thread keeps private bins, "
+              "merged at the end")
 _CPU_MAP[("dot", "warp")] = _CPU_MAP[("sum", "warp")]
 
 
@@ -73,7 +76,8 @@ def engine_strategy(op: str, strategy: str, engine: str):
 # (csrc/common/env.c: one parse, one warning naming an invalid variable)
 
 ENGINES = ("auto", "caller", "cpu", "cuda", "cpu+cuda")
-_override = {"engine": None}  # calibrate's own runs: the calling thread alone, whatever the environment
+# calibrate's own runs: an engine (and pool size) forced, whatever the environment
+_override = {"engine": None, "threads": None}
 
 
 def env_engine() -> str:
@@ -168,7 +172,11 @@ def machine() -> _costmodel.Machine:
     if m is None:
         with _machine_lock:
             if _machine["m"] is None:
+                # the measurement calls the public functions, which ask for
+                # the constants: they get the safe defaults meanwhile
+                _machine["m"] = _calibrate.defaults()
                 _machine["m"] = _calibrate.constants()
+                fast_invalidate()
             m = _machine["m"]
     return m
 
@@ -242,12 +250,16 @@ def fast_sync() -> None:
     m = machine()
     names = _core.fast_config(None)
     _core.fast_config(tuple(_caller_limit(m, op, allowed) for op in names))
+    # device arrays: the cuda engine, unless the cpu backend is forced (then
+    # they go to the host) or plans are logged (the general path logs them)
+    _devfast.enable(_backend.forced() != "cpu" and not env_debug() and _override["engine"] is None)
     _fast["synced"] = True
 
 
 def fast_invalidate() -> None:
     """The state the limits came from changed: off until the next general call."""
     _fast["synced"] = False
+    _devfast.enable(False)
     _plans.clear()
     _core.fast_config(tuple(-1 for _ in _core.fast_config(None)))
 
@@ -332,13 +344,13 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
     input's library on its device for device input.
     """
     if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
-        key = (op, strategy, bins, merge, _backend._state["forced"], env_engine(),
+        key = (op, strategy, bins, merge, _backend._state["forced"], env_engine(), _core.cpu_pool_warm(),
                _stand_in["gpu"], id(_machine["m"]), tuple(None if a is None else (a.size, a.dtype) for a in ins))
         hit = _plans.get(key)
         if hit is not None:
             plan, threads, used_strategy = hit
             res = [np.empty(L, d) for L, d in outs]
-            _core.cpu_threads(threads)
+            _core.cpu_threads(_override["threads"] or threads)
             try:
                 used = call("cpu", ins, res, used_strategy, _arrays.host_stream())
             finally:
@@ -370,7 +382,8 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
     if in_bytes is None:
         in_bytes = sum(np.dtype(a.dtype).itemsize for a in ins if a is not None)
     out_bytes = sum(int(L) * np.dtype(d).itemsize for L, d in outs)
-    shape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, place)
+    shape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, place,
+                             place == "host" and _core.cpu_pool_warm())
     plan = {"op": op, "place": place, "n": n, "dtype": str(np.dtype(dtype)), "engine": None, "strategy": strategy,
             "strategy_used": None, "threads": 0, "split": None, "predicted_ms": {}, "forced": forced,
             "notes": notes}
@@ -380,7 +393,7 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
         if _backend.backend() == "cpu":  # the CPU engine, forced: copy, compute, copy back
             notes.append("device input copied to the host: the cpu backend is forced")
             host = [_to_host(a) for a in ins]
-            hshape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, "host")
+            hshape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, "host", _core.cpu_pool_warm())
             res = _run_host(op, host, outs, call, strategy, hshape, ("caller", "cpu"), plan, merge, part_dtypes)
             plan["place"] = "device"
             _record(plan)
@@ -408,7 +421,7 @@ def _call_cpu(op, ins, outs_arr, call, strategy, threads, plan):
     used, note = engine_strategy(op, strategy, "caller")
     if note:
         plan["notes"].append(note)
-    _core.cpu_threads(threads)
+    _core.cpu_threads(_override["threads"] or threads)
     try:
         return call("cpu", ins, outs_arr, used, _arrays.host_stream())
     finally:

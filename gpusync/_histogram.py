@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from . import _arrays, _backend, _core, _dispatch
+from . import _arrays, _backend, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 
 STRATEGIES = _dispatch.STRATEGIES["histogram"]
@@ -295,21 +295,27 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
     """
     fast = None
     if (stream is None and weights is None and not density and strategy == "auto" and type(bins) is int
-            and type(a) is np.ndarray and type(range) is tuple and len(range) == 2):
+            and type(range) is tuple and len(range) == 2):
         r0, r1 = range
-        fast = (a.dtype, bins, type(r0), r0, type(r1), r1)  # NumPy's edges depend on the bounds' types
+        dt = a.dtype if type(a) is np.ndarray else _devfast.numpy_dtype(a)
+        fast = None if dt is None else (dt, bins, type(r0), r0, type(r1), r1)  # NumPy's edges: the bounds' types too
         try:
-            hit = _fast_plans.get(fast)
-        except TypeError:  # unhashable bounds: NumPy's own path says what is wrong with them
+            hit = None if fast is None else _fast_plans.get(fast)
+        except TypeError:  # unhashable bounds: the general path says what is wrong with them
             hit = fast = None
         if hit is not None:
-            counts = _core.fast_histogram(a, hit[1])  # the C fast path (_dispatch.py)
-            if counts is not NotImplemented:
-                return counts, hit[0].copy()
+            if type(a) is np.ndarray:
+                counts = _core.fast_histogram(a, hit[1])  # the C fast path (_dispatch.py)
+                if counts is not NotImplemented:
+                    return counts, hit[0].copy()
+            elif hit[2] is not None:
+                r = _devfast.histogram_(a, hit[1], hit[2], hit[0])  # device arrays' fast path
+                if r is not NotImplemented:
+                    return r
     with _arrays.call_stream(stream, a):
         res = _histogram_impl(a, bins, range, weights, density, strategy=strategy)
-    if fast is not None and a.dtype != np.bool_ and len(_fast_plans) < 1024:
-        proxy = np.empty(0, dtype=a.dtype)
+    if fast is not None and fast[0] != np.bool_ and len(_fast_plans) < 1024:
+        proxy = np.empty(0, dtype=fast[0])
         try:
             edges, desc, uniform = _plan(proxy, bins, range)  # the same cached plan the general path used
         except (TypeError, ValueError):
@@ -317,7 +323,11 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
         if desc is None:  # not cacheable there: no fast plan either
             return res
         edges.flags.writeable = False
-        _fast_plans[fast] = (edges, desc)
+        # device input: the edges written on the device by their formula (no host copy)
+        f = _formula_cached(edges.dtype.str, edges.tobytes()) if uniform else None
+        edesc = None if f is None else _bins_tuple(_UNIFORM, len(edges) - 1, start=f[0], step=f[1], stop=f[2],
+                                                   arith_f32=f[3], edges_f32=f[4])
+        _fast_plans[fast] = (edges, desc, edesc)
     return res
 
 
@@ -525,8 +535,13 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     if x_dtype is not None and not device:
         xin = xin.view(np.uint8)
         x_dtype = None
-    if not weighted and (np.dtype(xa.dtype).itemsize == 1 or (np.dtype(xa.dtype).itemsize == 2 and strategy == "auto")):
+    isz = np.dtype(xa.dtype).itemsize
+    if not weighted and (isz == 1 or (isz == 2 and strategy == "auto" and not device)):
         return _bincount_small(xa, xin, x_dtype, minlength, strategy, device)
+    # the length NumPy gives the result is max(x) + 1: read min and max on the
+    # device first (one read of two values), then count only max + 1 bins --
+    # few bins fit shared memory, so a 16-bit input whose values use 4,096
+    # bins is counted at histogram speed instead of into 65,536 bins
     lo, hi = _minmax(xa)  # synchronize! (device input)
     if lo < 0:
         raise ValueError("'list' argument must have no negative elements")

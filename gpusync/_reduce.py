@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from . import _arrays, _axis, _core, _dispatch
+from . import _arrays, _axis, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 
 STRATEGIES = _dispatch.STRATEGIES["sum"]
@@ -89,6 +89,9 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         r = _core.fast_sum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
         if r is not NotImplemented:
             return r
+        r = _devfast.sum_(a, _sum_dtype)  # device arrays' fast path
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         if plain:
             return _sum_impl(a, strategy=strategy, deterministic=deterministic)
@@ -148,6 +151,9 @@ def dot(a, b, out=None, *, strategy="auto", deterministic=False, stream=None):
     """
     if out is None and stream is None and strategy == "auto" and not deterministic:
         r = _core.fast_dot(a, b)
+        if r is not NotImplemented:
+            return r
+        r = _devfast.dot_(a, b, _dot_dtype)
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):

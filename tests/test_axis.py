@@ -221,3 +221,82 @@ def test_property_sum_matches_numpy(a, data):
     ax = data.draw(st.integers(-a.ndim, a.ndim - 1))
     ref = np.cumsum(a, axis=ax)
     _close(gs.cumsum(a, axis=ax), ref, a.dtype)
+
+
+# ---- the axis kernels' paths (issue 15): rows / columns, warp / block groups, 16-byte vectors, parts ----------
+
+KERNEL_DTYPES = [np.int8, np.int32, np.float32, np.float64, np.bool_]
+
+
+def _cumsum_ref(a, axis):
+    ref = np.cumsum(a.astype(np.float64) if a.dtype.kind == "f" else a, axis=axis)
+    return ref.astype(np.cumsum(a[:0]).dtype)
+
+
+def _check_all_axes(a, x, axes):
+    for axis in axes:
+        with np.errstate(over="ignore"):
+            ref = np.sum(a, axis=axis)
+        _close(to_host(gs.sum(x, axis=axis)), ref, a.dtype)
+        np.testing.assert_array_equal(to_host(gs.count_nonzero(x, axis=axis)), np.count_nonzero(a, axis=axis))
+    for axis in [None] + list(range(a.ndim)) + [-1]:
+        _close(to_host(gs.cumsum(x, axis=axis)), _cumsum_ref(a, axis), a.dtype)
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(0, 5), (1, 1), (31, 33), (33, 31), (4097, 3), (3, 4097)], ids=str)
+def test_axis_kernels_shapes(backend, kind, dtype, shape):
+    a = _small_values(np.random.default_rng(sum(shape) + 11), dtype, shape)
+    _check_all_axes(a, to_kind(a, kind), [None, 0, 1, -1, (0, 1), (-1, 0)])
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(300, 4100), (257, 1030), (2, 70000), (40000, 2), (6, 700, 12)], ids=str)
+def test_axis_kernels_long(backend, kind, dtype, shape):
+    """Long rows (a block per row, 16-byte loads, a partial last tile), wide
+    aligned columns (vector columns), few long rows or columns (the axis split
+    into parts), a middle axis."""
+    a = _small_values(np.random.default_rng(len(shape) + shape[0]), dtype, shape)
+    axes = [None] + list(range(len(shape))) + [-1] + ([(0, 1), (1, 2)] if len(shape) == 3 else [(0, 1)])
+    _check_all_axes(a, to_kind(a, kind), axes)
+
+
+def _view(obj, kind, view):
+    """A strided view of a (40, 60, 8) array; None where the library has none."""
+    if view == "neg" and kind == "torch":
+        return None  # PyTorch has no negative strides
+    if view == "T":
+        return obj[:, :, 0].T
+    if view == "step":
+        return obj[::3, 1::2, ::2]
+    if view == "neg":
+        return obj[::-1, :, ::-2]
+    if view == "slice":
+        return obj[5:30, 7:50, 3]
+    if view == "transpose3":
+        return obj.permute(2, 0, 1) if kind == "torch" else obj.transpose(2, 0, 1)
+    if view == "offset":  # contiguous, one element past an aligned start: rows off the 16-byte grid
+        return obj.reshape(-1)[1:1 + 59 * 8 * 5].reshape(59 * 5, 8)
+    raise AssertionError(view)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64, np.bool_], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("view", ["T", "step", "neg", "slice", "transpose3", "offset"])
+def test_axis_kernels_views(backend, kind, view, dtype):
+    base = _small_values(np.random.default_rng(3), dtype, (40, 60, 8))
+    a = _view(base, "numpy", view)
+    x = _view(to_kind(base, kind), kind, view)
+    if x is None:
+        pytest.skip(f"{kind} has no {view} view")
+    _check_all_axes(a, x, _axes(a.ndim))
+
+
+def test_axis_kernels_long_offset_rows(backend, kind):
+    """Long contiguous rows whose starts are not 16-byte aligned: the scalar
+    head before the vector loads, and the scans' scalar path."""
+    flat = np.random.default_rng(9).standard_normal(7 * 5000 + 3).astype(np.float32)
+    x = to_kind(flat, kind)
+    for off in (1, 2, 3):
+        a = flat[off:off + 7 * 5000].reshape(7, 5000)
+        v = x[off:off + 7 * 5000].reshape(7, 5000)
+        _check_all_axes(a, v, [None, 0, 1])

@@ -412,3 +412,85 @@ def test_results_identical_whichever_engine_ran(engine, monkeypatch, model):
 def test_public_strategies_are_names_the_core_knows():
     for op, names in _dispatch.STRATEGIES.items():
         assert set(names) <= set(gs._core.STRATEGIES), op
+
+
+# ---- the model's measured tiers: cache, warm pool, the GPU's host-input curve, all-cores rates
+
+H200_LIKE = Machine(cores=16, host_bw=((1, 9e9), (4, 80e9), (16, 180e9)), call_overhead=8e-6, handoff=100e-6,
+                    handoff_per_thread=1e-6, handoff_warm=4e-6, cache_bytes=32 << 20,
+                    cache_bw=((1, 40e9), (4, 150e9), (16, 500e9)), gpu=True, h2d_bw=45e9, d2h_bw=45e9,
+                    gpu_latency=23e-6, gpu_bw=3.6e12,
+                    gpu_host=((1 << 10, 46e-6), (100 << 10, 63e-6), (800 << 10, 146e-6), (8 << 20, 390e-6),
+                              (80 << 20, 2.19e-3), (256 << 20, 6.0e-3)))
+
+
+def test_gpu_host_curve_is_piecewise_linear_and_extrapolates():
+    m = H200_LIKE
+    assert m.gpu_host_time(10) == 46e-6
+    assert m.gpu_host_time(800 << 10) == pytest.approx(146e-6)
+    mid = m.gpu_host_time((800 << 10) + ((8 << 20) - (800 << 10)) / 2)
+    assert mid == pytest.approx((146e-6 + 390e-6) / 2)
+    assert m.gpu_host_time(512 << 20) > m.gpu_host_time(256 << 20) > m.gpu_host_time(80 << 20)
+
+
+def test_measured_gpu_curve_keeps_mid_sizes_on_the_cpu():
+    """An affine PCIe model calls a 100k-element float64 sum a GPU job; the
+    measured end-to-end curve (staging ramps up slowly) does not."""
+    s = shape("sum", 100_000)
+    affine = H200_LIKE.replace(gpu_host=())
+    assert _costmodel.choose(H200_LIKE, s).engine in ("caller", "cpu")
+    assert _costmodel._gpu_time(H200_LIKE, s, s.n) > _costmodel._gpu_time(affine, s, s.n)
+
+
+def test_cache_resident_input_reads_at_cache_bandwidth():
+    m = H200_LIKE
+    small, large = shape("sum", 1_000_000), shape("sum", 100_000_000)  # 8 MB fits half of 32 MiB; 800 MB does not
+    assert m.bandwidth(16, small.n * 8) == 500e9 and m.bandwidth(16, large.n * 8) == 180e9
+    t_small = _costmodel._cpu_time(m, small, small.n, 16)
+    no_cache = _costmodel._cpu_time(m.replace(cache_bw=()), small, small.n, 16)
+    assert t_small < no_cache
+
+
+def test_warm_pool_hands_off_cheaper_and_takes_smaller_inputs():
+    cold = Shape("sum", 100_000, 8, 8, 0, True, "host", False)
+    warm = Shape("sum", 100_000, 8, 8, 0, True, "host", True)
+    assert _costmodel._cpu_time(H200_LIKE, warm, warm.n, 16) < _costmodel._cpu_time(H200_LIKE, cold, cold.n, 16)
+    assert _costmodel.choose(H200_LIKE, cold, ("caller", "cpu")).engine == "caller"
+    assert _costmodel.choose(H200_LIKE, warm, ("caller", "cpu")).engine == "cpu"
+
+
+def test_all_cores_rate_caps_a_compute_bound_pool():
+    """A histogram whose pool scales 7x on 16 cores (measured) is predicted
+    slower than linear scaling says."""
+    m = H200_LIKE.replace(cpu_rate=(("histogram", 4e8),), cpu_rate_all=(("histogram", 2.8e9),))
+    s = shape("histogram", 10_000_000, bins=100)
+    assert m.cpu_total_rate("histogram", 1) == 4e8 and m.cpu_total_rate("histogram", 16) == 2.8e9
+    assert 4e8 < m.cpu_total_rate("histogram", 8) < 2.8e9
+    lin = m.replace(cpu_rate_all=())
+    assert _costmodel._cpu_time(m, s, s.n, 16) > _costmodel._cpu_time(lin, s, s.n, 16)
+
+
+def test_calibration_json_round_trip_with_tiers_and_bad_curves():
+    m = H200_LIKE.replace(cpu_rate_all=(("sum", 3e10),))
+    assert _calibrate.from_json(json.loads(json.dumps(_calibrate.to_json(m)))) == m
+    bad = _calibrate.to_json(m)
+    bad["gpu_host"] = [[1024, 5e-5], [512, 6e-5]]  # bytes not increasing
+    with pytest.raises(ValueError):
+        _calibrate.from_json(bad)
+    bad["gpu_host"] = [[1024, 5e-5], [2048, 4e-5]]  # time falling
+    with pytest.raises(ValueError):
+        _calibrate.from_json(bad)
+
+
+def test_pool_warmth_is_reported():
+    x = np.ones(4_000_000)
+    assert isinstance(_dispatch._core.cpu_pool_warm(), bool)
+    with gs.use_backend("cpu"):
+        _dispatch._core.cpu_threads(2)
+        try:
+            _dispatch._core.reduce("cpu", x, None, np.empty(1), "two-pass", False, 0)
+        finally:
+            _dispatch._core.cpu_threads(0)
+    import time
+    time.sleep(0.05)  # far past the workers' spin: parked
+    assert _dispatch._core.cpu_pool_warm() is False

@@ -25,7 +25,7 @@ gs_status gs_fail(gs_status status, const char *fmt, ...)
 static const char *const strategy_names[GS_STRATEGY_COUNT] = {
     "auto",     "global",   "shared",   "warp", "cluster",  "atomic",   "mutex",       "two-pass", "threadfence",
     "grid",     "lookback", "barrier",  "relaunch", "lock", "lockfree", "cooperative", "sense",
-    "flat",
+    "flat",     "privatized",
 };
 
 static const char *const dtype_names[GS_DTYPE_COUNT] = {

@@ -76,6 +76,14 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_CALIBRATE] = {.name = "GPUSYNC_CALIBRATE", .type = "choice", .fallback = "auto", .choices = "auto|off",
                           .meaning = "off: no quick measurement of the machine constants on first need (defaults "
                                      "unless python -m gpusync calibrate cached them)"},
+    [GS_ENV_HIST_SMALL] = {.name = "GPUSYNC_HIST_SMALL", .type = "int", .fallback = "1", .lo = 0, .hi = 2,
+                           .meaning = "benchmarks: 0 turns off the fast paths of the shared histogram for 8-bit "
+                                      "data and small-range integers, 2 takes the 8-bit kernel at every size"},
+    [GS_ENV_HIST_U8_CFG] = {.name = "GPUSYNC_HIST_U8_CFG", .type = "int", .fallback = "0", .lo = 0, .hi = 3,
+                            .meaning = "tuning: launch shape of the 8-bit histogram kernel (hist_small.cu)"},
+    [GS_ENV_BITS_SIMD] = {.name = "GPUSYNC_BITS_SIMD", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
+                          .meaning = "benchmarks: 0 makes packbits/count_nonzero of bytes test each element "
+                                     "instead of 4 bytes at a time"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

@@ -84,6 +84,9 @@ gs_status gs_cpu_histogramdd(const gs_array *coords, int ndim, const double *edg
                              const gs_array *weights, gs_array *out, void *stream);
 
 gs_status gs_cpu_unpackbits(const gs_array *a, int little, gs_array *out, void *stream);
+gs_status gs_cpu_binned_statistic_dd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
+                                     const double *tops, const gs_array *values, int statistic, gs_array *result,
+                                     gs_array *binnumber, void *stream);
 
 static const gs_backend_ops cpu_ops = {
     .name = "cpu",
@@ -106,6 +109,7 @@ static const gs_backend_ops cpu_ops = {
     .reduce_axis = gs_cpu_reduce_axis, /* issue 15 */
     .histogramdd = gs_cpu_histogramdd, /* issue 15 */
     .unpackbits = gs_cpu_unpackbits,   /* issue 15 */
+    .binned_statistic_dd = gs_cpu_binned_statistic_dd, /* issues 14, 15: csrc/cpu/binstat_dd.c */
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

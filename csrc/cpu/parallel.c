@@ -65,6 +65,7 @@ static struct {
     void *ctx;
     int64_t n;
     int nthreads;
+    _Atomic int64_t last_end; /* now_ns() when the last pool job ended: its workers spin until + SPIN_US */
     _Alignas(64) atomic_uint remaining; /* workers still on the current job */
     slot slots[GS_CPU_MAX_THREADS];
 } pool;
@@ -214,6 +215,16 @@ static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
     }
     run_slice(fn, ctx, n, nthreads, 0);
     wait_workers();
+    atomic_store_explicit(&pool.last_end, now_ns(), memory_order_relaxed);
+}
+
+int gs_cpu_pool_warm(void)
+{
+    /* the workers spin GS_CPU_POOL_SPIN_US after their slice; a margin of a
+     * quarter of it for the time between this answer and the next job */
+    return pool.nworkers > 0 && !atomic_load_explicit(&pool.busy, memory_order_relaxed) &&
+           now_ns() - atomic_load_explicit(&pool.last_end, memory_order_relaxed) <
+               (int64_t)GS_CPU_POOL_SPIN_US * 750;
 }
 
 static void noop(void *ctx, int tid, int64_t b, int64_t e) { (void)ctx, (void)tid, (void)b, (void)e; }

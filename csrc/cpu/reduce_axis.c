@@ -51,7 +51,7 @@ typedef struct {
             for (; k < k1; k++)                                                                               \
                 s[0] += (ACC)CONV(base[k * c->s1]);                                                           \
             acc[0] += (s[0] + s[1]) + (s[2] + s[3]);                                                          \
-        } else if (w == 1 && (c->osz == 8 || c->odt == GS_FLOAT32)) { /* one row's scan, stored inline */   \
+        } else if (c->inner == 1 && (c->osz == 8 || c->odt == GS_FLOAT32)) { /* a row's scan */             \
             ACC s = acc[0];                                                                                   \
             char *po = c->out + (size_t)o * (size_t)c->len * c->osz;                                          \
             if (c->odt == GS_FLOAT32)                                                                         \

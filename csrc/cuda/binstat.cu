@@ -25,6 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The lock-free privatized strategy (csrc/cuda/binstat_priv.cu). */
+extern "C" int gs_cuda_binstat_priv_fits(int ndim, const int64_t *nedges, int statistic, gs_dtype dtype,
+                                         const gs_device_info *dev);
+extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, const double *edges,
+                                          const int64_t *nedges, const double *tops, const gs_array *values,
+                                          int statistic, gs_array *result, gs_array *binnumber,
+                                          const gs_device_info *dev, void *stream);
+
 namespace {
 
 struct bin_state {
@@ -297,13 +305,19 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     const int ord = call.ordinal;
     const gs_device_info *dev = call.dev;
     cudaStream_t s = call.stream;
+    const int64_t nedges1 = nbins + 1;
+    if (strategy == GS_STRATEGY_PRIVATIZED ||
+        (strategy == GS_STRATEGY_AUTO && gs_cuda_binstat_priv_fits(1, &nedges1, statistic, x->dtype, dev))) {
+        *used = GS_STRATEGY_PRIVATIZED;
+        return gs_cuda_binstat_priv(x, 1, edges, &nedges1, &top, values, statistic, result, binnumber, dev, stream);
+    }
     const int replicas = replicas_for(nbins, dev->shared_memory_per_block_optin);
     const size_t smem = shared_bytes((int)nbins, replicas > 0 ? replicas : 1);
     const int fits = replicas > 0;
     if (strategy == GS_STRATEGY_AUTO)
         strategy = fits ? GS_STRATEGY_SHARED : GS_STRATEGY_GLOBAL;
     if (strategy != GS_STRATEGY_SHARED && strategy != GS_STRATEGY_GLOBAL)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic strategies are 'shared', 'global' and 'auto'; got '%s'",
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic strategies are 'privatized', 'shared', 'global' and 'auto'; got '%s'",
                        gs_strategy_name(strategy));
     if (strategy == GS_STRATEGY_SHARED && !fits)
         return gs_fail(GS_ERR_INVALID_ARGUMENT,

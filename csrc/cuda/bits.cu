@@ -35,6 +35,7 @@ struct bits_args {
     int has_thr;
     double thr;
     int little;
+    int simd; /* 8-bit data: SIMD byte compares (GPUSYNC_BITS_SIMD=0: per element, for before/after) */
     uint8_t *out;
     unsigned long long *count;
 };
@@ -51,6 +52,44 @@ template <> __device__ __forceinline__ bool pred<gs_f16>(gs_f16 v, const bits_ar
 
 /* Bit m of an output byte for element m: bitorder big puts element 0 in bit 7. */
 __device__ __forceinline__ unsigned place(unsigned bit, int m, int little) { return bit << (little ? m : 7 - m); }
+
+/* 8-bit data: x > thr (or x != 0) as (x ^ flip) >= tb on the raw byte,
+ * tb in [0, 256] (0: every byte, 256: none); flip = 0x80 in every byte maps
+ * int8's order onto unsigned bytes. */
+template <class T> __device__ __forceinline__ void byte_threshold(const bits_args &r, unsigned *tb, unsigned *flip)
+{
+    *tb = 1; /* x != 0 */
+    *flip = 0;
+    if (sizeof(T) != 1 || !r.has_thr)
+        return;
+    double t = r.thr;
+    if (std::is_signed<T>::value) {
+        t += 128.0;
+        *flip = 0x80808080u;
+    }
+    if (!(t == t) || t >= 255.0)
+        *tb = 256;
+    else if (t < 0.0)
+        *tb = 0;
+    else
+        *tb = (unsigned)floor(t) + 1u;
+}
+
+/* Bits 0..3: (byte k of w) >= tb, for tb in [0, 256]. */
+__device__ __forceinline__ unsigned byte_preds(unsigned w, unsigned tb)
+{
+    unsigned hi; /* bit 8k + 7: byte k's predicate */
+    if (tb == 1) /* nonzero bytes: the top bit of (low 7 bits + 0x7f) | byte */
+        hi = (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | w) & 0x80808080u;
+    else if (tb == 0)
+        hi = 0x80808080u;
+    else if (tb >= 256)
+        hi = 0;
+    else
+        hi = __vcmpgeu4(w, tb * 0x01010101u) & 0x80808080u;
+    /* gather bits 7, 15, 23, 31 into bits 0..3: byte k lands on bit 21 + k */
+    return (((hi >> 7) * 0x00204081u) >> 21) & 0xfu;
+}
 
 /* Scalar path over elements [e0, n): one element per lane, ballots. */
 template <class T, bool COUNT>
@@ -92,11 +131,23 @@ template <class T, bool COUNT> __global__ void __launch_bounds__(256) bits_kerne
         const int64_t chunks = r.n / (32 * V); /* whole warp-chunks: 32 V elements, 4 V bytes */
         const int4 *xv = reinterpret_cast<const int4 *>(x);
         const bool aligned2 = r.out && ((uintptr_t)r.out & 1) == 0;
+        /* 8-bit data: the predicate of 4 bytes at a time with SIMD byte
+         * compares, x > t as (x ^ flip) >= tb (see byte_threshold) */
+        unsigned tb = 1, flip = 0;
+        if (V == 16)
+            byte_threshold<T>(r, &tb, &flip);
         auto chunk = [&](const gs_vec<T> &v, int64_t c) {
             unsigned p = 0; /* bit k: predicate of this lane's element k */
+            if (V == 16 && r.simd) {
+                const unsigned w[4] = {(unsigned)v.v.x, (unsigned)v.v.y, (unsigned)v.v.z, (unsigned)v.v.w};
 #pragma unroll
-            for (int k = 0; k < V; k++)
-                p |= (unsigned)pred(v.e[k], r) << k;
+                for (int q = 0; q < 4; q++)
+                    p |= byte_preds(w[q] ^ flip, tb) << (4 * q);
+            } else {
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    p |= (unsigned)pred(v.e[k], r) << k;
+            }
             if (COUNT) { /* every lane adds the warp's count: ballot k, popcount */
 #pragma unroll
                 for (int k = 0; k < V; k++)
@@ -104,7 +155,15 @@ template <class T, bool COUNT> __global__ void __launch_bounds__(256) bits_kerne
                 return;
             }
             uint8_t *o = r.out + c * 4 * V;
-            if (V >= 8) { /* this lane's elements are V / 8 whole bytes */
+            if (V == 16 && r.simd) { /* two whole bytes: bit order within each byte by one bit reversal */
+                const unsigned word = r.little ? p : __byte_perm(__brev(p), 0, 0x4423);
+                if (aligned2)
+                    reinterpret_cast<uint16_t *>(o)[lane] = (uint16_t)word; /* two bytes in one store */
+                else {
+                    o[2 * lane] = (uint8_t)word;
+                    o[2 * lane + 1] = (uint8_t)(word >> 8);
+                }
+            } else if (V >= 8) { /* this lane's elements are V / 8 whole bytes */
                 unsigned word = 0;
 #pragma unroll
                 for (int h = 0; h < V / 8; h++) {
@@ -199,6 +258,7 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
     r.has_thr = thr != NULL;
     r.thr = thr ? *thr : 0.0;
     r.little = little;
+    r.simd = gs_env_number(GS_ENV_BITS_SIMD, 1, NULL) != 0;
     if (on_host)
         GS_CUDA_GOTO(gs_malloc_async(&d_out, count ? 8 : (size_t)need + 1, s));
     if (count)

@@ -138,8 +138,14 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     }
 }
 
+/* hist_small.cu: 8-bit data and small-range integers (issue 14) */
+int gs_hist_small_try(const gs_hist_launch *l, gs_status *st);
+
 template <class T> static gs_status launch(const gs_hist_launch *l)
 {
+    gs_status small_st = GS_OK;
+    if (gs_hist_small_try(l, &small_st))
+        return small_st;
     const int W = l->w != NULL;
     int R = gs_hist_replicas(l->binner.nbins, W, l->dev->shared_memory_per_block_optin);
     if (R == 0)

@@ -12,6 +12,7 @@
 
 #define MM_THREADS 512
 #define MM_MAX_BLOCKS 1024
+#define MM_UNROLL 4
 
 template <class T> struct mm_traits {
     using key = T;
@@ -71,13 +72,40 @@ __global__ void __launch_bounds__(MM_THREADS) minmax_partial(const T *x, int64_t
     using Tr = mm_traits<T>;
     using K = typename Tr::key;
     K lo = Tr::load(x, 0), hi = lo;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        K v = Tr::load(x, i * s);
+    auto see = [&](K v) {
         if (Tr::less(v, lo))
             lo = v;
         if (Tr::less(hi, v))
             hi = v;
+    };
+    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nth = (int64_t)gridDim.x * blockDim.x;
+    int64_t done = 0;
+    if (s == 1) { /* contiguous: 16-byte loads, MM_UNROLL in flight per thread (issue 14: bincount's max) */
+        constexpr int V = 16 / sizeof(T);
+        int64_t head = (int64_t)(((16 - ((uintptr_t)x & 15)) & 15) / sizeof(T));
+        if (head > n)
+            head = n;
+        if (tid < head)
+            see(Tr::load(x, tid));
+        const int4 *xv = reinterpret_cast<const int4 *>(x + head);
+        const int64_t nv = (n - head) / V;
+        for (int64_t j0 = tid; j0 < nv; j0 += MM_UNROLL * nth) {
+            gs_vec<T> r[MM_UNROLL];
+#pragma unroll
+            for (int u = 0; u < MM_UNROLL; u++)
+                if (j0 + u * nth < nv)
+                    r[u].v = __ldg(xv + j0 + u * nth);
+#pragma unroll
+            for (int u = 0; u < MM_UNROLL; u++)
+                if (j0 + u * nth < nv)
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        see(Tr::load(r[u].e, e));
+        }
+        done = head + nv * V;
     }
+    for (int64_t i = done + tid; i < n; i += nth)
+        see(Tr::load(x, i * s));
     block_minmax<K, Tr>(lo, hi);
     if (threadIdx.x == 0) {
         part[2 * blockIdx.x] = lo;

@@ -3,38 +3,54 @@
  * over a strided (outer, len, inner) view -- NumPy's axis reductions and
  * scans without a transpose (issue 15).
  *
- *   rows     inner == 1 (the axis is the innermost non-unit axis): one
- *            block per row, its threads strided along the row (coalesced
- *            when the axis is contiguous), 4 loads in flight per thread,
- *            warp shuffles and a shared-memory step per block.  Few long
- *            rows are split along the axis into parts (grid.y).
- *   columns  inner > 1: each thread owns one i of one o and walks k, so a
- *            warp reads 32 neighbouring elements of a row (coalesced when
- *            strides[2] == 1); when outer * inner threads cannot fill the
- *            GPU, the axis is split into parts (grid.y).
- *   parts    partial sums [part][outer * inner] in the accumulator type,
- *            added in part order by a finishing kernel: deterministic.
- *   scan     rows: one block per row scans tiles of 256 x 8 elements (per-
- *            thread serial scan, warp shuffle scan of the thread totals,
- *            shared scan of the warp totals) carrying the running total;
- *            columns: each thread scans its column serially (coalesced).
+ *   red_rows   inner == 1 (the axis is the innermost non-unit axis): a
+ *              group of G threads per row (G = 32, a warp, for short rows;
+ *              G = 256, a block, for long ones), 16-byte loads when the
+ *              axis is contiguous (a scalar head up to the first 16-byte
+ *              boundary, a scalar tail), 4 loads in flight per thread, warp
+ *              shuffles and a shared-memory step per block.  When the rows
+ *              cannot fill the GPU, the axis is split into parts (grid.y).
+ *   red_cols   inner > 1: a block is CW column threads x NR = 256 / CW row
+ *              groups; a thread owns V adjacent columns (one 4..16-byte
+ *              load per row when the inner axis is contiguous and aligned)
+ *              and rows g, g + NR, ...: a warp reads whole rows (coalesced).
+ *              The NR groups are added in group order in shared memory.
+ *              Parts along the axis (grid.y) fill the GPU when the columns
+ *              are few.
+ *   parts      partial sums [part][outer * inner] in the accumulator type,
+ *              added in part order by a finishing kernel: deterministic.
+ *   scan_rows  inner == 1: a group of G threads per row scans tiles of
+ *              G x R x V elements (thread t holds the V-vectors t, t + G,
+ *              ... of the tile: coalesced 16-byte loads and stores), one
+ *              warp scan per vector slot, a shared step across warps, a
+ *              running carry; the next tile is loaded while this one is
+ *              scanned.
+ *   scan_cols  inner > 1: CW column threads x NR row groups as in red_cols;
+ *              a tile is NR x U rows, group g scans its U rows serially,
+ *              the group totals are combined in shared memory (in group
+ *              order) and the running carry moves down the columns: the
+ *              data is read and written once, coalesced.
  *
- * Floating inputs accumulate in double (starting from -0.0, NumPy's sum of
- * {-0.0}), integers and bool in wrapping uint64; results stored once with
- * gs_store_acc (convert.h), as on the CPU engine.
+ * Every partition depends only on the shapes and the device, and every sum
+ * is added in a fixed order: results are deterministic.  Floating inputs
+ * accumulate in double (starting from -0.0, NumPy's sum of {-0.0}),
+ * integers and bool in wrapping uint64; each result is rounded once to the
+ * output dtype (gs_store_acc, convert.h, as on the CPU engine).
  */
 #include "elements.cuh"
 #include "stage.cuh"
 #include "../common/convert.h"
 
 #include <cuda_fp16.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <type_traits>
 
 namespace {
 
 constexpr int THREADS = 256;
-constexpr int SCAN_ITEMS = 8;
+constexpr int SCAN_MINB = 4; /* scans: 64 registers, 4 blocks of 256 per SM */
 constexpr unsigned FULL = 0xffffffffu;
 
 __device__ __forceinline__ unsigned long long nz(gs_bool8 x) { return x.v != 0; }
@@ -43,12 +59,12 @@ template <class T> __device__ __forceinline__ unsigned long long nz(T x) { retur
 
 template <class T, bool COUNT> struct elem {
     using A = typename std::conditional<COUNT, unsigned long long, acc_of<T>>::type;
-    static __device__ __forceinline__ A get(const T *p)
+    static __device__ __forceinline__ A get(T x)
     {
         if constexpr (COUNT)
-            return nz(*p);
+            return nz(x);
         else
-            return cv(*p);
+            return cv(x);
     }
     static __device__ __forceinline__ A zero(int64_t len)
     {
@@ -59,6 +75,47 @@ template <class T, bool COUNT> struct elem {
     }
 };
 
+/* V elements of T loaded or stored as one 1..16-byte access. */
+template <int B> struct raw_of;
+template <> struct raw_of<16> { using t = uint4; };
+template <> struct raw_of<8> { using t = uint2; };
+template <> struct raw_of<4> { using t = unsigned; };
+template <> struct raw_of<2> { using t = unsigned short; };
+template <> struct raw_of<1> { using t = unsigned char; };
+template <class T, int V> union vec {
+    typename raw_of<sizeof(T) * V>::t raw;
+    T e[V];
+};
+template <class T, int V> __device__ __forceinline__ vec<T, V> vload(const T *p)
+{
+    vec<T, V> v;
+    v.raw = *(const typename raw_of<sizeof(T) * V>::t *)p;
+    return v;
+}
+
+/* Elements per 16-byte load along a contiguous row; columns per thread in
+ * red_cols / scan_cols (at most 4 accumulators per thread). */
+template <class T> constexpr int row_vec() { return 16 / (int)sizeof(T); }
+template <class T> constexpr int col_vec() { return 16 / (int)sizeof(T) < 4 ? 16 / (int)sizeof(T) : 4; }
+
+/* Output dtypes the scans store directly (out dtype == input dtype). */
+template <class T> constexpr bool direct_ok()
+{
+    return std::is_same<T, float>::value || std::is_same<T, double>::value || std::is_same<T, int32_t>::value ||
+           std::is_same<T, uint32_t>::value || std::is_same<T, int64_t>::value || std::is_same<T, uint64_t>::value;
+}
+template <class T, class A> __device__ __forceinline__ T to_out(A v)
+{
+    if constexpr (std::is_floating_point<T>::value)
+        return (T)v;
+    else {
+        unsigned long long u = (unsigned long long)v; /* wraps to T's width: NumPy's modular sums */
+        T y;
+        memcpy(&y, &u, sizeof y);
+        return y;
+    }
+}
+
 struct ax_args {
     const char *a;
     int64_t outer, len, inner, s0, s1, s2; /* strides in elements */
@@ -66,7 +123,10 @@ struct ax_args {
     size_t osz;
     char *out;
     int64_t kparts;
-    void *part; /* kparts > 1: [part][outer * inner] accumulators */
+    void *part;     /* kparts > 1: [part][outer * inner] accumulators */
+    int cw;         /* red_cols / scan_cols: column threads per block (1..THREADS, a power of two) */
+    int64_t chunks; /* red_cols / scan_cols: blocks per o */
+    int same_dtype; /* out has a's dtype (host side: the scans' direct stores) */
 };
 
 __device__ __forceinline__ void store(const ax_args &r, int64_t j, double f)
@@ -78,6 +138,11 @@ __device__ __forceinline__ void store(const ax_args &r, int64_t j, unsigned long
     gs_store_acc(r.out + (size_t)j * r.osz, r.odt, 0.0, u);
 }
 
+__device__ __forceinline__ void prefetch_l2(const void *p)
+{
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 template <class A> __device__ __forceinline__ A warp_sum(A v)
 {
 #pragma unroll
@@ -86,77 +151,185 @@ template <class A> __device__ __forceinline__ A warp_sum(A v)
     return v;
 }
 
-/* One block per (row o = blockIdx.x, part blockIdx.y). */
-template <class T, bool COUNT> __global__ void __launch_bounds__(THREADS) rows_kernel(ax_args r)
+template <class A> __device__ __forceinline__ A warp_incl_scan(A v, int lane)
+{
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        A y = __shfl_up_sync(FULL, v, d);
+        if (lane >= d)
+            v += y;
+    }
+    return v;
+}
+
+/* ---- sum / count_nonzero over rows (inner == 1) -------------------------------------------------------- */
+
+/* Group g of G threads reduces row o = blockIdx.x * (THREADS / G) + g over
+ * part blockIdx.y; VEC: the axis is contiguous (s1 == 1). */
+template <class T, bool COUNT, int G, bool VEC> __global__ void __launch_bounds__(THREADS) red_rows(ax_args r)
 {
     using E = elem<T, COUNT>;
     using A = typename E::A;
+    constexpr int V = row_vec<T>();
     __shared__ A warps[THREADS / 32];
-    const int64_t o = blockIdx.x, part = blockIdx.y;
+    const int t = threadIdx.x % G, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int64_t o = (int64_t)blockIdx.x * (THREADS / G) + threadIdx.x / G;
+    const int64_t part = blockIdx.y;
     const int64_t k0 = r.len * part / r.kparts, k1 = r.len * (part + 1) / r.kparts;
-    const T *row = (const T *)r.a + o * r.s0;
-    A s[4] = {E::zero(r.len), E::zero(r.len), E::zero(r.len), E::zero(r.len)};
-    int64_t k = k0 + threadIdx.x;
-    for (; k + 3 * THREADS < k1; k += 4 * THREADS) { /* four independent loads in flight */
+    const A zero = E::zero(r.len);
+    A s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+    if (o < r.outer) {
+        const T *row = (const T *)r.a + o * r.s0;
+        bool vec_done = false;
+        if (VEC) {
+            const T *p = row + k0;
+            int64_t n = k1 - k0;
+            if ((uintptr_t)p % sizeof(T) == 0) {
+                int64_t head = (int64_t)(((16 - ((uintptr_t)p & 15)) & 15) / sizeof(T));
+                head = head < n ? head : n;
+                if (t < head) /* head < V <= 16 <= G */
+                    s0 += E::get(p[t]);
+                p += head;
+                n -= head;
+                const int64_t nv = n / V;
+                int64_t j = t;
+                for (; j + 3 * G < nv; j += 4 * G) { /* four 16-byte loads in flight */
+                    const vec<T, V> x0 = vload<T, V>(p + j * V), x1 = vload<T, V>(p + (j + G) * V),
+                                    x2 = vload<T, V>(p + (j + 2 * G) * V), x3 = vload<T, V>(p + (j + 3 * G) * V);
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-            s[u] += E::get(row + (k + u * THREADS) * r.s1);
-    }
-    for (; k < k1; k += THREADS)
-        s[0] += E::get(row + k * r.s1);
-    A v = warp_sum((s[0] + s[1]) + (s[2] + s[3]));
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    if (lane == 0)
-        warps[w] = v;
-    __syncthreads();
-    if (w == 0) {
-        v = lane < THREADS / 32 ? warps[lane] : E::zero(r.len);
-        v = warp_sum(v);
-        if (lane == 0) {
-            if (r.kparts > 1)
-                ((A *)r.part)[part * r.outer + o] = v;
-            else
-                store(r, o, v);
+                    for (int e = 0; e < V; e++) {
+                        s0 += E::get(x0.e[e]);
+                        s1 += E::get(x1.e[e]);
+                        s2 += E::get(x2.e[e]);
+                        s3 += E::get(x3.e[e]);
+                    }
+                }
+                for (; j < nv; j += G) {
+                    const vec<T, V> x0 = vload<T, V>(p + j * V);
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        s1 += E::get(x0.e[e]);
+                }
+                for (int64_t q = nv * V + t; q < n; q += G)
+                    s2 += E::get(p[q]);
+                vec_done = true;
+            }
         }
+        if (!vec_done) {
+            int64_t k = k0 + t;
+            for (; k + 3 * G < k1; k += 4 * G) { /* four independent loads in flight */
+                s0 += E::get(row[k * r.s1]);
+                s1 += E::get(row[(k + G) * r.s1]);
+                s2 += E::get(row[(k + 2 * G) * r.s1]);
+                s3 += E::get(row[(k + 3 * G) * r.s1]);
+            }
+            for (; k < k1; k += G)
+                s0 += E::get(row[k * r.s1]);
+        }
+    }
+    A v = warp_sum((s0 + s1) + (s2 + s3));
+    if (G > 32) {
+        if (lane == 0)
+            warps[w] = v;
+        __syncthreads();
+        if (w != 0)
+            return;
+        v = lane < THREADS / 32 ? warps[lane] : zero;
+        v = warp_sum(v);
+    }
+    if (lane == 0 && o < r.outer) {
+        if (r.kparts > 1)
+            ((A *)r.part)[part * r.outer + o] = v;
+        else
+            store(r, o, v);
     }
 }
 
-/* Thread (o, i) of block (blockIdx.x = o * ichunks + i / THREADS, part
- * blockIdx.y) walks k; CUMSUM stores every prefix (kparts == 1). */
-template <class T, bool COUNT, bool SCAN> __global__ void __launch_bounds__(THREADS) cols_kernel(ax_args r)
+/* ---- sum / count_nonzero over columns (inner > 1) ------------------------------------------------------ */
+
+/* Block blockIdx.x = o * chunks + c, part blockIdx.y; thread (ct, g) =
+ * (threadIdx.x % cw, threadIdx.x / cw) owns columns (c * cw + ct) * V ..
+ * + V - 1 (V > 1: contiguous, aligned, inner % V == 0) and rows k0 + g,
+ * k0 + g + nr, ... of the part. */
+template <class T, bool COUNT, int V> __global__ void __launch_bounds__(THREADS) red_cols(ax_args r)
 {
     using E = elem<T, COUNT>;
     using A = typename E::A;
-    const int64_t ichunks = (r.inner + THREADS - 1) / THREADS;
-    const int64_t o = blockIdx.x / ichunks, i = (blockIdx.x % ichunks) * THREADS + threadIdx.x;
-    if (i >= r.inner)
-        return;
+    constexpr int NA = V == 1 ? 4 : 1; /* accumulators per column: 4 chains in all */
+    __shared__ A sh[THREADS * V];
+    const int cw = r.cw, nr = THREADS / cw;
+    const int ct = threadIdx.x % cw, g = threadIdx.x / cw;
+    const int64_t o = blockIdx.x / r.chunks, c = blockIdx.x % r.chunks;
+    const int64_t i0 = (c * cw + ct) * V;
     const int64_t part = blockIdx.y;
     const int64_t k0 = r.len * part / r.kparts, k1 = r.len * (part + 1) / r.kparts;
-    const T *col = (const T *)r.a + o * r.s0 + i * r.s2;
-    A s = E::zero(r.len);
-    if (SCAN) {
-        const int64_t base = o * r.len * r.inner + i;
-        for (int64_t k = k0; k < k1; k++) {
-            s += E::get(col + k * r.s1);
-            store(r, base + k * r.inner, s);
-        }
-        return;
-    }
-    A t[4] = {E::zero(r.len), E::zero(r.len), E::zero(r.len), E::zero(r.len)};
-    int64_t k = k0;
-    for (; k + 4 <= k1; k += 4) {
+    const A zero = E::zero(r.len);
+    A s[NA][V];
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-            t[u] += E::get(col + (k + u) * r.s1);
+    for (int u = 0; u < NA; u++)
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            s[u][e] = zero;
+    if (i0 < r.inner) {
+        const T *col = (const T *)r.a + o * r.s0 + i0 * r.s2;
+        int64_t k = k0 + g;
+        for (; k + 3 * nr < k1; k += 4 * nr) { /* four rows in flight */
+            vec<T, V> x[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                if (V > 1)
+                    x[u] = vload<T, V>(col + (k + u * nr) * r.s1);
+                else
+                    x[u].e[0] = col[(k + u * nr) * r.s1];
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    s[u % NA][e] += E::get(x[u].e[e]);
+        }
+        for (; k < k1; k += nr) {
+            vec<T, V> x;
+            if (V > 1)
+                x = vload<T, V>(col + k * r.s1);
+            else
+                x.e[0] = col[k * r.s1];
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                s[0][e] += E::get(x.e[e]);
+        }
     }
-    for (; k < k1; k++)
-        t[0] += E::get(col + k * r.s1);
-    s = (t[0] + t[1]) + (t[2] + t[3]);
-    if (r.kparts > 1)
-        ((A *)r.part)[part * r.outer * r.inner + o * r.inner + i] = s;
-    else
-        store(r, o * r.inner + i, s);
+    A tot[V];
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+        tot[e] = s[0][e];
+#pragma unroll
+        for (int u = 1; u < NA; u++)
+            tot[e] += s[u][e];
+    }
+    if (nr > 1) {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            sh[threadIdx.x * V + e] = tot[e];
+        __syncthreads();
+        if (g != 0)
+            return;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            for (int q = 1; q < nr; q++)
+                tot[e] += sh[(q * cw + ct) * V + e];
+    }
+    if (i0 >= r.inner)
+        return;
+    const int64_t n = r.outer * r.inner;
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+        const int64_t j = o * r.inner + i0 + e;
+        if (r.kparts > 1)
+            ((A *)r.part)[part * n + j] = tot[e];
+        else
+            store(r, j, tot[e]);
+    }
 }
 
 /* out[j] = the parts of j added in part order. */
@@ -171,109 +344,437 @@ template <class A> __global__ void finish_kernel(ax_args r)
     }
 }
 
-/* One block per row: tiles of THREADS * SCAN_ITEMS, a running carry. */
-template <class T> __global__ void __launch_bounds__(THREADS) scan_rows_kernel(ax_args r)
+/* ---- cumsum along rows (inner == 1) -------------------------------------------------------------------- */
+
+/* Group g of G threads scans row o = blockIdx.x * (THREADS / G) + g in
+ * tiles of G x R x V elements; element (q, t, e) of a tile (vector slot q,
+ * thread t, lane e of the vector) sits at tile + (q * G + t) * V + e.  V > 1:
+ * the row is contiguous and 16-byte aligned, as is the output row; DIRECT:
+ * out has the input's dtype (stored as T, vectors when V > 1). */
+template <class T, int V, int R, int G, bool DIRECT>
+__global__ void __launch_bounds__(THREADS, SCAN_MINB) scan_rows(ax_args r)
 {
     using E = elem<T, false>;
     using A = typename E::A;
-    __shared__ A warps[THREADS / 32];
-    __shared__ A carry_s;
-    const int64_t o = blockIdx.x;
+    constexpr int NW = G / 32; /* warps per row */
+    constexpr int TILE = G * R * V;
+    static_assert(NW == 1 || NW * R <= 32, "one warp scans the warp totals of a tile");
+    __shared__ A wtot[NW > 1 ? NW : 1][R];     /* NW > 1: warp x's total of slot q */
+    __shared__ A wpre[NW > 1 ? NW : 1][R];     /* ... the totals of the warps before x */
+    __shared__ A qbase[R];                     /* carry + the totals of the slots before q */
+    const int t = threadIdx.x % G, lane = threadIdx.x & 31, wg = t >> 5;
+    const int64_t o = (int64_t)blockIdx.x * (THREADS / G) + threadIdx.x / G;
+    if (NW == 1 && o >= r.outer)
+        return; /* a whole warp: no block-wide barrier when NW == 1 */
+    const int64_t len = r.len, s1 = r.s1;
     const T *row = (const T *)r.a + o * r.s0;
-    const int64_t obase = o * r.len;
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const A zero = E::zero(r.len); /* -0.0 for floats: prefixes of -0.0 stay -0.0, as in NumPy */
-    A carry = zero;
-    for (int64_t t = 0; t < r.len; t += THREADS * SCAN_ITEMS) {
-        const int64_t first = t + (int64_t)threadIdx.x * SCAN_ITEMS;
-        A x[SCAN_ITEMS];
-        A run = zero;
+    T *orow = (T *)r.out + o * len; /* DIRECT only */
+    const int64_t obase = o * len;
+    const A zero = E::zero(len); /* -0.0 for floats: prefixes of -0.0 stay -0.0, as in NumPy */
+    T cur[R][V];
+    auto load = [&](T(&b)[R][V], int64_t t0) {
+        if (V > 1 && t0 + TILE <= len) { /* a whole tile: 16-byte loads at constant offsets */
+            const T *p = row + t0 + t * V;
 #pragma unroll
-        for (int j = 0; j < SCAN_ITEMS; j++) {
-            x[j] = first + j < r.len ? E::get(row + (first + j) * r.s1) : zero;
-            run += x[j];
-            x[j] = run; /* inclusive within the thread */
-        }
-        A incl = run; /* warp inclusive scan of the thread totals */
+            for (int q = 0; q < R; q++) {
+                const vec<T, V> x = vload<T, V>(p + q * G * V);
 #pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            A y = __shfl_up_sync(FULL, incl, d);
-            if (lane >= d)
-                incl += y;
-        }
-        if (lane == 31)
-            warps[w] = incl;
-        __syncthreads();
-        A excl = __shfl_up_sync(FULL, incl, 1); /* exclusive: no subtraction, so no rounding */
-        if (lane == 0)
-            excl = zero;
-        if (w == 0) {
-            A v = lane < THREADS / 32 ? warps[lane] : zero;
-#pragma unroll
-            for (int d = 1; d < 32; d <<= 1) {
-                A y = __shfl_up_sync(FULL, v, d);
-                if (lane >= d)
-                    v += y;
+                for (int e = 0; e < V; e++)
+                    b[q][e] = x.e[e];
             }
-            if (lane < THREADS / 32)
-                warps[lane] = v; /* inclusive over warps */
-            if (lane == THREADS / 32 - 1)
-                carry_s = v;
-        }
-        __syncthreads();
-        const A before = (carry + (w > 0 ? warps[w - 1] : zero)) + excl;
+        } else {
 #pragma unroll
-        for (int j = 0; j < SCAN_ITEMS; j++)
-            if (first + j < r.len)
-                store(r, obase + first + j, before + x[j]);
-        carry += carry_s;
-        __syncthreads(); /* warps[] and carry_s are rewritten by the next tile */
+            for (int q = 0; q < R; q++)
+#pragma unroll
+                for (int e = 0; e < V; e++) {
+                    const int64_t k = t0 + ((int64_t)q * G + t) * V + e;
+                    b[q][e] = k < len ? row[k * s1] : T{};
+                }
+        }
+    };
+    A carry = zero; /* NW == 1: every lane; NW > 1: warp 0 */
+    for (int64_t t0 = 0; t0 < len; t0 += TILE) {
+        load(cur, t0);
+        if (V > 1 && t0 + 2 * TILE <= len) /* the next tile on its way to L2 while this one is scanned */
+#pragma unroll
+            for (int q = 0; q < R; q++)
+                prefetch_l2(row + t0 + TILE + t * V + q * G * V);
+        A incl[R];
+#pragma unroll
+        for (int q = 0; q < R; q++) {
+            A s = zero;
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                s += E::get(cur[q][e]);
+            incl[q] = warp_incl_scan(s, lane);
+        }
+        if (NW > 1) {
+            if (lane == 31)
+#pragma unroll
+                for (int q = 0; q < R; q++)
+                    wtot[wg][q] = incl[q];
+            __syncthreads();
+            if (wg == 0) { /* lane q * NW + x: a scan over the warps x of slot q */
+                const int q = lane / NW, x = lane % NW;
+                const bool in = lane < NW * R;
+                A inc = in ? wtot[x][q] : zero;
+#pragma unroll
+                for (int d = 1; d < NW; d <<= 1) {
+                    A y = __shfl_up_sync(FULL, inc, d);
+                    if (x >= d)
+                        inc += y;
+                }
+                A ex = __shfl_up_sync(FULL, inc, 1);
+                if (x == 0)
+                    ex = zero;
+                if (in)
+                    wpre[x][q] = ex;
+#pragma unroll
+                for (int qq = 0; qq < R; qq++) {
+                    const A tot = __shfl_sync(FULL, inc, qq * NW + NW - 1);
+                    if (lane == 0)
+                        qbase[qq] = carry;
+                    carry += tot;
+                }
+            }
+            __syncthreads(); /* wtot is free again; wpre and qbase are read before the next tile's first barrier */
+        }
+        const bool whole = V > 1 && t0 + TILE <= len;
+#pragma unroll
+        for (int q = 0; q < R; q++) {
+            A excl = __shfl_up_sync(FULL, incl[q], 1); /* exclusive: no subtraction, so no rounding */
+            if (lane == 0)
+                excl = zero;
+            A run;
+            if (NW > 1) {
+                run = (qbase[q] + wpre[wg][q]) + excl;
+            } else {
+                run = carry + excl;
+                carry += __shfl_sync(FULL, incl[q], 31);
+            }
+            if (DIRECT && whole) {
+                vec<T, V> y;
+#pragma unroll
+                for (int e = 0; e < V; e++) {
+                    run += E::get(cur[q][e]);
+                    y.e[e] = to_out<T>(run);
+                }
+                *(typename raw_of<sizeof(T) * V>::t *)(orow + t0 + t * V + q * G * V) = y.raw;
+            } else {
+#pragma unroll
+                for (int e = 0; e < V; e++) {
+                    run += E::get(cur[q][e]);
+                    const int64_t k = t0 + ((int64_t)q * G + t) * V + e;
+                    if (k < len) {
+                        if (DIRECT)
+                            orow[k] = to_out<T>(run);
+                        else
+                            store(r, obase + k, run);
+                    }
+                }
+            }
+        }
     }
+}
+
+/* ---- cumsum along a strided axis (inner > 1) ----------------------------------------------------------- */
+
+/* Blocks and threads as in red_cols; a tile is nr x U rows, group g scans
+ * rows t0 + g * U .. + U - 1 of its V columns.  V > 1: the columns are
+ * contiguous, aligned, inner % V == 0. */
+template <class T, int V, int U, bool DIRECT> __global__ void __launch_bounds__(THREADS, SCAN_MINB) scan_cols(ax_args r)
+{
+    using E = elem<T, false>;
+    using A = typename E::A;
+    __shared__ A sh[THREADS * V];
+    const int cw = r.cw, nr = THREADS / cw;
+    const int ct = threadIdx.x % cw, g = threadIdx.x / cw;
+    const int64_t o = blockIdx.x / r.chunks, c = blockIdx.x % r.chunks;
+    const int64_t i0 = (c * cw + ct) * V;
+    const bool live = i0 < r.inner;
+    const int64_t len = r.len, tr = (int64_t)nr * U, s1 = r.s1, inner = r.inner;
+    /* this thread's first row of the tile at t0 = 0, in and out */
+    const T *col = (const T *)r.a + o * r.s0 + i0 * r.s2 + (int64_t)g * U * s1;
+    const int64_t obase = o * len * inner + i0 + (int64_t)g * U * inner;
+    const A zero = E::zero(len);
+    T cur[U][V];
+    auto load = [&](T(&b)[U][V], int64_t t0) {
+        const T *p = col + t0 * s1;
+        const int64_t k = t0 + (int64_t)g * U;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (live && k + u < len) {
+                if (V > 1) {
+                    const vec<T, V> x = vload<T, V>(p + u * s1);
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        b[u][e] = x.e[e];
+                } else {
+                    b[u][0] = p[u * s1];
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    b[u][e] = T{};
+            }
+        }
+    };
+    A carry[V];
+#pragma unroll
+    for (int e = 0; e < V; e++)
+        carry[e] = zero;
+    for (int64_t t0 = 0; t0 < len; t0 += tr) {
+        load(cur, t0);
+        if (live && t0 + 2 * tr <= len) /* the next tile on its way to L2 while this one is scanned */
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                prefetch_l2(col + (t0 + tr + u) * s1);
+        A pre[V];
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            A s = zero;
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                s += E::get(cur[u][e]);
+            pre[e] = s; /* this group's total, for now */
+        }
+        if (nr > 1) {
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                sh[threadIdx.x * V + e] = pre[e];
+            __syncthreads();
+#pragma unroll
+            for (int e = 0; e < V; e++) { /* every group adds the group totals in the same order */
+                A acc = carry[e];
+#pragma unroll 1
+                for (int q = 0; q < nr; q++) {
+                    if (q == g)
+                        pre[e] = acc;
+                    acc += sh[(q * cw + ct) * V + e];
+                }
+                carry[e] = acc;
+            }
+            __syncthreads(); /* sh is rewritten by the next tile */
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                const A s = pre[e];
+                pre[e] = carry[e];
+                carry[e] += s;
+            }
+        }
+        if (live) {
+            const int64_t k = t0 + (int64_t)g * U;
+            const int64_t ob = obase + t0 * inner;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (k + u >= len)
+                    break;
+                if (DIRECT && V > 1) {
+                    vec<T, V> y;
+#pragma unroll
+                    for (int e = 0; e < V; e++) {
+                        pre[e] += E::get(cur[u][e]);
+                        y.e[e] = to_out<T>(pre[e]);
+                    }
+                    *(typename raw_of<sizeof(T) * V>::t *)((T *)r.out + ob + u * inner) = y.raw;
+                } else {
+#pragma unroll
+                    for (int e = 0; e < V; e++) {
+                        pre[e] += E::get(cur[u][e]);
+                        if (DIRECT)
+                            ((T *)r.out)[ob + u * inner + e] = to_out<T>(pre[e]);
+                        else
+                            store(r, ob + u * inner + e, pre[e]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---- launches ------------------------------------------------------------------------------------------ */
+
+int64_t pow2_at_least(int64_t n)
+{
+    int64_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+/* Blocks of `k` (THREADS threads) resident on the whole device; the
+ * occupancy query is remembered per kernel and device (host work per call). */
+struct occ_entry {
+    const void *k;
+    int ordinal, per_sm;
+};
+constexpr int OCC_CACHE = 64;
+occ_entry g_occ[OCC_CACHE];
+int g_nocc;
+pthread_mutex_t g_occ_lock = PTHREAD_MUTEX_INITIALIZER;
+
+gs_status resident_blocks(const void *k, const gs_device_info *dev, int64_t *out)
+{
+    int per_sm = 0;
+    pthread_mutex_lock(&g_occ_lock);
+    for (int i = 0; i < g_nocc; i++)
+        if (g_occ[i].k == k && g_occ[i].ordinal == dev->ordinal)
+            per_sm = g_occ[i].per_sm;
+    pthread_mutex_unlock(&g_occ_lock);
+    if (per_sm == 0) {
+        GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, THREADS, 0));
+        per_sm = per_sm > 0 ? per_sm : 1;
+        pthread_mutex_lock(&g_occ_lock);
+        if (g_nocc < OCC_CACHE)
+            g_occ[g_nocc++] = occ_entry{.k = k, .ordinal = dev->ordinal, .per_sm = per_sm};
+        pthread_mutex_unlock(&g_occ_lock);
+    }
+    *out = (int64_t)per_sm * dev->multiprocessors;
+    return GS_OK;
+}
+
+/* Column threads per block: a warp's worth (whole rows per load) when the
+ * columns allow, fewer for narrow views so the rest of the block splits
+ * the rows. */
+void plan_cols(ax_args &r, int v)
+{
+    const int64_t threads = (r.inner + v - 1) / v;
+    const int64_t cw = pow2_at_least(threads);
+    r.cw = (int)(cw < 32 ? cw : 32);
+    r.chunks = (threads + r.cw - 1) / r.cw;
+}
+
+/* Parts along the axis for `blocks` blocks per part: the fewest that fill
+ * the resident slots in whole waves (within 10 %), else the best fill. */
+int64_t choose_parts(int64_t blocks, int64_t resident, int64_t cap)
+{
+    cap = cap < 65535 ? cap : 65535;
+    int64_t top = 4 * resident / blocks + 1;
+    top = top < cap ? top : cap;
+    int64_t best = 1;
+    double best_cost = 1e300;
+    for (int64_t p = 1; p <= top; p++) {
+        const int64_t n = blocks * p, waves = (n + resident - 1) / resident;
+        const double cost = (double)(waves * resident) / (double)n; /* slots held / slots used */
+        if (cost <= 1.1)
+            return p;
+        if (cost < best_cost)
+            best = p, best_cost = cost;
+    }
+    return best;
+}
+
+/* The columns kernels' vector width applies: contiguous, aligned columns,
+ * inner a multiple of V; for scans also an aligned output. */
+bool cols_vec_ok(const ax_args &r, size_t es, int v, bool scan)
+{
+    if (v <= 1 || r.s2 != 1 || r.inner % v != 0 || r.s1 % v != 0 || (r.outer > 1 && r.s0 % v != 0))
+        return false;
+    if ((uintptr_t)r.a % (es * v) != 0)
+        return false;
+    return !scan || (uintptr_t)r.out % (r.osz * v) == 0;
+}
+
+template <class T> gs_status launch_scan(ax_args &r, const gs_device_info *dev, cudaStream_t s)
+{
+    (void)dev;
+    const size_t es = sizeof(T);
+    const bool direct = direct_ok<T>() && r.same_dtype;
+    void *args[] = {&r};
+    if (r.inner == 1) {
+        constexpr int V = row_vec<T>() < 4 ? row_vec<T>() : 4; /* 16 bytes for 4- and 8-byte types */
+        constexpr int R = sizeof(T) == 8 ? 4 : 16 / V;
+        /* vectors: contiguous 16-byte-aligned rows in and out (and a direct store) */
+        const bool vec_ok = V > 1 && direct && r.s1 == 1 && sizeof(T) * V == 16 && (uintptr_t)r.a % 16 == 0 &&
+                            (r.outer == 1 || (r.s0 * (int64_t)es) % 16 == 0) && (uintptr_t)r.out % 16 == 0 &&
+                            (r.len * (int64_t)es) % 16 == 0;
+        const bool wide = r.len > 32 * 16; /* a block per row; else a warp per row */
+        const int rows_per_block = wide ? 1 : THREADS / 32;
+        const int64_t blocks = (r.outer + rows_per_block - 1) / rows_per_block;
+        if (blocks > 0x7fffffff)
+            return gs_fail(GS_ERR_OVERFLOW, "reduce_axis: %lld rows", (long long)r.outer);
+        const void *k;
+        if constexpr (direct_ok<T>() && V > 1) {
+            if (vec_ok)
+                k = wide ? (const void *)scan_rows<T, V, R, THREADS, true> : (const void *)scan_rows<T, V, R, 32, true>;
+            else if (direct)
+                k = wide ? (const void *)scan_rows<T, 1, 4, THREADS, true> : (const void *)scan_rows<T, 1, 8, 32, true>;
+            else
+                k = wide ? (const void *)scan_rows<T, 1, 4, THREADS, false> : (const void *)scan_rows<T, 1, 8, 32, false>;
+        } else {
+            (void)vec_ok;
+            k = wide ? (const void *)scan_rows<T, 1, 4, THREADS, false> : (const void *)scan_rows<T, 1, 8, 32, false>;
+        }
+        GS_CUDA_CHECK(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(THREADS), args, 0, s));
+        return GS_OK;
+    }
+    constexpr int CV = col_vec<T>();
+    const bool vec_ok = direct && cols_vec_ok(r, es, CV, true);
+    plan_cols(r, vec_ok ? CV : 1);
+    const int64_t blocks = r.outer * r.chunks;
+    if (blocks > 0x7fffffff)
+        return gs_fail(GS_ERR_OVERFLOW, "reduce_axis: grid of %lld blocks", (long long)blocks);
+    const void *k;
+    if constexpr (direct_ok<T>() && CV > 1) {
+        if (vec_ok)
+            k = (const void *)scan_cols<T, CV, 4, true>;
+        else if (direct)
+            k = (const void *)scan_cols<T, 1, 8, true>;
+        else
+            k = (const void *)scan_cols<T, 1, 8, false>;
+    } else {
+        (void)vec_ok;
+        k = (const void *)scan_cols<T, 1, 8, false>;
+    }
+    GS_CUDA_CHECK(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(THREADS), args, 0, s));
+    return GS_OK;
 }
 
 template <class T> gs_status launch(ax_args &r, int op, const gs_device_info *dev, cudaStream_t s)
 {
+    if (op == GS_AXIS_CUMSUM)
+        return launch_scan<T>(r, dev, s);
+    const size_t es = sizeof(T);
     const int64_t cells = r.outer * r.inner;
-    if (op == GS_AXIS_CUMSUM) {
-        if (r.inner == 1) {
-            if (r.outer > 0x7fffffff)
-                return gs_fail(GS_ERR_OVERFLOW, "reduce_axis: %lld rows", (long long)r.outer);
-            void *args[] = {&r};
-            GS_CUDA_CHECK(cudaLaunchKernel((const void *)scan_rows_kernel<T>, dim3((unsigned)r.outer), dim3(THREADS),
-                                           args, 0, s));
-            return GS_OK;
-        }
-        const int64_t ichunks = (r.inner + THREADS - 1) / THREADS;
-        if (r.outer * ichunks > 0x7fffffff)
-            return gs_fail(GS_ERR_OVERFLOW, "reduce_axis: grid of %lld blocks", (long long)(r.outer * ichunks));
-        void *args[] = {&r};
-        GS_CUDA_CHECK(cudaLaunchKernel((const void *)cols_kernel<T, false, true>, dim3((unsigned)(r.outer * ichunks)),
-                                       dim3(THREADS), args, 0, s));
-        return GS_OK;
-    }
     const bool count = op == GS_AXIS_COUNT_NONZERO;
-    const int64_t want_threads = (int64_t)dev->multiprocessors * dev->max_threads_per_multiprocessor * 2;
     const void *k;
-    int64_t blocks;
+    int64_t blocks, len_min; /* len_min: the fewest elements per part along the axis */
     if (r.inner == 1) {
-        k = count ? (const void *)rows_kernel<T, true> : (const void *)rows_kernel<T, false>;
-        blocks = r.outer;
+        const bool wide = r.len > 2048;
+        const bool v = r.s1 == 1;
+        if (wide)
+            k = count ? (v ? (const void *)red_rows<T, true, THREADS, true> : (const void *)red_rows<T, true, THREADS, false>)
+                      : (v ? (const void *)red_rows<T, false, THREADS, true>
+                           : (const void *)red_rows<T, false, THREADS, false>);
+        else
+            k = count ? (v ? (const void *)red_rows<T, true, 32, true> : (const void *)red_rows<T, true, 32, false>)
+                      : (v ? (const void *)red_rows<T, false, 32, true> : (const void *)red_rows<T, false, 32, false>);
+        const int g = wide ? THREADS : 32;
+        blocks = (r.outer + THREADS / g - 1) / (THREADS / g);
+        len_min = (int64_t)g * 16 * 4;
     } else {
-        k = count ? (const void *)cols_kernel<T, true, false> : (const void *)cols_kernel<T, false, false>;
-        blocks = r.outer * ((r.inner + THREADS - 1) / THREADS);
+        constexpr int CV = col_vec<T>();
+        const bool vec_ok = cols_vec_ok(r, es, CV, false);
+        plan_cols(r, vec_ok ? CV : 1);
+        if (vec_ok)
+            k = count ? (const void *)red_cols<T, true, CV> : (const void *)red_cols<T, false, CV>;
+        else
+            k = count ? (const void *)red_cols<T, true, 1> : (const void *)red_cols<T, false, 1>;
+        blocks = r.outer * r.chunks;
+        len_min = (int64_t)(THREADS / r.cw) * 16;
     }
     if (blocks > 0x7fffffff)
         return gs_fail(GS_ERR_OVERFLOW, "reduce_axis: grid of %lld blocks", (long long)blocks);
-    /* split the axis when the blocks cannot fill the GPU and the rows are long */
+    /* split the axis when the blocks cannot fill the GPU (one wave at most) */
     r.kparts = 1;
-    const int64_t have = blocks * THREADS;
-    if (have < want_threads && r.len >= 1024) {
-        int64_t p = (want_threads + have - 1) / have, cap = r.len / 256;
-        p = p < cap ? p : cap;
-        r.kparts = p < 65535 ? p : 65535;
-    }
+    int64_t resident;
+    gs_status st = resident_blocks(k, dev, &resident);
+    if (st != GS_OK)
+        return st;
+    if (blocks < 2 * resident && r.len >= 2 * len_min)
+        r.kparts = choose_parts(blocks, resident, r.len / len_min);
     void *d_part = NULL;
-    gs_status st = GS_OK;
     if (r.kparts > 1) {
         GS_CUDA_CHECK(gs_malloc_async(&d_part, (size_t)(r.kparts * cells) * 8, s));
         r.part = d_part;
@@ -303,7 +804,6 @@ gs_status launch_dtype(gs_dtype dt, ax_args &r, int op, const gs_device_info *de
 }
 
 } // namespace
-
 extern "C" gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
                                          gs_array *out, void *stream)
 {
@@ -334,6 +834,7 @@ extern "C" gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[
     r.odt = out->dtype;
     r.osz = osz;
     r.kparts = 1;
+    r.same_dtype = out->dtype == a->dtype;
     r.a = (const char *)a->data;
     r.out = (char *)out->data;
     if (on_host) { /* stage the C-contiguous block and the result */

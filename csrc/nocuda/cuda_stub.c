@@ -132,6 +132,13 @@ static gs_status stub_stream_wait(int device, void *consumer, void *producer)
                                    "without CUDA (no nvcc at build time): rebuild with nvcc on PATH or CUDA_HOME set");
 }
 static gs_status stub_empty_cache(void) { return GS_OK; /* nothing cached */ }
+static gs_status stub_binned_statistic_dd(const gs_array *c, int nd, const double *e, const int64_t *ne,
+                                          const double *tops, const gs_array *v, int stat, gs_array *res,
+                                          gs_array *bn, void *stream)
+{
+    (void)c, (void)nd, (void)e, (void)ne, (void)tops, (void)v, (void)stat, (void)res, (void)bn, (void)stream;
+    return NO_CUDA;
+}
 
 static const gs_backend_ops stub_ops = {
     .name = "cuda",
@@ -154,6 +161,7 @@ static const gs_backend_ops stub_ops = {
     .reduce_axis = stub_reduce_axis, /* issue 15 */
     .histogramdd = stub_histogramdd, /* issue 15 */
     .unpackbits = stub_unpackbits,   /* issue 15 */
+    .binned_statistic_dd = stub_binned_statistic_dd, /* issues 14, 15 */
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

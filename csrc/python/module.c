@@ -774,6 +774,35 @@ static PyObject *py_reduce_axis(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The coordinates of an N-D call: a list of 1 to GS_HISTDD_MAX_DIMS arrays,
+ * and every dimension's float64 edges back to back (ea) with their int64
+ * counts (na); sets *ndim and *ne. */
+static int parse_coords(PyObject *co, PyArrayObject *ea, PyArrayObject *na, gs_array *coords, int *ndim,
+                        const int64_t **ne, const char *what)
+{
+    if (!PyList_Check(co) || PyList_GET_SIZE(co) < 1 || PyList_GET_SIZE(co) > GS_HISTDD_MAX_DIMS ||
+        PyArray_TYPE(ea) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ea) || PyArray_TYPE(na) != NPY_INT64 ||
+        !PyArray_IS_C_CONTIGUOUS(na) || PyArray_SIZE(na) != PyList_GET_SIZE(co)) {
+        PyErr_Format(PyExc_ValueError, "%s: bad coordinates, edges or nedges", what);
+        return 0;
+    }
+    *ndim = (int)PyList_GET_SIZE(co);
+    *ne = (const int64_t *)PyArray_DATA(na);
+    int64_t total = 0;
+    for (int d = 0; d < *ndim; d++) {
+        gs_arg a;
+        if (!parse_array(PyList_GET_ITEM(co, d), &a, "coords"))
+            return 0;
+        coords[d] = a.a;
+        total += (*ne)[d];
+    }
+    if (PyArray_SIZE(ea) != total) {
+        PyErr_Format(PyExc_ValueError, "%s: edges do not match nedges", what);
+        return 0;
+    }
+    return 1;
+}
+
 /* histogramdd(backend, [coords], edges (float64, all dimensions'), nedges
  * (int64), weights or None, out, stream) */
 static PyObject *py_histogramdd(PyObject *self, PyObject *args)
@@ -790,32 +819,58 @@ static PyObject *py_histogramdd(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_NotImplementedError, "histogramdd: not in this backend");
         return NULL;
     }
-    PyArrayObject *ea = (PyArrayObject *)eo, *na = (PyArrayObject *)no;
-    if (!PyList_Check(co) || PyList_GET_SIZE(co) < 1 || PyList_GET_SIZE(co) > GS_HISTDD_MAX_DIMS ||
-        PyArray_TYPE(ea) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ea) || PyArray_TYPE(na) != NPY_INT64 ||
-        !PyArray_IS_C_CONTIGUOUS(na) || PyArray_SIZE(na) != PyList_GET_SIZE(co)) {
-        PyErr_SetString(PyExc_ValueError, "histogramdd: bad coordinates, edges or nedges");
-        return NULL;
-    }
-    const int ndim = (int)PyList_GET_SIZE(co);
     gs_array coords[GS_HISTDD_MAX_DIMS];
-    int64_t total = 0;
-    const int64_t *ne = (const int64_t *)PyArray_DATA(na);
-    for (int d = 0; d < ndim; d++) {
-        gs_arg a;
-        if (!parse_array(PyList_GET_ITEM(co, d), &a, "coords"))
-            return NULL;
-        coords[d] = a.a;
-        total += ne[d];
-    }
-    if (PyArray_SIZE(ea) != total) {
-        PyErr_SetString(PyExc_ValueError, "histogramdd: edges do not match nedges");
+    int ndim;
+    const int64_t *ne;
+    if (!parse_coords(co, (PyArrayObject *)eo, (PyArrayObject *)no, coords, &ndim, &ne, "histogramdd"))
         return NULL;
-    }
-    const double *e = (const double *)PyArray_DATA(ea);
+    const double *e = (const double *)PyArray_DATA((PyArrayObject *)eo);
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
     st = ops->histogramdd(coords, ndim, e, ne, GS_OPT(w), &out.a, stream);
+    Py_END_ALLOW_THREADS
+    if (st != GS_OK)
+        return gs_raise(st);
+    Py_RETURN_NONE;
+}
+
+/* binned_statistic_dd(backend, [coords], edges (float64, all dimensions'),
+ * nedges (int64), tops (float64, one per dimension), values, stat, result,
+ * binnumber or None, stream): the fused privatized statistic (issues 14, 15) */
+static PyObject *py_binned_statistic_dd(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const gs_backend_ops *ops;
+    PyObject *co, *eo, *no, *to;
+    gs_arg v = {.what = "values"}, r = {.what = "result"}, bn = {.what = "binnumber"};
+    int stat;
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&OO!O!O!O&iO&O&O&", conv_backend, &ops, &co, &PyArray_Type, &eo, &PyArray_Type, &no,
+                          &PyArray_Type, &to, conv_array, &v, &stat, conv_out, &r, conv_array_opt, &bn, conv_stream,
+                          &stream))
+        return NULL;
+    if (!ops->binned_statistic_dd) {
+        PyErr_SetString(PyExc_NotImplementedError, "binned_statistic_dd: not in this backend");
+        return NULL;
+    }
+    PyArrayObject *ea = (PyArrayObject *)eo, *ta = (PyArrayObject *)to;
+    gs_array coords[GS_HISTDD_MAX_DIMS];
+    int ndim;
+    const int64_t *ne;
+    if (!parse_coords(co, ea, (PyArrayObject *)no, coords, &ndim, &ne, "binned_statistic_dd"))
+        return NULL;
+    if (PyArray_TYPE(ta) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ta) || PyArray_SIZE(ta) != ndim) {
+        PyErr_SetString(PyExc_ValueError, "binned_statistic_dd: tops must be one float64 per dimension");
+        return NULL;
+    }
+    if (bn.present && !bn.writable) {
+        PyErr_SetString(PyExc_ValueError, "binnumber: array is read-only");
+        return NULL;
+    }
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->binned_statistic_dd(coords, ndim, (const double *)PyArray_DATA(ea), ne,
+                                  (const double *)PyArray_DATA(ta), &v.a, stat, &r.a, GS_OPT(bn), stream);
     Py_END_ALLOW_THREADS
     if (st != GS_OK)
         return gs_raise(st);
@@ -1346,6 +1401,12 @@ static PyObject *py_cpu_threads_for(PyObject *self, PyObject *args)
     return Py_BuildValue("(idi)", t, h, most);
 }
 
+static PyObject *py_cpu_pool_warm(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    return PyBool_FromLong(gs_cpu_pool_warm());
+}
+
 /* The environment table (csrc/common/env.c) for docs and tests: a tuple of
  * (name, type, default, lo, hi, choices, meaning). */
 static PyObject *py_env_table(PyObject *self, PyObject *args)
@@ -1439,6 +1500,8 @@ static PyMethodDef methods[] = {
     {"_ops_null_slots", py_ops_null_slots, METH_VARARGS, "test hook: NULL slots of a backend's ops table"},
     {"_test_interrupt_wait", py_test_interrupt_wait, METH_VARARGS,
      "test hook: wait `ms` polling for interrupts; KeyboardInterrupt on SIGINT"},
+    {"cpu_pool_warm", py_cpu_pool_warm, METH_NOARGS,
+     "cpu_pool_warm() -> bool: the CPU pool is free and its workers still spin after the last job"},
     {"cpu_threads_for", py_cpu_threads_for, METH_VARARGS,
      "cpu_threads_for(n, ns_per_item) -> (threads, handoff_ns, max_threads): the CPU pool's choice and "
      "measured hand-off"},
@@ -1491,6 +1554,8 @@ static PyMethodDef methods[] = {
     {"histogramdd", py_histogramdd, METH_VARARGS,
      "histogramdd(backend, [coords], edges, nedges, weights or None, out, stream): numpy.histogramdd's counts"},
     {"unpackbits", py_unpackbits, METH_VARARGS, "unpackbits(backend, a, little, out, stream)"},
+    {"binned_statistic_dd", py_binned_statistic_dd, METH_VARARGS,
+     "binned_statistic_dd(backend, [coords], edges, nedges, tops, values, stat, result, binnumber or None, stream)"},
     {"_raise_status", py_raise_status, METH_VARARGS, "test hook: raise the exception for a status code"},
     {NULL, NULL, 0, NULL},
 };

@@ -85,6 +85,8 @@ typedef enum gs_strategy {
     GS_STRATEGY_COOPERATIVE, /* cooperative groups grid.sync() */
     GS_STRATEGY_SENSE,       /* ours: hierarchical sense-reversing */
     GS_STRATEGY_FLAT,        /* ours: one monotone counter, red.release arrivals, ld.acquire polls */
+    /* binned statistics */
+    GS_STRATEGY_PRIVATIZED, /* lock-free per-block shared-memory partials, merged with global atomics */
     GS_STRATEGY_COUNT
 } gs_strategy;
 
@@ -312,6 +314,19 @@ typedef struct gs_backend_ops {
      * device, contiguous), bit order little when `little`.  Asynchronous
      * for device arrays. */
     gs_status (*unpackbits)(const gs_array *a, int little, gs_array *out, void *stream);
+
+    /* scipy.stats.binned_statistic_dd for one statistic in one fused pass
+     * (issues 14, 15; NULL where the backend has none): coords are ndim
+     * 1-D views of n elements of the values' dtype (float32 or float64),
+     * all on one device; edges (host memory) holds dimension d's nedges[d]
+     * increasing edges after the earlier dimensions' ones; tops[d] is the
+     * largest x SciPy puts into the last bin of dimension d.  result:
+     * prod(nedges[d] - 1) float64, C order, the inner bins; binnumber: NULL
+     * or n int64, SciPy's flat bin numbers (one outlier bin on each side of
+     * every dimension).  Asynchronous for device arrays. */
+    gs_status (*binned_statistic_dd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
+                                     const double *tops, const gs_array *values, int statistic, gs_array *result,
+                                     gs_array *binnumber, void *stream);
 } gs_backend_ops;
 
 #define GS_HISTDD_MAX_DIMS 32
@@ -370,6 +385,9 @@ typedef enum gs_env_var {
     GS_ENV_BARRIER_VERIFY,
     GS_ENV_ENGINE,    /* choice: auto | caller | cpu | cuda | cpu+cuda (the dispatcher) */
     GS_ENV_CALIBRATE, /* choice: auto | off */
+    GS_ENV_HIST_SMALL,
+    GS_ENV_HIST_U8_CFG,
+    GS_ENV_BITS_SIMD,
     GS_ENV_COUNT
 } gs_env_var;
 
@@ -419,6 +437,9 @@ const gs_backend_ops *gs_cpu_backend(void);
 int gs_cpu_threads_for_cost(int64_t n, double ns_per_item);
 double gs_cpu_handoff_ns(int nthreads);
 int gs_cpu_max_threads(void);
+/* Nonzero while the pool is free and its workers still spin after the last
+ * job: a job handed off now wakes no parked thread (the warm hand-off). */
+int gs_cpu_pool_warm(void);
 /* The CPU engine's thread count for the calling thread's following calls,
  * chosen by the Python dispatcher's cost model: 1 runs on the calling thread
  * alone (no hand-off), k > 1 on k pool threads, 0 the engine's own choice. */

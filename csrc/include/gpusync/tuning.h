@@ -36,6 +36,13 @@
  * them (memory-level parallelism). */
 #define GS_HIST_VEC_UNROLL 2
 
+/* 8-bit data: the dedicated kernel of hist_small.cu (grid sized from the
+ * work, 512 x 4 blocks per SM) up to this many bytes, the generic shared
+ * kernel above.  H200, graph replay, uniform / one value: 1e6 bytes 6.3 / 6.0
+ * us against 6.7 / 6.6; 3.16e6 7.7 / 7.0 against 7.7 / 7.4; 1e7 11.6 / 9.9
+ * against 10.3 / 9.9; 1 GiB 82% against 91% of read. */
+#define GS_HIST_U8_SMALL_MAX_BYTES ((int64_t)3 << 20)
+
 /* Per-block shared-memory counters are 32-bit; the launcher keeps the
  * elements one block (or one cluster) may see below this. */
 #define GS_HIST_MAX_ELEMS_PER_BLOCK ((int64_t)1 << 31)
@@ -56,8 +63,12 @@
  * cost below.  So the calling thread works alone below the size where the
  * hand-off pays, whatever the machine.
  * A worker that finished a job spins this long before it parks on its futex
- * (back-to-back calls then hand off without a system call). */
-#define GS_CPU_POOL_SPIN_US 50
+ * (back-to-back calls then hand off without a system call).  H200 host (16
+ * cores, 2026-11-23, .run/diag.py): a 16-thread job handed to spinning
+ * workers 3-4 us, to parked ones 45-164 us (median 105 us); the dispatcher
+ * asks gs_cpu_pool_warm() which of the two a call meets.  200 us keeps a
+ * loop of calls with Python between them on the warm side. */
+#define GS_CPU_POOL_SPIN_US 200
 /* The hand-off per woken thread assumed before the pool has measured it, and
  * the floor below which no hand-off exists (a futex wake-up and a cache-line
  * round trip; ~5 us measured on the 2-core CI box and on the H200 host). */

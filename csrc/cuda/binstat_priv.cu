@@ -1,0 +1,806 @@
+/*
+ * binned_statistic, binned_statistic_2d and binned_statistic_dd (CUDA
+ * backend), strategy "privatized": lock-free per-block partials in shared
+ * memory (issues 14 and 15).  The mutex strategies ("shared", "global",
+ * csrc/cuda/binstat.cu) stay as the seed's technique (seed 001 ex 4.5).
+ *
+ * Every element is binned per dimension exactly as SciPy does it
+ * (np.digitize on the edges, and x in [e[n], top] moved into the last bin;
+ * NaN above): an equal-width guess checked against the edges held in
+ * shared memory, else a binary search.  Its flat bin number (SciPy's C-order
+ * numbering with one outlier bin on each side of every dimension) is
+ * written when asked; a point inside every dimension's edges adds its value
+ * to its inner bin's partials:
+ *
+ *   count      uint32 n                               atomicAdd
+ *   sum        float64 s1                             atomicAdd
+ *   mean       n, s1                                  atomicAdd each
+ *   std, var   n, s1 = sum v, s2 = sum v^2            atomicAdd each (float64)
+ *   min, max   the float's bits as an ordered integer  atomicMin / atomicMax
+ *
+ * Each block keeps R copies of the partials (warp w updates copy w % R,
+ * R a power of two chosen so that two blocks fit an SM), loads 16 bytes per
+ * coordinate / value array where they are contiguous and aligned, and adds
+ * a warp's values with one atomic when all 32 lanes fall into one bin
+ * (sorted data, one bin).  At the end each block adds its non-empty
+ * partials to float64 / uint64 global partials with global atomics (no
+ * lock anywhere), and a last kernel forms SciPy's result.  The order of the
+ * float64 additions varies from run to run (there is no `deterministic`
+ * option for binned statistics): sum and mean are within the usual bound
+ * of a float64 sum, |error| <= (m - 1) * 2^-53 * sum |v| for a bin of m
+ * values (float32 values accumulate in float64).
+ *
+ * std / var from one pass of (n, s1, s2) lose accuracy when a bin's mean is
+ * large against its spread.  The result kernel therefore checks each bin's
+ * condition s2 / (s2 - s1^2 / n) (= 1 + mean^2 / var): when it exceeds
+ * STD_COND (1024), or s2 overflowed while s1 did not, the bin is marked,
+ * and a second pass -- launched always, it returns at once when no bin is
+ * marked -- sums (v - mean)^2 for the marked bins only, SciPy's own
+ * two-pass formula.  So every bin's variance is either SciPy's formula or a
+ * one-pass value with relative error <= 1024 * (m + 2) * 2^-53.
+ *
+ * min / max follow SciPy (its lexsort puts NaN last): min skips NaN (NaN
+ * when a bin holds no other value), max is NaN when its bin holds a NaN.
+ * The ordered encoding puts -0.0 below +0.0 (SciPy returns whichever zero
+ * comes first; they compare equal).
+ */
+#include "internal.cuh"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+namespace {
+
+constexpr int THREADS = 512;
+constexpr int MAXD = 8;                 /* dimensions this path bins (more: the pipelined path) */
+constexpr int64_t MAX_INNER = 1 << 20;  /* inner bins (far beyond what fits in shared memory) */
+constexpr double STD_COND = 1024.0;
+constexpr unsigned FULL = 0xffffffffu;
+
+enum { K_COUNT, K_SUM, K_MEAN, K_STD, K_MIN, K_MAX };
+
+int kind_of(int stat)
+{
+    switch (stat) {
+    case GS_STAT_COUNT: return K_COUNT;
+    case GS_STAT_SUM: return K_SUM;
+    case GS_STAT_MEAN: return K_MEAN;
+    case GS_STAT_STD:
+    case GS_STAT_VAR: return K_STD;
+    case GS_STAT_MIN: return K_MIN;
+    default: return K_MAX;
+    }
+}
+
+struct priv_args {
+    const void *coord[MAXD];
+    int64_t cstride[MAXD];
+    int64_t fstride[MAXD]; /* flat (with outlier bins) C-order strides */
+    int istride[MAXD];     /* inner C-order strides */
+    int eoff[MAXD];        /* offset of the dimension's edges in the edge array */
+    int nb[MAXD];          /* bins of the dimension */
+    double scale[MAXD];    /* equal-width guess: nb / (e[nb] - e[0]), or 0 */
+    double top[MAXD];      /* the largest x SciPy puts into the last bin */
+    const void *v;
+    int64_t vstride;
+    int64_t n;
+    int ndim, nedges, nbins, replicas;
+    int64_t *binnumber; /* or NULL */
+    const double *edges;
+    /* global partials */
+    unsigned long long *g_cnt;
+    double *g_s1, *g_s2;
+    unsigned long long *g_key;
+    /* std / var refinement */
+    double *g_mean, *g_m2;
+    int *g_flag;
+    int *g_nflag;
+};
+
+/* Shared layout of one copy of the partials (bytes), per kind and key width. */
+struct layout {
+    size_t s1, s2, key, cnt, copy; /* offsets within a copy, and one copy's size (16-byte multiple) */
+};
+
+layout layout_for(int kind, int nbins, size_t keybytes)
+{
+    layout L = {.s1 = 0, .s2 = 0, .key = 0, .cnt = 0, .copy = 0};
+    size_t at = 0;
+    if (kind == K_SUM || kind == K_MEAN || kind == K_STD) {
+        L.s1 = at;
+        at += (size_t)nbins * 8;
+    }
+    if (kind == K_STD) {
+        L.s2 = at;
+        at += (size_t)nbins * 8;
+    }
+    if (kind == K_MIN || kind == K_MAX) {
+        L.key = at;
+        at += (size_t)nbins * keybytes;
+    }
+    if (kind == K_COUNT || kind == K_MEAN || kind == K_STD) {
+        L.cnt = at;
+        at += (size_t)nbins * 4;
+    }
+    L.copy = (at + 15) & ~(size_t)15;
+    return L;
+}
+
+__host__ __device__ __forceinline__ size_t edge_bytes(int nedges) { return ((size_t)nedges * 8 + 15) & ~(size_t)15; }
+
+template <class T> struct key_of;
+template <> struct key_of<float> {
+    typedef unsigned type;
+};
+template <> struct key_of<double> {
+    typedef unsigned long long type;
+};
+
+/* A float's bits as an unsigned integer in the float's order (-0.0 just
+ * below +0.0); NaN gives all ones (above +inf): for min it is the "no value"
+ * sentinel (NaN skipped), for max it wins (NaN result). */
+__device__ __forceinline__ unsigned enc(float f)
+{
+    if (f != f)
+        return 0xffffffffu;
+    const unsigned u = __float_as_uint(f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ unsigned long long enc(double f)
+{
+    if (f != f)
+        return ~0ull;
+    const unsigned long long u = (unsigned long long)__double_as_longlong(f);
+    return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
+}
+/* 32-bit key -> 64-bit key of the same value (sentinels kept). */
+__device__ __forceinline__ unsigned long long widen(unsigned k)
+{
+    if (k == 0u)
+        return 0ull;
+    if (k == 0xffffffffu)
+        return ~0ull;
+    const unsigned u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+    return enc((double)__uint_as_float(u));
+}
+__device__ __forceinline__ unsigned long long widen(unsigned long long k) { return k; }
+__device__ __forceinline__ double dec(unsigned long long k)
+{
+    const unsigned long long u = (k & 0x8000000000000000ull) ? (k & 0x7fffffffffffffffull) : ~k;
+    return __longlong_as_double((long long)u);
+}
+
+/* SciPy's bin of x in one dimension: 0 below, 1..nb inside, nb + 1 above or
+ * NaN (np.digitize, then [e[nb], top] into bin nb). */
+__device__ __forceinline__ int sbin(const double *e, int nb, double scale, double top, double x)
+{
+    if (!(x >= e[0]))
+        return x != x ? nb + 1 : 0;
+    if (x >= e[nb])
+        return x <= top ? nb : nb + 1;
+    /* e[0] <= x < e[nb] */
+    if (scale > 0) {
+        const double t = (x - e[0]) * scale;
+        const int b = t < (double)(nb - 1) ? (int)t : nb - 1;
+        if (e[b] <= x) {
+            if (x < e[b + 1])
+                return b + 1;
+            if (b + 2 <= nb && x < e[b + 2])
+                return b + 2;
+        } else if (b > 0 && e[b - 1] <= x) {
+            return b;
+        }
+    }
+    int lo = 0, hi = nb; /* e[lo] <= x < e[hi] */
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (e[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo + 1;
+}
+
+template <class T> __device__ __forceinline__ double wsum(double v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(FULL, v, o);
+    return v;
+}
+
+template <class K, bool MIN> __device__ __forceinline__ K wext(K k)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const K p = __shfl_xor_sync(FULL, k, o);
+        k = MIN ? (p < k ? p : k) : (p > k ? p : k);
+    }
+    return k;
+}
+
+/* One value into inner bin k (< 0: none) of this warp's copy.  AGG: all 32
+ * lanes call it together (a warp whose lanes share one bin adds once). */
+template <class T, int KIND, bool AGG>
+__device__ __forceinline__ void accum(char *copy, const layout &L, int k, double v, int lane)
+{
+    typedef typename key_of<T>::type K;
+    double *s1 = (double *)(copy + L.s1);
+    double *s2 = (double *)(copy + L.s2);
+    K *key = (K *)(copy + L.key);
+    unsigned *cnt = (unsigned *)(copy + L.cnt);
+    if (AGG) {
+        const int k0 = __shfl_sync(FULL, k, 0);
+        if (__all_sync(FULL, k == k0)) {
+            if (k0 < 0)
+                return;
+            if (KIND == K_MIN || KIND == K_MAX) {
+                const K e = wext<K, KIND == K_MIN>(enc((T)v));
+                if (lane == 0) {
+                    if (KIND == K_MIN)
+                        atomicMin(key + k0, e);
+                    else
+                        atomicMax(key + k0, e);
+                }
+                return;
+            }
+            double a = 0, b = 0;
+            if (KIND != K_COUNT)
+                a = wsum<T>(v);
+            if (KIND == K_STD)
+                b = wsum<T>(v * v);
+            if (lane == 0) {
+                if (KIND == K_COUNT || KIND == K_MEAN || KIND == K_STD)
+                    atomicAdd(cnt + k0, 32u);
+                if (KIND != K_COUNT)
+                    atomicAdd(s1 + k0, a);
+                if (KIND == K_STD)
+                    atomicAdd(s2 + k0, b);
+            }
+            return;
+        }
+    }
+    if (k < 0)
+        return;
+    if (KIND == K_MIN)
+        atomicMin(key + k, enc((T)v));
+    else if (KIND == K_MAX)
+        atomicMax(key + k, enc((T)v));
+    else {
+        if (KIND == K_COUNT || KIND == K_MEAN || KIND == K_STD)
+            atomicAdd(cnt + k, 1u);
+        if (KIND != K_COUNT)
+            atomicAdd(s1 + k, v);
+        if (KIND == K_STD)
+            atomicAdd(s2 + k, v * v);
+    }
+}
+
+template <class T, int VEC> struct vec_t;
+template <> struct vec_t<float, 4> {
+    typedef float4 type;
+};
+template <> struct vec_t<double, 2> {
+    typedef double2 type;
+};
+
+/* VEC consecutive elements from `first` (VEC > 1: contiguous and 16-byte
+ * aligned; VEC == 1: any stride). */
+template <class T, int VEC> __device__ __forceinline__ void load(const void *p, int64_t first, int64_t stride, T *out)
+{
+    if (VEC == 4) {
+        const float4 q = __ldg((const float4 *)((const T *)p + first));
+        out[0] = q.x;
+        out[1] = q.y;
+        out[2] = q.z;
+        out[3] = q.w;
+    } else if (VEC == 2) {
+        const double2 q = __ldg((const double2 *)((const T *)p + first));
+        out[0] = q.x;
+        out[1] = q.y;
+    } else {
+        out[0] = __ldg((const T *)p + first * stride);
+    }
+}
+
+template <class T, int KIND, int VEC>
+__device__ __forceinline__ void elements(const priv_args &r, const double *e, char *copy, const layout &L,
+                                         int64_t first, bool ok, int lane)
+{
+    int inner[VEC];
+    int64_t flat[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; j++) {
+        inner[j] = ok ? 0 : -1;
+        flat[j] = 0;
+    }
+    for (int d = 0; d < r.ndim; d++) {
+        T xs[VEC];
+        if (ok)
+            load<T, VEC>(r.coord[d], first, r.cstride[d], xs);
+        else
+#pragma unroll
+            for (int j = 0; j < VEC; j++)
+                xs[j] = 0;
+        const int nb = r.nb[d];
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            const int b = sbin(e + r.eoff[d], nb, r.scale[d], r.top[d], (double)xs[j]);
+            flat[j] += (int64_t)b * r.fstride[d];
+            inner[j] = (inner[j] >= 0 && b >= 1 && b <= nb) ? inner[j] + (b - 1) * r.istride[d] : -1;
+        }
+    }
+    if (ok && r.binnumber) {
+        if (VEC == 4) {
+            longlong2 *o = (longlong2 *)(r.binnumber + first);
+            o[0] = make_longlong2(flat[0], flat[1 % VEC]);
+            o[1] = make_longlong2(flat[2 % VEC], flat[3 % VEC]);
+        } else if (VEC == 2) {
+            *(longlong2 *)(r.binnumber + first) = make_longlong2(flat[0], flat[1 % VEC]);
+        } else {
+            r.binnumber[first] = flat[0];
+        }
+    }
+    T vs[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        vs[j] = 0;
+    if (KIND != K_COUNT && ok)
+        load<T, VEC>(r.v, first, r.vstride, vs);
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        accum<T, KIND, true>(copy, L, inner[j], (double)vs[j], lane);
+}
+
+/* The kernel: partials of elements [0, n) in shared memory, merged into
+ * the global partials with atomics. */
+template <class T, int KIND, int VEC> __global__ void __launch_bounds__(THREADS) priv_kernel(priv_args r, layout L)
+{
+    typedef typename key_of<T>::type K;
+    extern __shared__ __align__(16) unsigned char smem[];
+    double *e = (double *)smem;
+    char *copies = (char *)smem + edge_bytes(r.nedges);
+    for (int i = threadIdx.x; i < r.nedges; i += blockDim.x)
+        e[i] = r.edges[i];
+    {
+        const size_t words = L.copy * (size_t)r.replicas / 4;
+        unsigned *w = (unsigned *)copies;
+        for (size_t i = threadIdx.x; i < words; i += blockDim.x)
+            w[i] = 0u;
+    }
+    __syncthreads();
+    if (KIND == K_MIN) { /* min's "no value" is all ones */
+        for (int i = threadIdx.x; i < r.nbins * r.replicas; i += blockDim.x) {
+            const int c = i / r.nbins, k = i - c * r.nbins;
+            ((K *)(copies + c * L.copy + L.key))[k] = (K)~(K)0;
+        }
+        __syncthreads();
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    char *copy = copies + (size_t)(warp & (r.replicas - 1)) * L.copy;
+    const int64_t nvec = r.n / VEC;
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    /* warp-uniform trips: all 32 lanes reach every accum() together */
+    for (int64_t base = (int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31); base < nvec; base += step) {
+        const int64_t i = base + lane;
+        elements<T, KIND, VEC>(r, e, copy, L, i * VEC, i < nvec, lane);
+    }
+    if (VEC > 1 && blockIdx.x == 0 && warp == 0) /* the last n % VEC elements, one warp */
+        elements<T, KIND, 1>(r, e, copy, L, nvec * VEC + lane, nvec * VEC + lane < r.n, lane);
+    __syncthreads();
+    for (int k = threadIdx.x; k < r.nbins; k += blockDim.x) {
+        unsigned long long n = 0;
+        double a = 0, b = 0;
+        K key = KIND == K_MIN ? (K)~(K)0 : (K)0;
+        for (int c = 0; c < r.replicas; c++) {
+            const char *cp = copies + (size_t)c * L.copy;
+            if (KIND == K_COUNT || KIND == K_MEAN || KIND == K_STD)
+                n += ((const unsigned *)(cp + L.cnt))[k];
+            if (KIND == K_SUM || KIND == K_MEAN || KIND == K_STD)
+                a += ((const double *)(cp + L.s1))[k];
+            if (KIND == K_STD)
+                b += ((const double *)(cp + L.s2))[k];
+            if (KIND == K_MIN || KIND == K_MAX) {
+                const K q = ((const K *)(cp + L.key))[k];
+                key = KIND == K_MIN ? (q < key ? q : key) : (q > key ? q : key);
+            }
+        }
+        if (KIND == K_MIN) {
+            if (key != (K)~(K)0)
+                atomicMin(r.g_key + k, widen(key));
+        } else if (KIND == K_MAX) {
+            if (key != (K)0)
+                atomicMax(r.g_key + k, widen(key));
+        } else if (KIND == K_SUM) {
+            if (a != 0.0 || a != a)
+                atomicAdd(r.g_s1 + k, a);
+        } else if (n) {
+            atomicAdd(r.g_cnt + k, n);
+            if (KIND != K_COUNT)
+                atomicAdd(r.g_s1 + k, a);
+            if (KIND == K_STD)
+                atomicAdd(r.g_s2 + k, b);
+        }
+    }
+}
+
+/* SciPy's result per inner bin; std / var bins whose one-pass value is not
+ * trusted are marked for refine_kernel. */
+__global__ void result_kernel(priv_args r, int kind, int var, double *out)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= r.nbins)
+        return;
+    const double nan = __longlong_as_double(0x7ff8000000000000ll);
+    const unsigned long long c = kind == K_SUM || kind >= K_MIN ? 0 : r.g_cnt[k];
+    const double n = (double)c;
+    double res;
+    switch (kind) {
+    case K_COUNT: res = n; break;
+    case K_SUM: res = r.g_s1[k]; break;
+    case K_MEAN: res = c ? r.g_s1[k] / n : nan; break;
+    case K_STD: {
+        if (!c) {
+            res = nan;
+            break;
+        }
+        const double s1 = r.g_s1[k], s2 = r.g_s2[k];
+        const double m2 = s2 - s1 * (s1 / n);
+        if (isfinite(s1) && (!isfinite(s2) || !(m2 * STD_COND >= s2))) { /* two-pass for this bin */
+            r.g_mean[k] = s1 / n;
+            r.g_flag[k] = 1;
+            atomicAdd(r.g_nflag, 1);
+            res = nan;
+            break;
+        }
+        res = var ? m2 / n : sqrt(m2 / n);
+        break;
+    }
+    case K_MIN: {
+        const unsigned long long q = r.g_key[k];
+        res = q == ~0ull ? nan : dec(q);
+        break;
+    }
+    default: {
+        const unsigned long long q = r.g_key[k];
+        res = (q == 0ull || q == ~0ull) ? nan : dec(q);
+    }
+    }
+    out[k] = res;
+}
+
+/* Second pass for marked std / var bins: sum (v - mean)^2 (SciPy's formula).
+ * Returns at once when no bin is marked. */
+template <class T> __global__ void __launch_bounds__(256) refine_kernel(priv_args r)
+{
+    if (*(volatile int *)r.g_nflag == 0)
+        return;
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < r.n; i += step) {
+        int inner = 0;
+        for (int d = 0; d < r.ndim && inner >= 0; d++) {
+            const double x = (double)__ldg((const T *)r.coord[d] + i * r.cstride[d]);
+            const int b = sbin(r.edges + r.eoff[d], r.nb[d], r.scale[d], r.top[d], x);
+            inner = (b >= 1 && b <= r.nb[d]) ? inner + (b - 1) * r.istride[d] : -1;
+        }
+        if (inner >= 0 && r.g_flag[inner]) {
+            const double dv = (double)__ldg((const T *)r.v + i * r.vstride) - r.g_mean[inner];
+            atomicAdd(r.g_m2 + inner, dv * dv);
+        }
+    }
+}
+
+__global__ void refine_result_kernel(priv_args r, int var, double *out)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= r.nbins || !r.g_flag[k])
+        return;
+    const double m2 = r.g_m2[k] / (double)r.g_cnt[k];
+    out[k] = var ? m2 : sqrt(m2);
+}
+
+template <class T, int KIND> const void *pick(int vec)
+{
+    return vec > 1 ? (const void *)priv_kernel<T, KIND, 16 / sizeof(T)> : (const void *)priv_kernel<T, KIND, 1>;
+}
+
+const void *kernel_for(int kind, bool f32, int vec)
+{
+    switch (kind) {
+    case K_COUNT: return f32 ? pick<float, K_COUNT>(vec) : pick<double, K_COUNT>(vec);
+    case K_SUM: return f32 ? pick<float, K_SUM>(vec) : pick<double, K_SUM>(vec);
+    case K_MEAN: return f32 ? pick<float, K_MEAN>(vec) : pick<double, K_MEAN>(vec);
+    case K_STD: return f32 ? pick<float, K_STD>(vec) : pick<double, K_STD>(vec);
+    case K_MIN: return f32 ? pick<float, K_MIN>(vec) : pick<double, K_MIN>(vec);
+    default: return f32 ? pick<float, K_MAX>(vec) : pick<double, K_MAX>(vec);
+    }
+}
+
+/* Copies of the partials per block: the largest power of two (up to one per
+ * warp) with which two blocks fit an SM, else 1 if one block fits; 0: the
+ * bins do not fit. */
+int replicas_for(int kind, int nbins, int nedges, size_t keybytes, const gs_device_info *dev)
+{
+    const layout L = layout_for(kind, nbins, keybytes);
+    const size_t eb = edge_bytes(nedges);
+    const size_t optin = (size_t)dev->shared_memory_per_block_optin;
+    const size_t half = (size_t)dev->shared_memory_per_multiprocessor / 2 - 1024;
+    if (eb + L.copy > optin)
+        return 0;
+    int r = THREADS / 32;
+    while (r > 1 && eb + L.copy * (size_t)r > half)
+        r /= 2;
+    return r;
+}
+
+int64_t inner_bins(int ndim, const int64_t *nedges)
+{
+    int64_t nb = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (nedges[d] < 2 || nedges[d] - 1 > MAX_INNER)
+            return -1;
+        nb *= nedges[d] - 1;
+        if (nb > MAX_INNER)
+            return -1;
+    }
+    return nb;
+}
+
+} // namespace
+
+/* Whether the privatized path takes these bins (csrc/cuda/binstat.cu's
+ * dispatch and binned_statistic_dd). */
+extern "C" int gs_cuda_binstat_priv_fits(int ndim, const int64_t *nedges, int statistic, gs_dtype dtype,
+                                         const gs_device_info *dev)
+{
+    if (ndim < 1 || ndim > MAXD || statistic < 0 || statistic >= GS_STAT_KINDS)
+        return 0;
+    const int64_t nb = inner_bins(ndim, nedges);
+    if (nb < 1)
+        return 0;
+    int64_t ne = 0;
+    for (int d = 0; d < ndim; d++)
+        ne += nedges[d];
+    if (ne > (1 << 16))
+        return 0;
+    return replicas_for(kind_of(statistic), (int)nb, (int)ne, dtype == GS_FLOAT32 ? 4 : 8, dev) > 0;
+}
+
+/* The privatized statistic.  coords: ndim arrays (float32 or float64, the
+ * values' dtype, one length and device); edges: every dimension's edges one
+ * after the other (host memory), nedges[d] of dimension d; tops[d]: the
+ * largest x SciPy puts into dimension d's last bin.  result: the inner
+ * bins (prod(nedges - 1)) float64, C order; binnumber: NULL or n int64,
+ * SciPy's flat numbers (outlier bins included).  Returns without waiting
+ * for device arrays. */
+extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, const double *edges,
+                                          const int64_t *nedges, const double *tops, const gs_array *values,
+                                          int statistic, gs_array *result, gs_array *binnumber,
+                                          const gs_device_info *dev, void *stream)
+{
+    const int on_host = coords[0].device == GS_HOST;
+    const int64_t n = coords[0].length;
+    const int kind = kind_of(statistic);
+    const bool f32 = values->dtype == GS_FLOAT32;
+    const size_t es = f32 ? 4 : 8;
+    const int64_t nb = inner_bins(ndim, nedges);
+    if (ndim < 1 || ndim > MAXD || nb < 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic: privatized path takes 1..%d dimensions and up to "
+                       "%lld bins", MAXD, (long long)MAX_INNER);
+    int64_t ne = 0;
+    for (int d = 0; d < ndim; d++)
+        ne += nedges[d];
+    const int replicas = replicas_for(kind, (int)nb, (int)ne, f32 ? 4 : 8, dev);
+    if (replicas < 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                       "binned_statistic: strategy 'privatized' keeps every bin in a block's shared memory; %lld "
+                       "bins do not fit (use 'global' or 'auto')", (long long)nb);
+    const layout L = layout_for(kind, (int)nb, f32 ? 4 : 8);
+    const size_t smem = edge_bytes((int)ne) + L.copy * (size_t)replicas;
+    cudaStream_t s = (cudaStream_t)stream;
+
+    priv_args r;
+    memset(&r, 0, sizeof r);
+    r.ndim = ndim;
+    r.nedges = (int)ne;
+    r.nbins = (int)nb;
+    r.replicas = replicas;
+    {
+        int64_t eo = 0;
+        for (int d = 0; d < ndim; d++) {
+            r.eoff[d] = (int)eo;
+            r.nb[d] = (int)(nedges[d] - 1);
+            r.top[d] = tops[d];
+            const double *e = edges + eo;
+            const double span = e[nedges[d] - 1] - e[0], sc = (double)(nedges[d] - 1) / span;
+            r.scale[d] = span > 0 && sc > 0 && sc < 1e300 ? sc : 0.0;
+            eo += nedges[d];
+        }
+        int64_t fs = 1, is = 1;
+        for (int d = ndim - 1; d >= 0; d--) {
+            r.fstride[d] = fs;
+            r.istride[d] = (int)is;
+            fs *= nedges[d] + 1;
+            is *= nedges[d] - 1;
+        }
+    }
+    /* device scratch: edges | cnt | s1 | s2 | key | mean | m2 | flag | nflag */
+    const size_t nbz = (size_t)nb;
+    const size_t gbytes = (size_t)ne * 8 + nbz * 8 * 6 + nbz * 4 + 16;
+    char *g = NULL;
+    void *d_x[MAXD] = {NULL};
+    void *d_v = NULL, *d_res = NULL;
+    int64_t *d_bn = NULL;
+    gs_status st = GS_OK;
+    const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)es : (n > 0 ? n : 1);
+    const int64_t maxn = n < chunk ? n : chunk;
+    GS_CUDA_GOTO(gs_malloc_async(&g, gbytes, s));
+    GS_CUDA_GOTO(cudaMemsetAsync(g, 0, gbytes, s));
+    GS_CUDA_GOTO(cudaMemcpyAsync(g, edges, (size_t)ne * 8, cudaMemcpyHostToDevice, s));
+    r.edges = (const double *)g;
+    r.g_cnt = (unsigned long long *)(g + (size_t)ne * 8);
+    r.g_s1 = (double *)(r.g_cnt + nbz);
+    r.g_s2 = r.g_s1 + nbz;
+    r.g_key = (unsigned long long *)(r.g_s2 + nbz);
+    r.g_mean = (double *)(r.g_key + nbz);
+    r.g_m2 = r.g_mean + nbz;
+    r.g_flag = (int *)(r.g_m2 + nbz);
+    r.g_nflag = r.g_flag + nbz;
+    if (kind == K_MIN)
+        GS_CUDA_GOTO(cudaMemsetAsync(r.g_key, 0xff, nbz * 8, s));
+    if (on_host) {
+        GS_CUDA_GOTO(gs_malloc_async(&d_res, nbz * 8, s));
+        if (maxn > 0) {
+            for (int d = 0; d < ndim; d++)
+                GS_CUDA_GOTO(gs_malloc_async(&d_x[d], (size_t)maxn * es, s));
+            if (kind != K_COUNT)
+                GS_CUDA_GOTO(gs_malloc_async(&d_v, (size_t)maxn * es, s));
+            if (binnumber)
+                GS_CUDA_GOTO(gs_malloc_async(&d_bn, (size_t)maxn * 8, s));
+        }
+    }
+    for (int64_t off = 0; off < n; off += chunk) {
+        const int64_t cnt = n - off < chunk ? n - off : chunk;
+        if (on_host) {
+            for (int d = 0; d < ndim; d++) {
+                GS_GOTO(gs_cuda_h2d(d_x[d], (const char *)coords[d].data + off * es, (size_t)cnt * es, s));
+                r.coord[d] = d_x[d];
+                r.cstride[d] = 1;
+            }
+            if (d_v)
+                GS_GOTO(gs_cuda_h2d(d_v, (const char *)values->data + off * es, (size_t)cnt * es, s));
+            r.v = d_v ? d_v : d_x[0];
+            r.vstride = 1;
+            r.binnumber = d_bn;
+        } else {
+            for (int d = 0; d < ndim; d++) {
+                r.coord[d] = (const char *)coords[d].data + off * coords[d].stride * (int64_t)es;
+                r.cstride[d] = coords[d].stride;
+            }
+            r.v = kind == K_COUNT ? r.coord[0] : (const void *)((const char *)values->data + off * values->stride * (int64_t)es);
+            r.vstride = kind == K_COUNT ? r.cstride[0] : values->stride;
+            r.binnumber = binnumber ? (int64_t *)binnumber->data + off : NULL;
+        }
+        r.n = cnt;
+        /* 16-byte loads when every array is contiguous and aligned */
+        bool vec = ((uintptr_t)r.v & 15) == 0 && (r.vstride == 1 || kind == K_COUNT) &&
+                   (!r.binnumber || ((uintptr_t)r.binnumber & 15) == 0);
+        for (int d = 0; d < ndim; d++)
+            vec = vec && r.cstride[d] == 1 && ((uintptr_t)r.coord[d] & 15) == 0;
+        if (kind == K_COUNT)
+            r.vstride = 1, r.v = r.coord[0];
+        const void *kern = kernel_for(kind, f32, vec ? 2 : 1);
+        GS_GOTO(gs_cuda_allow_smem(kern, dev));
+        int64_t resident = 0;
+        GS_GOTO(gs_cuda_resident_blocks(kern, THREADS, smem, dev, &resident));
+        if (resident < 1)
+            resident = 1;
+        const int64_t per = (int64_t)THREADS * (vec ? (int64_t)(16 / es) : 1) * 4;
+        int64_t grid = (cnt + per - 1) / per;
+        if (grid > resident)
+            grid = resident;
+        const int64_t min_blocks = (cnt >> 31) + 1; /* < 2^31 elements per block: 32-bit shared counts */
+        if (grid < min_blocks)
+            grid = min_blocks;
+        if (grid > 0x7fffffff)
+            GS_GOTO(gs_fail(GS_ERR_OVERFLOW, "binned_statistic: grid of %lld blocks", (long long)grid));
+        void *args[] = {&r, (void *)&L};
+        GS_CUDA_GOTO(cudaLaunchKernel(kern, dim3((unsigned)grid), dim3(THREADS), args, smem, s));
+        if (on_host && binnumber)
+            GS_GOTO(gs_cuda_d2h((int64_t *)binnumber->data + off, d_bn, (size_t)cnt * 8, s));
+    }
+    {
+        double *out = on_host ? (double *)d_res : (double *)result->data;
+        const unsigned rb = (unsigned)((nb + 255) / 256);
+        result_kernel<<<rb, 256, 0, s>>>(r, kind, statistic == GS_STAT_VAR, out);
+        GS_CUDA_GOTO(cudaGetLastError());
+        if (kind == K_STD && n > 0) {
+            /* the second pass (it returns at once when no bin is marked);
+             * host input of several chunks is staged again */
+            for (int64_t off = 0; off < n; off += chunk) {
+                const int64_t cnt = n - off < chunk ? n - off : chunk;
+                if (on_host) {
+                    if (n > chunk) { /* earlier chunks were overwritten: stage again */
+                        for (int d = 0; d < ndim; d++)
+                            GS_GOTO(gs_cuda_h2d(d_x[d], (const char *)coords[d].data + off * es,
+                                                (size_t)cnt * es, s));
+                        GS_GOTO(gs_cuda_h2d(d_v, (const char *)values->data + off * es, (size_t)cnt * es, s));
+                    }
+                } else {
+                    for (int d = 0; d < ndim; d++)
+                        r.coord[d] = (const char *)coords[d].data + off * coords[d].stride * (int64_t)es;
+                    r.v = (const char *)values->data + off * values->stride * (int64_t)es;
+                }
+                r.n = cnt;
+                const int64_t rg = (cnt + 255) / 256 < 4 * (int64_t)dev->multiprocessors
+                                       ? (cnt + 255) / 256
+                                       : 4 * (int64_t)dev->multiprocessors;
+                if (f32)
+                    refine_kernel<float><<<(unsigned)rg, 256, 0, s>>>(r);
+                else
+                    refine_kernel<double><<<(unsigned)rg, 256, 0, s>>>(r);
+                GS_CUDA_GOTO(cudaGetLastError()); /* (the next chunk's h2d is ordered after it) */
+            }
+            refine_result_kernel<<<rb, 256, 0, s>>>(r, statistic == GS_STAT_VAR, out);
+            GS_CUDA_GOTO(cudaGetLastError());
+        }
+        if (on_host)
+            GS_GOTO(gs_cuda_d2h(result->data, d_res, nbz * 8, s));
+    }
+fail:
+    for (int d = 0; d < ndim; d++)
+        if (d_x[d])
+            cudaFreeAsync(d_x[d], s);
+    if (d_v)
+        cudaFreeAsync(d_v, s);
+    if (d_bn)
+        cudaFreeAsync(d_bn, s);
+    if (d_res)
+        cudaFreeAsync(d_res, s);
+    if (g)
+        cudaFreeAsync(g, s);
+    if (st != GS_OK)
+        cudaStreamSynchronize(s);
+    return st;
+}
+
+/* binned_statistic_dd's fused path (ops->binned_statistic_dd). */
+extern "C" gs_status gs_cuda_binned_statistic_dd(const gs_array *coords, int ndim, const double *edges,
+                                                 const int64_t *nedges, const double *tops, const gs_array *values,
+                                                 int statistic, gs_array *result, gs_array *binnumber, void *stream)
+{
+    if (statistic < 0 || statistic >= GS_STAT_KINDS)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "unknown statistic %d", statistic);
+    if (ndim < 1 || ndim > MAXD)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic_dd: %d dimensions (1 to %d here)", ndim, MAXD);
+    const int device = coords[0].device;
+    const int64_t n = coords[0].length;
+    if (values->dtype != GS_FLOAT32 && values->dtype != GS_FLOAT64)
+        return gs_fail(GS_ERR_TYPE, "binned_statistic_dd: values must be float32 or float64");
+    for (int d = 0; d < ndim; d++)
+        if (coords[d].length != n || coords[d].dtype != values->dtype || coords[d].device != device ||
+            (device == GS_HOST && coords[d].stride != 1 && n > 1))
+            return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                           "binned_statistic_dd: coordinates must have the values' length, dtype and device");
+    if (values->length != n || values->device != device || (device == GS_HOST && values->stride != 1 && n > 1))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic_dd: values must match the coordinates");
+    const int64_t nb = inner_bins(ndim, nedges);
+    if (nb < 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic_dd: bad edges or too many bins");
+    if (result->device != device || result->length != nb || (nb > 1 && result->stride != 1) ||
+        result->dtype != GS_FLOAT64 ||
+        (binnumber && (binnumber->device != device || binnumber->length != n || (n > 1 && binnumber->stride != 1) ||
+                       binnumber->dtype != GS_INT64)))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic_dd: result must be %lld contiguous float64, "
+                       "binnumber n contiguous int64, next to the coordinates", (long long)nb);
+    gs_cuda_call call(device, stream);
+    if (call.status != GS_OK)
+        return call.status;
+    const gs_device_info *dev = call.dev;
+    if (!gs_cuda_binstat_priv_fits(ndim, nedges, statistic, values->dtype, dev))
+        return gs_fail(GS_ERR_UNSUPPORTED_DEVICE,
+                       "binned_statistic_dd: %lld bins do not fit a block's shared memory", (long long)nb);
+    return gs_cuda_binstat_priv(coords, ndim, edges, nedges, tops, values, statistic, result, binnumber, dev, stream);
+}

@@ -1,0 +1,307 @@
+/*
+ * Strategy `shared`, fast paths for integer data whose bins are few (issue 14):
+ *
+ *  - 8-bit data into at most 256 bins (identity, offset with a closed top, or
+ *    a lookup table): 32 replicas of the 256 counters in static shared
+ *    memory, laid out [bin][32], lane l always updating replica l -- lane l's
+ *    counter of every bin sits in bank l, so a warp's 32 updates never
+ *    conflict and never collide on one word, whatever the data (one value,
+ *    alternating, runs...).  16-byte loads, software-pipelined: the next
+ *    U vectors are in flight while the current U are counted.
+ *  - 16- and 32-bit integers on unit-width integer bins (bincount, and
+ *    histogram with integer edges) that fit a block's shared memory: R
+ *    replicas (lane % R), 16-byte loads pipelined the same way, 32-bit index
+ *    arithmetic for 16-bit data.
+ *
+ * Launch shape from the device: threads per block fixed per kernel, blocks
+ * per SM from the occupancy API, grid = resident blocks (or fewer when the
+ * input is small).  Inputs that fit in L2 are read with ordinary loads (a
+ * repeated call finds them there); larger ones with evict-first loads.
+ *
+ * The 8-bit kernel runs only up to GS_HIST_U8_SMALL_MAX_BYTES: on the H200
+ * it lost to the generic shared kernel above that (1 GiB: 82% against 91% of
+ * read; benchmarks/results/histogram_dist_H200.md), and won below it by
+ * sizing the grid from the work (1e4..1e6 bytes: 5.8-6.3 us against
+ * 6.3-6.7 us, graph replay).
+ *
+ * GPUSYNC_HIST_SMALL=0 turns these paths off (the generic shared kernel of
+ * hist_smem.cu runs: before/after measurements), =2 takes the 8-bit kernel
+ * at every size; GPUSYNC_HIST_U8_CFG=<c>
+ * picks the 8-bit kernel's shape (0: 512 threads x U=2, 1: 1024 x U=2,
+ * 2: 256 x U=2, 3: 512 x U=4 at 2 blocks per SM) for tuning sweeps.
+ */
+#include "internal.cuh"
+
+#include <stdlib.h>
+
+namespace {
+
+template <bool STREAM> __device__ __forceinline__ int4 ld16(const int4 *p)
+{
+    if (STREAM)
+        return __ldcs(p); /* streamed once: evict-first */
+    return __ldg(p);
+}
+
+/* Visit the 16-byte vectors [0, nv) of xv that this thread owns (grid
+ * stride), U at a time, with the next U loads issued before the current ones
+ * are used.  f(vec) for each. */
+template <int U, bool STREAM, class F>
+__device__ __forceinline__ void pipelined(const int4 *__restrict__ xv, int64_t nv, int64_t tid, int64_t nth, F &&f)
+{
+    int4 cur[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int64_t j = tid + (int64_t)u * nth;
+        cur[u] = j < nv ? ld16<STREAM>(xv + j) : make_int4(0, 0, 0, 0);
+    }
+    for (int64_t j0 = tid; j0 < nv; j0 += (int64_t)U * nth) {
+        const int64_t j1 = j0 + (int64_t)U * nth;
+        int4 nxt[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t j = j1 + (int64_t)u * nth;
+            nxt[u] = j < nv ? ld16<STREAM>(xv + j) : make_int4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (j0 + (int64_t)u * nth < nv)
+                f(cur[u]);
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            cur[u] = nxt[u];
+    }
+}
+
+/* ---------------------------------------------------------------- 8-bit */
+
+constexpr int U8_R = 32;
+
+/* mode 0: bin = byte (offset 0, >= 256 bins); mode 1: bin from the table
+ * map[byte] (already shifted by 5; -1: dropped). */
+template <int THREADS, int MINB, int U, bool STREAM>
+__global__ void __launch_bounds__(THREADS, MINB)
+    hist_u8_kernel(gs_binner b, const uint8_t *__restrict__ x, int64_t n, unsigned long long *out, int mode)
+{
+    __shared__ __align__(16) unsigned h[256 * U8_R];
+    __shared__ int map[256];
+    for (int i = threadIdx.x; i < 256 * U8_R / 4; i += THREADS)
+        reinterpret_cast<uint4 *>(h)[i] = make_uint4(0, 0, 0, 0);
+    for (int i = threadIdx.x; i < 256; i += THREADS) {
+        const int64_t k = b.kind == GS_BINS_LUT ? (int64_t)b.lut[i] : gs_bin_direct(&b, (uint64_t)i);
+        map[i] = k >= 0 && k < 256 ? (int)k << 5 : -1;
+    }
+    __syncthreads();
+    unsigned *const mine = h + (threadIdx.x & 31);
+    const int64_t tid = (int64_t)blockIdx.x * THREADS + threadIdx.x, nth = (int64_t)gridDim.x * THREADS;
+
+    int64_t head = (int64_t)((16 - ((uintptr_t)x & 15)) & 15);
+    if (head > n)
+        head = n;
+    const int4 *xv = reinterpret_cast<const int4 *>(x + head);
+    const int64_t nv = (n - head) >> 4, done = head + (nv << 4);
+    if (mode == 0) {
+        pipelined<U, STREAM>(xv, nv, tid, nth, [&](const int4 &v) {
+            const unsigned w[4] = {(unsigned)v.x, (unsigned)v.y, (unsigned)v.z, (unsigned)v.w};
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    atomicAdd_block(mine + (((w[q] >> (8 * j)) & 0xffu) << 5), 1u);
+        });
+    } else {
+        pipelined<U, STREAM>(xv, nv, tid, nth, [&](const int4 &v) {
+            const unsigned w[4] = {(unsigned)v.x, (unsigned)v.y, (unsigned)v.z, (unsigned)v.w};
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int k = map[(w[q] >> (8 * j)) & 0xffu];
+                    if (k >= 0)
+                        atomicAdd_block(mine + k, 1u);
+                }
+        });
+    }
+    /* the unaligned head (< 16 bytes) and the tail (< 16 bytes) */
+    if (tid < head) {
+        const int k = map[x[tid]];
+        if (k >= 0)
+            atomicAdd_block(mine + k, 1u);
+    }
+    if (tid < n - done) {
+        const int k = map[x[done + tid]];
+        if (k >= 0)
+            atomicAdd_block(mine + k, 1u);
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < 256; k += THREADS) {
+        unsigned acc = 0;
+#pragma unroll 8
+        for (int r = 0; r < U8_R; r++) /* rotate the start so a warp reads 32 banks */
+            acc += h[(k << 5) + ((r + k) & 31)];
+        if (acc != 0)
+            atomicAdd(out + k, (unsigned long long)acc);
+    }
+}
+
+template <int THREADS, int MINB, int U>
+static gs_status launch_u8_shape(const gs_hist_launch *l, bool stream, int mode)
+{
+    auto kern = stream ? hist_u8_kernel<THREADS, MINB, U, true> : hist_u8_kernel<THREADS, MINB, U, false>;
+    int64_t resident = 0;
+    gs_status st = gs_cuda_resident_blocks((const void *)kern, THREADS, 0, l->dev, &resident);
+    if (st != GS_OK)
+        return st;
+    /* work: vectors / (threads x U); at least half the SMs' worth of blocks
+     * when there is enough input for them */
+    int64_t work = ((l->n >> 4) + (int64_t)THREADS * U - 1) / ((int64_t)THREADS * U);
+    int64_t g = gs_hist_grid(l, resident, THREADS);
+    int forced = 0;
+    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
+    if (!forced && g > work)
+        g = work > 0 ? work : 1;
+    kern<<<(unsigned)g, THREADS, 0, l->stream>>>(l->binner, (const uint8_t *)l->x, l->n,
+                                                 (unsigned long long *)l->out, mode);
+    GS_CUDA_CHECK(cudaGetLastError());
+    return GS_OK;
+}
+
+static int env_int(gs_env_var v, int dflt) { return (int)gs_env_number(v, dflt, NULL); }
+
+/* ------------------------------------------------- 16- and 32-bit integers */
+
+template <class T> struct int_math {
+    using I = typename std::conditional<(sizeof(T) <= 2), int, long long>::type;
+};
+
+template <class T, int U, bool STREAM>
+__global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
+    hist_int_kernel(const T *__restrict__ x, int64_t n, long long offset, int nb, int closed,
+                    unsigned long long *out, int rshift)
+{
+    using I = typename int_math<T>::I;
+    constexpr int V = 16 / sizeof(T);
+    extern __shared__ __align__(16) unsigned hs[];
+    const int R = 1 << rshift;
+    for (int i = threadIdx.x; i < (nb << rshift); i += GS_HIST_BLOCK_THREADS)
+        hs[i] = 0;
+    __syncthreads();
+    unsigned *const mine = hs + (threadIdx.x & (R - 1));
+    const I off = (I)offset;
+    const unsigned lim = (unsigned)nb + (unsigned)closed, last = (unsigned)nb - 1;
+    using UI = typename std::make_unsigned<I>::type;
+    auto add = [&](T v) {
+        const UI d = (UI)((I)v - off); /* exact: |v|, |off| < 2^40 */
+        if (d < (UI)lim)
+            atomicAdd_block(mine + (min((unsigned)d, last) << rshift), 1u);
+    };
+    const int64_t tid = (int64_t)blockIdx.x * GS_HIST_BLOCK_THREADS + threadIdx.x;
+    const int64_t nth = (int64_t)gridDim.x * GS_HIST_BLOCK_THREADS;
+    int64_t head = (int64_t)(((16 - ((uintptr_t)x & 15)) & 15) / sizeof(T));
+    if (head > n)
+        head = n;
+    const int4 *xv = reinterpret_cast<const int4 *>(x + head);
+    const int64_t nv = (n - head) / V, done = head + nv * V;
+    pipelined<U, STREAM>(xv, nv, tid, nth, [&](const int4 &v) {
+        gs_vec<T> r;
+        r.v = v;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            add(r.e[e]);
+    });
+    if (tid < head)
+        add(x[tid]);
+    if (tid < n - done)
+        add(x[done + tid]);
+    __syncthreads();
+    for (int k = threadIdx.x; k < nb; k += GS_HIST_BLOCK_THREADS) {
+        unsigned acc = 0;
+        for (int r = 0; r < R; r++)
+            acc += hs[(k << rshift) + ((r + k) & (R - 1))];
+        if (acc != 0)
+            atomicAdd(out + k, (unsigned long long)acc);
+    }
+}
+
+template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshift, bool stream)
+{
+    constexpr int U = 2;
+    auto kern = stream ? hist_int_kernel<T, U, true> : hist_int_kernel<T, U, false>;
+    const size_t smem = (size_t)l->binner.nbins << rshift << 2;
+    gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    if (st != GS_OK)
+        return st;
+    int64_t resident = 0;
+    st = gs_cuda_resident_blocks((const void *)kern, GS_HIST_BLOCK_THREADS, smem, l->dev, &resident);
+    if (st != GS_OK)
+        return st;
+    const int V = 16 / (int)sizeof(T);
+    const int64_t work = (l->n / V + (int64_t)GS_HIST_BLOCK_THREADS * U - 1) / ((int64_t)GS_HIST_BLOCK_THREADS * U);
+    int64_t g = gs_hist_grid(l, resident, GS_HIST_BLOCK_THREADS);
+    int forced = 0;
+    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
+    if (!forced && g > work)
+        g = work > 0 ? work : 1;
+    kern<<<(unsigned)g, GS_HIST_BLOCK_THREADS, smem, l->stream>>>(
+        (const T *)l->x, l->n, (long long)l->binner.offset, (int)l->binner.nbins, l->binner.closed_top,
+        (unsigned long long *)l->out, rshift);
+    GS_CUDA_CHECK(cudaGetLastError());
+    return GS_OK;
+}
+
+} // namespace
+
+/* The fast paths above, when they apply to this launch (unweighted,
+ * contiguous, integer data, few unit-width bins): 1 and *st set; else 0. */
+int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
+{
+    const int on = env_int(GS_ENV_HIST_SMALL, 1);
+    if (l->w != NULL || l->xstride != 1 || l->n <= 0 || on == 0)
+        return 0;
+    const gs_binner &b = l->binner;
+    const int es = (int)gs_dtype_size((gs_dtype)l->xdtype);
+    const bool stream = l->n * (int64_t)es > l->dev->l2_cache_bytes;
+    if (es == 1) {
+        /* measured slower than the generic kernel above this size (see
+         * GS_HIST_U8_SMALL_MAX_BYTES); GPUSYNC_HIST_SMALL=2 takes it anyway */
+        if (on != 2 && l->n > GS_HIST_U8_SMALL_MAX_BYTES)
+            return 0;
+        int mode;
+        if (b.kind == GS_BINS_DIRECT && b.offset == 0 && b.nbins >= 256)
+            mode = 0;
+        else if ((b.kind == GS_BINS_DIRECT || b.kind == GS_BINS_LUT) && b.nbins <= 256)
+            mode = 1;
+        else
+            return 0;
+        switch (env_int(GS_ENV_HIST_U8_CFG, 0)) {
+        case 1: *st = launch_u8_shape<1024, 2, 2>(l, stream, mode); break;
+        case 2: *st = launch_u8_shape<256, 8, 2>(l, stream, mode); break;
+        case 3: *st = launch_u8_shape<512, 2, 4>(l, stream, mode); break;
+        default: *st = launch_u8_shape<512, 4, 2>(l, stream, mode); break;
+        }
+        return 1;
+    }
+    if (b.kind != GS_BINS_DIRECT || es > 4 || b.nbins < 1 || b.nbins > (1 << 20))
+        return 0;
+    /* the kernel subtracts in int (16-bit data) or long long: keep the
+     * offset where that is exact and the difference fits 32 bits */
+    const int64_t lo_ok = es <= 2 ? -(int64_t(1) << 30) : -(int64_t(1) << 40);
+    if (b.offset < lo_ok || b.offset > -lo_ok)
+        return 0;
+    int R = gs_hist_replicas(b.nbins, 0, l->dev->shared_memory_per_block_optin);
+    if (R == 0)
+        return 0;
+    const int cap = env_int(GS_ENV_HIST_REPLICAS, 0);
+    while (cap > 0 && R > cap)
+        R /= 2;
+    int rshift = 0;
+    while ((1 << rshift) < R)
+        rshift++;
+    switch (l->xdtype) {
+    case GS_INT16: *st = launch_int<int16_t>(l, rshift, stream); return 1;
+    case GS_UINT16: *st = launch_int<uint16_t>(l, rshift, stream); return 1;
+    case GS_INT32: *st = launch_int<int32_t>(l, rshift, stream); return 1;
+    case GS_UINT32: *st = launch_int<uint32_t>(l, rshift, stream); return 1;
+    default: return 0;
+    }
+}

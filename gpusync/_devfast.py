@@ -1,0 +1,248 @@
+"""The per-call fast path of device arrays (CuPy arrays, PyTorch tensors).
+
+A device-array call with default options takes a short road: the array's
+pointer, length, dtype and device read straight from its library (no
+``__cuda_array_interface__`` dict, no descriptor object), the result
+allocated by that library, one call into the core on the library's current
+stream, and a plan record (engine ``cuda``).  The general path
+(gpusync/_dispatch.py) does the same work through its routing, output
+allocation and checks; it stays the one owner of every rule, and this path
+only takes what it can decide in a few attribute reads:
+
+* a C-contiguous, native-order, aligned array of a dtype the core reads, on
+  the library's current device, no ``stream=`` and no outer stream scope;
+* the dispatcher turned the path on (:func:`enable`, from ``fast_sync``):
+  not when the cpu backend is forced (device input then goes to the host)
+  or ``GPUSYNC_DEBUG`` logs plans.
+
+Anything else returns ``NotImplemented`` and the wrapper takes the general
+path.  The results are the general path's: same kernels, same dtypes, same
+library types (a 0-d array for a reduction, no host wait).
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import _arrays, _core, _costmodel
+
+_state = {"on": False}
+_handlers: dict = {}  # array type -> its library's reader (None: not a device array type)
+_names: dict = {}  # dtype -> str(dtype) (NumPy's __str__ is slow)
+
+
+def enable(on: bool) -> None:
+    _state["on"] = bool(on)
+
+
+class _Cupy:
+    lib = "cupy"
+
+    def __init__(self, cp):
+        self.empty = cp.empty
+        self.get_device = cp.cuda.runtime.getDevice
+        self.get_stream = cp.cuda.get_current_stream
+
+    def view(self, a):
+        """(ptr, n, dtype, code, device) of a readable array, else None."""
+        if not a.flags.c_contiguous:
+            return None
+        dt = a.dtype
+        code = _arrays._DTYPE_CODES.get(dt)
+        if code is None or not dt.isnative:
+            return None
+        dev = a.device.id
+        ptr = a.data.ptr
+        if dev != self.get_device() or ptr % dt.itemsize:
+            return None
+        return ptr, a.size, dt, code, dev
+
+    def stream(self, dev):
+        return self.get_stream().ptr
+
+    def out(self, shape, dt, dev):
+        r = self.empty(shape, dt)
+        return r, r.data.ptr
+
+
+class _Torch:
+    lib = "torch"
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.empty = torch.empty
+        self.current_device = torch.cuda.current_device
+        self.current_stream = torch.cuda.current_stream
+        names = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+                 "float32", "float64")
+        self.to_np = {getattr(torch, n): np.dtype(n) for n in names if hasattr(torch, n)}
+        self.to_torch = {v: k for k, v in self.to_np.items()}
+        self.devices = {}
+
+    def view(self, t):
+        if not t.is_cuda or t.requires_grad or not t.is_contiguous():
+            return None
+        dt = self.to_np.get(t.dtype)
+        code = None if dt is None else _arrays._DTYPE_CODES.get(dt)
+        if code is None:
+            return None
+        dev = t.device.index
+        ptr = t.data_ptr()
+        if dev != self.current_device() or ptr % dt.itemsize:
+            return None
+        return ptr, t.numel(), dt, code, dev
+
+    def stream(self, dev):
+        return self.current_stream(dev).cuda_stream
+
+    def out(self, shape, dt, dev):
+        d = self.devices.get(dev)
+        if d is None:
+            d = self.devices[dev] = self.torch.device("cuda", dev)
+        r = self.empty(shape, dtype=self.to_torch[dt], device=d)
+        return r, r.data_ptr()
+
+
+def _handler(a):
+    t = type(a)
+    h = _handlers.get(t, False)
+    if h is not False:
+        return h
+    h = None
+    mod = t.__module__.split(".")[0]
+    if mod == "cupy" and t.__name__ == "ndarray" and "cupy" in sys.modules:
+        h = _Cupy(sys.modules["cupy"])
+    elif mod == "torch" and t.__name__ == "Tensor" and "torch" in sys.modules:
+        h = _Torch(sys.modules["torch"])
+    if h is not None and not _arrays._cuda_state()[0]:
+        h = None  # the general path says why the array cannot be read here
+    _handlers[t] = h
+    return h
+
+
+def numpy_dtype(a):
+    """The NumPy dtype of a device array the fast path reads, else None."""
+    h = _handler(a)
+    if h is None:
+        return None
+    if h.lib == "torch":
+        return h.to_np.get(a.dtype)
+    dt = a.dtype
+    return dt if isinstance(dt, np.dtype) else None
+
+
+def _ready(a):
+    """(handler, view) when the fast path takes `a`, else None."""
+    if not _state["on"] or type(a) is np.ndarray or _arrays._CALL_STREAM.get() is not None:
+        return None
+    h = _handler(a)
+    if h is None:
+        return None
+    v = h.view(a)
+    return None if v is None else (h, v)
+
+
+def _note(op, n, dt, in_bytes, out_bytes, used):
+    from . import _dispatch
+
+    name = _names.get(dt)
+    if name is None:
+        name = _names[dt] = str(dt)
+    shape = _costmodel.Shape(op, n, in_bytes, out_bytes, 0, True, "device")
+    _dispatch._tls.plan = ({"op": op, "place": "device", "n": n, "dtype": name, "engine": "cuda", "strategy": "auto",
+                            "strategy_used": used, "threads": 0, "split": None, "predicted_ms": shape,
+                            "forced": None, "notes": ["the device fast path"]}, None, _core.plan_seq())
+
+
+def sum_(a, out_dtype_of):
+    """gs.sum(a) of a device array: a 0-d array of NumPy's sum dtype."""
+    r = _ready(a)
+    if r is None:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    odt = out_dtype_of(dt)
+    res, optr = h.out((), odt, dev)
+    used = _core.reduce("cuda", (ptr, n, 1, code, dev), None, (optr, 1, 1, _arrays._DTYPE_CODES[odt], dev), "auto",
+                        False, h.stream(dev))
+    _note("sum", n, dt, dt.itemsize, odt.itemsize, used)
+    return res
+
+
+def dot_(a, b, out_dtype_of):
+    """gs.dot(a, b) of two 1-D device arrays of one dtype and length."""
+    ra = _ready(a)
+    if ra is None or getattr(a, "ndim", 0) != 1 or getattr(b, "ndim", 0) != 1:
+        return NotImplemented
+    rb = _ready(b)
+    if rb is None or rb[0] is not ra[0]:
+        return NotImplemented
+    h, (pa, n, dt, code, dev) = ra
+    _, (pb, nb, dtb, _, devb) = rb
+    if nb != n or dtb != dt or devb != dev:
+        return NotImplemented
+    odt = out_dtype_of(dt, dt)
+    if odt != dt:
+        return NotImplemented
+    res, optr = h.out((), odt, dev)
+    used = _core.reduce("cuda", (pa, n, 1, code, dev), (pb, n, 1, code, dev), (optr, 1, 1, code, dev), "auto", False,
+                        h.stream(dev))
+    _note("dot", n, dt, 2 * dt.itemsize, odt.itemsize, used)
+    return res
+
+
+_INT64 = np.dtype(np.int64)
+_UINT8 = np.dtype(np.uint8)
+
+
+def count_nonzero_(a):
+    """gs.count_nonzero(a) of a device array: a 0-d int64 array."""
+    r = _ready(a)
+    if r is None:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    res, optr = h.out((), _INT64, dev)
+    _core.count_nonzero("cuda", (ptr, n, 1, code, dev), None, (optr, 1, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                        h.stream(dev))
+    _note("count_nonzero", n, dt, dt.itemsize, 8, "ballot")
+    return res
+
+
+def packbits_(a):
+    """gs.packbits(a) (axis None, big bit order) of a 1-D device array."""
+    r = _ready(a)
+    if r is None or getattr(a, "ndim", 0) != 1:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    if dt.kind not in "biu":  # NumPy packs integers and bools only; the general path says so
+        return NotImplemented
+    nbytes = (n + 7) // 8
+    res, optr = h.out((nbytes,), _UINT8, dev)
+    _core.packbits("cuda", (ptr, n, 1, code, dev), None, False, (optr, nbytes, 1, _arrays._DTYPE_CODES[_UINT8], dev),
+                   h.stream(dev))
+    _note("packbits", n, dt, dt.itemsize, nbytes, "ballot")
+    return res
+
+
+def histogram_(a, bins_desc, edges_desc, edges_host):
+    """gs.histogram(a, bins, range) of a device array whose plan (the bins'
+    description for the counting kernel, the edges' formula and NumPy's
+    edges) the general path made for the same dtype, bins and range: counts
+    and edges arrays of the input's library, written on its stream."""
+    r = _ready(a)
+    if r is None:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    if dt.kind == "b":  # NumPy's warning and uint8 view: the general path
+        return NotImplemented
+    stream = h.stream(dev)
+    nedges = len(edges_host)
+    nb = nedges - 1
+    counts, cptr = h.out((nb,), _INT64, dev)
+    used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, (cptr, nb, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                           bins_desc, "auto", stream)
+    edt = edges_host.dtype
+    edges, eptr = h.out((nedges,), edt, dev)
+    _core.uniform_edges("cuda", edges_desc, (eptr, nedges, 1, _arrays._DTYPE_CODES[edt], dev), stream)
+    _note("histogram", n, dt, dt.itemsize, nb * 8, used)
+    return counts, edges

@@ -1,0 +1,237 @@
+"""The lock-free privatized binned statistic (issues 14 and 15): every
+statistic against SciPy for bins 1 .. 4096, sizes 0 .. 10^5, float32 and
+float64, NaN / inf values, NumPy / CuPy / PyTorch inputs, 1-D and 2-D.
+
+count, min and max must equal SciPy's exactly; sum and mean within the
+bound of a float64 sum in any order ((m - 1) 2^-53 sum|v| per bin of m
+values, tested with a factor 4 of slack); std within 1e-9 relative for the
+well-conditioned data here and after the second pass for the
+ill-conditioned case (csrc/cuda/binstat_priv.cu states the bound).
+"""
+import numpy as np
+import pytest
+import scipy.stats
+
+import gpusync as gs
+from conftest import scipy_binned_statistic
+from test_axis import KINDS, to_host, to_kind
+
+STATS = ["count", "sum", "mean", "std", "min", "max"]
+EPS = 2.0 ** -53
+
+
+@pytest.fixture(params=KINDS)
+def kind(request, backend):
+    if request.param != "numpy" and backend != "cuda":
+        pytest.skip("device arrays run on the cuda backend")
+    return request.param
+
+
+def _bound(x, v, stat, **kw):
+    """Per-bin error bound of a float64 sum of the bin's values in any order."""
+    with np.errstate(all="ignore"):
+        a = scipy_binned_statistic(x, np.abs(np.asarray(v, np.float64)), "sum", **kw).statistic
+        m = scipy_binned_statistic(x, v, "count", **kw).statistic
+    b = 4 * np.maximum(m, 1) * EPS * a
+    if stat == "mean":
+        b = b / np.maximum(m, 1)
+    return b + 1e-300
+
+
+def _compare(got, ref, x, v, stat, **kw):
+    g = np.asarray(to_host(got.statistic))
+    assert g.dtype == np.float64 and g.shape == ref.statistic.shape
+    np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+    if stat in ("count", "min", "max"):
+        np.testing.assert_array_equal(g, ref.statistic)  # NaN in the same places, values exactly equal
+    elif stat in ("sum", "mean"):
+        r = ref.statistic
+        assert np.array_equal(np.isnan(g), np.isnan(r))
+        fin = np.isfinite(r)
+        np.testing.assert_array_equal(g[~fin & ~np.isnan(r)], r[~fin & ~np.isnan(r)])
+        err = np.abs(g[fin] - r[fin])
+        bound = _bound(x, v, stat, **kw)[fin]
+        assert (err <= bound).all(), (err.max(), bound[np.argmax(err - bound)])
+    else:
+        np.testing.assert_allclose(g, ref.statistic, rtol=1e-9, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("stat", STATS)
+@pytest.mark.parametrize("nbins", [1, 7, 100, 1000, 4096])
+@pytest.mark.parametrize("n", [0, 1, 31, 33, 100_000])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_privatized_matches_scipy(backend, kind, stat, nbins, n, dtype):
+    rng = np.random.default_rng(n * 7 + nbins)
+    x = rng.standard_normal(n).astype(dtype)
+    v = (rng.standard_normal(n) * 5 + 2).astype(dtype)
+    for strategy in ("auto", "privatized"):
+        kw = dict(bins=nbins, range=(-2.5, 2.5))
+        got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, strategy=strategy, **kw)
+        _compare(got, scipy_binned_statistic(x, v, stat, **kw), x, v, stat, **kw)
+        if n:
+            kw = dict(bins=nbins)
+            got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, strategy=strategy, **kw)
+            _compare(got, scipy_binned_statistic(x, v, stat, **kw), x, v, stat, **kw)
+
+
+@pytest.mark.parametrize("stat", STATS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_nan_inf_values_and_x(backend, kind, stat, dtype):
+    rng = np.random.default_rng(3)
+    n = 50_000
+    x = rng.random(n).astype(dtype)
+    v = rng.standard_normal(n).astype(dtype)
+    v[::997] = np.nan
+    v[5::1999] = np.inf
+    v[7::2503] = -np.inf
+    v[11::3001] = -0.0
+    x[::1013] = np.nan  # outliers with explicit edges
+    x[3::1511] = np.inf
+    x[4::1777] = 1.0  # on the last edge: the last bin
+    edges = np.linspace(0, 1, 65).astype(dtype)
+    for strategy in ("auto", "privatized"):
+        with np.errstate(all="ignore"):
+            got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, bins=edges, strategy=strategy)
+            ref = scipy_binned_statistic(x, v, stat, bins=edges)
+        g = to_host(got.statistic)
+        np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+        assert np.array_equal(np.isnan(g), np.isnan(ref.statistic))
+        if stat in ("count", "min", "max"):
+            np.testing.assert_array_equal(g, ref.statistic)
+        else:
+            np.testing.assert_allclose(g, ref.statistic, rtol=1e-9, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("stat", ["std", "mean"])
+def test_large_mean_small_spread(backend, kind, dtype, stat):
+    """Bins whose mean is 10^6 (float64) / 10^4 (float32) times their
+    spread: std takes the second pass (SciPy's two-pass formula)."""
+    rng = np.random.default_rng(5)
+    n = 100_000
+    x = rng.random(n).astype(dtype)
+    big = 1e6 if dtype == np.float64 else 1e4
+    v = (big + rng.standard_normal(n)).astype(dtype)
+    for nbins in (1, 7, 1000):
+        got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, bins=nbins)
+        ref = scipy.stats.binned_statistic(x, v, stat, bins=nbins)
+        np.testing.assert_allclose(to_host(got.statistic), ref.statistic, rtol=1e-9, equal_nan=True)
+
+
+@pytest.mark.gpu
+def test_auto_takes_privatized_and_mutex_strategies_stay(backend):
+    if backend != "cuda":
+        pytest.skip("the GPU's strategies")
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(2)
+    x, v = rng.random(100_000), rng.standard_normal(100_000)
+    xd, vd = cp.asarray(x), cp.asarray(v)
+    for stat in STATS:
+        gs.binned_statistic(xd, vd, stat, bins=1000)
+        assert gs.last_plan()["strategy_used"] == "privatized"
+        ref = scipy.stats.binned_statistic(x, v, stat, bins=1000).statistic
+        for s in ("shared", "global"):
+            got = gs.binned_statistic(xd, vd, stat, bins=1000, strategy=s)
+            assert gs.last_plan()["strategy_used"] == s
+            np.testing.assert_allclose(to_host(got.statistic), ref, rtol=1e-9, atol=1e-12, equal_nan=True)
+    # too many bins for a block: privatized is refused by name, auto takes the global mutexes
+    with pytest.raises(ValueError, match="privatized"):
+        gs.binned_statistic(xd, vd, "std", bins=200_000, strategy="privatized")
+    got = gs.binned_statistic(xd, vd, "std", bins=200_000)
+    assert gs.last_plan()["strategy_used"] != "privatized"
+
+
+def test_privatized_on_the_cpu_engine(backend):
+    rng = np.random.default_rng(4)
+    x, v = rng.random(10_000), rng.standard_normal(10_000)
+    for stat in STATS:
+        got = gs.binned_statistic(x, v, stat, bins=50, strategy="privatized")
+        ref = scipy.stats.binned_statistic(x, v, stat, bins=50)
+        np.testing.assert_allclose(got.statistic, ref.statistic, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("stat", STATS)
+@pytest.mark.parametrize("n", [0, 1, 31, 33, 100_000])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_2d_privatized_matches_scipy(backend, kind, stat, n, dtype):
+    rng = np.random.default_rng(n + 1)
+    x, y = rng.random((2, n)).astype(dtype)
+    v = rng.standard_normal(n).astype(dtype)
+    v[::97] = np.nan
+    for bins, rg in ((64, [(0, 1), (0, 1)]), ([3, 5], [(0.1, 0.9), (0, 1)]), ([np.linspace(0, 1, 17), 8], None)):
+        if rg is None and n == 0:
+            continue
+        with np.errstate(all="ignore"):
+            ref = scipy.stats.binned_statistic_2d(x, y, v, stat, bins, rg)
+        got = gs.binned_statistic_2d(to_kind(x, kind), to_kind(y, kind), to_kind(v, kind), stat, bins, rg)
+        g = to_host(got.statistic)
+        assert g.shape == ref.statistic.shape
+        np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+        np.testing.assert_array_equal(to_host(got.x_edge), ref.x_edge)
+        np.testing.assert_array_equal(to_host(got.y_edge), ref.y_edge)
+        if stat in ("count", "min", "max"):
+            np.testing.assert_array_equal(g, ref.statistic)
+        else:
+            np.testing.assert_allclose(g, ref.statistic, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.gpu
+def test_dd_strided_sample_several_values_expand(backend):
+    if backend != "cuda":
+        pytest.skip("device arrays run on the cuda backend")
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(8)
+    s = rng.random((20_000, 3))
+    vals = rng.standard_normal((2, 20_000))
+    for stat in STATS:
+        ref = scipy.stats.binned_statistic_dd(s, vals, stat, [4, 5, 6], expand_binnumbers=True)
+        got = gs.binned_statistic_dd(cp.asarray(s), cp.asarray(vals), stat, [4, 5, 6], expand_binnumbers=True)
+        np.testing.assert_allclose(to_host(got.statistic), ref.statistic, rtol=1e-9, atol=1e-12, equal_nan=True)
+        np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+
+
+def test_std_overflow_is_inf_as_scipy(backend, kind):
+    """A bin of finite values whose squared deviations (or whose sum)
+    overflow: SciPy's std is inf; bins of well-behaved values stay finite and
+    empty bins NaN (only float64 values above 2^500 take the host fix-up)."""
+    x = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.8, 0.9, 1.3, 1.4])
+    v = np.array([1e200, -1e200, 3.0, 1e308, 1e308, 1.0, 2.0, 5.0, 7.0])
+    edges = [0, 0.5, 1.0, 1.2, 1.5]
+    for stat in ("std", "max"):  # (sum / mean of 1e200, -1e200, 3 depend on the order of additions)
+        with np.errstate(all="ignore"):
+            ref = scipy.stats.binned_statistic(x, v, stat, bins=edges)
+        got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, bins=edges)
+        np.testing.assert_array_equal(to_host(got.statistic), ref.statistic)
+
+
+@pytest.mark.parametrize("stat", STATS + ["var"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cpu_fused_op_equals_scipy_bit_for_bit(stat, dtype):
+    """ops->binned_statistic_dd of the CPU backend (the reference of the
+    fused kernel): SciPy's arithmetic in SciPy's order, bit for bit."""
+    from gpusync import _binstat, _core
+
+    rng = np.random.default_rng(11)
+    n = 20_000
+    x, y = rng.random((2, n)).astype(dtype)
+    v = rng.standard_normal(n).astype(dtype)
+    v[::101] = np.nan
+    v[3::211] = -0.0
+    x[::307] = np.nan
+    x[5::401] = 1.0
+    ex, ey = np.linspace(0, 1, 9).astype(dtype), np.linspace(0.1, 0.9, 6).astype(dtype)
+    tops = np.array([_binstat._top(ex, np.dtype(dtype)), _binstat._top(ey, np.dtype(dtype))])
+    e_all = np.concatenate([ex, ey]).astype(np.float64)
+    ne = np.array([len(ex), len(ey)], np.int64)
+    res = np.empty(8 * 5)
+    flat = np.empty(n, np.int64)
+    _core.binned_statistic_dd("cpu", [x, y], e_all, ne, tops, v, _core.STATISTICS[stat], res, flat, 0)
+    with np.errstate(all="ignore"):
+        ref = scipy.stats.binned_statistic_2d(np.where(np.isnan(x), np.inf, x), y, v,
+                                              "std" if stat == "var" else stat, [ex, ey])
+    want = ref.statistic ** 2 if stat == "var" else ref.statistic
+    np.testing.assert_array_equal(flat, ref.binnumber)
+    if stat == "var":
+        np.testing.assert_allclose(res.reshape(8, 5), want, rtol=1e-14, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(res.reshape(8, 5), want)

@@ -1,0 +1,127 @@
+"""The device arrays' fast path (gpusync/_devfast.py): the same results,
+dtypes, library types and plan as the general path, and the general path
+for everything it does not take (strided, foreign device, forced cpu)."""
+import numpy as np
+import pytest
+
+import gpusync as gs
+from gpusync import _devfast, _dispatch
+
+pytestmark = pytest.mark.gpu
+
+LIBS = ["cupy", "torch"]
+
+
+def _lib(name):
+    return pytest.importorskip(name)
+
+
+def _to_dev(lib, a):
+    if lib == "cupy":
+        return _lib("cupy").asarray(a)
+    torch = _lib("torch")
+    return torch.as_tensor(a, device="cuda")
+
+
+def _host(r):
+    return r.get() if hasattr(r, "get") else r.cpu().numpy()
+
+
+def _warm():
+    gs.sum(np.ones(3))  # a general-path call configures the fast paths
+
+
+DTYPES = ["bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 31, 1000, 100_003])
+def test_fast_path_equals_numpy_and_general_path(lib, dtype, n):
+    _warm()
+    rng = np.random.default_rng(n)
+    h = (rng.random(n) * 4).astype(dtype)
+    d = _to_dev(lib, h)
+    cases = [("sum", lambda x: gs.sum(x), np.sum(h)), ("count_nonzero", lambda x: gs.count_nonzero(x),
+                                                       np.count_nonzero(h)),
+             ("dot", lambda x: gs.dot(x, x), np.dot(h, h))]
+    if h.dtype.kind in "biu":
+        cases.append(("packbits", lambda x: gs.packbits(x), np.packbits(h)))
+    for op, fn, ref in cases:
+        r = fn(d)
+        plan = gs.last_plan()
+        assert plan["engine"] == "cuda" and plan["op"] == op and plan["place"] == "device", (op, plan)
+        assert "the device fast path" in plan["notes"], (op, plan)
+        assert type(r) is type(d), op
+        got = _host(r)
+        if op != "packbits":
+            assert got.shape == () and got.dtype == np.asarray(ref).dtype, (op, got.dtype, np.asarray(ref).dtype)
+        _devfast.enable(False)  # the general path gives the same bits
+        try:
+            g = fn(d)
+            assert "the device fast path" not in gs.last_plan()["notes"]
+        finally:
+            _devfast.enable(True)
+        assert type(g) is type(r)
+        np.testing.assert_array_equal(_host(g), got)
+        if h.dtype.kind == "f" and op in ("sum", "dot"):
+            np.testing.assert_allclose(got.astype(np.float64), np.float64(ref), rtol=2e-3 if dtype == "float16" else 1e-6)
+        else:
+            np.testing.assert_array_equal(got, ref)
+        assert predicted_ms_ok(gs.last_plan())
+
+
+def predicted_ms_ok(plan):
+    return set(plan["predicted_ms"]) == {"cuda"}
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_general_path_for_what_the_fast_path_leaves(lib):
+    _warm()
+    h = np.arange(1000, dtype=np.float32)
+    d = _to_dev(lib, h)
+    strided = d[::2]
+    assert gs.sum(strided) == np.sum(h[::2])
+    assert "the device fast path" not in gs.last_plan()["notes"]
+    two_d = _to_dev(lib, h.reshape(10, 100))
+    np.testing.assert_array_equal(_host(gs.packbits(_to_dev(lib, (h.reshape(10, 100) > 5))))[:2],
+                                  np.packbits(h.reshape(10, 100) > 5)[:2])
+    assert float(_host(gs.sum(two_d))) == np.sum(h)
+    with gs.use_backend("cpu"):  # device input goes to the host engine: not the fast path
+        r = gs.sum(d)
+        assert gs.last_plan()["engine"] in ("caller", "cpu")
+    assert float(_host(r)) == np.sum(h)
+    r = gs.sum(d)
+    assert "the device fast path" in gs.last_plan()["notes"]
+
+
+def test_fast_path_off_while_plans_are_logged_or_engine_forced(monkeypatch):
+    _warm()
+    assert _devfast._state["on"]
+    _dispatch.fast_invalidate()
+    assert not _devfast._state["on"]
+    _warm()
+    assert _devfast._state["on"]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("bins,rng_", [(10, (0, 1)), (100, (-2.5, 7)), (256, (0, 256)), (7, (np.float32(0.1), 3))])
+def test_histogram_fast_path_after_a_general_call(lib, dtype, bins, rng_):
+    _warm()
+    rng = np.random.default_rng(bins)
+    h = (rng.random(50_001) * 9 - 2).astype(dtype)
+    d = _to_dev(lib, h)
+    ref_c, ref_e = np.histogram(h, bins, rng_)
+    for i in range(3):  # the first call makes the plan; the next ones take the fast path
+        c, e = gs.histogram(d, bins, rng_)
+        assert type(c) is type(d) and type(e) is type(d)
+        np.testing.assert_array_equal(_host(c), ref_c)
+        he = _host(e)
+        assert he.dtype == ref_e.dtype
+        np.testing.assert_array_equal(he, ref_e)
+        if i:
+            assert "the device fast path" in gs.last_plan()["notes"]
+    strided = d[::2]  # not contiguous: the general path
+    np.testing.assert_array_equal(_host(gs.histogram(strided, bins, rng_)[0]), np.histogram(h[::2], bins, rng_)[0])
+    assert "the device fast path" not in gs.last_plan()["notes"]

@@ -1,0 +1,181 @@
+"""Issue 14's fast paths (csrc/cuda/hist_small.cu, bits.cu): 8-bit histograms
+on every byte distribution, small-range 16/32-bit bincounts and integer
+histograms, packbits of bytes -- against NumPy, for sizes that are not
+multiples of 16, misaligned starts, and device inputs of CuPy and PyTorch."""
+import numpy as np
+import pytest
+
+import gpusync as gs
+
+pytestmark = pytest.mark.gpu
+
+DISTS = ["uniform", "text", "same", "zipf", "runs", "alternating"]
+SIZES = [1, 15, 17, 4099, 1_000_003]
+OFFSETS = [0, 1, 7, 15]
+LIBS = ["cupy", "torch", "numpy"]
+
+
+def make_dist(name, n, rng):
+    if name == "uniform":
+        return rng.integers(0, 256, n, dtype=np.uint8)
+    if name == "text":
+        return rng.choice(np.frombuffer(b"  etaoinshrdlucmfwypvbgkqjxz ETAOIN.,", np.uint8), n)
+    if name == "same":
+        return np.full(n, ord("e"), np.uint8)
+    if name == "zipf":
+        return np.minimum(rng.zipf(1.3, n) - 1, 255).astype(np.uint8)
+    if name == "runs":
+        return np.repeat(rng.integers(0, 256, n // 64 + 1, dtype=np.uint8), 64)[:n]
+    if name == "alternating":
+        return ((np.arange(n) & 1) * 255).astype(np.uint8)
+    raise ValueError(name)
+
+
+def to_lib(lib, a):
+    """`a` (host) on the device as an array of `lib` ('numpy': stays on the host)."""
+    if lib == "numpy":
+        return a
+    if lib == "cupy":
+        cp = pytest.importorskip("cupy")
+        return cp.asarray(a)
+    torch = pytest.importorskip("torch")
+    tdt = {np.uint8: torch.uint8, np.int8: torch.int8, np.int16: torch.int16, np.int32: torch.int32,
+           np.int64: torch.int64, np.bool_: torch.bool}.get(a.dtype.type)
+    if tdt is None:
+        pytest.skip(f"torch has no usable {a.dtype}")
+    return torch.as_tensor(np.ascontiguousarray(a)).to("cuda")
+
+
+def to_np(r):
+    if isinstance(r, np.ndarray):
+        return r
+    if hasattr(r, "get"):
+        return r.get()
+    return r.cpu().numpy()
+
+
+def sliced(lib, a, off):
+    """A view of `a` (on lib's device) that starts `off` elements in: misaligned for 16-byte loads."""
+    d = to_lib(lib, a)
+    return d[off:]
+
+
+@pytest.fixture(autouse=True)
+def _cuda():
+    with gs.use_backend("cuda"):
+        yield
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("off", OFFSETS)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dist", DISTS)
+def test_u8_256_every_distribution(dist, n, off, lib):
+    rng = np.random.default_rng(n + off)
+    a = make_dist(dist, n + off, rng)
+    x = sliced(lib, a, off)
+    ref = np.bincount(a[off:], minlength=256)
+    h, _ = gs.histogram(x, bins=256, range=(0, 256))
+    assert np.array_equal(to_np(h), ref)
+    assert np.array_equal(to_np(gs.bincount(x, minlength=256)), np.bincount(a[off:], minlength=256))
+
+
+@pytest.mark.parametrize("lib", ["cupy", "numpy"])
+@pytest.mark.parametrize("n", [17, 1_000_003])
+@pytest.mark.parametrize("dist", DISTS)
+@pytest.mark.parametrize("bins,rng_", [(100, (0, 100)), (7, (3, 250)), (256, (-0.5, 255.5)), (300, (0, 300)),
+                                       (64, (10, 74))])
+def test_u8_fewer_bins_offsets_and_tables(dist, n, bins, rng_, lib):
+    rng = np.random.default_rng(7)
+    a = make_dist(dist, n + 3, rng)
+    ref = np.histogram(a[3:], bins=bins, range=rng_)[0]
+    h, _ = gs.histogram(sliced(lib, a, 3), bins=bins, range=rng_)
+    assert np.array_equal(to_np(h), ref)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("n", [15, 4099, 1_000_003])
+def test_int8_and_bool(n, lib):
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, n + 5, dtype=np.int8)
+    ref = np.histogram(a[5:], bins=20, range=(-100, 100))[0]
+    assert np.array_equal(to_np(gs.histogram(sliced(lib, a, 5), bins=20, range=(-100, 100))[0]), ref)
+    ref = np.histogram(a[5:], bins=256, range=(-128, 128))[0]
+    assert np.array_equal(to_np(gs.histogram(sliced(lib, a, 5), bins=256, range=(-128, 128))[0]), ref)
+    b = np.abs(a.astype(np.int16)).astype(np.int8)  # 0..127 and -128
+    b[b < 0] = 0
+    assert np.array_equal(to_np(gs.bincount(sliced(lib, b, 5))), np.bincount(b[5:]))
+
+
+SMALL_INT = [np.int8, np.uint16, np.int16, np.int32, np.uint32]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("off", [0, 1, 3])
+@pytest.mark.parametrize("n", [1, 15, 17, 4099, 1_000_003])
+@pytest.mark.parametrize("top", [1, 100, 4096, 30000])
+@pytest.mark.parametrize("dtype", SMALL_INT, ids=lambda d: np.dtype(d).name)
+def test_small_range_bincount(dtype, top, n, off, lib):
+    info = np.iinfo(dtype)
+    top = min(top, int(info.max) + 1)
+    rng = np.random.default_rng(top + n)
+    a = rng.integers(0, top, n + off).astype(dtype)
+    x = sliced(lib, a, off)
+    assert np.array_equal(to_np(gs.bincount(x)), np.bincount(a[off:]))
+    assert np.array_equal(to_np(gs.bincount(x, minlength=top + 5)), np.bincount(a[off:], minlength=top + 5))
+
+
+@pytest.mark.parametrize("lib", ["cupy", "numpy"])
+@pytest.mark.parametrize("dist", ["uniform", "same", "alternating", "runs"])
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.int32, np.uint32], ids=lambda d: np.dtype(d).name)
+def test_small_range_distributions(dtype, dist, lib):
+    n = 300_001
+    rng = np.random.default_rng(11)
+    v = make_dist(dist, n + 1, rng).astype(np.int64) * 16  # 0..4080
+    a = v.astype(dtype)
+    x = sliced(lib, a, 1)
+    assert np.array_equal(to_np(gs.bincount(x)), np.bincount(a[1:]))
+    for s in ("auto", "shared"):
+        h, _ = gs.histogram(x, bins=4096, range=(0, 4096), strategy=s)
+        assert np.array_equal(to_np(h), np.histogram(a[1:], bins=4096, range=(0, 4096))[0])
+
+
+@pytest.mark.parametrize("lib", ["cupy", "numpy"])
+@pytest.mark.parametrize("dtype", [np.int16, np.int32], ids=lambda d: np.dtype(d).name)
+def test_small_range_signed_offsets_and_outliers(dtype, lib):
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3000, 3000, 1_000_003).astype(dtype)
+    x = sliced(lib, a, 1)
+    for bins, r in ((100, (-50, 50)), (1000, (-1000, 0)), (4000, (-2000, 2000))):
+        h, _ = gs.histogram(x, bins=bins, range=r)
+        assert np.array_equal(to_np(h), np.histogram(a[1:], bins=bins, range=r)[0]), (bins, r)
+    with pytest.raises(ValueError):
+        gs.bincount(x)
+
+
+def test_uint32_large_values_do_not_wrap():
+    cp = pytest.importorskip("cupy")
+    a = np.array([0, 1, 2, 2**32 - 1, 2**32 - 2, 5, 3] * 1001, np.uint32)
+    h, _ = gs.histogram(cp.asarray(a), bins=10, range=(0, 10))
+    assert np.array_equal(to_np(h), np.histogram(a, bins=10, range=(0, 10))[0])
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("off", [0, 1, 5, 15])
+@pytest.mark.parametrize("n", [1, 15, 17, 4099, 1_000_003])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_], ids=lambda d: np.dtype(d).name)
+def test_packbits_bytes(dtype, n, off, lib):
+    rng = np.random.default_rng(n + off)
+    if dtype == np.bool_:
+        a = rng.random(n + off) < 0.3
+    else:
+        a = rng.integers(0, 256, n + off, dtype=np.uint8).view(dtype)
+        a[rng.random(n + off) < 0.4] = 0
+    x = sliced(lib, a, off)
+    for order in ("big", "little"):
+        assert np.array_equal(to_np(gs.packbits(x, bitorder=order)), np.packbits(a[off:], bitorder=order))
+    if dtype != np.bool_:
+        for t in (0.5, -3.0, 100.0, -100.5, 254.5, 300.0, -300.0, 0.0):
+            got = to_np(gs.packbits(x, threshold=t))
+            assert np.array_equal(got, np.packbits(a[off:] > t)), t
+    assert int(gs.count_nonzero(x)) == int(np.count_nonzero(a[off:]))
