@@ -3,7 +3,7 @@
 A custom build_ext compiles every .cu file into an object (in parallel) and
 hands the objects to setuptools as extra_objects, linked against the static
 CUDA runtime.  Without nvcc (or with GPUSYNC_NO_CUDA=1) the same command
-builds the CPU-only package: csrc/common/cuda_stub.c stands in for the CUDA
+builds the CPU-only package: csrc/nocuda/cuda_stub.c stands in for the CUDA
 backend.  Every object, C and CUDA, comes from a persistent cache named by a
 hash of what went into it, so a second `pip install` (whose build directory
 is always fresh) compiles nothing that did not change.
@@ -251,7 +251,7 @@ class BuildExt(build_ext):
         self.headers = headers_digest()
         if nvcc is None:
             say(f"building the CPU-only backend ({how})")
-            ext.sources.append(os.path.join(CSRC, "common", "cuda_stub.c"))
+            ext.sources.append(os.path.join(CSRC, "nocuda", "cuda_stub.c"))
         else:
             say(f"nvcc {nvcc} ({how})")
             ext.extra_objects.extend(self.compile_cuda(nvcc))
@@ -324,7 +324,6 @@ class BuildExt(build_ext):
 
 
 c_sources = sorted(glob(os.path.join(CSRC, "common", "*.c")))
-c_sources = [s for s in c_sources if not s.endswith("cuda_stub.c")]
 c_sources += sorted(glob(os.path.join(CSRC, "cpu", "*.c"))) + [os.path.join(CSRC, "python", "module.c")]
 
 ext = Extension(

@@ -66,13 +66,9 @@ class Timer:
 
     @staticmethod
     def host(fn, reps=3):
-        fn()
-        ts = []
-        for _ in range(reps):
-            t = time.perf_counter()
-            fn()
-            ts.append((time.perf_counter() - t) * 1e3)
-        return median(ts)
+        from gpusync.demo import wall_times_ms
+
+        return median(wall_times_ms(fn, reps))
 
 
 READ_KERNEL = r"""
@@ -117,6 +113,24 @@ def copy_ceiling(cp, timer, src, dst):
 _PEERS = {
     "cub_hist_u8": (ctypes.c_int,), "cub_hist_f32": (ctypes.c_float,), "cub_hist_i32": (ctypes.c_int,),
 }
+
+
+def cuda_start(cp):
+    """Every GPU benchmark's start: the CUDA backend, the device's facts and a timer."""
+    import gpusync as gs
+
+    gs.use_backend("cuda")
+    return gs.device_info(), Timer(cp)
+
+
+def fresh_read_ceiling(cp, timer, info, nbytes=GIB):
+    """The device's read ceiling (GB/s) over `nbytes` fresh random bytes, printed
+    with the device's name; the buffer is freed."""
+    buf = cp.random.randint(0, 256, nbytes, dtype=cp.uint8)
+    ceiling = read_ceiling(cp, timer, buf)
+    del buf
+    print(f"device {info['name']}  read ceiling {ceiling:.0f} GB/s", flush=True)
+    return ceiling
 
 
 def build_peers():

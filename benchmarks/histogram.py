@@ -27,7 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import gpusync as gs  # noqa: E402
-from benchmarks.common import GIB, Timer, build_peers, merge_results, read_ceiling, speed_plot, table  # noqa: E402
+from benchmarks.common import (GIB, Timer, build_peers, cuda_start, fresh_read_ceiling, merge_results,  # noqa: E402
+                               read_ceiling, speed_plot, table)
 
 
 def make_text(cp, n, seed=0):
@@ -361,15 +362,10 @@ def dist_sweep(args):
 
     from benchmarks.common import short_device
 
-    gs.use_backend("cuda")
-    info = gs.device_info()
+    info, timer = cuda_start(cp)
     dev = short_device(info["name"])
-    timer = Timer(cp)
     cub = build_peers()
-    buf = cp.random.randint(0, 256, GIB, dtype=cp.uint8)
-    ceiling = read_ceiling(cp, timer, buf)
-    del buf
-    print(f"device {info['name']}  read ceiling {ceiling:.0f} GB/s", flush=True)
+    ceiling = fresh_read_ceiling(cp, timer, info)
     rows, lines = [], []
     sizes = [(32 << 20, "32MiB"), (256 << 20, "256MiB"), (GIB, "1GiB")]
     for dname in ("uniform", "text", "same", "zipf", "runs", "alternating"):
@@ -475,9 +471,7 @@ def main():
         def tqdm(x, **k):
             return x
 
-    gs.use_backend("cuda")
-    info = gs.device_info()
-    timer = Timer(cp)
+    info, timer = cuda_start(cp)
     big = (GIB // 16) if args.quick else GIB
     f32n = (1 << 24) if args.quick else (1 << 28)
     cub = build_peers()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -27,16 +26,11 @@ sys.path.insert(0, os.path.dirname(HERE))
 import gpusync as gs  # noqa: E402
 from benchmarks.common import merge_results, median  # noqa: E402
 from benchmarks.histogram import seed_text_host  # noqa: E402
+from gpusync.demo import wall_times_ms  # noqa: E402
 
 
 def wall_ms(fn, reps=7):
-    fn()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t) * 1e3)
-    return median(ts)
+    return median(wall_times_ms(fn, reps))
 
 
 def h2d_gbps(cp, nbytes, pinned):

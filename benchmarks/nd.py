@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import gpusync as gs  # noqa: E402
-from benchmarks.common import GIB, Timer, copy_ceiling, merge_results, read_ceiling  # noqa: E402
+from benchmarks.common import GIB, copy_ceiling, cuda_start, merge_results, read_ceiling  # noqa: E402
 from benchmarks.host import wall_ms  # noqa: E402
 
 
@@ -56,9 +56,7 @@ def main():
     bh = _try_import("boost_histogram")
     ss = _try_import("scipy.stats") and __import__("scipy.stats").stats
 
-    gs.use_backend("cuda")
-    info = gs.device_info()
-    timer = Timer(cp)
+    info, timer = cuda_start(cp)
     q = 16 if args.quick else 1
     rows = []
     buf = cp.random.randint(0, 256, GIB // q, dtype=cp.uint8)

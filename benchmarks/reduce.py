@@ -27,8 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import gpusync as gs  # noqa: E402
-from benchmarks.common import (GIB, Timer, build_peers, half_decades, merge_results, read_ceiling,  # noqa: E402
-                               short_device, speed_plot, table)
+from benchmarks.common import (GIB, Timer, build_peers, cuda_start, fresh_read_ceiling, half_decades,  # noqa: E402
+                               merge_results, short_device, speed_plot, table)
 
 STRATS = ["auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp"]
 
@@ -58,18 +58,13 @@ def main():
     except Exception:  # pragma: no cover
         ss = None
 
-    gs.use_backend("cuda")
-    info = gs.device_info()
-    timer = Timer(cp)
+    info, timer = cuda_start(cp)
     peers = build_peers()
     scale = 16 if args.quick else 1
     n256, n128, n64 = (1 << 28) // scale, (1 << 27) // scale, (1 << 26) // scale
     rows = []
 
-    buf = cp.random.randint(0, 256, GIB // scale, dtype=cp.uint8)
-    ceiling = read_ceiling(cp, timer, buf)
-    del buf
-    print(f"device {info['name']}  read ceiling {ceiling:.0f} GB/s", flush=True)
+    ceiling = fresh_read_ceiling(cp, timer, info, GIB // scale)
 
     def add(op, case, impl, ms, nbytes, err=None, ok=None):
         row = {"op": op, "case": case, "impl": impl, "ms": round(ms, 5), "gbps": round(nbytes / ms / 1e6, 1)}
@@ -208,15 +203,10 @@ def sweep(args):
 
     import cupy as cp
 
-    gs.use_backend("cuda")
-    info = gs.device_info()
+    info, timer = cuda_start(cp)
     dev = short_device(info["name"])
-    timer = Timer(cp)
     peers = build_peers()
-    buf = cp.random.randint(0, 256, GIB, dtype=cp.uint8)
-    ceiling = read_ceiling(cp, timer, buf)
-    del buf
-    print(f"device {info['name']}  read ceiling {ceiling:.0f} GB/s", flush=True)
+    ceiling = fresh_read_ceiling(cp, timer, info)
     hi = args.sweep_max or (1e8 if args.quick else 2e9)
     sizes = half_decades(10**4, int(hi))
     free = cp.cuda.Device().mem_info[1]

@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import gpusync as gs  # noqa: E402
-from benchmarks.common import GIB, Timer, merge_results, read_ceiling, speed_plot, table  # noqa: E402
+from benchmarks.common import GIB, Timer, cuda_start, merge_results, read_ceiling, speed_plot, table  # noqa: E402
 
 
 def main():
@@ -36,9 +36,7 @@ def main():
         torch = None
     from gpusync import demo
 
-    gs.use_backend("cuda")
-    info = gs.device_info()
-    timer = Timer(cp)
+    info, timer = cuda_start(cp)
     scale = 16 if args.quick else 1
     rows = []
     u8 = cp.random.randint(0, 4, GIB // scale, dtype=cp.uint8)  # a quarter zeros

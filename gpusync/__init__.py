@@ -25,7 +25,8 @@ from ._reduce import STRATEGIES as REDUCE_STRATEGIES  # noqa: F401
 from ._reduce import dot, sum  # noqa: F401,A004
 from ._binstat import STATISTICS as BINNED_STATISTICS  # noqa: F401
 from ._binstat import BinnedStatisticResult, binned_statistic  # noqa: F401
-from ._bits import count_nonzero, kernels, occupancy, packbits, unpackbits  # noqa: F401
+from ._bits import count_nonzero, packbits, unpackbits  # noqa: F401
+from ._occupancy import kernels, occupancy  # noqa: F401
 from ._histdd import histogram2d, histogramdd  # noqa: F401
 from ._binstat_dd import BinnedStatistic2dResult, BinnedStatisticddResult  # noqa: F401
 from ._binstat_dd import binned_statistic_2d, binned_statistic_dd  # noqa: F401

@@ -180,6 +180,19 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
     return hist, edges_out
 
 
+def _histogram2d_bins(bins):
+    """np.histogram2d's reading of `bins`: one edge array (neither an int nor
+    a pair) stands for both dimensions."""
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n != 1 and n != 2:
+        edges = np.asarray(bins)
+        return [edges, edges]
+    return bins
+
+
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream=None):  # noqa: A002
     """Bi-dimensional histogram of `x` and `y`, exactly like
     :func:`numpy.histogram2d`: `bins` an int, ``[int, int]``, an edge array
@@ -189,13 +202,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
     # np.histogram2d's own checks and reading of `bins`
     if len(x) != len(y):
         raise ValueError("x and y must have the same length.")
-    try:
-        nbins = len(bins)
-    except TypeError:
-        nbins = 1
-    if nbins != 1 and nbins != 2:
-        xedges = yedges = np.asarray(bins)
-        bins = [xedges, yedges]
+    bins = _histogram2d_bins(bins)
     with _arrays.call_stream(stream, x if _is_device(x) else None):
         hist, edges = _histogramdd_impl([x, y], bins, range, density, weights)
     return hist, edges[0], edges[1]

@@ -42,7 +42,7 @@ import warnings
 
 import numpy as np
 
-from . import _arrays, _binstat, _bits, _dispatch, _histogram, _reduce, _scan
+from . import _arrays, _binstat, _bits, _dispatch, _histdd, _histogram, _reduce, _scan
 from ._arrays import DeviceArray
 from ._reduce import _dot_dtype, _sum_dtype
 from ._scan import _cumsum_dtype
@@ -534,12 +534,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, strate
     xv, yv = _as_dask(x, "x", "histogram2d"), _as_dask(y, "y", "histogram2d")
     if xv.shape[0] != yv.shape[0]:
         raise ValueError("x and y must have the same length.")
-    try:
-        n = len(bins)
-    except TypeError:
-        n = 1
-    if n != 1 and n != 2:
-        bins = [np.asarray(bins), np.asarray(bins)]
+    bins = _histdd._histogram2d_bins(bins)
     hist, edges = histogramdd([xv, yv], bins, range, density, weights, strategy=strategy,
                               split_every=split_every)
     return hist, edges[0], edges[1]

@@ -38,30 +38,17 @@ python3 -m pytest -q -p no:cacheprovider tests ${PYTEST_ARGS:-} 2>&1 | tee "$out
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 if [ -z "${SKIP_SANITIZER:-}" ]; then
-    # a subset that runs every kernel family once at modest sizes
-    sel_hist='cupy_in_cupy_out and (uint8 or float32 or int64) or strided or weights or cluster or torch'
-    sel_red='cupy_in_cupy_out and (float32 or int8) or misaligned or binned_statistic_device or counters or timeout'
-    sel_bits='device_arrays_in_place or warp_reductions'
-    sel_scan='(cupy_in_cupy_out and (int8 or float32)) or torch or sum_grid or (matches_numpy and float32 and 4097)'
+    # the tests marked `sanitizer` (pyproject.toml): every kernel family once at modest sizes
     for tool in memcheck racecheck synccheck; do
-        step "compute-sanitizer --tool $tool (GPU histogram, reduction, mutex, scan, barrier tests)"
+        step "compute-sanitizer --tool $tool (the tests marked sanitizer; barriers)"
         rc=0
-        sel=$sel_red
+        sel="sanitizer and gpu and not slow"
         # racecheck cannot see locks built from atomics: the lock-protected
         # updates of binned_statistic's shared-memory bins read as hazards
-        [ $tool = racecheck ] && sel="($sel_red) and not binned_statistic"
+        [ $tool = racecheck ] && sel="$sel and not racecheck_blind"
         GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
-            python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu.py -m "gpu and not slow" -k "$sel_hist" \
+            python3 -m pytest -q -p no:cacheprovider -x tests -m "$sel" \
             >"$out/sanitizer-$tool.log" 2>&1 || rc=$?
-        GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
-            python3 -m pytest -q -p no:cacheprovider -x tests/test_gpu_reduce.py -m "gpu and not slow" -k "$sel" \
-            >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
-        GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
-            python3 -m pytest -q -p no:cacheprovider -x tests/test_bits.py -m gpu -k "$sel_bits" \
-            >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
-        GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 --target-processes all \
-            python3 -m pytest -q -p no:cacheprovider -x tests/test_scan.py -m gpu -k "$sel_scan" \
-            >>"$out/sanitizer-$tool.log" 2>&1 || rc=$?
         [ $tool = memcheck ] || GPUSYNC_SPIN_TIMEOUT_MS=30000 compute-sanitizer --tool $tool --error-exitcode 9 \
             --target-processes all python3 -c "import gpusync as gs
 for s in ('lock', 'lockfree', 'sense', 'cooperative'):

@@ -32,6 +32,19 @@ def backend(request):
         yield request.param
 
 
+@pytest.fixture
+def cuda():
+    """The cuda backend for one test (device-array tests, marked gpu)."""
+    with gs.use_backend("cuda"):
+        yield "cuda"
+
+
+@pytest.fixture
+def cp(cuda):
+    """CuPy, with the cuda backend for the test (device-array tests, marked gpu)."""
+    return pytest.importorskip("cupy")
+
+
 def strategies_for(backend):
     """Every histogram strategy that can run on this backend."""
     s = ["auto", "global", "shared", "warp"]

@@ -99,6 +99,7 @@ def test_cumsum_axes(backend, kind, dtype, shape):
         _close(to_host(gs.cumsum(x, axis=axis)), ref, dtype)
 
 
+@pytest.mark.sanitizer
 @pytest.mark.parametrize("view", ["T", "step", "neg", "slice", "transpose3"])
 def test_strided_views(backend, view):
     base = np.random.default_rng(3).standard_normal((40, 60, 8)).astype(np.float32)

@@ -82,3 +82,15 @@ def test_large_thread_counts_agree():
                 np.testing.assert_array_equal(gs.bincount(x, strategy=s), ref)
         finally:
             del os.environ["GPUSYNC_NUM_THREADS"]
+
+
+# ---------------------------------------------------------------- on the GPU
+
+
+@pytest.mark.gpu
+def test_out_of_memory_is_memoryerror_and_recovers(cp):
+    free, total = cp.cuda.runtime.memGetInfo()
+    # a host input whose histogram (int64 bins) needs more device memory than the card has
+    with pytest.raises(MemoryError):
+        gs.bincount(np.array([total // 8 + (1 << 27)]))
+    np.testing.assert_array_equal(gs.bincount(np.array([0, 1, 1])), [1, 2])

@@ -99,3 +99,27 @@ def test_bad_input(backend):
         gs.binned_statistic(x, x, strategy="warp")
     with pytest.raises(ValueError, match="1-D"):
         gs.binned_statistic(np.ones((2, 2)), np.ones((2, 2)))
+
+
+# ---------------------------------------------------------------- device arrays (CUDA)
+
+
+@pytest.mark.gpu
+@pytest.mark.sanitizer
+@pytest.mark.racecheck_blind
+def test_binned_statistic_device_all_stats(cp):
+    rng = np.random.default_rng(5)
+    x, v = rng.standard_normal(2_000_000), rng.standard_normal(2_000_000)
+    v[::1001] = np.nan
+    ss = pytest.importorskip("scipy.stats")
+    dx, dv = cp.asarray(x), cp.asarray(v)
+    for stat in ("count", "sum", "mean", "std", "min", "max"):
+        for strategy in ("shared", "global"):
+            got = gs.binned_statistic(dx, dv, stat, bins=100, strategy=strategy)
+            ref = ss.binned_statistic(x, v, stat, bins=100)
+            np.testing.assert_allclose(got.statistic.get(), ref.statistic, rtol=1e-9, equal_nan=True)
+            np.testing.assert_array_equal(got.binnumber.get(), ref.binnumber)
+    x32 = dx.astype(cp.float32)
+    got = gs.binned_statistic(x32, x32, "std", bins=64)
+    ref = ss.binned_statistic(x.astype(np.float32), x.astype(np.float32), "std", bins=64)
+    np.testing.assert_allclose(got.statistic.get(), ref.statistic, rtol=1e-6)

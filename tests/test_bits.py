@@ -112,6 +112,7 @@ def test_divergence_demo():
 
 
 @pytest.mark.gpu
+@pytest.mark.sanitizer
 def test_device_arrays_in_place():
     cp = pytest.importorskip("cupy")
     with gs.use_backend("cuda"):
@@ -127,6 +128,7 @@ def test_device_arrays_in_place():
 
 
 @pytest.mark.gpu
+@pytest.mark.sanitizer
 def test_warp_reductions_under_independent_thread_scheduling():
     """reduce.cuh's shuffle and shared-memory butterflies, reached by lanes at
     different times (lane-dependent loops first): every warp's sum is right.

@@ -19,15 +19,19 @@ def test_no_slot_of_any_backend_ops_table_is_null(backend):
 
 
 def test_ops_tables_use_designated_initializers():
-    sources = [ROOT / "csrc/cpu/backend.c", ROOT / "csrc/common/cuda_stub.c", ROOT / "csrc/cuda/runtime.cu"]
-    header = (ROOT / "csrc/include/gpusync/gpusync.h").read_text()
-    struct = header[header.index("typedef struct gs_backend_ops"):header.index("} gs_backend_ops;")]
-    fields = re.findall(r"\(\*(\w+)\)\(", struct) + ["name"]
-    for src in sources:
-        text = src.read_text()
-        table = text[text.index("static const gs_backend_ops"):]
-        table = table[:table.index("};")]
-        assert sorted(re.findall(r"^\s*\.(\w+) =", table, re.M)) == sorted(fields), src.name
+    tables = [("csrc/include/gpusync/gpusync.h", "gs_backend_ops",
+               ["csrc/cpu/backend.c", "csrc/nocuda/cuda_stub.c", "csrc/cuda/runtime.cu"]),
+              ("csrc/common/demos.h", "gs_demo_ops",
+               ["csrc/cpu/backend.c", "csrc/nocuda/cuda_stub.c", "csrc/cuda/demos.cu"])]
+    for header, name, sources in tables:
+        text = (ROOT / header).read_text()
+        struct = text[text.index(f"typedef struct {name}"):text.index(f"}} {name};")]
+        fields = re.findall(r"\(\*(\w+)\)\(", struct) + ["name"]
+        for src in sources:
+            text = (ROOT / src).read_text()
+            table = text[text.index(f"static const {name}"):]
+            table = table[:table.index("};")]
+            assert sorted(re.findall(r"^\s*\.(\w+) =", table, re.M)) == sorted(fields), (name, src)
     assert "-Werror=missing-field-initializers" in (ROOT / "setup.py").read_text()
 
 

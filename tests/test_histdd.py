@@ -103,6 +103,7 @@ def test_histogramdd_matches_numpy(backend, kind, d, n):
         np.testing.assert_allclose(to_host(h), ref_h, rtol=1e-10)
 
 
+@pytest.mark.sanitizer
 def test_strided_and_mixed_dtypes(backend):
     base = np.random.default_rng(4).random((3000, 4))
     s = base[::3, ::2]  # strided (N, 2) view

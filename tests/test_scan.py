@@ -41,7 +41,7 @@ def _check(got, a):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.sanitizer) if n == 4097 else n for n in SIZES])
 def test_cumsum_matches_numpy(backend, dtype, n):
     a = random_array(np.random.default_rng(n), dtype, n)
     if np.dtype(dtype) == np.float16:
@@ -109,6 +109,7 @@ def test_property_int64_exact(values, strategy):
         np.testing.assert_array_equal(gs.cumsum(a, strategy=strategy), np.cumsum(a))
 
 
+@pytest.mark.sanitizer
 def test_sum_grid_strategy(backend):
     a = np.arange(1_000_003, dtype=np.int64)
     assert gs.sum(a, strategy="grid") == a.sum()
@@ -138,7 +139,8 @@ def test_barrier_auto_falls_back_to_relaunch():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["int8", "int32", "uint32", "float16", "float32", "float64"])
+@pytest.mark.parametrize("dtype", [pytest.param(d, marks=pytest.mark.sanitizer) if d in ("int8", "float32") else d
+                                   for d in ("int8", "int32", "uint32", "float16", "float32", "float64")])
 def test_cupy_in_cupy_out(dtype):
     cp = pytest.importorskip("cupy")
     rng = np.random.default_rng(11)
@@ -155,6 +157,7 @@ def test_cupy_in_cupy_out(dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.sanitizer
 def test_torch_in_torch_out():
     torch = pytest.importorskip("torch")
     t = torch.arange(100_000, dtype=torch.int32, device="cuda")

@@ -49,38 +49,18 @@ typedef struct gs_binner {
     int32_t lut[256];
 } gs_binner;
 
-GS_HD float gs_fmul(float a, float b)
-{
+/* One rounding step, never fused: the device's round-to-nearest intrinsic,
+ * or the plain C operation (the CPU build has -ffp-contract=off). */
 #ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
+#define GS_RN(intrinsic, a, op, b) intrinsic(a, b)
 #else
-    return a * b;
+#define GS_RN(intrinsic, a, op, b) ((a) op (b))
 #endif
-}
-GS_HD float gs_fadd(float a, float b)
-{
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-GS_HD double gs_dmul(double a, double b)
-{
-#ifdef __CUDA_ARCH__
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-GS_HD double gs_dadd(double a, double b)
-{
-#ifdef __CUDA_ARCH__
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
+GS_HD float gs_fmul(float a, float b) { return GS_RN(__fmul_rn, a, *, b); }
+GS_HD float gs_fadd(float a, float b) { return GS_RN(__fadd_rn, a, +, b); }
+GS_HD double gs_dmul(double a, double b) { return GS_RN(__dmul_rn, a, *, b); }
+GS_HD double gs_dadd(double a, double b) { return GS_RN(__dadd_rn, a, +, b); }
+#undef GS_RN
 
 /* Edge k of a GS_BINS_UNIFORM description, exactly as np.linspace made it. */
 GS_HD double gs_uniform_edge(const gs_binner *b, int64_t k)

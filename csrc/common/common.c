@@ -2,6 +2,7 @@
 #include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
 #include "binning.h"
+#include "convert.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,6 +72,28 @@ gs_strategy gs_strategy_from_name(const char *name)
         if (strcmp(name, strategy_names[s]) == 0)
             return (gs_strategy)s;
     return GS_STRATEGY_COUNT;
+}
+
+gs_status gs_axis_check(const gs_array *a, const int64_t shape[3], int op, const gs_array *out, int64_t *nout)
+{
+    if (op < GS_AXIS_SUM || op > GS_AXIS_CUMSUM)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: unknown operation %d", op);
+    if (shape[0] < 0 || shape[1] < 0 || shape[2] < 0)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: negative extent");
+    if (out->device != a->device)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: a and out must both be on the host or on device %d",
+                       a->device);
+    if (out->length > 1 && out->stride != 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: out must be contiguous");
+    *nout = shape[0] * shape[2] * (op == GS_AXIS_CUMSUM ? shape[1] : 1);
+    if (out->length != *nout)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: out has %lld elements, expected %lld",
+                       (long long)out->length, (long long)*nout);
+    const int fa = gs_dtype_is_float(a->dtype), fo = gs_dtype_is_float(out->dtype);
+    if (op == GS_AXIS_COUNT_NONZERO ? out->dtype != GS_INT64 : fa != fo)
+        return gs_fail(GS_ERR_TYPE, "reduce_axis: out dtype %d does not fit input dtype %d", (int)out->dtype,
+                       (int)a->dtype);
+    return GS_OK;
 }
 
 size_t gs_dtype_size(gs_dtype dt)

@@ -1,5 +1,6 @@
-/* CPU backend: the gs_backend_ops table and its small entry points. */
+/* CPU backend: the gs_backend_ops table and its small entry points; the demo table. */
 #include "binning.h"
+#include "demos.h"
 
 #include <math.h>
 #include <string.h>
@@ -97,14 +98,10 @@ static const gs_backend_ops cpu_ops = {
     .uniform_edges = cpu_uniform_edges,
     .reduce = gs_cpu_reduce,
     .binned_statistic = gs_cpu_binned_statistic,
-    .counter = gs_cpu_counter,
-    .test_deadlock = gs_cpu_test_deadlock,
     .packbits = gs_cpu_packbits,
     .count_nonzero = gs_cpu_count_nonzero,
     .kernel_names = cpu_kernel_names,
     .occupancy = cpu_occupancy,
-    .divergence = cpu_divergence,
-    .self_test = cpu_self_test,
     .barrier_benchmark = gs_cpu_barrier_benchmark,
     .cumsum = gs_cpu_cumsum,
     .stream_wait = cpu_stream_wait,
@@ -116,3 +113,13 @@ static const gs_backend_ops cpu_ops = {
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }
+
+static const gs_demo_ops cpu_demos = {
+    .name = "cpu",
+    .counter = gs_cpu_counter,
+    .test_deadlock = gs_cpu_test_deadlock,
+    .divergence = cpu_divergence,
+    .self_test = cpu_self_test,
+};
+
+const gs_demo_ops *gs_cpu_demos(void) { return &cpu_demos; }

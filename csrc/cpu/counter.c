@@ -1,5 +1,5 @@
 /* Seed 001's counter experiments on CPU threads, and the lock time-out test
- * hook (the CPU twins of csrc/cuda/counter.cu).  `blocks x threads`
+ * hook (the CPU twins of csrc/cuda/demos.cu).  `blocks x threads`
  * increments are spread over the machine's threads. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime in spin.h */
 #include "gpusync/gpusync.h"

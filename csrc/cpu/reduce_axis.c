@@ -180,31 +180,20 @@ gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const in
                              gs_array *out, void *stream)
 {
     (void)stream;
-    if (op < GS_AXIS_SUM || op > GS_AXIS_CUMSUM)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: unknown operation %d", op);
-    if (shape[0] < 0 || shape[1] < 0 || shape[2] < 0)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: negative extent");
     if (a->device != GS_HOST || out->device != GS_HOST)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: the CPU backend takes host arrays");
-    if (out->length > 1 && out->stride != 1)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: out must be contiguous");
-    const int64_t nout = shape[0] * shape[2] * (op == GS_AXIS_CUMSUM ? shape[1] : 1);
-    if (out->length != nout)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: out has %lld elements, expected %lld",
-                       (long long)out->length, (long long)nout);
-    const int fa = gs_dtype_is_float(a->dtype), fo = gs_dtype_is_float(out->dtype);
-    if (op == GS_AXIS_COUNT_NONZERO ? out->dtype != GS_INT64 : fa != fo)
-        return gs_fail(GS_ERR_TYPE, "reduce_axis: out dtype %d does not fit input dtype %d", (int)out->dtype,
-                       (int)a->dtype);
-    static const size_t sizes[GS_DTYPE_COUNT] = {1, 1, 1, 2, 2, 4, 4, 8, 8, 2, 4, 8};
+    int64_t nout;
+    gs_status st = gs_axis_check(a, shape, op, out, &nout);
+    if (st != GS_OK)
+        return st;
     actx c = {0};
     c.a = (const char *)a->data;
     c.outer = shape[0], c.len = shape[1], c.inner = shape[2];
     c.s0 = strides[0], c.s1 = strides[1], c.s2 = strides[2];
     c.dt = a->dtype, c.odt = out->dtype, c.op = op;
-    c.is_float = op != GS_AXIS_COUNT_NONZERO && fa;
+    c.is_float = op != GS_AXIS_COUNT_NONZERO && gs_dtype_is_float(a->dtype);
     c.out = (char *)out->data;
-    c.osz = sizes[out->dtype];
+    c.osz = gs_dtype_size(out->dtype);
     if (c.outer == 0 || c.inner == 0)
         return GS_OK;
     c.nchunks = (c.inner + CHUNK - 1) / CHUNK;
@@ -227,7 +216,7 @@ gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const in
         else
             c.ipart = (uint64_t *)p;
     }
-    const gs_status st = gs_cpu_parallel_for(items * c.kparts, nthreads, run_items, &c);
+    st = gs_cpu_parallel_for(items * c.kparts, nthreads, run_items, &c);
     if (st == GS_ERR_INTERRUPTED) { /* the pool stopped: no result */
         free(c.is_float ? (void *)c.fpart : (void *)c.ipart);
         return st;

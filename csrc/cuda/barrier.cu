@@ -11,7 +11,7 @@
  * maximum) when it cannot be co-resident; `relaunch` measures the same rounds
  * as one kernel launch each, in a stream and replayed from a CUDA graph.
  */
-#include "internal.cuh"
+#include "runtime.cuh"
 #include "gpusync/barrier.cuh"
 
 #include <cooperative_groups.h>
@@ -138,11 +138,12 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
                        gs_strategy_name(s));
     if (rounds < 1 || threads < 32 || threads > 1024 || threads % 32)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "rounds must be >= 1 and threads a multiple of 32 up to 1024");
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
+    gs_cuda_call call(GS_HOST, NULL);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
+    const int ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
     if (blocks <= 0)
         blocks = dev->multiprocessors;
     memset(res, 0, sizeof *res);
@@ -257,9 +258,7 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     GS_CUDA_GOTO(cudaMemcpy(&h, mem, sizeof h, cudaMemcpyDeviceToHost));
     res->stale = (int64_t)h.stale;
     if (h.error)
-        st = gs_fail(GS_ERR_DEADLOCK,
-                     "grid barrier '%s': a block waited more than %.0f ms for the others (a block never arrived)",
-                     gs_strategy_name(s), gs_spin_timeout_ns() / 1e6);
+        st = gs_spin_deadlock("grid barrier", s, "a block", "the others (a block never arrived)");
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] barrier %s blocks=%lld threads=%d rounds=%lld: %.3f us (graph %.3f us)%s%s\n",
                 gs_strategy_name(s), (long long)blocks, threads, (long long)rounds, res->us_per_barrier,

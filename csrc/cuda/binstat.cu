@@ -16,7 +16,8 @@
  * A last kernel turns the states into SciPy's results.  Every lock wait is
  * bounded; a time-out sets the error flag, which the host reads.
  */
-#include "internal.cuh"
+#include "kernel_refs.cuh"
+#include "stage.cuh"
 #include "gpusync/mutex.cuh"
 #include "gpusync/reduce.cuh"
 
@@ -297,14 +298,13 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     if (on_host && (x->stride != 1 || values->stride != 1))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
 
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(x->device, &ord, &dev);
+    gs_cuda_call call(x->device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    const int ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     const int64_t nedges1 = nbins + 1;
     if (strategy == GS_STRATEGY_PRIVATIZED ||
         (strategy == GS_STRATEGY_AUTO && gs_cuda_binstat_priv_fits(1, &nedges1, statistic, x->dtype, dev))) {
@@ -328,15 +328,9 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
         fprintf(stderr, "[gpusync] binned_statistic n=%lld nbins=%lld stat=%d strategy=%s device=%d\n",
                 (long long)x->length, (long long)nbins, statistic, gs_strategy_name(strategy), ord);
 
-    cudaStream_t s = (cudaStream_t)stream;
-    const size_t es = gs_dtype_size(x->dtype);
-    const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)es : x->length;
-    const int64_t maxn = x->length < chunk ? x->length : chunk;
     bin_state *g = NULL;
     double *d_edges = NULL, *d_res = NULL;
-    int *d_err = NULL, flag = 0;
-    void *d_x = NULL, *d_v = NULL;
-    int64_t *d_bn = NULL;
+    int *d_err = NULL;
     binstat_args r;
     memset(&r, 0, sizeof r);
     const void *kernel = strategy == GS_STRATEGY_SHARED
@@ -357,16 +351,8 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     GS_CUDA_GOTO(cudaMemsetAsync(g, 0, (size_t)nbins * sizeof(bin_state) + 16, s));
     GS_CUDA_GOTO(gs_malloc_async((void **)&d_edges, (size_t)(nbins + 1) * 8, s));
     GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, edges, (size_t)(nbins + 1) * 8, cudaMemcpyHostToDevice, s));
-    if (on_host) {
+    if (on_host)
         GS_CUDA_GOTO(gs_malloc_async((void **)&d_res, (size_t)nbins * 8, s));
-        if (maxn > 0) {
-            GS_CUDA_GOTO(gs_malloc_async(&d_x, (size_t)maxn * es, s));
-            if (statistic != GS_STAT_COUNT)
-                GS_CUDA_GOTO(gs_malloc_async(&d_v, (size_t)maxn * es, s));
-            if (binnumber)
-                GS_CUDA_GOTO(gs_malloc_async((void **)&d_bn, (size_t)maxn * 8, s));
-        }
-    }
     r.edges = d_edges;
     r.nbins = (int)nbins;
     r.top = top;
@@ -375,47 +361,33 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     r.g = g;
     r.error = d_err;
     r.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
-    for (int64_t off = 0; off < x->length; off += chunk) {
-        const int64_t cnt = x->length - off < chunk ? x->length - off : chunk;
-        if (on_host) {
-            GS_GOTO(gs_cuda_h2d(d_x, (const char *)x->data + off * es, (size_t)cnt * es, s));
-            if (d_v)
-                GS_GOTO(gs_cuda_h2d(d_v, (const char *)values->data + off * es, (size_t)cnt * es, s));
-            r.x = d_x;
-            r.v = d_v ? d_v : d_x;
-            r.sx = r.sv = 1;
-            r.binnumber = d_bn;
-        } else {
-            r.x = x->data;
-            r.v = values->data;
-            r.sx = x->stride;
-            r.sv = values->stride;
-            r.binnumber = binnumber ? (int64_t *)binnumber->data : NULL;
-        }
-        r.n = cnt;
-        const int64_t work = (cnt + GS_BINSTAT_THREADS - 1) / GS_BINSTAT_THREADS;
-        const int64_t grid = resident < work ? resident : work;
-        void *args[] = {&r};
-        GS_CUDA_GOTO(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(GS_BINSTAT_THREADS), args, dyn, s));
-        if (on_host && binnumber)
-            GS_GOTO(gs_cuda_d2h((int64_t *)binnumber->data + off, d_bn, (size_t)cnt * 8, s));
+    {
+        /* host input, statistic 'count': the values are never read (x stands in) */
+        gs_staged arr[3] = {gs_staged(x), gs_staged(on_host && statistic == GS_STAT_COUNT ? NULL : values),
+                            gs_staged(binnumber, 1)};
+        GS_GOTO(gs_cuda_staged(arr, 3, x->length, GS_STAGE_BYTES / (int64_t)gs_dtype_size(x->dtype), s,
+                               [&](int64_t, int64_t cnt) {
+                                   r.x = arr[0].ptr;
+                                   r.sx = arr[0].stride;
+                                   r.v = arr[1].ptr ? arr[1].ptr : arr[0].ptr;
+                                   r.sv = arr[1].ptr ? arr[1].stride : arr[0].stride;
+                                   r.binnumber = (int64_t *)arr[2].ptr;
+                                   r.n = cnt;
+                                   const int64_t work = (cnt + GS_BINSTAT_THREADS - 1) / GS_BINSTAT_THREADS;
+                                   const int64_t grid = resident < work ? resident : work;
+                                   void *args[] = {&r};
+                                   GS_CUDA_CHECK(cudaLaunchKernel(kernel, dim3((unsigned)grid),
+                                                                  dim3(GS_BINSTAT_THREADS), args, dyn, s));
+                                   return GS_OK;
+                               }));
     }
     binstat_result_kernel<<<(unsigned)((nbins + 255) / 256), 256, 0, s>>>(g, (int)nbins, statistic,
                                                                           on_host ? d_res : (double *)result->data);
     GS_CUDA_GOTO(cudaGetLastError());
     if (on_host)
         GS_CUDA_GOTO(cudaMemcpyAsync(result->data, d_res, (size_t)nbins * 8, cudaMemcpyDeviceToHost, s));
-    st = gs_cuda_read_flag(d_err, s, &flag);
-    if (st == GS_OK && flag)
-        st = gs_fail(GS_ERR_DEADLOCK, "binned_statistic: a thread waited more than %.0f ms for a bin's lock",
-                     gs_spin_timeout_ns() / 1e6);
+    st = gs_cuda_check_deadlock(d_err, s, "binned_statistic", -1, "a thread", "a bin's lock");
 fail:
-    if (d_x)
-        cudaFreeAsync(d_x, s);
-    if (d_v)
-        cudaFreeAsync(d_v, s);
-    if (d_bn)
-        cudaFreeAsync(d_bn, s);
     if (d_res)
         cudaFreeAsync(d_res, s);
     if (d_edges)

@@ -795,14 +795,10 @@ extern "C" gs_status gs_cuda_binned_statistic_dd(const gs_array *coords, int ndi
                        binnumber->dtype != GS_INT64)))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic_dd: result must be %lld contiguous float64, "
                        "binnumber n contiguous int64, next to the coordinates", (long long)nb);
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(device, &ord, &dev);
-    if (st != GS_OK)
-        return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    gs_cuda_call call(device, stream);
+    if (call.status != GS_OK)
+        return call.status;
+    const gs_device_info *dev = call.dev;
     if (!gs_cuda_binstat_priv_fits(ndim, nedges, statistic, values->dtype, dev))
         return gs_fail(GS_ERR_UNSUPPORTED_DEVICE,
                        "binned_statistic_dd: %lld bins do not fit a block's shared memory", (long long)nb);

@@ -18,7 +18,10 @@
  * count_nonzero adds __popc of the ballots (the same in every voting lane)
  * and does one atomicAdd per warp at the end.
  */
-#include "internal.cuh"
+#include "dtypes.cuh"
+#include "elements.cuh"
+#include "kernel_refs.cuh"
+#include "stage.cuh"
 
 #include <cuda_fp16.h>
 
@@ -226,21 +229,7 @@ template <class T> gs_status launch(bits_args &r, bool count, const gs_device_in
 
 static gs_status launch_dtype(gs_dtype dt, bits_args &r, bool count, const gs_device_info *dev, cudaStream_t s)
 {
-    switch (dt) {
-    case GS_BOOL:
-    case GS_UINT8: return launch<uint8_t>(r, count, dev, s);
-    case GS_INT8: return launch<int8_t>(r, count, dev, s);
-    case GS_INT16: return launch<int16_t>(r, count, dev, s);
-    case GS_UINT16: return launch<uint16_t>(r, count, dev, s);
-    case GS_INT32: return launch<int32_t>(r, count, dev, s);
-    case GS_UINT32: return launch<uint32_t>(r, count, dev, s);
-    case GS_INT64: return launch<int64_t>(r, count, dev, s);
-    case GS_UINT64: return launch<uint64_t>(r, count, dev, s);
-    case GS_FLOAT16: return launch<gs_f16>(r, count, dev, s);
-    case GS_FLOAT32: return launch<float>(r, count, dev, s);
-    case GS_FLOAT64: return launch<double>(r, count, dev, s);
-    default: return gs_fail(GS_ERR_TYPE, "unsupported dtype %d", (int)dt);
-    }
+    return gs_dtype_switch(dt, [&](auto t) { return launch<gs_bool_as_u8<GS_TYPE(t)>>(r, count, dev, s); });
 }
 
 /* Device arrays in place; host arrays staged through device memory in
@@ -256,44 +245,34 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
     if (out->length != need || out->stride != 1 || out->dtype != (count ? GS_INT64 : GS_UINT8))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "out must be %lld contiguous %s", (long long)need,
                        count ? "int64" : "uint8");
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(a->device, &ord, &dev);
+    gs_cuda_call call(a->device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    cudaStream_t s = (cudaStream_t)stream;
-    const size_t es = gs_dtype_size(a->dtype);
-    const int64_t chunk = on_host ? (GS_STAGE_BYTES / (int64_t)es) & ~(int64_t)7 : a->length;
-    const int64_t maxn = a->length < chunk ? a->length : chunk;
-    void *d_x = NULL, *d_out = on_host ? NULL : out->data;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
+    const int64_t chunk = (GS_STAGE_BYTES / (int64_t)gs_dtype_size(a->dtype)) & ~(int64_t)7;
+    void *d_out = on_host ? NULL : out->data;
     bits_args r;
     memset(&r, 0, sizeof r);
     r.has_thr = thr != NULL;
     r.thr = thr ? *thr : 0.0;
     r.little = little;
     r.simd = gs_env_number(GS_ENV_BITS_SIMD, 1, NULL) != 0;
-    if (on_host) {
+    if (on_host)
         GS_CUDA_GOTO(gs_malloc_async(&d_out, count ? 8 : (size_t)need + 1, s));
-        if (maxn > 0)
-            GS_CUDA_GOTO(gs_malloc_async(&d_x, (size_t)maxn * es, s));
-    }
     if (count)
         GS_CUDA_GOTO(cudaMemsetAsync(d_out, 0, 8, s));
     r.count = count ? (unsigned long long *)d_out : NULL;
-    for (int64_t off = 0; off < a->length; off += chunk) {
-        const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
-        if (on_host)
-            GS_GOTO(gs_cuda_h2d(d_x, (const char *)a->data + off * es, (size_t)cnt * es, s));
-        r.x = on_host ? d_x : a->data;
-        r.n = cnt;
-        r.stride = on_host ? 1 : a->stride;
-        r.out = count ? NULL : (uint8_t *)d_out + off / 8;
-        st = launch_dtype(a->dtype, r, count, dev, s);
-        if (st != GS_OK)
-            goto fail;
+    {
+        gs_staged arr[1] = {gs_staged(a)};
+        GS_GOTO(gs_cuda_staged(arr, 1, a->length, chunk, s, [&](int64_t off, int64_t cnt) {
+            r.x = arr[0].ptr;
+            r.n = cnt;
+            r.stride = arr[0].stride;
+            r.out = count ? NULL : (uint8_t *)d_out + off / 8;
+            return launch_dtype(a->dtype, r, count, dev, s);
+        }));
     }
     if (on_host) {
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, d_out, count ? 8 : (size_t)need, cudaMemcpyDeviceToHost, s));
@@ -301,12 +280,8 @@ static gs_status run_bits(const gs_array *a, const double *thr, int little, gs_a
             goto fail;
     }
 fail:
-    if (on_host) {
-        if (d_x)
-            cudaFreeAsync(d_x, s);
-        if (d_out)
-            cudaFreeAsync(d_out, s);
-    }
+    if (on_host && d_out)
+        cudaFreeAsync(d_out, s);
     return st;
 }
 

@@ -8,7 +8,8 @@
  *   mutex   the increment under gpusync::mutex_lock / mutex_unlock, every
  *           thread contending (safe under independent thread scheduling)
  */
-#include "internal.cuh"
+#include "../common/demos.h"
+#include "runtime.cuh"
 #include "gpusync/mutex.cuh"
 #include "gpusync/reduce.cuh"
 
@@ -140,11 +141,11 @@ extern "C" gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int6
 {
     if (kind < 0 || kind > 2)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "counter kind must be 0 (race), 1 (atomic) or 2 (mutex)");
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
+    gs_cuda_call call(GS_HOST, NULL);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
+    const gs_device_info *dev = call.dev;
     if (blocks < 1 || blocks > 0x7ffffffe || threads < 1 || threads > dev->max_threads_per_block)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "blocks must be in 1..2^31-2 and threads in 1..%d",
                        dev->max_threads_per_block);
@@ -173,7 +174,7 @@ extern "C" gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int6
     *value = (int64_t)h.count;
     *ms = t;
     if (h.error)
-        st = gs_fail(GS_ERR_DEADLOCK, "mutex counter: a thread waited more than %.0f ms for the lock", timeout / 1e6);
+        st = gs_spin_deadlock("mutex counter", -1, "a thread", "the lock");
 fail:
     if (e0)
         cudaEventDestroy(e0);
@@ -188,11 +189,11 @@ extern "C" gs_status gs_cuda_divergence(int kind, int64_t n, int block, int iter
 {
     if (kind < 0 || kind > 3 || block < 32 || block > 1024 || block % 32 || n < block || iters < 0)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "divergence: kind 0..3, block a multiple of 32 up to 1024, n >= block");
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
+    gs_cuda_call call(GS_HOST, NULL);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
+    const gs_device_info *dev = call.dev;
     const int64_t blocks = n / block;
     if (blocks > 0x7fffffff)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "divergence: too many blocks");
@@ -249,11 +250,11 @@ fail:
 
 extern "C" gs_status gs_cuda_test_deadlock(int64_t timeout_ns)
 {
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
+    gs_cuda_call call(GS_HOST, NULL);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
+    const gs_device_info *dev = call.dev;
     counter_ws *w = NULL, h;
     counter_ws init = {};
     init.lock = 1; /* lock already held (by name: the struct has grown fields before) */
@@ -270,3 +271,13 @@ fail:
         cudaFree(w);
     return st;
 }
+
+static const gs_demo_ops cuda_demos = {
+    .name = "cuda",
+    .counter = gs_cuda_counter,
+    .test_deadlock = gs_cuda_test_deadlock,
+    .divergence = gs_cuda_divergence,
+    .self_test = gs_cuda_self_test,
+};
+
+extern "C" const gs_demo_ops *gs_cuda_demos(void) { return &cuda_demos; }

@@ -2,9 +2,12 @@
  * Histogram dispatch (CUDA backend): validates the call, resolves `auto`,
  * stages host inputs through device memory, uploads non-uniform edges, zeroes
  * the output and hands the launch to one strategy file.  It never touches
- * elements itself; the kernels never choose a strategy.
+ * elements itself; the kernels never choose a strategy.  Also the kernel
+ * that writes equal-width bin edges on the device (so that a histogram of a
+ * device array with bins and range given never waits for the host).
  */
-#include "internal.cuh"
+#include "hist_launch.cuh"
+#include "stage.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,16 +98,13 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     if (w && w->dtype != GS_FLOAT32 && w->dtype != GS_FLOAT64)
         return gs_fail(GS_ERR_TYPE, "weights must be float32 or float64 at the C API");
 
-    int dev_ord = x->device;
-    if (on_host && cudaGetDevice(&dev_ord) != cudaSuccess)
-        return gs_cuda_fail(cudaGetLastError(), "cudaGetDevice", __FILE__, __LINE__);
-    gs_device_guard guard(dev_ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_device(dev_ord, &dev);
+    gs_cuda_call call(x->device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
+    const int dev_ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     st = resolve_strategy(&strategy, bins, x->length, weighted, x->dtype, dev);
     if (st != GS_OK)
         return st;
@@ -114,11 +114,9 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
                 (long long)x->length, (long long)nb, (int)bins->kind, weighted, gs_strategy_name(strategy), dev_ord,
                 on_host ? " (host input staged)" : "");
 
-    cudaStream_t s = (cudaStream_t)stream;
-    const size_t out_bytes = (size_t)nb * 8, xes = gs_dtype_size(x->dtype), wes = w ? gs_dtype_size(w->dtype) : 0;
-    void *d_out = on_host ? NULL : out->data, *d_x = NULL, *d_w = NULL;
+    const size_t out_bytes = (size_t)nb * 8;
+    void *d_out = on_host ? NULL : out->data;
     double *d_edges = NULL;
-    int64_t chunk = 0;
     gs_hist_launch l;
     memset(&l, 0, sizeof l);
 
@@ -140,40 +138,19 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     l.stream = s;
     l.dev = dev;
 
-    if (!on_host) {
-        l.x = x->data;
-        l.n = x->length;
-        l.xstride = x->stride;
-        l.w = w ? w->data : NULL;
-        l.wstride = w ? w->stride : 0;
-        if (x->length > 0) {
-            st = run_strategy(strategy, &l);
-            if (st != GS_OK)
-                goto fail;
-        }
-    } else {
-        chunk = GS_STAGE_BYTES / (int64_t)xes;
-        if (chunk > x->length)
-            chunk = x->length;
-        if (chunk > 0) {
-            GS_CUDA_GOTO(gs_malloc_async(&d_x, (size_t)chunk * xes, s));
-            if (w)
-                GS_CUDA_GOTO(gs_malloc_async(&d_w, (size_t)chunk * wes, s));
-        }
-        for (int64_t off = 0; off < x->length; off += chunk) {
-            const int64_t cnt = x->length - off < chunk ? x->length - off : chunk;
-            GS_GOTO(gs_cuda_h2d(d_x, (const char *)x->data + off * xes, (size_t)cnt * xes, s));
-            if (w)
-                GS_GOTO(gs_cuda_h2d(d_w, (const char *)w->data + off * wes, (size_t)cnt * wes, s));
-            l.x = d_x;
-            l.n = cnt;
-            l.xstride = 1;
-            l.w = d_w;
-            l.wstride = 1;
-            st = run_strategy(strategy, &l);
-            if (st != GS_OK)
-                goto fail;
-        }
+    {
+        gs_staged arr[2] = {gs_staged(x), gs_staged(w)};
+        GS_GOTO(gs_cuda_staged(arr, 2, x->length, GS_STAGE_BYTES / (int64_t)gs_dtype_size(x->dtype), s,
+                               [&](int64_t, int64_t cnt) {
+                                   l.x = arr[0].ptr;
+                                   l.n = cnt;
+                                   l.xstride = arr[0].stride;
+                                   l.w = arr[1].ptr;
+                                   l.wstride = arr[1].stride;
+                                   return run_strategy(strategy, &l);
+                               }));
+    }
+    if (on_host) {
         GS_CUDA_GOTO(cudaMemcpyAsync(out->data, d_out, out_bytes, cudaMemcpyDeviceToHost, s));
         if ((st = gs_cuda_wait_stream(s)) != GS_OK)
             goto fail;
@@ -183,14 +160,40 @@ fail:
     if (d_edges)
         cudaFreeAsync(d_edges, s);
     if (on_host) {
-        if (d_x)
-            cudaFreeAsync(d_x, s);
-        if (d_w)
-            cudaFreeAsync(d_w, s);
         if (d_out)
             cudaFreeAsync(d_out, s);
         if (st != GS_OK)
             cudaStreamSynchronize(s);
     }
     return st;
+}
+
+/* The edges of an equal-width description, computed on the device (the
+ * formula gs_uniform_edge that the kernels bin by). */
+template <class E> __global__ void uniform_edges_kernel(gs_binner b, E *out, int64_t s)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k <= b.nbins; k += (int64_t)gridDim.x * blockDim.x)
+        out[k * s] = (E)gs_uniform_edge(&b, k);
+}
+
+extern "C" gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
+{
+    if (bins->kind != GS_BINS_UNIFORM || out->length != bins->nbins + 1 || out->device == GS_HOST ||
+        (out->dtype != GS_FLOAT32 && out->dtype != GS_FLOAT64))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "uniform_edges: bad arguments");
+    gs_cuda_call call(out->device, stream);
+    if (call.status != GS_OK)
+        return call.status;
+    cudaStream_t s = call.stream;
+    gs_binner b;
+    gs_binner_init(&b, bins, NULL);
+    int64_t blocks = (bins->nbins + 256) / 256;
+    if (blocks > 4096)
+        blocks = 4096;
+    if (out->dtype == GS_FLOAT32)
+        uniform_edges_kernel<float><<<(unsigned)blocks, 256, 0, s>>>(b, (float *)out->data, out->stride);
+    else
+        uniform_edges_kernel<double><<<(unsigned)blocks, 256, 0, s>>>(b, (double *)out->data, out->stride);
+    GS_CUDA_CHECK(cudaGetLastError());
+    return GS_OK;
 }

@@ -12,7 +12,8 @@
  * memory.  Launched with cudaLaunchKernelEx and a cluster-dimension
  * attribute; the grid is sized by cudaOccupancyMaxActiveClusters.
  */
-#include "internal.cuh"
+#include "hist_launch.cuh"
+#include "kernel_refs.cuh"
 
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
@@ -104,18 +105,8 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     if (st != GS_OK)
         return st;
 
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = csize;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.blockDim = dim3(threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = l->stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    cfg.gridDim = dim3(csize);
+    gs_cluster_config cc((unsigned)csize, threads, smem, l->stream);
+    cudaLaunchConfig_t &cfg = cc.cfg;
     int clusters = 0;
     GS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, (void *)kern, &cfg));
     if (clusters < 1)

@@ -4,7 +4,8 @@
  * number of bins works -- and equal values serialize on one L2 address,
  * which is why the other strategies exist.
  */
-#include "internal.cuh"
+#include "hist_launch.cuh"
+#include "kernel_refs.cuh"
 
 template <class T, bool W>
 __global__ void __launch_bounds__(GS_HIST_GLOBAL_THREADS)

@@ -10,7 +10,8 @@
  * speed.  Shared-memory updates are block-scoped relaxed atomics; only the
  * final merge uses device-scope atomics on global memory.
  */
-#include "internal.cuh"
+#include "hist_launch.cuh"
+#include "kernel_refs.cuh"
 
 #include <stdlib.h>
 

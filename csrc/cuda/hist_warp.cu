@@ -12,7 +12,8 @@
  * same trip count, so the full mask is always correct; invalid lanes take
  * part with bin -1 and add nothing.  No code assumes lock-step execution.
  */
-#include "internal.cuh"
+#include "hist_launch.cuh"
+#include "kernel_refs.cuh"
 
 /* No __launch_bounds__ here: with it, ptxas 13.0 fails register allocation
  * (C7600) on this kernel; without it the kernel uses at most 48 registers,

@@ -20,7 +20,8 @@
  * Grids are bounded so that no block counts 2^32 points (32-bit shared
  * counters cannot wrap).
  */
-#include "internal.cuh"
+#include "elements.cuh"
+#include "stage.cuh"
 #include "../common/histdd.h"
 
 #include <cooperative_groups.h>
@@ -184,18 +185,8 @@ template <class T, bool WEIGHTED> gs_status launch_cluster(dd_args &r, size_t eb
     if (st != GS_OK)
         return st;
     const size_t smem = (((size_t)1 << sshift) * (size_t)cell + 7) / 8 * 8 + ebytes;
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = csize;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    cfg.gridDim = dim3(csize);
+    gs_cluster_config cc((unsigned)csize, THREADS, smem, s);
+    cudaLaunchConfig_t &cfg = cc.cfg;
     int clusters = 0;
     GS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, (void *)kern, &cfg));
     if (clusters < 1)
@@ -256,21 +247,7 @@ template <class T> gs_status launch(dd_args &r, const gs_device_info *dev, cudaS
 
 gs_status launch_dtype(gs_dtype dt, dd_args &r, const gs_device_info *dev, cudaStream_t s)
 {
-    switch (dt) {
-    case GS_BOOL: return launch<gs_bool8>(r, dev, s);
-    case GS_INT8: return launch<int8_t>(r, dev, s);
-    case GS_UINT8: return launch<uint8_t>(r, dev, s);
-    case GS_INT16: return launch<int16_t>(r, dev, s);
-    case GS_UINT16: return launch<uint16_t>(r, dev, s);
-    case GS_INT32: return launch<int32_t>(r, dev, s);
-    case GS_UINT32: return launch<uint32_t>(r, dev, s);
-    case GS_INT64: return launch<int64_t>(r, dev, s);
-    case GS_UINT64: return launch<uint64_t>(r, dev, s);
-    case GS_FLOAT16: return launch<gs_f16>(r, dev, s);
-    case GS_FLOAT32: return launch<float>(r, dev, s);
-    case GS_FLOAT64: return launch<double>(r, dev, s);
-    default: return gs_fail(GS_ERR_TYPE, "histogramdd: unsupported dtype %d", (int)dt);
-    }
+    return gs_dtype_switch(dt, [&](auto t) { return launch<GS_TYPE(t)>(r, dev, s); });
 }
 
 } // namespace
@@ -318,15 +295,12 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
                     (on_host && weights->stride != 1 && n > 1)))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "histogramdd: weights must be %lld float64 next to the coordinates",
                        (long long)n);
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(device, &ord, &dev);
+    gs_cuda_call call(device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    cudaStream_t s = (cudaStream_t)stream;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     const size_t es = gs_dtype_size(coords[0].dtype);
     void *d_edges = NULL, *d_out = NULL, *d_w = NULL;
     void *d_coord[GS_HISTDD_MAX_DIMS] = {NULL};

@@ -1,14 +1,14 @@
 /*
  * Min/max of a device array (needed when `range` or bincount's length must be
- * read from the data: a documented host synchronization), and the kernel
- * that writes equal-width bin edges on the device (so that a histogram of a
- * device array with bins and range given never waits for the host).
+ * read from the data: a documented host synchronization).
  *
  * Min/max runs in two launches: every block reduces its share and writes one
  * partial pair; a single block reduces the partials.  The order is fixed,
  * the result exact.  NaN propagates (NumPy's min/max).
  */
-#include "internal.cuh"
+#include "../common/binning.h"
+#include "elements.cuh"
+#include "runtime.cuh"
 
 #define MM_THREADS 512
 #define MM_MAX_BLOCKS 1024
@@ -35,10 +35,9 @@ template <> struct mm_traits<double> {
     __device__ static bool less(key a, key b) { return a < b || (a != a && b == b); }
 };
 
-/* Block reduction of (lo, hi) pairs; the result is valid in thread 0. */
-template <class K, class Tr> __device__ void block_minmax(K &lo, K &hi)
+/* Warp reduction of (lo, hi) pairs; the result is valid in lane 0. */
+template <class K, class Tr> __device__ __forceinline__ void warp_minmax(K &lo, K &hi)
 {
-    __shared__ K slo[MM_THREADS / 32], shi[MM_THREADS / 32];
     for (int o = 16; o > 0; o >>= 1) {
         K a = __shfl_down_sync(0xffffffffu, lo, o), b = __shfl_down_sync(0xffffffffu, hi, o);
         if (Tr::less(a, lo))
@@ -46,6 +45,13 @@ template <class K, class Tr> __device__ void block_minmax(K &lo, K &hi)
         if (Tr::less(hi, b))
             hi = b;
     }
+}
+
+/* Block reduction of (lo, hi) pairs; the result is valid in thread 0. */
+template <class K, class Tr> __device__ void block_minmax(K &lo, K &hi)
+{
+    __shared__ K slo[MM_THREADS / 32], shi[MM_THREADS / 32];
+    warp_minmax<K, Tr>(lo, hi);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (lane == 0) {
         slo[warp] = lo;
@@ -56,13 +62,7 @@ template <class K, class Tr> __device__ void block_minmax(K &lo, K &hi)
         const int nw = blockDim.x >> 5;
         lo = slo[lane < nw ? lane : 0];
         hi = shi[lane < nw ? lane : 0];
-        for (int o = 16; o > 0; o >>= 1) {
-            K a = __shfl_down_sync(0xffffffffu, lo, o), b = __shfl_down_sync(0xffffffffu, hi, o);
-            if (Tr::less(a, lo))
-                lo = a;
-            if (Tr::less(hi, b))
-                hi = b;
-        }
+        warp_minmax<K, Tr>(lo, hi);
     }
 }
 
@@ -191,55 +191,9 @@ extern "C" gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "zero-size array has no minimum or maximum");
     if (x->device == GS_HOST)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax: the CUDA backend needs a device array");
-    gs_device_guard guard(x->device);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_device(x->device, &dev);
-    if (st != GS_OK)
-        return st;
-    mm_args a = {x, out2, (cudaStream_t)stream, dev->multiprocessors};
-    switch (x->dtype) {
-    case GS_BOOL:
-    case GS_UINT8: return minmax_launch<uint8_t>(&a);
-    case GS_INT8: return minmax_launch<int8_t>(&a);
-    case GS_INT16: return minmax_launch<int16_t>(&a);
-    case GS_UINT16: return minmax_launch<uint16_t>(&a);
-    case GS_INT32: return minmax_launch<int32_t>(&a);
-    case GS_UINT32: return minmax_launch<uint32_t>(&a);
-    case GS_INT64: return minmax_launch<int64_t>(&a);
-    case GS_UINT64: return minmax_launch<uint64_t>(&a);
-    case GS_FLOAT16: return minmax_launch<gs_f16>(&a);
-    case GS_FLOAT32: return minmax_launch<float>(&a);
-    case GS_FLOAT64: return minmax_launch<double>(&a);
-    default: return gs_fail(GS_ERR_TYPE, "minmax: unsupported dtype %d", (int)x->dtype);
-    }
-}
-
-template <class E> __global__ void uniform_edges_kernel(gs_binner b, E *out, int64_t s)
-{
-    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k <= b.nbins; k += (int64_t)gridDim.x * blockDim.x)
-        out[k * s] = (E)gs_uniform_edge(&b, k);
-}
-
-extern "C" gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
-{
-    if (bins->kind != GS_BINS_UNIFORM || out->length != bins->nbins + 1 || out->device == GS_HOST ||
-        (out->dtype != GS_FLOAT32 && out->dtype != GS_FLOAT64))
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "uniform_edges: bad arguments");
-    gs_device_guard guard(out->device);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    gs_binner b;
-    gs_binner_init(&b, bins, NULL);
-    int64_t blocks = (bins->nbins + 256) / 256;
-    if (blocks > 4096)
-        blocks = 4096;
-    cudaStream_t s = (cudaStream_t)stream;
-    if (out->dtype == GS_FLOAT32)
-        uniform_edges_kernel<float><<<(unsigned)blocks, 256, 0, s>>>(b, (float *)out->data, out->stride);
-    else
-        uniform_edges_kernel<double><<<(unsigned)blocks, 256, 0, s>>>(b, (double *)out->data, out->stride);
-    GS_CUDA_CHECK(cudaGetLastError());
-    return GS_OK;
+    gs_cuda_call call(x->device, stream);
+    if (call.status != GS_OK)
+        return call.status;
+    mm_args a = {x, out2, call.stream, call.dev->multiprocessors};
+    return gs_dtype_switch(x->dtype, [&](auto t) { return minmax_launch<gs_bool_as_u8<GS_TYPE(t)>>(&a); });
 }

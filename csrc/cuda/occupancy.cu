@@ -6,7 +6,8 @@
  * warps the occupancy API reports, the limiting resource, and the block size
  * cudaOccupancyMaxPotentialBlockSize suggests.
  */
-#include "internal.cuh"
+#include "kernel_refs.cuh"
+#include "runtime.cuh"
 
 #include <stdio.h>
 #include <string.h>
@@ -48,11 +49,12 @@ extern "C" gs_status gs_cuda_occupancy(const char *name, int block_size, gs_occu
             k = &refs[i];
     if (!k)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "unknown kernel '%s'", name);
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(GS_HOST, &ord, &dev);
+    gs_cuda_call call(GS_HOST, NULL);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
+    const int ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
     cudaFuncAttributes a;
     GS_CUDA_CHECK(cudaFuncGetAttributes(&a, k->func));
     const int threads = block_size > 0 ? block_size : k->threads;

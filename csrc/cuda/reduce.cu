@@ -25,7 +25,10 @@
  * (host inputs arrive in chunks and add up there); a one-thread kernel
  * converts it to the result dtype at the end.
  */
-#include "internal.cuh"
+#include "dtypes.cuh"
+#include "elements.cuh"
+#include "kernel_refs.cuh"
+#include "stage.cuh"
 #include "../common/convert.h"
 #include "gpusync/barrier.cuh"
 #include "gpusync/mutex.cuh"
@@ -191,6 +194,23 @@ template <class A, class R> __device__ __forceinline__ void grid_finish(const R 
         finish<A>(r.ws, parts, r.out, r.out_dtype);
 }
 
+/* threadfence: the last block to take a ticket adds the partials.  `last`
+ * is the kernel's __shared__ flag. */
+template <class A, class R> __device__ __forceinline__ void threadfence_finish(const R &r, int64_t parts, bool &last)
+{
+    if (threadIdx.x == 0) {
+        __threadfence(); /* our partial is visible before our ticket is */
+        last = atomicAdd(&r.ws->ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) {
+        __threadfence(); /* and we read the partials only after seeing every ticket */
+        finish<A>(r.ws, parts, r.out, r.out_dtype);
+        if (threadIdx.x == 0)
+            r.ws->ticket = 0; /* ready for the next chunk */
+    }
+}
+
 /* The block step of every strategy (deterministic=False).  Blocks take
  * tiles of THREADS x GS_REDUCE_UNROLL 16-byte vectors in turn, so that each
  * block's loads in flight are one contiguous stretch of memory. */
@@ -234,21 +254,21 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
             partials_of<A>(r.ws)[blockIdx.x] = s;
         }
     }
-    if (MODE == MODE_THREADFENCE) {
-        if (threadIdx.x == 0) {
-            __threadfence(); /* our partial is visible before our ticket is */
-            last = atomicAdd(&r.ws->ticket, 1u) == gridDim.x - 1;
-        }
-        __syncthreads();
-        if (last) {
-            __threadfence(); /* and we read the partials only after seeing every ticket */
-            finish<A>(r.ws, gridDim.x, r.out, r.out_dtype);
-            if (threadIdx.x == 0)
-                r.ws->ticket = 0; /* ready for the next chunk */
-        }
-    }
+    if (MODE == MODE_THREADFENCE)
+        threadfence_finish<A>(r, gridDim.x, last);
     if (MODE == MODE_GRID)
         grid_finish<A>(r, gridDim.x);
+}
+
+/* deterministic=True: the sum of fixed tile t (valid in thread 0). */
+template <class T, bool DOT, class A>
+__device__ __forceinline__ A tile_total(const reduce_args<T> &r, int64_t t, A *scratch)
+{
+    A s = A();
+    const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
+    accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
+                                                    r.stream);
+    return gpusync::block_sum(s, scratch);
 }
 
 /* deterministic=True: one partial per fixed tile, in a fixed order. */
@@ -262,28 +282,13 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
     if (MODE == MODE_PARTIAL)
         pdl_launch_dependents();
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-        A s = A();
-        const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
-        accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
-                                                        r.stream);
-        s = gpusync::block_sum(s, scratch);
+        const A s = tile_total<T, DOT, A>(r, t, scratch);
         if (threadIdx.x == 0)
             partials_of<A>(r.ws)[t] = s;
         __syncthreads(); /* scratch is reused by the next tile */
     }
-    if (MODE == MODE_THREADFENCE) {
-        if (threadIdx.x == 0) {
-            __threadfence();
-            last = atomicAdd(&r.ws->ticket, 1u) == gridDim.x - 1;
-        }
-        __syncthreads();
-        if (last) {
-            __threadfence();
-            finish<A>(r.ws, tiles, r.out, r.out_dtype);
-            if (threadIdx.x == 0)
-                r.ws->ticket = 0;
-        }
-    }
+    if (MODE == MODE_THREADFENCE)
+        threadfence_finish<A>(r, tiles, last);
     if (MODE == MODE_GRID)
         grid_finish<A>(r, tiles);
 }
@@ -300,11 +305,7 @@ template <class T, bool DOT> __global__ void __launch_bounds__(GS_REDUCE_THREADS
     const int64_t tiles = (r.n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE;
     A fin = A();
     for (int64_t t = 0; t < tiles; t++) {
-        A s = A();
-        const int64_t lo = t * GS_REDUCE_TILE, hi = lo + GS_REDUCE_TILE < r.n ? lo + GS_REDUCE_TILE : r.n;
-        accumulate<T, DOT, A, tile_unroll_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, hi, threadIdx.x, blockDim.x, r.vec,
-                                                        r.stream);
-        s = gpusync::block_sum(s, scratch);
+        const A s = tile_total<T, DOT, A>(r, t, scratch);
         if (threadIdx.x == 0)
             tile_sum = s;
         __syncthreads();
@@ -409,18 +410,8 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
             GS_CUDA_CHECK(cudaLaunchKernel((const void *)reduce_tiles_single_kernel<T, DOT>, dim3(1),
                                            dim3(GS_REDUCE_THREADS), args1, 0, p.stream));
         } else if (p.single > 1) { /* one cluster of p.single blocks */
-            cudaLaunchConfig_t cfg = {};
-            cudaLaunchAttribute attr[1];
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = (unsigned)p.single;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            cfg.gridDim = dim3((unsigned)p.single);
-            cfg.blockDim = dim3(GS_REDUCE_SMALL_THREADS);
-            cfg.stream = p.stream;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
-            GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, reduce_cluster_kernel<T, DOT>, r));
+            gs_cluster_config cc((unsigned)p.single, GS_REDUCE_SMALL_THREADS, 0, p.stream);
+            GS_CUDA_CHECK(cudaLaunchKernelEx(&cc.cfg, reduce_cluster_kernel<T, DOT>, r));
         } else {
             GS_CUDA_CHECK(cudaLaunchKernel((const void *)reduce_kernel<T, DOT, MODE_SINGLE, GS_REDUCE_SMALL_THREADS>,
                                            dim3(1), dim3(GS_REDUCE_SMALL_THREADS), args1, 0, p.stream));
@@ -494,21 +485,7 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
 template <bool DOT>
 gs_status launch(const reduce_plan &p, gs_dtype dt, const void *a, const void *b, int64_t n, int64_t sa, int64_t sb)
 {
-    switch (dt) {
-    case GS_BOOL: return launch_typed<gs_bool8, DOT>(p, a, b, n, sa, sb);
-    case GS_INT8: return launch_typed<int8_t, DOT>(p, a, b, n, sa, sb);
-    case GS_UINT8: return launch_typed<uint8_t, DOT>(p, a, b, n, sa, sb);
-    case GS_INT16: return launch_typed<int16_t, DOT>(p, a, b, n, sa, sb);
-    case GS_UINT16: return launch_typed<uint16_t, DOT>(p, a, b, n, sa, sb);
-    case GS_INT32: return launch_typed<int32_t, DOT>(p, a, b, n, sa, sb);
-    case GS_UINT32: return launch_typed<uint32_t, DOT>(p, a, b, n, sa, sb);
-    case GS_INT64: return launch_typed<int64_t, DOT>(p, a, b, n, sa, sb);
-    case GS_UINT64: return launch_typed<uint64_t, DOT>(p, a, b, n, sa, sb);
-    case GS_FLOAT16: return launch_typed<gs_f16, DOT>(p, a, b, n, sa, sb);
-    case GS_FLOAT32: return launch_typed<float, DOT>(p, a, b, n, sa, sb);
-    case GS_FLOAT64: return launch_typed<double, DOT>(p, a, b, n, sa, sb);
-    default: return gs_fail(GS_ERR_TYPE, "unsupported input dtype %d", (int)dt);
-    }
+    return gs_dtype_switch(dt, [&](auto t) { return launch_typed<GS_TYPE(t), DOT>(p, a, b, n, sa, sb); });
 }
 
 } // namespace
@@ -543,21 +520,19 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
         return st;
     *used = strategy;
 
-    int ord;
-    const gs_device_info *dev;
-    st = gs_cuda_call_device(a->device, &ord, &dev);
+    gs_cuda_call call(a->device, stream);
+    st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    const int ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
 
     const size_t es = gs_dtype_size(a->dtype);
     const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)es : a->length;
     const int64_t maxn = a->length < chunk ? a->length : chunk;
     const size_t part_bytes = ((GS_WS_PARTIALS_OFFSET + (size_t)partials_needed(dev, maxn, det) * 8) + 127) & ~(size_t)127;
     const size_t ws_bytes = part_bytes + (strategy == GS_STRATEGY_GRID ? grid_words_bytes(dev) : 0);
-    cudaStream_t s = (cudaStream_t)stream;
     reduce_plan p = {strategy, det, b != NULL, NULL, NULL, NULL, dev, s, NULL, out->dtype, 0, 0};
     const int64_t in_bytes = a->length * (int64_t)es * (b ? 2 : 1);
     /* inputs larger than L2 stream through it (evict-first loads); smaller ones may stay for the next call */
@@ -586,8 +561,6 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
                                    strategy == GS_STRATEGY_TWO_PASS);
     if (fused && a->length > 0)
         p.out = out->data;
-    void *d_a = NULL, *d_b = NULL;
-    int flag = 0;
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] %s n=%lld dtype=%d strategy=%s deterministic=%d device=%d%s\n",
                 b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
@@ -603,26 +576,12 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
         GS_CUDA_GOTO(cudaMemsetAsync(p.ws, 0, sizeof(reduce_ws), s));
     p.bw = (gpusync::grid_barrier_words *)((char *)p.ws + part_bytes);
     p.groups = (unsigned *)(p.bw + 1);
-    if (!on_host) {
-        if (a->length > 0) {
-            st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
-                   : launch<false>(p, a->dtype, a->data, NULL, a->length, a->stride, 1);
-            if (st != GS_OK)
-                goto fail;
-        }
-    } else if (a->length > 0) {
-        GS_CUDA_GOTO(gs_malloc_async(&d_a, (size_t)maxn * es, s));
-        if (b)
-            GS_CUDA_GOTO(gs_malloc_async(&d_b, (size_t)maxn * es, s));
-        for (int64_t off = 0; off < a->length; off += chunk) {
-            const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
-            GS_GOTO(gs_cuda_h2d(d_a, (const char *)a->data + off * es, (size_t)cnt * es, s));
-            if (b)
-                GS_GOTO(gs_cuda_h2d(d_b, (const char *)b->data + off * es, (size_t)cnt * es, s));
-            st = b ? launch<true>(p, a->dtype, d_a, d_b, cnt, 1, 1) : launch<false>(p, a->dtype, d_a, NULL, cnt, 1, 1);
-            if (st != GS_OK)
-                goto fail;
-        }
+    {
+        gs_staged arr[2] = {gs_staged(a), gs_staged(b)};
+        GS_GOTO(gs_cuda_staged(arr, 2, a->length, chunk, s, [&](int64_t, int64_t cnt) {
+            return b ? launch<true>(p, a->dtype, arr[0].ptr, arr[1].ptr, cnt, arr[0].stride, arr[1].stride)
+                     : launch<false>(p, a->dtype, arr[0].ptr, NULL, cnt, arr[0].stride, 1);
+        }));
     }
     if (!p.out) {
         store_kernel<<<1, 32, 0, s>>>(p.ws, on_host ? NULL : out->data, out->dtype, is_float);
@@ -634,16 +593,9 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
             goto fail;
     }
     if (strategy == GS_STRATEGY_MUTEX || strategy == GS_STRATEGY_GRID) {
-        st = gs_cuda_read_flag(&p.ws->error, s, &flag);
-        if (st == GS_OK && flag)
-            st = gs_fail(GS_ERR_DEADLOCK, "sum/dot (%s): a block waited more than %.0f ms for the others",
-                         gs_strategy_name(strategy), gs_spin_timeout_ns() / 1e6);
+        st = gs_cuda_check_deadlock(&p.ws->error, s, "sum/dot", strategy, "a block", "the others");
     }
 fail:
-    if (d_a)
-        cudaFreeAsync(d_a, s);
-    if (d_b)
-        cudaFreeAsync(d_b, s);
     if (p.ws)
         cudaFreeAsync(p.ws, s);
     return st;

@@ -37,7 +37,8 @@
  * integers and bool in wrapping uint64; each result is rounded once to the
  * output dtype (gs_store_acc, convert.h, as on the CPU engine).
  */
-#include "internal.cuh"
+#include "elements.cuh"
+#include "stage.cuh"
 #include "../common/convert.h"
 
 #include <cuda_fp16.h>
@@ -799,45 +800,18 @@ fail:
 
 gs_status launch_dtype(gs_dtype dt, ax_args &r, int op, const gs_device_info *dev, cudaStream_t s)
 {
-    switch (dt) {
-    case GS_BOOL: return launch<gs_bool8>(r, op, dev, s);
-    case GS_INT8: return launch<int8_t>(r, op, dev, s);
-    case GS_UINT8: return launch<uint8_t>(r, op, dev, s);
-    case GS_INT16: return launch<int16_t>(r, op, dev, s);
-    case GS_UINT16: return launch<uint16_t>(r, op, dev, s);
-    case GS_INT32: return launch<int32_t>(r, op, dev, s);
-    case GS_UINT32: return launch<uint32_t>(r, op, dev, s);
-    case GS_INT64: return launch<int64_t>(r, op, dev, s);
-    case GS_UINT64: return launch<uint64_t>(r, op, dev, s);
-    case GS_FLOAT16: return launch<gs_f16>(r, op, dev, s);
-    case GS_FLOAT32: return launch<float>(r, op, dev, s);
-    case GS_FLOAT64: return launch<double>(r, op, dev, s);
-    default: return gs_fail(GS_ERR_TYPE, "reduce_axis: unsupported dtype %d", (int)dt);
-    }
+    return gs_dtype_switch(dt, [&](auto t) { return launch<GS_TYPE(t)>(r, op, dev, s); });
 }
 
 } // namespace
 extern "C" gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
                                          gs_array *out, void *stream)
 {
-    if (op < GS_AXIS_SUM || op > GS_AXIS_CUMSUM)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: unknown operation %d", op);
-    if (shape[0] < 0 || shape[1] < 0 || shape[2] < 0)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: negative extent");
-    if (out->device != a->device)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: a and out must both be on the host or on device %d",
-                       a->device);
-    if (out->length > 1 && out->stride != 1)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: out must be contiguous");
+    int64_t nout;
+    gs_status st = gs_axis_check(a, shape, op, out, &nout);
+    if (st != GS_OK)
+        return st;
     const int64_t total = shape[0] * shape[1] * shape[2];
-    const int64_t nout = shape[0] * shape[2] * (op == GS_AXIS_CUMSUM ? shape[1] : 1);
-    if (out->length != nout)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: out has %lld elements, expected %lld",
-                       (long long)out->length, (long long)nout);
-    const int fa = gs_dtype_is_float(a->dtype), fo = gs_dtype_is_float(out->dtype);
-    if (op == GS_AXIS_COUNT_NONZERO ? out->dtype != GS_INT64 : fa != fo)
-        return gs_fail(GS_ERR_TYPE, "reduce_axis: out dtype %d does not fit input dtype %d", (int)out->dtype,
-                       (int)a->dtype);
     const int on_host = a->device == GS_HOST;
     const bool c_contiguous = (strides[2] == 1 || shape[2] == 1) && (strides[1] == shape[2] || shape[1] == 1) &&
                               (strides[0] == shape[1] * shape[2] || shape[0] == 1);
@@ -845,15 +819,12 @@ extern "C" gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "reduce_axis: a host view must be C-contiguous to be staged");
     if (nout == 0)
         return GS_OK;
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(a->device, &ord, &dev);
+    gs_cuda_call call(a->device, stream);
+    st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    cudaStream_t s = (cudaStream_t)stream;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     const size_t es = gs_dtype_size(a->dtype), osz = gs_dtype_size(out->dtype);
     void *d_a = NULL, *d_out = NULL;
     ax_args r;

@@ -1,5 +1,5 @@
 /* CUDA backend: errors, device facts, and the gs_backend_ops table. */
-#include "internal.cuh"
+#include "runtime.cuh"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -142,6 +142,32 @@ gs_status gs_cuda_call_device(int array_device, int *ordinal, const gs_device_in
         GS_CUDA_CHECK(cudaGetDevice(&d));
     *ordinal = d;
     return gs_cuda_device(d, info);
+}
+
+gs_cuda_call::gs_cuda_call(int array_device, void *s) : stream((cudaStream_t)s)
+{
+    status = gs_cuda_call_device(array_device, &ordinal, &dev);
+    if (status == GS_OK && guard.enter(ordinal) != cudaSuccess)
+        status = gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+}
+
+gs_status gs_spin_deadlock(const char *op, int strategy, const char *waiter, const char *awaited)
+{
+    if (strategy < 0)
+        return gs_fail(GS_ERR_DEADLOCK, "%s: %s waited more than %.0f ms for %s", op, waiter,
+                       gs_spin_timeout_ns() / 1e6, awaited);
+    return gs_fail(GS_ERR_DEADLOCK, "%s (%s): %s waited more than %.0f ms for %s", op,
+                   gs_strategy_name((gs_strategy)strategy), waiter, gs_spin_timeout_ns() / 1e6, awaited);
+}
+
+gs_status gs_cuda_check_deadlock(const int *d_flag, cudaStream_t s, const char *op, int strategy, const char *waiter,
+                                 const char *awaited)
+{
+    int flag = 0;
+    gs_status st = gs_cuda_read_flag(d_flag, s, &flag);
+    if (st == GS_OK && flag)
+        st = gs_spin_deadlock(op, strategy, waiter, awaited);
+    return st;
 }
 
 gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, const gs_device_info *dev,
@@ -328,14 +354,10 @@ gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs
 gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
                                    double top, int statistic, gs_array *result, gs_array *binnumber,
                                    gs_strategy strategy, void *stream, gs_strategy *used);
-gs_status gs_cuda_counter(int kind, int64_t blocks, int threads, int64_t *value, double *ms);
-gs_status gs_cuda_test_deadlock(int64_t timeout_ns);
 gs_status gs_cuda_packbits(const gs_array *a, const double *thr, int little, gs_array *out, void *stream);
 gs_status gs_cuda_count_nonzero(const gs_array *a, const double *thr, gs_array *out, void *stream);
 gs_status gs_cuda_kernel_names(char *buf, size_t len);
 gs_status gs_cuda_occupancy(const char *name, int block_size, gs_occupancy *out);
-gs_status gs_cuda_divergence(int kind, int64_t n, int block, int iters, double *ms);
-gs_status gs_cuda_self_test(int which, int64_t *bad);
 gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, int64_t rounds, int skip_block,
                                     gs_barrier_result *res);
 gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
@@ -359,14 +381,10 @@ static const gs_backend_ops cuda_ops = {
     .uniform_edges = gs_cuda_uniform_edges,
     .reduce = gs_cuda_reduce,
     .binned_statistic = gs_cuda_binned_statistic,
-    .counter = gs_cuda_counter,
-    .test_deadlock = gs_cuda_test_deadlock,
     .packbits = gs_cuda_packbits,
     .count_nonzero = gs_cuda_count_nonzero,
     .kernel_names = gs_cuda_kernel_names,
     .occupancy = gs_cuda_occupancy,
-    .divergence = gs_cuda_divergence,
-    .self_test = gs_cuda_self_test,
     .barrier_benchmark = gs_cuda_barrier_benchmark,
     .cumsum = gs_cuda_cumsum,
     .stream_wait = cuda_stream_wait,

@@ -23,7 +23,10 @@
  * sum); integer and bool inputs in wrapping uint64, NumPy's int64 / uint64.
  * A carry in the workspace chains the chunks of a staged host input.
  */
-#include "internal.cuh"
+#include "dtypes.cuh"
+#include "elements.cuh"
+#include "kernel_refs.cuh"
+#include "stage.cuh"
 #include "../common/convert.h"
 #include "gpusync/barrier.cuh"
 #include "gpusync/reduce.cuh"
@@ -428,21 +431,13 @@ template <class T, class O> gs_status launch_typed(const scan_plan &p, const voi
  * floats keep theirs. */
 gs_status launch(const scan_plan &p, gs_dtype dt, const void *a, int64_t sa, int64_t n, void *out)
 {
-    switch (dt) {
-    case GS_BOOL: return launch_typed<gs_bool8, int64_t>(p, a, sa, n, out);
-    case GS_INT8: return launch_typed<int8_t, int64_t>(p, a, sa, n, out);
-    case GS_UINT8: return launch_typed<uint8_t, uint64_t>(p, a, sa, n, out);
-    case GS_INT16: return launch_typed<int16_t, int64_t>(p, a, sa, n, out);
-    case GS_UINT16: return launch_typed<uint16_t, uint64_t>(p, a, sa, n, out);
-    case GS_INT32: return launch_typed<int32_t, int64_t>(p, a, sa, n, out);
-    case GS_UINT32: return launch_typed<uint32_t, uint64_t>(p, a, sa, n, out);
-    case GS_INT64: return launch_typed<int64_t, int64_t>(p, a, sa, n, out);
-    case GS_UINT64: return launch_typed<uint64_t, uint64_t>(p, a, sa, n, out);
-    case GS_FLOAT16: return launch_typed<gs_f16, gs_f16>(p, a, sa, n, out);
-    case GS_FLOAT32: return launch_typed<float, float>(p, a, sa, n, out);
-    case GS_FLOAT64: return launch_typed<double, double>(p, a, sa, n, out);
-    default: return gs_fail(GS_ERR_TYPE, "unsupported input dtype %d", (int)dt);
-    }
+    return gs_dtype_switch(dt, [&](auto t) {
+        using T = GS_TYPE(t);
+        using O = typename std::conditional<
+            std::is_floating_point<T>::value || std::is_same<T, gs_f16>::value, T,
+            typename std::conditional<std::is_unsigned<T>::value, uint64_t, int64_t>::type>::type;
+        return launch_typed<T, O>(p, a, sa, n, out);
+    });
 }
 
 /* Bytes of the per-launch arrays for n elements (every tile holds
@@ -473,59 +468,39 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
     const int on_host = a->device == GS_HOST;
     if (on_host && a->stride != 1 && a->length > 1)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
-    int ord;
-    const gs_device_info *dev;
-    st = gs_cuda_call_device(a->device, &ord, &dev);
+    gs_cuda_call call(a->device, stream);
+    st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
+    const int ord = call.ordinal;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] cumsum n=%lld dtype=%d strategy=%s device=%d%s\n", (long long)a->length,
                 (int)a->dtype, gs_strategy_name(strategy), ord, on_host ? " (host input staged)" : "");
     if (a->length == 0)
         return GS_OK;
 
-    const size_t es = gs_dtype_size(a->dtype), os = gs_dtype_size(out->dtype);
+    const size_t os = gs_dtype_size(out->dtype);
     /* host input: chunks of GS_STAGE_BYTES of output, a multiple of every tile */
     const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)os : a->length;
     const int64_t maxn = a->length < chunk ? a->length : chunk;
-    cudaStream_t s = (cudaStream_t)stream;
     scan_plan p = {strategy, dev, s, NULL, NULL, maxn};
-    char *mem = NULL, *d_a = NULL, *d_o = NULL;
-    int flag = 0;
+    char *mem = NULL;
     const size_t head = (sizeof(scan_ws) + 255) & ~(size_t)255;
     GS_CUDA_GOTO(gs_malloc_async((void **)&mem, head + arrays_bytes(dev, strategy, maxn), s));
     GS_CUDA_GOTO(cudaMemsetAsync(mem, 0, sizeof(scan_ws), s));
     p.ws = (scan_ws *)mem;
     p.arrays = mem + head;
-    if (!on_host) {
-        st = launch(p, a->dtype, a->data, a->stride, a->length, out->data);
-        if (st != GS_OK)
-            goto fail;
-    } else {
-        GS_CUDA_GOTO(gs_malloc_async((void **)&d_a, (size_t)maxn * es, s));
-        GS_CUDA_GOTO(gs_malloc_async((void **)&d_o, (size_t)maxn * os, s));
-        for (int64_t off = 0; off < a->length; off += chunk) {
-            const int64_t cnt = a->length - off < chunk ? a->length - off : chunk;
-            GS_GOTO(gs_cuda_h2d(d_a, (const char *)a->data + off * es, (size_t)cnt * es, s));
-            st = launch(p, a->dtype, d_a, 1, cnt, d_o);
-            if (st != GS_OK)
-                goto fail;
-            GS_GOTO(gs_cuda_d2h((char *)out->data + off * os, d_o, (size_t)cnt * os, s));
-        }
+    {
+        gs_staged arr[2] = {gs_staged(a), gs_staged(out, 1)};
+        GS_GOTO(gs_cuda_staged(arr, 2, a->length, chunk, s, [&](int64_t, int64_t cnt) {
+            return launch(p, a->dtype, arr[0].ptr, arr[0].stride, cnt, arr[1].ptr);
+        }));
     }
     /* lookback and barrier spin: a time-out leaves the output unwritten */
-    st = gs_cuda_read_flag(&p.ws->error, s, &flag);
-    if (st == GS_OK && flag)
-        st = gs_fail(GS_ERR_DEADLOCK, "cumsum (%s): a block waited more than %.0f ms for another block",
-                     gs_strategy_name(strategy), gs_spin_timeout_ns() / 1e6);
+    st = gs_cuda_check_deadlock(&p.ws->error, s, "cumsum", strategy, "a block", "another block");
 fail:
-    if (d_a)
-        cudaFreeAsync(d_a, s);
-    if (d_o)
-        cudaFreeAsync(d_o, s);
     if (mem)
         cudaFreeAsync(mem, s);
     return st;

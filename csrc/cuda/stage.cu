@@ -37,7 +37,7 @@
  * (pieces per unit), GPUSYNC_STAGE_NT=1 (streaming stores instead of memcpy),
  * GPUSYNC_STAGE_SPIN_US (the crew's spin before sleeping).
  */
-#include "internal.cuh"
+#include "stage.cuh"
 
 #include <atomic>
 #include <new>
@@ -392,21 +392,44 @@ bool unit_copied(const job *j, int64_t u)
 
 } // namespace
 
-gs_status gs_cuda_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s)
+/* How a copy of `bytes` to or from pageable `host` goes: directly (*direct:
+ * small, staging off, or pinned memory), or through the ring, with the pool
+ * locked and the job set up (the caller unlocks). */
+static gs_status begin_copy(void *host, size_t bytes, bool h2d, pool **p, job *j, job_guard *flags, bool *direct)
 {
-    if (bytes < GS_STAGE_MIN_BYTES || gs_env_number(GS_ENV_NO_STAGING, 0, NULL) != 0 || is_pinned(src)) {
-        GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+    *direct = bytes < GS_STAGE_MIN_BYTES || gs_env_number(GS_ENV_NO_STAGING, 0, NULL) != 0 || is_pinned(host);
+    if (*direct)
         return GS_OK;
-    }
-    pool *p;
-    gs_status st = lock_pool(&p);
+    gs_status st = lock_pool(p);
     if (st != GS_OK)
         return st;
+    if (!init_job(j, *p, (char *)host, bytes, h2d, flags)) {
+        pthread_mutex_unlock(&(*p)->lock);
+        return gs_fail(GS_ERR_NO_MEMORY, "staging flags for %zu bytes", bytes);
+    }
+    return GS_OK;
+}
+
+/* No crew could start: drop the job and unlock; the caller copies directly. */
+static void drop_job(job *j, pool *p)
+{
+    j->abort.store(true);
+    crew_end();
+    pthread_mutex_unlock(&p->lock);
+}
+
+gs_status gs_cuda_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s)
+{
+    pool *p = NULL;
     job_guard flags;
     job j;
-    if (!init_job(&j, p, (char *)src, bytes, true, &flags)) {
-        pthread_mutex_unlock(&p->lock);
-        return gs_fail(GS_ERR_NO_MEMORY, "staging flags for %zu bytes", bytes);
+    bool direct;
+    gs_status st = begin_copy((void *)src, bytes, true, &p, &j, &flags, &direct);
+    if (st != GS_OK)
+        return st;
+    if (direct) {
+        GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+        return GS_OK;
     }
     const int64_t n = j.nunits;
     /* ready: units whose slot is free -- the unit NSLOT before it has had its
@@ -420,9 +443,7 @@ gs_status gs_cuda_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s)
     advance();
     const int workers = st == GS_OK ? crew_begin(&j) : 0;
     if (workers == 0 && st == GS_OK) { /* no crew: the driver's own staging */
-        j.abort.store(true);
-        crew_end();
-        pthread_mutex_unlock(&p->lock);
+        drop_job(&j, p);
         GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
         return GS_OK;
     }
@@ -453,25 +474,16 @@ fail:
 
 gs_status gs_cuda_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s)
 {
-    if (bytes < GS_STAGE_MIN_BYTES || gs_env_number(GS_ENV_NO_STAGING, 0, NULL) != 0 || is_pinned(dst)) {
-        GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
-        return gs_cuda_wait_stream(s);
-    }
-    pool *p;
-    gs_status st = lock_pool(&p);
-    if (st != GS_OK)
-        return st;
+    pool *p = NULL;
     job_guard flags;
     job j;
-    if (!init_job(&j, p, (char *)dst, bytes, false, &flags)) {
-        pthread_mutex_unlock(&p->lock);
-        return gs_fail(GS_ERR_NO_MEMORY, "staging flags for %zu bytes", bytes);
-    }
-    const int workers = crew_begin(&j);
-    if (workers == 0) {
-        j.abort.store(true);
-        crew_end();
-        pthread_mutex_unlock(&p->lock);
+    bool direct;
+    gs_status st = begin_copy(dst, bytes, false, &p, &j, &flags, &direct);
+    if (st != GS_OK)
+        return st;
+    if (direct || crew_begin(&j) == 0) { /* no crew: the driver's own staging */
+        if (!direct)
+            drop_job(&j, p);
         GS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
         return gs_cuda_wait_stream(s);
     }

@@ -3,7 +3,7 @@
  * One thread per input byte (grid-stride), its 8 output bytes written as one
  * 8-byte store when out is 8-byte aligned.  Host arrays are staged.
  */
-#include "internal.cuh"
+#include "stage.cuh"
 
 #include <string.h>
 
@@ -42,15 +42,12 @@ extern "C" gs_status gs_cuda_unpackbits(const gs_array *a, int little, gs_array 
     const int64_t n = a->length;
     if (n == 0)
         return GS_OK;
-    int ord;
-    const gs_device_info *dev;
-    gs_status st = gs_cuda_call_device(a->device, &ord, &dev);
+    gs_cuda_call call(a->device, stream);
+    gs_status st = call.status;
     if (st != GS_OK)
         return st;
-    gs_device_guard guard(ord);
-    if (guard.err != cudaSuccess)
-        return gs_cuda_fail(guard.err, "cudaSetDevice", __FILE__, __LINE__);
-    cudaStream_t s = (cudaStream_t)stream;
+    const gs_device_info *dev = call.dev;
+    cudaStream_t s = call.stream;
     uint8_t *d_a = NULL, *d_out = NULL;
     if (on_host) {
         GS_CUDA_GOTO(gs_malloc_async(&d_a, (size_t)n, s));

@@ -17,6 +17,7 @@
 
 #include "gpusync/gpusync.h"
 #include "gpusync/tuning.h"
+#include "demos.h"
 
 #include <time.h>
 
@@ -84,13 +85,18 @@ static int interrupt_hook(void)
     return hit;
 }
 
-static const gs_backend_ops *backend_by_name(const char *name)
+/* The backend names, interned at import: Python passes the same interned
+ * strings, so the converter below compares pointers on the common path. */
+static PyObject *name_cuda, *name_cpu;
+
+static const gs_backend_ops *backend_by_name(PyObject *name)
 {
-    if (strcmp(name, "cuda") == 0)
+    if (name == name_cuda || (PyUnicode_Check(name) && PyUnicode_Compare(name, name_cuda) == 0))
         return gs_cuda_backend();
-    if (strcmp(name, "cpu") == 0)
+    if (name == name_cpu || (PyUnicode_Check(name) && PyUnicode_Compare(name, name_cpu) == 0))
         return gs_cpu_backend();
-    PyErr_Format(PyExc_ValueError, "unknown backend '%s': expected 'cuda' or 'cpu'", name);
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "unknown backend %R: expected 'cuda' or 'cpu'", name);
     return NULL;
 }
 
@@ -118,13 +124,17 @@ static int dtype_from_numpy(int typenum, gs_dtype *dt)
 /* An argument that is a host NumPy array or a device descriptor tuple. */
 typedef struct {
     gs_array a;
-    PyObject *owner; /* borrowed: the caller keeps the array alive */
+    PyObject *owner;  /* borrowed: the caller keeps the array alive */
     int writable;
+    const char *what; /* the argument's name in errors (set by the caller for the converters) */
+    int present;      /* 0: None was passed for an optional array */
 } gs_arg;
 
 static int parse_array(PyObject *obj, gs_arg *out, const char *what)
 {
     memset(out, 0, sizeof *out);
+    out->what = what;
+    out->present = 1;
     if (PyArray_Check(obj)) {
         PyArrayObject *arr = (PyArrayObject *)obj;
         if (PyArray_NDIM(arr) != 1) {
@@ -240,31 +250,117 @@ static int parse_bins(PyObject *t, bins_arg *ba)
     return 1;
 }
 
+/* ---- O& converters: one per kind of binding argument.  Each fills its
+ * target and sets the Python error itself; an array's name for errors is
+ * the target's `what` (declare `gs_arg x = {.what = "x"}`). */
+static int conv_backend(PyObject *o, void *p)
+{
+    return (*(const gs_backend_ops **)p = backend_by_name(o)) != NULL;
+}
+
+/* The same backend's demo and test-hook table (demos.h). */
+static int conv_demos(PyObject *o, void *p)
+{
+    const gs_backend_ops *ops = backend_by_name(o);
+    if (!ops)
+        return 0;
+    *(const gs_demo_ops **)p = ops == gs_cuda_backend() ? gs_cuda_demos() : gs_cpu_demos();
+    return 1;
+}
+
+static int conv_strategy(PyObject *o, void *p)
+{
+    const char *name = PyUnicode_AsUTF8(o);
+    return name && parse_strategy(name, (gs_strategy *)p);
+}
+
+static int conv_array(PyObject *o, void *p)
+{
+    gs_arg *g = (gs_arg *)p;
+    return parse_array(o, g, g->what);
+}
+
+/* None: absent (present == 0) */
+static int conv_array_opt(PyObject *o, void *p)
+{
+    gs_arg *g = (gs_arg *)p;
+    if (o == Py_None) {
+        g->present = 0;
+        return 1;
+    }
+    return parse_array(o, g, g->what);
+}
+
+/* An output array: also writable. */
+static int conv_out(PyObject *o, void *p)
+{
+    gs_arg *g = (gs_arg *)p;
+    if (!parse_array(o, g, g->what))
+        return 0;
+    if (!g->writable) {
+        PyErr_Format(PyExc_ValueError, "%s: array is read-only", g->what);
+        return 0;
+    }
+    return 1;
+}
+
+/* A cudaStream_t passed as an int. */
+static int conv_stream(PyObject *o, void *p)
+{
+    const unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return 0;
+    *(void **)p = (void *)(uintptr_t)v;
+    return 1;
+}
+
+/* The bins tuple; released by the parser itself when a later argument
+ * fails, else by the binding (bins_release) after the call. */
+static int conv_bins(PyObject *o, void *p)
+{
+    if (!o) {
+        bins_release((bins_arg *)p);
+        return 1;
+    }
+    return parse_bins(o, (bins_arg *)p) ? Py_CLEANUP_SUPPORTED : 0;
+}
+
+/* threshold: None or a float (*(const double **)p: NULL or &value) */
+typedef struct {
+    double value;
+    const double *p;
+} threshold_arg;
+
+static int conv_threshold(PyObject *o, void *p)
+{
+    threshold_arg *t = (threshold_arg *)p;
+    t->p = NULL;
+    if (o == Py_None)
+        return 1;
+    t->value = PyFloat_AsDouble(o);
+    if (t->value == -1.0 && PyErr_Occurred())
+        return 0;
+    t->p = &t->value;
+    return 1;
+}
+
+/* An optional array's data for the C API: NULL when None was passed. */
+#define GS_OPT(g) ((g).present ? &(g).a : NULL)
+
 static PyObject *py_histogram(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend, *strategy_name;
-    PyObject *xo, *wo, *oo, *bo;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOOOOsK", &backend, &xo, &wo, &oo, &bo, &strategy_name, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    gs_strategy strategy, used = GS_STRATEGY_AUTO;
-    gs_arg x, w, out;
+    const gs_backend_ops *ops;
+    gs_arg x = {.what = "x"}, w = {.what = "weights"}, out = {.what = "out"};
     bins_arg bins;
-    if (!ops || !parse_strategy(strategy_name, &strategy) || !parse_array(xo, &x, "x") ||
-        (wo != Py_None && !parse_array(wo, &w, "weights")) || !parse_array(oo, &out, "out"))
-        return NULL;
-    if (!out.writable) {
-        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
-        return NULL;
-    }
-    if (!parse_bins(bo, &bins))
+    gs_strategy strategy, used = GS_STRATEGY_AUTO;
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&O&O&O&O&O&", conv_backend, &ops, conv_array, &x, conv_array_opt, &w, conv_out,
+                          &out, conv_bins, &bins, conv_strategy, &strategy, conv_stream, &stream))
         return NULL;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->histogram(&x.a, wo == Py_None ? NULL : &w.a, &bins.b, &out.a, strategy, (void *)(uintptr_t)stream,
-                        &used);
+    st = ops->histogram(&x.a, GS_OPT(w), &bins.b, &out.a, strategy, stream, &used);
     Py_END_ALLOW_THREADS
     bins_release(&bins);
     if (!gs_done(st))
@@ -275,19 +371,15 @@ static PyObject *py_histogram(PyObject *self, PyObject *args)
 static PyObject *py_minmax(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    PyObject *xo;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOK", &backend, &xo, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    gs_arg x;
-    if (!ops || !parse_array(xo, &x, "x"))
+    const gs_backend_ops *ops;
+    gs_arg x = {.what = "x"};
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&O&", conv_backend, &ops, conv_array, &x, conv_stream, &stream))
         return NULL;
     char buf[16];
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->minmax(&x.a, buf, (void *)(uintptr_t)stream);
+    st = ops->minmax(&x.a, buf, stream);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -297,19 +389,16 @@ static PyObject *py_minmax(PyObject *self, PyObject *args)
 static PyObject *py_uniform_edges(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    PyObject *bo, *oo;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOOK", &backend, &bo, &oo, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    gs_arg out;
+    const gs_backend_ops *ops;
     bins_arg bins;
-    if (!ops || !parse_array(oo, &out, "out") || !parse_bins(bo, &bins))
+    gs_arg out = {.what = "out"};
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&O&O&", conv_backend, &ops, conv_bins, &bins, conv_out, &out, conv_stream,
+                          &stream))
         return NULL;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->uniform_edges(&bins.b, &out.a, (void *)(uintptr_t)stream);
+    st = ops->uniform_edges(&bins.b, &out.a, stream);
     Py_END_ALLOW_THREADS
     bins_release(&bins);
     if (!gs_done(st))
@@ -320,25 +409,17 @@ static PyObject *py_uniform_edges(PyObject *self, PyObject *args)
 static PyObject *py_reduce(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend, *strategy_name;
-    PyObject *ao, *bo, *oo;
-    int det;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOOOspK", &backend, &ao, &bo, &oo, &strategy_name, &det, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
+    const gs_backend_ops *ops;
+    gs_arg a = {.what = "a"}, b = {.what = "b"}, out = {.what = "out"};
     gs_strategy strategy, used = GS_STRATEGY_AUTO;
-    gs_arg a, b, out;
-    if (!ops || !parse_strategy(strategy_name, &strategy) || !parse_array(ao, &a, "a") ||
-        (bo != Py_None && !parse_array(bo, &b, "b")) || !parse_array(oo, &out, "out"))
+    int det;
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&O&O&O&pO&", conv_backend, &ops, conv_array, &a, conv_array_opt, &b, conv_out,
+                          &out, conv_strategy, &strategy, &det, conv_stream, &stream))
         return NULL;
-    if (!out.writable) {
-        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
-        return NULL;
-    }
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->reduce(&a.a, bo == Py_None ? NULL : &b.a, &out.a, strategy, det, (void *)(uintptr_t)stream, &used);
+    st = ops->reduce(&a.a, GS_OPT(b), &out.a, strategy, det, stream, &used);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -348,20 +429,15 @@ static PyObject *py_reduce(PyObject *self, PyObject *args)
 static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend, *strategy_name;
-    PyObject *xo, *vo, *eo, *ro, *no;
+    const gs_backend_ops *ops;
+    gs_arg x = {.what = "x"}, v = {.what = "values"}, r = {.what = "result"}, bn = {.what = "binnumber"};
+    PyObject *eo;
     double top;
     int stat;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOOOdiOOsK", &backend, &xo, &vo, &eo, &top, &stat, &ro, &no, &strategy_name,
-                          &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
     gs_strategy strategy, used = GS_STRATEGY_AUTO;
-    gs_arg x, v, r, bn;
-    if (!ops || !parse_strategy(strategy_name, &strategy) || !parse_array(xo, &x, "x") ||
-        !parse_array(vo, &v, "values") || !parse_array(ro, &r, "result") ||
-        (no != Py_None && !parse_array(no, &bn, "binnumber")))
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&O&OdiO&O&O&O&", conv_backend, &ops, conv_array, &x, conv_array, &v, &eo, &top,
+                          &stat, conv_array, &r, conv_array_opt, &bn, conv_strategy, &strategy, conv_stream, &stream))
         return NULL;
     PyArrayObject *edges = (PyArrayObject *)PyArray_FROM_OTF(eo, NPY_DOUBLE, NPY_ARRAY_IN_ARRAY);
     if (!edges)
@@ -374,8 +450,8 @@ static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
     const int64_t nbins = PyArray_DIM(edges, 0) - 1;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->binned_statistic(&x.a, &v.a, (const double *)PyArray_DATA(edges), nbins, top, stat, &r.a,
-                               no == Py_None ? NULL : &bn.a, strategy, (void *)(uintptr_t)stream, &used);
+    st = ops->binned_statistic(&x.a, &v.a, (const double *)PyArray_DATA(edges), nbins, top, stat, &r.a, GS_OPT(bn),
+                               strategy, stream, &used);
     Py_END_ALLOW_THREADS
     Py_DECREF(edges);
     if (!gs_done(st))
@@ -386,19 +462,16 @@ static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
 static PyObject *py_counter(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
+    const gs_demo_ops *demos;
     int kind, threads;
     long long blocks;
-    if (!PyArg_ParseTuple(args, "siLi", &backend, &kind, &blocks, &threads))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    if (!PyArg_ParseTuple(args, "O&iLi", conv_demos, &demos, &kind, &blocks, &threads))
         return NULL;
     int64_t value = 0;
     double ms = 0;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->counter(kind, blocks, threads, &value, &ms);
+    st = demos->counter(kind, blocks, threads, &value, &ms);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -408,53 +481,33 @@ static PyObject *py_counter(PyObject *self, PyObject *args)
 static PyObject *py_test_deadlock(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
+    const gs_demo_ops *demos;
     double ms;
-    if (!PyArg_ParseTuple(args, "sd", &backend, &ms))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    if (!PyArg_ParseTuple(args, "O&d", conv_demos, &demos, &ms))
         return NULL;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->test_deadlock((int64_t)(ms * 1e6));
+    st = demos->test_deadlock((int64_t)(ms * 1e6));
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
     Py_RETURN_NONE;
 }
 
-/* threshold: None or a float */
-static int parse_threshold(PyObject *o, double *v, const double **p)
-{
-    *p = NULL;
-    if (o == Py_None)
-        return 1;
-    *v = PyFloat_AsDouble(o);
-    if (*v == -1.0 && PyErr_Occurred())
-        return 0;
-    *p = v;
-    return 1;
-}
-
 static PyObject *py_packbits(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    PyObject *ao, *to, *oo;
+    const gs_backend_ops *ops;
+    gs_arg a = {.what = "a"}, out = {.what = "out"};
+    threshold_arg thr;
     int little;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOOpOK", &backend, &ao, &to, &little, &oo, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    gs_arg a, out;
-    double t;
-    const double *tp;
-    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out") || !parse_threshold(to, &t, &tp))
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&O&pO&O&", conv_backend, &ops, conv_array, &a, conv_threshold, &thr, &little, conv_out, &out, conv_stream,
+                          &stream))
         return NULL;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->packbits(&a.a, tp, little, &out.a, (void *)(uintptr_t)stream);
+    st = ops->packbits(&a.a, thr.p, little, &out.a, stream);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -464,20 +517,15 @@ static PyObject *py_packbits(PyObject *self, PyObject *args)
 static PyObject *py_count_nonzero(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    PyObject *ao, *to, *oo;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOOOK", &backend, &ao, &to, &oo, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    gs_arg a, out;
-    double t;
-    const double *tp;
-    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out") || !parse_threshold(to, &t, &tp))
+    const gs_backend_ops *ops;
+    gs_arg a = {.what = "a"}, out = {.what = "out"};
+    threshold_arg thr;
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&O&O&O&", conv_backend, &ops, conv_array, &a, conv_threshold, &thr, conv_out, &out, conv_stream, &stream))
         return NULL;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->count_nonzero(&a.a, tp, &out.a, (void *)(uintptr_t)stream);
+    st = ops->count_nonzero(&a.a, thr.p, &out.a, stream);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -487,13 +535,10 @@ static PyObject *py_count_nonzero(PyObject *self, PyObject *args)
 static PyObject *py_kernel_names(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    if (!PyArg_ParseTuple(args, "s", &backend))
+    const gs_backend_ops *ops;
+    if (!PyArg_ParseTuple(args, "O&", conv_backend, &ops))
         return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
     char buf[2048];
-    if (!ops)
-        return NULL;
     gs_status st = ops->kernel_names(buf, sizeof buf);
     if (!gs_done(st))
         return NULL;
@@ -503,12 +548,10 @@ static PyObject *py_kernel_names(PyObject *self, PyObject *args)
 static PyObject *py_occupancy(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend, *name;
+    const gs_backend_ops *ops;
+    const char *name;
     int block;
-    if (!PyArg_ParseTuple(args, "ssi", &backend, &name, &block))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    if (!PyArg_ParseTuple(args, "O&si", conv_backend, &ops, &name, &block))
         return NULL;
     gs_occupancy o;
     gs_status st;
@@ -530,18 +573,15 @@ static PyObject *py_occupancy(PyObject *self, PyObject *args)
 static PyObject *py_divergence(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
+    const gs_demo_ops *demos;
     int kind, block, iters;
     long long n;
-    if (!PyArg_ParseTuple(args, "siLii", &backend, &kind, &n, &block, &iters))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    if (!PyArg_ParseTuple(args, "O&iLii", conv_demos, &demos, &kind, &n, &block, &iters))
         return NULL;
     double ms = 0;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->divergence(kind, n, block, iters, &ms);
+    st = demos->divergence(kind, n, block, iters, &ms);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -551,17 +591,14 @@ static PyObject *py_divergence(PyObject *self, PyObject *args)
 static PyObject *py_self_test(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
+    const gs_demo_ops *demos;
     int which;
-    if (!PyArg_ParseTuple(args, "si", &backend, &which))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    if (!PyArg_ParseTuple(args, "O&i", conv_demos, &demos, &which))
         return NULL;
     int64_t bad = -1;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->self_test(which, &bad);
+    st = demos->self_test(which, &bad);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -571,14 +608,11 @@ static PyObject *py_self_test(PyObject *self, PyObject *args)
 static PyObject *py_barrier_benchmark(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend, *sname;
+    const gs_backend_ops *ops;
+    gs_strategy s;
     long long blocks, rounds;
     int threads, skip;
-    if (!PyArg_ParseTuple(args, "ssLiLi", &backend, &sname, &blocks, &threads, &rounds, &skip))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    gs_strategy s;
-    if (!ops || !parse_strategy(sname, &s))
+    if (!PyArg_ParseTuple(args, "O&O&LiLi", conv_backend, &ops, conv_strategy, &s, &blocks, &threads, &rounds, &skip))
         return NULL;
     gs_barrier_result r;
     gs_status st;
@@ -597,23 +631,16 @@ static PyObject *py_barrier_benchmark(PyObject *self, PyObject *args)
 static PyObject *py_cumsum(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend, *strategy_name;
-    PyObject *ao, *oo;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOOsK", &backend, &ao, &oo, &strategy_name, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
+    const gs_backend_ops *ops;
+    gs_arg a = {.what = "a"}, out = {.what = "out"};
     gs_strategy strategy, used = GS_STRATEGY_AUTO;
-    gs_arg a, out;
-    if (!ops || !parse_strategy(strategy_name, &strategy) || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out"))
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&O&O&O&", conv_backend, &ops, conv_array, &a, conv_out, &out, conv_strategy,
+                          &strategy, conv_stream, &stream))
         return NULL;
-    if (!out.writable) {
-        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
-        return NULL;
-    }
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->cumsum(&a.a, &out.a, strategy, (void *)(uintptr_t)stream, &used);
+    st = ops->cumsum(&a.a, &out.a, strategy, stream, &used);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -623,11 +650,8 @@ static PyObject *py_cumsum(PyObject *self, PyObject *args)
 static PyObject *py_available(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    if (!PyArg_ParseTuple(args, "s", &backend))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    const gs_backend_ops *ops;
+    if (!PyArg_ParseTuple(args, "O&", conv_backend, &ops))
         return NULL;
     int ok;
     Py_BEGIN_ALLOW_THREADS
@@ -639,28 +663,24 @@ static PyObject *py_available(PyObject *self, PyObject *args)
 static PyObject *py_pointer_device(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
+    const gs_backend_ops *ops;
     unsigned long long ptr;
-    if (!PyArg_ParseTuple(args, "sK", &backend, &ptr))
+    if (!PyArg_ParseTuple(args, "O&K", conv_backend, &ops, &ptr))
         return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    return ops ? PyLong_FromLong(ops->pointer_device((const void *)(uintptr_t)ptr)) : NULL;
+    return PyLong_FromLong(ops->pointer_device((const void *)(uintptr_t)ptr));
 }
 
 static PyObject *py_stream_wait(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
+    const gs_backend_ops *ops;
     int device;
-    unsigned long long consumer, producer;
-    if (!PyArg_ParseTuple(args, "siKK", &backend, &device, &consumer, &producer))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    void *consumer, *producer;
+    if (!PyArg_ParseTuple(args, "O&iO&O&", conv_backend, &ops, &device, conv_stream, &consumer, conv_stream, &producer))
         return NULL;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->stream_wait(device, (void *)(uintptr_t)consumer, (void *)(uintptr_t)producer);
+    st = ops->stream_wait(device, consumer, producer);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
@@ -670,11 +690,8 @@ static PyObject *py_stream_wait(PyObject *self, PyObject *args)
 static PyObject *py_empty_cache(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    if (!PyArg_ParseTuple(args, "s", &backend))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    const gs_backend_ops *ops;
+    if (!PyArg_ParseTuple(args, "O&", conv_backend, &ops))
         return NULL;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
@@ -735,22 +752,14 @@ static PyObject *py_hist_auto_strategy(PyObject *self, PyObject *args, PyObject 
 static PyObject *py_reduce_axis(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    PyObject *ao, *oo;
+    const gs_backend_ops *ops;
+    gs_arg a = {.what = "a"}, out = {.what = "out"};
     long long n[3], s[3];
     int op;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sO(LLL)(LLL)iOK", &backend, &ao, &n[0], &n[1], &n[2], &s[0], &s[1], &s[2], &op,
-                          &oo, &stream))
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&(LLL)(LLL)iO&O&", conv_backend, &ops, conv_array, &a, &n[0], &n[1], &n[2], &s[0],
+                          &s[1], &s[2], &op, conv_out, &out, conv_stream, &stream))
         return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    gs_arg a, out;
-    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out"))
-        return NULL;
-    if (!out.writable) {
-        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
-        return NULL;
-    }
     if (!ops->reduce_axis) {
         PyErr_SetString(PyExc_NotImplementedError, "reduce_axis: not in this backend");
         return NULL;
@@ -758,11 +767,40 @@ static PyObject *py_reduce_axis(PyObject *self, PyObject *args)
     const int64_t shape[3] = {n[0], n[1], n[2]}, strides[3] = {s[0], s[1], s[2]};
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->reduce_axis(&a.a, shape, strides, op, &out.a, (void *)(uintptr_t)stream);
+    st = ops->reduce_axis(&a.a, shape, strides, op, &out.a, stream);
     Py_END_ALLOW_THREADS
     if (st != GS_OK)
         return gs_raise(st);
     Py_RETURN_NONE;
+}
+
+/* The coordinates of an N-D call: a list of 1 to GS_HISTDD_MAX_DIMS arrays,
+ * and every dimension's float64 edges back to back (ea) with their int64
+ * counts (na); sets *ndim and *ne. */
+static int parse_coords(PyObject *co, PyArrayObject *ea, PyArrayObject *na, gs_array *coords, int *ndim,
+                        const int64_t **ne, const char *what)
+{
+    if (!PyList_Check(co) || PyList_GET_SIZE(co) < 1 || PyList_GET_SIZE(co) > GS_HISTDD_MAX_DIMS ||
+        PyArray_TYPE(ea) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ea) || PyArray_TYPE(na) != NPY_INT64 ||
+        !PyArray_IS_C_CONTIGUOUS(na) || PyArray_SIZE(na) != PyList_GET_SIZE(co)) {
+        PyErr_Format(PyExc_ValueError, "%s: bad coordinates, edges or nedges", what);
+        return 0;
+    }
+    *ndim = (int)PyList_GET_SIZE(co);
+    *ne = (const int64_t *)PyArray_DATA(na);
+    int64_t total = 0;
+    for (int d = 0; d < *ndim; d++) {
+        gs_arg a;
+        if (!parse_array(PyList_GET_ITEM(co, d), &a, "coords"))
+            return 0;
+        coords[d] = a.a;
+        total += (*ne)[d];
+    }
+    if (PyArray_SIZE(ea) != total) {
+        PyErr_Format(PyExc_ValueError, "%s: edges do not match nedges", what);
+        return 0;
+    }
+    return 1;
 }
 
 /* histogramdd(backend, [coords], edges (float64, all dimensions'), nedges
@@ -770,51 +808,26 @@ static PyObject *py_reduce_axis(PyObject *self, PyObject *args)
 static PyObject *py_histogramdd(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    PyObject *co, *eo, *no, *wo, *oo;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOO!O!OOK", &backend, &co, &PyArray_Type, &eo, &PyArray_Type, &no, &wo, &oo, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    const gs_backend_ops *ops;
+    PyObject *co, *eo, *no;
+    gs_arg w = {.what = "weights"}, out = {.what = "out"};
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&OO!O!O&O&O&", conv_backend, &ops, &co, &PyArray_Type, &eo, &PyArray_Type, &no,
+                          conv_array_opt, &w, conv_out, &out, conv_stream, &stream))
         return NULL;
     if (!ops->histogramdd) {
         PyErr_SetString(PyExc_NotImplementedError, "histogramdd: not in this backend");
         return NULL;
     }
-    PyArrayObject *ea = (PyArrayObject *)eo, *na = (PyArrayObject *)no;
-    if (!PyList_Check(co) || PyList_GET_SIZE(co) < 1 || PyList_GET_SIZE(co) > GS_HISTDD_MAX_DIMS ||
-        PyArray_TYPE(ea) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ea) || PyArray_TYPE(na) != NPY_INT64 ||
-        !PyArray_IS_C_CONTIGUOUS(na) || PyArray_SIZE(na) != PyList_GET_SIZE(co)) {
-        PyErr_SetString(PyExc_ValueError, "histogramdd: bad coordinates, edges or nedges");
-        return NULL;
-    }
-    const int ndim = (int)PyList_GET_SIZE(co);
     gs_array coords[GS_HISTDD_MAX_DIMS];
-    int64_t total = 0;
-    const int64_t *ne = (const int64_t *)PyArray_DATA(na);
-    for (int d = 0; d < ndim; d++) {
-        gs_arg a;
-        if (!parse_array(PyList_GET_ITEM(co, d), &a, "coords"))
-            return NULL;
-        coords[d] = a.a;
-        total += ne[d];
-    }
-    if (PyArray_SIZE(ea) != total) {
-        PyErr_SetString(PyExc_ValueError, "histogramdd: edges do not match nedges");
+    int ndim;
+    const int64_t *ne;
+    if (!parse_coords(co, (PyArrayObject *)eo, (PyArrayObject *)no, coords, &ndim, &ne, "histogramdd"))
         return NULL;
-    }
-    gs_arg w, out;
-    if ((wo != Py_None && !parse_array(wo, &w, "weights")) || !parse_array(oo, &out, "out"))
-        return NULL;
-    if (!out.writable) {
-        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
-        return NULL;
-    }
-    const double *e = (const double *)PyArray_DATA(ea);
+    const double *e = (const double *)PyArray_DATA((PyArrayObject *)eo);
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->histogramdd(coords, ndim, e, ne, wo == Py_None ? NULL : &w.a, &out.a, (void *)(uintptr_t)stream);
+    st = ops->histogramdd(coords, ndim, e, ne, GS_OPT(w), &out.a, stream);
     Py_END_ALLOW_THREADS
     if (st != GS_OK)
         return gs_raise(st);
@@ -827,56 +840,37 @@ static PyObject *py_histogramdd(PyObject *self, PyObject *args)
 static PyObject *py_binned_statistic_dd(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    PyObject *co, *eo, *no, *to, *vo, *ro, *bo;
+    const gs_backend_ops *ops;
+    PyObject *co, *eo, *no, *to;
+    gs_arg v = {.what = "values"}, r = {.what = "result"}, bn = {.what = "binnumber"};
     int stat;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOO!O!O!OiOOK", &backend, &co, &PyArray_Type, &eo, &PyArray_Type, &no,
-                          &PyArray_Type, &to, &vo, &stat, &ro, &bo, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&OO!O!O!O&iO&O&O&", conv_backend, &ops, &co, &PyArray_Type, &eo, &PyArray_Type, &no,
+                          &PyArray_Type, &to, conv_array, &v, &stat, conv_out, &r, conv_array_opt, &bn, conv_stream,
+                          &stream))
         return NULL;
     if (!ops->binned_statistic_dd) {
         PyErr_SetString(PyExc_NotImplementedError, "binned_statistic_dd: not in this backend");
         return NULL;
     }
-    PyArrayObject *ea = (PyArrayObject *)eo, *na = (PyArrayObject *)no, *ta = (PyArrayObject *)to;
-    if (!PyList_Check(co) || PyList_GET_SIZE(co) < 1 || PyList_GET_SIZE(co) > GS_HISTDD_MAX_DIMS ||
-        PyArray_TYPE(ea) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ea) || PyArray_TYPE(na) != NPY_INT64 ||
-        !PyArray_IS_C_CONTIGUOUS(na) || PyArray_SIZE(na) != PyList_GET_SIZE(co) || PyArray_TYPE(ta) != NPY_DOUBLE ||
-        !PyArray_IS_C_CONTIGUOUS(ta) || PyArray_SIZE(ta) != PyList_GET_SIZE(co)) {
-        PyErr_SetString(PyExc_ValueError, "binned_statistic_dd: bad coordinates, edges, nedges or tops");
-        return NULL;
-    }
-    const int ndim = (int)PyList_GET_SIZE(co);
+    PyArrayObject *ea = (PyArrayObject *)eo, *ta = (PyArrayObject *)to;
     gs_array coords[GS_HISTDD_MAX_DIMS];
-    int64_t total = 0;
-    const int64_t *ne = (const int64_t *)PyArray_DATA(na);
-    for (int d = 0; d < ndim; d++) {
-        gs_arg a;
-        if (!parse_array(PyList_GET_ITEM(co, d), &a, "coords"))
-            return NULL;
-        coords[d] = a.a;
-        total += ne[d];
-    }
-    if (PyArray_SIZE(ea) != total) {
-        PyErr_SetString(PyExc_ValueError, "binned_statistic_dd: edges do not match nedges");
+    int ndim;
+    const int64_t *ne;
+    if (!parse_coords(co, ea, (PyArrayObject *)no, coords, &ndim, &ne, "binned_statistic_dd"))
+        return NULL;
+    if (PyArray_TYPE(ta) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(ta) || PyArray_SIZE(ta) != ndim) {
+        PyErr_SetString(PyExc_ValueError, "binned_statistic_dd: tops must be one float64 per dimension");
         return NULL;
     }
-    gs_arg v, r, bn;
-    if (!parse_array(vo, &v, "values") || !parse_array(ro, &r, "result") ||
-        (bo != Py_None && !parse_array(bo, &bn, "binnumber")))
-        return NULL;
-    if (!r.writable || (bo != Py_None && !bn.writable)) {
-        PyErr_SetString(PyExc_ValueError, "result: array is read-only");
+    if (bn.present && !bn.writable) {
+        PyErr_SetString(PyExc_ValueError, "binnumber: array is read-only");
         return NULL;
     }
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
     st = ops->binned_statistic_dd(coords, ndim, (const double *)PyArray_DATA(ea), ne,
-                                  (const double *)PyArray_DATA(ta), &v.a, stat, &r.a, bo == Py_None ? NULL : &bn.a,
-                                  (void *)(uintptr_t)stream);
+                                  (const double *)PyArray_DATA(ta), &v.a, stat, &r.a, GS_OPT(bn), stream);
     Py_END_ALLOW_THREADS
     if (st != GS_OK)
         return gs_raise(st);
@@ -887,27 +881,20 @@ static PyObject *py_binned_statistic_dd(PyObject *self, PyObject *args)
 static PyObject *py_unpackbits(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    PyObject *ao, *oo;
+    const gs_backend_ops *ops;
+    gs_arg a = {.what = "a"}, out = {.what = "out"};
     int little;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sOpOK", &backend, &ao, &little, &oo, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    gs_arg a, out;
-    if (!ops || !parse_array(ao, &a, "a") || !parse_array(oo, &out, "out"))
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&pO&O&", conv_backend, &ops, conv_array, &a, &little, conv_out, &out, conv_stream,
+                          &stream))
         return NULL;
     if (!ops->unpackbits) {
         PyErr_SetString(PyExc_NotImplementedError, "unpackbits: not in this backend");
         return NULL;
     }
-    if (!out.writable) {
-        PyErr_SetString(PyExc_ValueError, "out: array is read-only");
-        return NULL;
-    }
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->unpackbits(&a.a, little, &out.a, (void *)(uintptr_t)stream);
+    st = ops->unpackbits(&a.a, little, &out.a, stream);
     Py_END_ALLOW_THREADS
     if (st != GS_OK)
         return gs_raise(st);
@@ -1337,28 +1324,37 @@ static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
 }
 
 /* Test hook: the indexes of NULL slots in a backend's ops table (must be []). */
+/* The NULL slots of a backend's ops table and of its demo table, as
+ * "ops[i]" / "demos[i]" (tests/test_contract.py: there are none). */
+static int null_slots(PyObject *out, const void *table, size_t bytes, const char *what)
+{
+    const size_t n = bytes / sizeof(void (*)(void));
+    for (size_t i = 0; i < n; i++) {
+        void (*slot)(void);
+        memcpy(&slot, (const char *)table + i * sizeof slot, sizeof slot);
+        if (!slot) {
+            PyObject *k = PyUnicode_FromFormat("%s[%zu]", what, i);
+            const int bad = !k || PyList_Append(out, k) < 0;
+            Py_XDECREF(k);
+            if (bad)
+                return 0;
+        }
+    }
+    return 1;
+}
+
 static PyObject *py_ops_null_slots(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
-    if (!PyArg_ParseTuple(args, "s", &backend))
+    const gs_backend_ops *ops;
+    if (!PyArg_ParseTuple(args, "O&", conv_backend, &ops))
         return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
-        return NULL;
+    const gs_demo_ops *demos = ops == gs_cuda_backend() ? gs_cuda_demos() : gs_cpu_demos();
     _Static_assert(sizeof(gs_backend_ops) % sizeof(void (*)(void)) == 0, "ops: pointer-sized slots only");
+    _Static_assert(sizeof(gs_demo_ops) % sizeof(void (*)(void)) == 0, "demos: pointer-sized slots only");
     PyObject *out = PyList_New(0);
-    const size_t n = sizeof(gs_backend_ops) / sizeof(void (*)(void));
-    for (size_t i = 0; out && i < n; i++) {
-        void (*slot)(void);
-        memcpy(&slot, (const char *)ops + i * sizeof slot, sizeof slot);
-        if (!slot) {
-            PyObject *k = PyLong_FromSize_t(i);
-            if (!k || PyList_Append(out, k) < 0)
-                Py_CLEAR(out);
-            Py_XDECREF(k);
-        }
-    }
+    if (out && (!null_slots(out, ops, sizeof *ops, "ops") || !null_slots(out, demos, sizeof *demos, "demos")))
+        Py_CLEAR(out);
     return out;
 }
 
@@ -1587,6 +1583,8 @@ static PyObject *new_exc(PyObject *m, const char *name, PyObject *bases, const c
 PyMODINIT_FUNC PyInit__core(void)
 {
     import_array();
+    if (!(name_cuda = PyUnicode_InternFromString("cuda")) || !(name_cpu = PyUnicode_InternFromString("cpu")))
+        return NULL;
     PyObject *m = PyModule_Create(&moduledef), *b = NULL;
     if (!m)
         return NULL;

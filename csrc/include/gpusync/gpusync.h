@@ -4,7 +4,7 @@
  * Only C types cross this seam: 64-bit sizes, enums, a stream as void*.
  * The CUDA backend (csrc/cuda/) and the CPU backend (csrc/cpu/) each export a
  * gs_backend_ops table; the Python binding (csrc/python/) picks one per call.
- * A build without CUDA links csrc/common/cuda_stub.c, whose table answers
+ * A build without CUDA links csrc/nocuda/cuda_stub.c, whose table answers
  * GS_ERR_NO_CUDA to everything.
  *
  * Every call returns a gs_status.  On failure a message for this thread is
@@ -232,15 +232,6 @@ typedef struct gs_backend_ops {
                                   double top, int statistic, gs_array *result, gs_array *binnumber,
                                   gs_strategy strategy, void *stream, gs_strategy *used);
 
-    /* Teaching demo (seed 001): blocks x threads threads each add 1 to one
-     * counter, racing (kind 0), with atomics (1) or under a mutex (2).  The
-     * final value and the time in ms.  Synchronizes. */
-    gs_status (*counter)(int kind, int64_t blocks, int threads, int64_t *value, double *ms);
-
-    /* Test hook: try to take a lock that is never released, with this
-     * time-out; must return GS_ERR_DEADLOCK and leave the backend usable. */
-    gs_status (*test_deadlock)(int64_t timeout_ns);
-
     /* np.packbits(a != 0) -- or of a > *threshold when threshold is not NULL
      * (compared as double; the caller rounds it to a's precision) -- into out
      * (ceil(n / 8) uint8), bitorder little when `little`.  Asynchronous for
@@ -253,16 +244,6 @@ typedef struct gs_backend_ops {
      * occupancy with block_size threads (0: as gpusync launches it). */
     gs_status (*kernel_names)(char *buf, size_t len);
     gs_status (*occupancy)(const char *name, int block_size, gs_occupancy *out);
-
-    /* Teaching demo (seed 002): time in ms of a kernel over n threads whose
-     * branch is on tid % 2 (kind 0, 2) or on (tid / 32) % 2 (kind 1, 3);
-     * kinds 0-1 branch over one assignment (the compiler predicates it),
-     * kinds 2-3 over loops of `iters` steps (it cannot). */
-    gs_status (*divergence)(int kind, int64_t n, int block, int iters, double *ms);
-
-    /* Test hook: self test `which` (0: both warp reductions of reduce.cuh
-     * under divergence); *bad counts wrong results. */
-    gs_status (*self_test)(int which, int64_t *bad);
 
     /* `rounds` grid barriers of `strategy` (lock, lockfree, sense,
      * cooperative, relaunch) in one persistent kernel of `blocks` (0: one per
@@ -352,6 +333,9 @@ typedef struct gs_backend_ops {
 
 /* reduce_axis's operations. */
 enum { GS_AXIS_SUM = 0, GS_AXIS_COUNT_NONZERO = 1, GS_AXIS_CUMSUM = 2 };
+/* The checks every backend's reduce_axis makes first (op, extents, out's
+ * layout, length and dtype; common.c); the outputs' count in *nout. */
+gs_status gs_axis_check(const gs_array *a, const int64_t shape[3], int op, const gs_array *out, int64_t *nout);
 
 /* The counter demo's kinds (gs_backend_ops.counter). */
 enum { GS_COUNTER_RACE = 0, GS_COUNTER_ATOMIC = 1, GS_COUNTER_MUTEX = 2 };

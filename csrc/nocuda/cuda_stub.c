@@ -1,6 +1,7 @@
 /* Linked instead of csrc/cuda/ when the package is built without nvcc:
  * the CUDA backend exists but reports that it cannot run. */
 #include "gpusync/gpusync.h"
+#include "../common/demos.h"
 
 #define NO_CUDA gs_fail(GS_ERR_NO_CUDA, "gpusync was built without CUDA (no nvcc at build time)")
 
@@ -149,14 +150,10 @@ static const gs_backend_ops stub_ops = {
     .uniform_edges = stub_uniform_edges,
     .reduce = stub_reduce,
     .binned_statistic = stub_binned_statistic,
-    .counter = stub_counter,
-    .test_deadlock = stub_test_deadlock,
     .packbits = stub_packbits,
     .count_nonzero = stub_count_nonzero,
     .kernel_names = stub_kernel_names,
     .occupancy = stub_occupancy,
-    .divergence = stub_divergence,
-    .self_test = stub_self_test,
     .barrier_benchmark = stub_barrier_benchmark,
     .cumsum = stub_cumsum,
     .stream_wait = stub_stream_wait,
@@ -168,3 +165,13 @@ static const gs_backend_ops stub_ops = {
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }
+
+static const gs_demo_ops stub_demos = {
+    .name = "cuda",
+    .counter = stub_counter,
+    .test_deadlock = stub_test_deadlock,
+    .divergence = stub_divergence,
+    .self_test = stub_self_test,
+};
+
+const gs_demo_ops *gs_cuda_demos(void) { return &stub_demos; }

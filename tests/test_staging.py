@@ -1,17 +1,20 @@
-"""Host (NumPy) arrays through the pinned staging pipeline on the GPU:
+"""Host (NumPy) arrays through the cuda backend's pinned staging pipeline:
 sizes around its piece and thread boundaries, both directions, against
-NumPy; the same with staging switched off."""
+NumPy; the same with staging switched off; every histogram strategy on a
+host input."""
 import numpy as np
 import pytest
 
 import gpusync as gs
 
-pytestmark = pytest.mark.gpu
+from conftest import strategies_for
 
 MB = 1 << 20
-SIZES = [256 * 1024 - 1, 256 * 1024, 2 * MB - 1, 2 * MB + 1, 16 * MB + 3, 37 * MB + 5]
+SIZES = [256 * 1024 - 1, 256 * 1024, 2 * MB - 1, pytest.param(2 * MB + 1, marks=pytest.mark.sanitizer),
+         16 * MB + 3, 37 * MB + 5]
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("nbytes", SIZES)
 def test_staged_inputs_and_outputs(nbytes):
     rng = np.random.default_rng(nbytes)
@@ -26,6 +29,7 @@ def test_staged_inputs_and_outputs(nbytes):
         np.testing.assert_array_equal(gs.packbits(a), np.packbits(a != 0))
 
 
+@pytest.mark.gpu
 def test_staging_off_gives_the_same(monkeypatch):
     a = np.random.default_rng(1).integers(0, 1000, 5 * MB, dtype=np.int32)
     with gs.use_backend("cuda"):
@@ -36,6 +40,7 @@ def test_staging_off_gives_the_same(monkeypatch):
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.gpu
 def test_more_than_one_stage_chunk():
     # beyond GS_STAGE_BYTES (256 MiB): several staged chunks, chained carries
     a = np.ones((300 * MB) // 4, np.int32)
@@ -45,6 +50,7 @@ def test_more_than_one_stage_chunk():
         assert c[-1] == a.size and c[12345] == 12346
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("offset", [1, 3, 8, 13])
 @pytest.mark.parametrize("nt", ["1", "0"])
 def test_misaligned_host_memory(monkeypatch, offset, nt):
@@ -59,3 +65,11 @@ def test_misaligned_host_memory(monkeypatch, offset, nt):
         np.testing.assert_array_equal(gs.cumsum(a), np.cumsum(a, dtype=np.uint64))
         f = base[offset: offset + 4 * (a.size // 4 - 1)].view(np.uint8)
         np.testing.assert_array_equal(gs.packbits(f), np.packbits(f != 0))
+
+
+@pytest.mark.gpu
+def test_host_input_on_gpu_matches(cuda):
+    a = np.random.default_rng(3).integers(0, 256, 3_000_001).astype(np.uint8)
+    for s in strategies_for("cuda"):
+        np.testing.assert_array_equal(gs.bincount(a, strategy=s), np.bincount(a))
+    assert gs.backend() == "cuda"

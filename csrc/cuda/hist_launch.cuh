@@ -1,0 +1,213 @@
+/*
+ * hist_launch.cuh -- what the histogram dispatcher (hist.cu) and its strategies
+ * (hist_*.cu) share: the launch shape, the launchers, and binning on the
+ * device (the bin tables in shared memory, the per-dtype bin of a value, a
+ * weight as double).
+ * Not installed; user-facing device primitives live in csrc/include/gpusync/.
+ */
+#ifndef GPUSYNC_CUDA_HIST_LAUNCH_CUH
+#define GPUSYNC_CUDA_HIST_LAUNCH_CUH
+
+#include "../common/binning.h"
+#include "dtypes.cuh"
+#include "elements.cuh"
+#include "runtime.cuh"
+
+/* Launch shape of one strategy, computed by the dispatcher. */
+struct gs_hist_launch {
+    gs_binner binner;     /* edges: device pointer when kind == EDGES */
+    const void *x;        /* device pointer */
+    int64_t n, xstride;   /* elements, stride in elements */
+    int xdtype;
+    const void *w;        /* device pointer or NULL */
+    int64_t wstride;
+    int wdtype;
+    void *out;            /* int64 counts (unsigned long long atomics) or double sums */
+    cudaStream_t stream;
+    const gs_device_info *dev;
+};
+
+gs_status gs_hist_global_launch(const gs_hist_launch *l);
+gs_status gs_hist_shared_launch(const gs_hist_launch *l);
+gs_status gs_hist_warp_launch(const gs_hist_launch *l);
+gs_status gs_hist_cluster_launch(const gs_hist_launch *l);
+/* Largest number of bins the cluster strategy can hold on this device. */
+int64_t gs_hist_cluster_max_bins(const gs_device_info *dev, int weighted);
+
+/* Blocks for a grid-stride kernel: at most `resident` (what fits on the GPU
+ * at once), no more than the work needs, and enough that no block sees more
+ * than GS_HIST_MAX_ELEMS_PER_BLOCK elements (32-bit shared counters). */
+int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads);
+
+/*
+ * Per-block bin tables in shared memory, filled once at kernel start by
+ * gs_bins_prepare(): the 8-bit lookup table, or the edges (as double and as
+ * float) when there are at most GS_HIST_SMEM_EDGES of them.  Equal-width
+ * edges are computed from the verified formula, so no edge array ever has to
+ * be copied from the host for them.
+ */
+struct gs_smem_bins {
+    union {
+        int32_t lut[256];
+        double e[GS_HIST_SMEM_EDGES];
+    };
+    float ef[GS_HIST_SMEM_EDGES];
+};
+
+__device__ __forceinline__ bool gs_edges_in_smem(const gs_binner &b)
+{
+    return (b.kind == GS_BINS_UNIFORM || b.kind == GS_BINS_EDGES) && b.nbins < GS_HIST_SMEM_EDGES;
+}
+
+/* Ends with __syncthreads(). */
+__device__ __forceinline__ void gs_bins_prepare(const gs_binner &b, gs_smem_bins &s)
+{
+    if (b.kind == GS_BINS_LUT) {
+        for (int i = threadIdx.x; i < 256; i += blockDim.x)
+            s.lut[i] = b.lut[i];
+    } else if (gs_edges_in_smem(b)) {
+        for (int i = threadIdx.x; i <= b.nbins; i += blockDim.x) {
+            const double e = b.kind == GS_BINS_UNIFORM ? gs_uniform_edge(&b, i) : b.edges[i];
+            s.e[i] = e;
+            s.ef[i] = (float)e; /* exact whenever edges_f32 (only then used) */
+        }
+    }
+    __syncthreads();
+}
+
+/* Correct an estimate k of x's bin with the edges e[0..n] (e[0] <= x <= e[n]):
+ * the result is the k with e[k] <= x < e[k+1], or n - 1 for x == e[n].
+ * Taken only near an edge (rarely), so kept out of line: the hot loops stay
+ * small and within their register budget. */
+template <class E>
+__device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
+{
+    k = k < 0 ? 0 : (k > n - 1 ? n - 1 : k);
+    int lo, hi; /* e[lo] <= x < e[hi] (or x == e[n], hi == n) */
+    if (x < e[k]) {
+        if (k > 0 && x >= e[k - 1])
+            return k - 1;
+        lo = 0;
+        hi = k;
+    } else {
+        if (k >= n - 1 || x < e[k + 1])
+            return k;
+        lo = k + 1;
+        hi = n;
+    }
+    while (hi - lo > 1) { /* a bad estimate: binary search, log2(n) steps */
+        const int mid = lo + ((hi - lo) >> 1);
+        if (e[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo < n ? lo : n - 1;
+}
+
+/* Equal-width bins: estimate f = (x - e(0)) * scale.  Farther than `margin`
+ * from an integer, floor(f) is the bin (the host bounded the estimate's
+ * error and the edges' offsets from their ideal positions); near an integer
+ * (rare) the edges in shared memory settle it.  floor() by adding 2^23
+ * (2^52) rounding down: no conversion instruction on the common path. */
+__device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs_smem_bins &s, float x)
+{
+    const int n = (int)b.nbins;
+    /* fast path without a range test: x below e(0) gives k < 0, above e(n)
+     * k >= n, NaN fails every comparison -- all go to the checked path */
+    const float f = (x - b.lo_f) * b.scale_f;
+    const float t = __fadd_rd(f, 8388608.0f);
+    const int k = __float_as_int(t) - 0x4B000000;
+    const float fr = f - (t - 8388608.0f);
+    if ((unsigned)k < (unsigned)n && fr > b.margin_f && fr < 1.0f - b.margin_f)
+        return k;
+    if (!(x >= b.lo_f && x <= b.stop_f))
+        return -1;
+    return gs_correct(s.ef, n, x, k);
+}
+__device__ __forceinline__ int64_t gs_bin_uniform_d(const gs_binner &b, const gs_smem_bins &s, double x)
+{
+    const int n = (int)b.nbins;
+    if (!(x >= b.lo && x <= b.stop))
+        return -1;
+    const double f = (x - b.lo) * b.scale;
+    const double t = __dadd_rd(f, 4503599627370496.0);
+    const int k = (int)(__double_as_longlong(t) - 0x4330000000000000ll);
+    const double fr = f - (t - 4503599627370496.0);
+    if (fr > b.margin && fr < 1.0 - b.margin && k < n)
+        return k;
+    return gs_correct(s.e, n, x, k);
+}
+template <class E> __device__ __forceinline__ int64_t gs_bin_search(const E *e, int n, E x)
+{
+    if (!(x >= e[0]))
+        return -1;
+    if (x >= e[n])
+        return x == e[n] ? n - 1 : -1;
+    int lo = 0, hi = n;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (e[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A value whose conversion to float is exact (ints <= 16 bits, halves,
+ * floats): compare in float when the edges are float32. */
+__device__ __forceinline__ int64_t gs_bin_real_smem(const gs_binner &b, const gs_smem_bins &s, float xf, bool f_exact)
+{
+    if (!gs_edges_in_smem(b))
+        return gs_bin_real(&b, (double)xf);
+    if (f_exact && b.edges_f32)
+        return b.kind == GS_BINS_UNIFORM ? gs_bin_uniform_f(b, s, xf) : gs_bin_search(s.ef, (int)b.nbins, xf);
+    return b.kind == GS_BINS_UNIFORM ? gs_bin_uniform_d(b, s, (double)xf)
+                                     : gs_bin_search(s.e, (int)b.nbins, (double)xf);
+}
+__device__ __forceinline__ int64_t gs_bin_real_smem_d(const gs_binner &b, const gs_smem_bins &s, double x)
+{
+    if (!gs_edges_in_smem(b))
+        return gs_bin_real(&b, x);
+    return b.kind == GS_BINS_UNIFORM ? gs_bin_uniform_d(b, s, x) : gs_bin_search(s.e, (int)b.nbins, x);
+}
+
+/* Bin of one value.  8-bit inputs: LUT or DIRECT on the raw byte; wider
+ * integers: DIRECT or the real-valued rules; floats: real-valued rules. */
+__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, uint8_t v)
+{
+    return b.kind == GS_BINS_LUT ? (int64_t)s.lut[v] : gs_bin_direct(&b, v); /* LUT from shared memory */
+}
+#define GS_INT_BIN(T, WIDEN, REAL)                                                                            \
+    __device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, T v)               \
+    {                                                                                                         \
+        return b.kind == GS_BINS_DIRECT ? gs_bin_direct(&b, (uint64_t)(WIDEN)v) : REAL;                      \
+    }
+GS_INT_BIN(int16_t, int64_t, gs_bin_real_smem(b, s, (float)v, true))
+GS_INT_BIN(uint16_t, uint64_t, gs_bin_real_smem(b, s, (float)v, true))
+GS_INT_BIN(int32_t, int64_t, gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(uint32_t, uint64_t, gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(int64_t, int64_t, b.kind == GS_BINS_EDGES_INT ? gs_bin_i64(&b, v) : gs_bin_real_smem_d(b, s, (double)v))
+GS_INT_BIN(uint64_t, uint64_t, b.kind == GS_BINS_EDGES_INT ? gs_bin_u64(&b, v) : gs_bin_real_smem_d(b, s, (double)v))
+#undef GS_INT_BIN
+__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, gs_f16 v)
+{
+    return gs_bin_real_smem(b, s, gs_half_to_float(v.bits), true);
+}
+__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, float v)
+{
+    return gs_bin_real_smem(b, s, v, true);
+}
+__device__ __forceinline__ int64_t gs_dbin(const gs_binner &b, const gs_smem_bins &s, double v)
+{
+    return gs_bin_real_smem_d(b, s, v);
+}
+
+/* A weight as double (float32 or float64 storage). */
+__device__ __forceinline__ double gs_dweight(const void *w, int dt, int64_t i)
+{
+    return dt == GS_FLOAT32 ? (double)__ldg((const float *)w + i) : __ldg((const double *)w + i);
+}
+
+#endif /* GPUSYNC_CUDA_HIST_LAUNCH_CUH */

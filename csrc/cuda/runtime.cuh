@@ -1,0 +1,189 @@
+/*
+ * runtime.cuh -- what runtime.cu provides every CUDA file: CUDA errors as
+ * gs_status (GS_CUDA_CHECK / GS_CUDA_GOTO / GS_GOTO), the scratch pool, the
+ * cached device facts, the device guard and the entry-point preamble
+ * (gs_cuda_call), the deadlock-flag epilogue, occupancy queries, and the
+ * interruptible waits with the device cancel word.
+ * Not installed; user-facing device primitives live in csrc/include/gpusync/.
+ */
+#ifndef GPUSYNC_CUDA_RUNTIME_CUH
+#define GPUSYNC_CUDA_RUNTIME_CUH
+
+#include "gpusync/gpusync.h"
+#include "gpusync/tuning.h"
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* Turn a CUDA error into a gs_status with the CUDA text and the location. */
+gs_status gs_cuda_fail(cudaError_t err, const char *what, const char *file, int line);
+
+#define GS_CUDA_CHECK(call)                                                                                   \
+    do {                                                                                                      \
+        cudaError_t gs_err_ = (call);                                                                         \
+        if (gs_err_ != cudaSuccess)                                                                           \
+            return gs_cuda_fail(gs_err_, #call, __FILE__, __LINE__);                                          \
+    } while (0)
+
+/* Same, but jump to `fail:` after recording the status in `st` (for calls
+ * that own resources to release). */
+#define GS_CUDA_GOTO(call)                                                                                    \
+    do {                                                                                                      \
+        cudaError_t gs_err_ = (call);                                                                         \
+        if (gs_err_ != cudaSuccess) {                                                                         \
+            st = gs_cuda_fail(gs_err_, #call, __FILE__, __LINE__);                                            \
+            goto fail;                                                                                        \
+        }                                                                                                     \
+    } while (0)
+
+/* Same for a gs_status-returning call. */
+#define GS_GOTO(call)                                                                                         \
+    do {                                                                                                      \
+        st = (call);                                                                                          \
+        if (st != GS_OK)                                                                                      \
+            goto fail;                                                                                        \
+    } while (0)
+
+#define GS_MAX_DEVICES 64
+
+/* Stream-ordered scratch memory from gpusync's own pool on the current
+ * device (runtime.cu).  The pool keeps up to GS_POOL_KEEP_BYTES (or
+ * GPUSYNC_POOL_KEEP_MB) of freed memory across synchronizations -- the
+ * device's default pool would give it all back at every sync and map it
+ * again on the next call -- and gs_cuda_empty_cache() trims it.  Free with
+ * cudaFreeAsync. */
+cudaError_t gs_cuda_pool_alloc(void **p, size_t bytes, cudaStream_t s);
+template <typename T> inline cudaError_t gs_malloc_async(T **p, size_t bytes, cudaStream_t s)
+{
+    return gs_cuda_pool_alloc((void **)p, bytes, s);
+}
+
+/* Cached per-device facts (filled once per device, thread-safe). */
+gs_status gs_cuda_device(int ordinal, const gs_device_info **info);
+
+/* Makes `ordinal` current for the lifetime of a call and restores the
+ * caller's device afterwards. */
+struct gs_device_guard {
+    int prev = -1;
+    cudaError_t err = cudaSuccess;
+    gs_device_guard() {}
+    explicit gs_device_guard(int ordinal) { enter(ordinal); }
+    cudaError_t enter(int ordinal)
+    {
+        err = cudaGetDevice(&prev);
+        if (err != cudaSuccess)
+            prev = -1;
+        else if (prev != ordinal)
+            err = cudaSetDevice(ordinal);
+        return err;
+    }
+    ~gs_device_guard()
+    {
+        int cur;
+        if (prev >= 0 && cudaGetDevice(&cur) == cudaSuccess && cur != prev)
+            cudaSetDevice(prev);
+    }
+    gs_device_guard(const gs_device_guard &) = delete;
+    gs_device_guard &operator=(const gs_device_guard &) = delete;
+};
+
+/* The device a call runs on: the arrays' device, or the current one for
+ * host arrays (staged through it). */
+gs_status gs_cuda_call_device(int array_device, int *ordinal, const gs_device_info **info);
+
+/* The preamble of every entry point (runtime.cu): the call's device (see
+ * gs_cuda_call_device) made current until the object goes out of scope, its
+ * cached facts, and the caller's stream.  Check `status` first:
+ *     gs_cuda_call call(a->device, stream);
+ *     gs_status st = call.status;
+ *     if (st != GS_OK)
+ *         return st;
+ *     const gs_device_info *dev = call.dev;
+ *     cudaStream_t s = call.stream;                                       */
+struct gs_cuda_call {
+    int ordinal = -1;
+    const gs_device_info *dev = NULL;
+    cudaStream_t stream;
+    gs_status status;
+    gs_device_guard guard;
+    gs_cuda_call(int array_device, void *stream);
+};
+
+/* The deadlock-flag epilogue of the kernels that spin with a time-out: read
+ * the int flag such a kernel raises when it gives up, after the stream's work
+ * (the stream is synchronized).  Raised: GS_ERR_DEADLOCK, "<op> (<strategy>):
+ * <waiter> waited more than <T> ms for <awaited>" (no "(<strategy>)" when
+ * strategy < 0).  gs_spin_deadlock is the message alone, for a flag read
+ * with other data. */
+gs_status gs_cuda_check_deadlock(const int *d_flag, cudaStream_t s, const char *op, int strategy, const char *waiter,
+                                 const char *awaited);
+gs_status gs_spin_deadlock(const char *op, int strategy, const char *waiter, const char *awaited);
+
+/* A launch configuration in clusters of `csize` blocks (sm_90+) of `threads`
+ * threads and `smem` dynamic shared bytes on `s`; the grid starts as one
+ * cluster (set cfg.gridDim before the launch).  Launch with
+ * cudaLaunchKernelEx(&c.cfg, ...). */
+struct gs_cluster_config {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    gs_cluster_config(unsigned csize, unsigned threads, size_t smem, cudaStream_t s)
+    {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = csize;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.gridDim = dim3(csize);
+        cfg.blockDim = dim3(threads);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = s;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    gs_cluster_config(const gs_cluster_config &) = delete; /* cfg.attrs points into the object */
+    gs_cluster_config &operator=(const gs_cluster_config &) = delete;
+};
+
+/* Blocks of `kernel` (with `threads` threads and `smem` dynamic shared
+ * bytes) that fit on the whole device at once. */
+gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, const gs_device_info *dev,
+                                  int64_t *blocks);
+
+/* Let `kernel` take as much dynamic shared memory as the device allows a
+ * block (the opt-in maximum less its static shared memory).  Always the same
+ * value, so calls from several host threads cannot race: setting the size
+ * each call needs instead would let one thread shrink it under another's
+ * launch. */
+gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev);
+
+/* Read a device int (an error flag) after the stream's work: the stream is
+ * synchronized. */
+gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag);
+
+/* ---- Interrupts on the GPU (one mechanism; see docs/environment.md and
+ * gpusync.h's interrupt section).
+ * Every host wait for device work goes through gs_cuda_wait_stream /
+ * gs_cuda_wait_event: they poll cudaStreamQuery / cudaEventQuery (busy for
+ * the first GS_WAIT_SPIN_US, then in naps of at most GS_WAIT_NAP_US) and
+ * call gs_interrupt_poll() between polls.  On an interrupt they raise the
+ * process-wide device cancel word -- one int of mapped, portable pinned host
+ * memory that every device can read -- and keep waiting: the work must drain
+ * before its buffers are freed.  Kernels that can run without bound (the
+ * barrier benchmark's rounds, the mutex counter demo) read the cancel word
+ * through gs_cuda_cancel_word() every few rounds / blocks and stop; other
+ * kernels are bounded by their data and finish.  When the work has drained,
+ * the word is lowered and the wait returns GS_ERR_INTERRUPTED (the binding
+ * raises KeyboardInterrupt and the next call starts clean). */
+#define GS_WAIT_SPIN_US 5000
+#define GS_WAIT_NAP_US 100
+gs_status gs_cuda_wait_stream(cudaStream_t s);
+gs_status gs_cuda_wait_event(cudaEvent_t e);
+/* The device address of the cancel word (NULL if it could not be made:
+ * kernels then never see a cancel, and waits still end when work drains). */
+const int *gs_cuda_cancel_word(void);
+/* Kernel side: has the host asked to stop?  (A PCIe read: call it rarely.) */
+__device__ __forceinline__ bool gs_cancel_requested(const int *cancel)
+{
+    return cancel != NULL && *(const volatile int *)cancel != 0;
+}
+
+#endif /* GPUSYNC_CUDA_RUNTIME_CUH */
