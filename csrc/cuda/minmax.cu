@@ -194,6 +194,10 @@ extern "C" gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream)
     gs_cuda_call call(x->device, stream);
     if (call.status != GS_OK)
         return call.status;
-    mm_args a = {x, out2, call.stream, call.dev->multiprocessors};
+    mm_args a{}; /* named fields: a new field cannot shift the others */
+    a.x = x;
+    a.out2 = out2;
+    a.s = call.stream;
+    a.sms = call.dev->multiprocessors;
     return gs_dtype_switch(x->dtype, [&](auto t) { return minmax_launch<gs_bool_as_u8<GS_TYPE(t)>>(&a); });
 }

@@ -533,7 +533,13 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     const int64_t maxn = a->length < chunk ? a->length : chunk;
     const size_t part_bytes = ((GS_WS_PARTIALS_OFFSET + (size_t)partials_needed(dev, maxn, det) * 8) + 127) & ~(size_t)127;
     const size_t ws_bytes = part_bytes + (strategy == GS_STRATEGY_GRID ? grid_words_bytes(dev) : 0);
-    reduce_plan p = {strategy, det, b != NULL, NULL, NULL, NULL, dev, s, NULL, out->dtype, 0, 0};
+    reduce_plan p{}; /* named fields (workspace, barrier words, groups, output: set below) */
+    p.strategy = strategy;
+    p.deterministic = det;
+    p.dot = b != NULL;
+    p.dev = dev;
+    p.stream = s;
+    p.out_dtype = out->dtype;
     const int64_t in_bytes = a->length * (int64_t)es * (b ? 2 : 1);
     /* inputs larger than L2 stream through it (evict-first loads); smaller ones may stay for the next call */
     p.stream_loads = (on_host ? (int64_t)GS_STAGE_BYTES * (b ? 2 : 1) : in_bytes) > dev->l2_cache_bytes;

@@ -485,7 +485,11 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
     /* host input: chunks of GS_STAGE_BYTES of output, a multiple of every tile */
     const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)os : a->length;
     const int64_t maxn = a->length < chunk ? a->length : chunk;
-    scan_plan p = {strategy, dev, s, NULL, NULL, maxn};
+    scan_plan p{}; /* named fields (workspace and arrays: set below) */
+    p.strategy = strategy;
+    p.dev = dev;
+    p.stream = s;
+    p.max_n = maxn;
     char *mem = NULL;
     const size_t head = (sizeof(scan_ws) + 255) & ~(size_t)255;
     GS_CUDA_GOTO(gs_malloc_async((void **)&mem, head + arrays_bytes(dev, strategy, maxn), s));
