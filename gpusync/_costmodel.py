@@ -140,6 +140,7 @@ class Choice:
     threads: int  # CPU threads (0: none)
     gpu_share: float  # fraction of the elements on the GPU (cpu+cuda)
     predicted: dict  # candidate -> predicted seconds
+    crew: int = 0  # cpu+cuda: staging threads of the GPU's part (the CPU part has `threads`; 0: the crew's own size)
 
 
 def _cpu_time(m: Machine, s: Shape, n: float, threads: int) -> float:
@@ -158,19 +159,24 @@ def _cpu_time(m: Machine, s: Shape, n: float, threads: int) -> float:
 STAGE_HOST_TRAFFIC = 3  # host-memory bytes per input byte of a staged host-to-device copy
 
 
-def _gpu_time(m: Machine, s: Shape, n: float) -> float:
+def _gpu_time(m: Machine, s: Shape, n: float, crew: int = 0) -> float:
+    """The GPU's time for n elements; `crew` > 0: host input staged by that
+    many threads (a split: the rest of the cores run the CPU's part), whose
+    copies move at most crew x half the one-thread read bandwidth (a copy
+    reads and writes)."""
     if n <= 0:
         return 0.0
     nbytes = n * s.in_bytes
     kernel = max(nbytes / m.gpu_bw, n / m.rate(s.op, gpu=True))
     if s.place == "device":
         return m.gpu_latency + kernel
+    staged = m.gpu_latency + nbytes / (crew * m.bandwidth(1) / 2) if crew > 0 else 0.0
     if m.gpu_host:  # measured end to end; the op's kernel beyond a read, packing, results
-        t = m.gpu_host_time(nbytes) + (kernel - nbytes / m.gpu_bw) + s.out_bytes / m.d2h_bw
+        t = max(m.gpu_host_time(nbytes), staged) + (kernel - nbytes / m.gpu_bw) + s.out_bytes / m.d2h_bw
         if not s.contiguous:
             t += nbytes / m.bandwidth(1)
         return t
-    copy = nbytes / m.h2d_bw
+    copy = max(nbytes / m.h2d_bw, staged - m.gpu_latency)
     if not s.contiguous:  # packed on the host first
         copy += nbytes / m.bandwidth(1)
     return m.gpu_latency + max(copy, kernel) + s.out_bytes / m.d2h_bw
@@ -197,8 +203,10 @@ def best_pool(m: Machine, s: Shape, n: float):
     return best
 
 
-def split(m: Machine, s: Shape, threads: int):
-    """(gpu_share, seconds) of both engines on disjoint parts finishing together.
+def split(m: Machine, s: Shape, threads: int, crew: int = 0):
+    """(gpu_share, seconds) of both engines on disjoint parts finishing
+    together: the CPU's part on `threads` pool threads, the GPU's staged by
+    `crew` threads (0: the crew's own size).
 
     Each side is affine in its element count: t = L + k n.  Equal finish
     times give the GPU's share; the merge of the two results is added."""
@@ -206,19 +214,42 @@ def split(m: Machine, s: Shape, threads: int):
     half = n / 2.0  # both sides are affine in their share: two points give slope and intercept
     c_per = (_cpu_time(m, s, n, threads) - _cpu_time(m, s, half, threads)) / half
     c_lat = _cpu_time(m, s, n, threads) - n * c_per
-    g_per = (_gpu_time(m, s, n) - _gpu_time(m, s, half)) / half
-    g_lat = _gpu_time(m, s, n) - n * g_per
+    g_per = (_gpu_time(m, s, n, crew) - _gpu_time(m, s, half, crew)) / half
+    g_lat = _gpu_time(m, s, n, crew) - n * g_per
     f = (c_lat - g_lat + n * c_per) / (n * (g_per + c_per))
     f = min(1.0, max(0.0, f))
     ng = int(n * f)
+    return f, _split_time(m, s, ng, threads, crew)
+
+
+def _split_time(m: Machine, s: Shape, ng: int, threads: int, crew: int) -> float:
     # the GPU part is staged through the host's memory (read from the user's
     # array, written to pinned buffers, read again by the DMA), so the host's
     # memory bandwidth is shared: a split cannot beat the CPU pool alone when
     # the pool is already bound by host memory
+    n = s.n
     host = ((n - ng) + STAGE_HOST_TRAFFIC * ng) * s.in_bytes / m.bandwidth(m.cores, n * s.in_bytes)
-    t = max(_gpu_time(m, s, ng), _cpu_time(m, s, n - ng, threads), host) + s.out_bytes / m.merge_bw \
+    return max(_gpu_time(m, s, ng, crew), _cpu_time(m, s, n - ng, threads), host) + s.out_bytes / m.merge_bw \
         + m.split_overhead
-    return f, t
+
+
+def best_split(m: Machine, s: Shape):
+    """(cpu threads, crew, gpu_share, seconds) of the best split: the cores
+    shared between the CPU's part and the GPU part's staging crew (one core
+    left to the thread that drives the GPU), so that neither waits for a
+    core; the pool alone (crew 0) on machines too small to share."""
+    best = None
+    free = m.cores - 1
+    for crew in range(1, free):
+        t = free - crew
+        f, c = split(m, s, t, crew)
+        if best is None or c < best[3]:
+            best = (t, crew, f, c)
+    if best is None:  # two cores or fewer: no room for both
+        t = best_pool(m, s, s.n)[0] or 1
+        f, c = split(m, s, t)
+        best = (t, 0, f, c)
+    return best
 
 
 def choose(m: Machine, s: Shape, engines=("caller", "cpu", "cuda", "cpu+cuda")) -> Choice:
@@ -240,21 +271,18 @@ def choose(m: Machine, s: Shape, engines=("caller", "cpu", "cuda", "cpu+cuda")) 
         pred["cuda"] = _gpu_time(m, s, s.n)
         info["cuda"] = (0, 1.0)
     if m.gpu and "cpu+cuda" in engines and s.op in SPLITTABLE and s.n >= 2:
-        t = best_pool(m, s, s.n)[0] or 1
-        f, c = split(m, s, t)
+        t, crew, f, c = best_split(m, s)
         if engines == ("cpu+cuda",):  # forced: both halves get work, whatever the model says
             f = f if 0.0 < f < 1.0 else 0.5
             ng = min(max(int(s.n * f), 1), s.n - 1)
             f = (ng + 0.5) / s.n  # int(n * f) == ng
-            host = ((s.n - ng) + STAGE_HOST_TRAFFIC * ng) * s.in_bytes / m.bandwidth(m.cores, s.n * s.in_bytes)
-            c = max(_gpu_time(m, s, ng), _cpu_time(m, s, s.n - ng, t), host) + s.out_bytes / m.merge_bw \
-                + m.split_overhead
+            c = _split_time(m, s, ng, t, crew)
         if 0.0 < f < 1.0:
             pred["cpu+cuda"] = c
-            info["cpu+cuda"] = (t, f)
+            info["cpu+cuda"] = (t, f, crew)
     if not pred:  # nothing allowed fits (e.g. "cpu" on one core): the caller
         pred["caller"] = _cpu_time(m, s, s.n, 1)
         info["caller"] = (1, 0.0)
     engine = min(pred, key=pred.__getitem__)
-    threads, share = info[engine]
-    return Choice(engine, threads, share, pred)
+    threads, share, *crew = info[engine]
+    return Choice(engine, threads, share, pred, crew[0] if crew else 0)

@@ -121,7 +121,7 @@ def last_plan() -> dict | None:
     thread alone), ``"cpu"`` (the CPU engine's thread pool), ``"cuda"`` or
     ``"cpu+cuda"`` (both on disjoint parts); ``strategy`` (asked) and
     ``strategy_used`` (what ran); ``threads`` (CPU threads, 0 for none);
-    ``split`` (``{"cuda": elements, "cpu": elements}`` for cpu+cuda, else
+    ``split`` (``{"cuda": elements, "cpu": elements, "crew": staging threads}`` for cpu+cuda, else
     None); ``predicted_ms`` (the cost model's time of each candidate engine);
     ``forced`` (the backend forced by use_backend / GPUSYNC_BACKEND /
     GPUSYNC_ENGINE, or None); ``notes`` (fall-backs, strategy mappings).
@@ -472,10 +472,13 @@ def _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes):
     stream = _arrays.host_stream()
 
     def gpu_half():
+        _core.stage_threads(choice.crew)  # the staging crew and the CPU pool share the cores
         try:
             box["used"] = call(_gpu_name(), gpu_ins, gpu_out, strategy, stream)
         except BaseException as exc:  # re-raised on the calling thread
             box["error"] = exc
+        finally:
+            _core.stage_threads(0)
 
     t = threading.Thread(target=gpu_half, name="gpusync-gpu-half", daemon=True)
     t.start()
@@ -489,7 +492,7 @@ def _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes):
     for g, c, (L, d) in zip(gpu_out, cpu_out, outs):
         total = np.add(g, c)
         res.append(total if total.dtype == np.dtype(d) else total.astype(d))
-    plan.update(engine="cpu+cuda", threads=choice.threads, split={"cuda": ng, "cpu": n - ng},
+    plan.update(engine="cpu+cuda", threads=choice.threads, split={"cuda": ng, "cpu": n - ng, "crew": choice.crew},
                 strategy_used=box["used"] if box["used"] == cpu_used else f"{box['used']}+{cpu_used}")
     return res
 

@@ -51,7 +51,7 @@ def test_huge_host_float64_histogram_uses_both_engines_sized_to_finish_together(
     assert c.predicted["cpu+cuda"] < min(c.predicted["cuda"], c.predicted["cpu"])
     # both halves take about the same time (that is how the share was sized)
     ng = int(s.n * c.gpu_share)
-    tg = _costmodel._gpu_time(m, s, ng)
+    tg = _costmodel._gpu_time(m, s, ng, c.crew)
     tc = _costmodel._cpu_time(m, s, s.n - ng, c.threads)
     assert abs(tg - tc) < 0.01 * max(tg, tc)
 
@@ -494,3 +494,41 @@ def test_pool_warmth_is_reported():
     import time
     time.sleep(0.05)  # far past the workers' spin: parked
     assert _dispatch._core.cpu_pool_warm() is False
+
+
+def test_split_shares_the_cores_between_the_pool_and_the_staging_crew():
+    """The GPU's part is staged by `crew` host threads; the CPU's part gets
+    the other cores (one left for the thread driving the GPU), and a crew
+    too small to keep PCIe busy slows the GPU's part."""
+    m = H200_LIKE.replace(cpu_rate=(("histogram", 4.7e8),), cpu_rate_all=(("histogram", 2.65e9),))
+    s = shape("histogram", 300_000_000, bins=100)
+    t, crew, f, secs = _costmodel.best_split(m, s)
+    assert t + crew == m.cores - 1 and crew >= 1 and 0 < f < 1
+    assert _costmodel._gpu_time(m, s, s.n, 1) > _costmodel._gpu_time(m, s, s.n, 8) >= _costmodel._gpu_time(m, s, s.n)
+    c = _costmodel.choose(m, s)
+    if c.engine == "cpu+cuda":
+        assert c.threads + c.crew == m.cores - 1
+        assert c.predicted["cpu+cuda"] < min(c.predicted["cuda"], c.predicted["cpu"])
+    # a host whose threads copy at 2.5 GB/s cannot feed 45 GB/s of PCIe and
+    # keep cores for the CPU's part: the whole job stays on the GPU
+    slow = m.replace(host_bw=((1, 5e9), (4, 60e9), (16, 180e9)))
+    assert _costmodel.choose(slow, s).engine == "cuda"
+
+
+def test_split_runs_with_the_crew_request(model):
+    """The stand-in GPU half asks for the model's crew; the split still adds up."""
+    model(COMPUTE_BOUND_HOST_PCIE_GPU.replace(cores=8))
+    _dispatch.set_gpu_stand_in("cpu")
+    x = np.random.default_rng(3).random(2_000_000)
+    with gs.use_backend("cpu"):
+        pass
+    _dispatch._override["engine"] = "cpu+cuda"
+    _dispatch.fast_invalidate()
+    try:
+        h, _ = gs.histogram(x, 100, (0, 1))
+    finally:
+        _dispatch._override["engine"] = None
+        _dispatch.fast_invalidate()
+    p = gs.last_plan()
+    assert p["engine"] == "cpu+cuda" and p["split"]["cuda"] + p["split"]["cpu"] == x.size and "crew" in p["split"]
+    np.testing.assert_array_equal(h, np.histogram(x, 100, (0, 1))[0])

@@ -20,3 +20,13 @@ int gs_cpu_requested_threads(int64_t n)
         t = n > 0 ? n : 1;
     return (int)t;
 }
+
+/* The staging crew's workers for the calling thread's host <-> device copies
+ * (csrc/cuda/stage.cu), requested by the dispatcher when the CPU engine runs
+ * beside them (a cpu+cuda split: the crew and the pool then share the
+ * cores); 0: the crew's own size. */
+static _Thread_local int stage_request;
+
+void gs_stage_request_threads(int nthreads) { stage_request = nthreads > 0 ? nthreads : 0; }
+
+int gs_stage_requested_threads(void) { return stage_request; }

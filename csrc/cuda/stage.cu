@@ -175,14 +175,17 @@ struct workers {
     job *current;
     unsigned long gen;  /* bumped per job */
     int started, active;
+    int cap; /* workers 0 .. cap-1 take the current job (the caller's request, else all) */
     std::atomic<unsigned long> posted; /* gen, readable without the mutex */
     std::atomic<long> spin_ns;
 };
-workers crew = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, {0}, {0}};
+workers crew = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0,
+                {0}, {0}};
 pthread_mutex_t crew_lock = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
 
-void *worker_main(void *)
+void *worker_main(void *arg)
 {
+    const int me = (int)(intptr_t)arg; /* this worker's index in the crew */
     unsigned long seen = 0;
     pthread_mutex_lock(&crew.m);
     for (;;) {
@@ -198,6 +201,11 @@ void *worker_main(void *)
         }
         seen = crew.gen;
         job *j = crew.current;
+        if (me >= crew.cap) { /* not asked for this job (a capped crew): sleep until the next one, no spin */
+            while (crew.current == NULL || crew.gen == seen)
+                pthread_cond_wait(&crew.more, &crew.m);
+            continue;
+        }
         crew.active++;
         pthread_mutex_unlock(&crew.m);
         work(j);
@@ -227,17 +235,19 @@ int crew_begin(job *j)
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        const int ok = pthread_create(&th, &at, worker_main, NULL) == 0;
+        const int ok = pthread_create(&th, &at, worker_main, (void *)(intptr_t)crew.started) == 0;
         pthread_attr_destroy(&at);
         if (!ok)
             break;
         crew.started++;
     }
+    const int req = gs_stage_requested_threads();
+    crew.cap = req > 0 && req < crew.started ? req : crew.started;
     crew.current = j;
     crew.gen++;
     crew.posted.store(crew.gen, std::memory_order_release);
     pthread_cond_broadcast(&crew.more);
-    const int n = crew.started;
+    const int n = crew.cap;
     pthread_mutex_unlock(&crew.m);
     return n;
 }

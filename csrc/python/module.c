@@ -1406,6 +1406,16 @@ static PyObject *py_cpu_threads_for(PyObject *self, PyObject *args)
     return Py_BuildValue("(idi)", t, h, most);
 }
 
+static PyObject *py_stage_threads(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    gs_stage_request_threads((int)(n < 0 ? 0 : n > 4096 ? 4096 : n));
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_cpu_pool_warm(PyObject *self, PyObject *args)
 {
     (void)self, (void)args;
@@ -1505,6 +1515,8 @@ static PyMethodDef methods[] = {
     {"_ops_null_slots", py_ops_null_slots, METH_VARARGS, "test hook: NULL slots of a backend's ops table"},
     {"_test_interrupt_wait", py_test_interrupt_wait, METH_VARARGS,
      "test hook: wait `ms` polling for interrupts; KeyboardInterrupt on SIGINT"},
+    {"stage_threads", py_stage_threads, METH_O,
+     "stage_threads(n): the staging crew's workers for this thread's host <-> device copies (0: the crew's size)"},
     {"cpu_pool_warm", py_cpu_pool_warm, METH_NOARGS,
      "cpu_pool_warm() -> bool: the CPU pool is free and its workers still spin after the last job"},
     {"cpu_threads_for", py_cpu_threads_for, METH_VARARGS,

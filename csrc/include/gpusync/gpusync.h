@@ -447,6 +447,11 @@ void gs_cpu_request_threads(int nthreads);
 /* The request for n items (capped by GPUSYNC_NUM_THREADS and n), or 0 when
  * none: the engine's thread-count choice asks this first (csrc/cpu/request.c). */
 int gs_cpu_requested_threads(int64_t n);
+/* The staging crew's workers for the calling thread's host <-> device copies
+ * (0: the crew's size, GPUSYNC_STAGE_THREADS or one fewer than the CPUs):
+ * the dispatcher's request when the CPU pool runs beside them. */
+void gs_stage_request_threads(int nthreads);
+int gs_stage_requested_threads(void);
 const gs_backend_ops *gs_cuda_backend(void);
 
 /* Which strategy `auto` picks: a pure function of the problem's shape and the
