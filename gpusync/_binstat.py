@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _arrays, _binstat_more, _core, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._histogram import _minmax
+from ._histogram import _edges_for, _minmax
 
 STATISTICS = tuple(sorted(_core.STATISTICS, key=_core.STATISTICS.get))  # codes defined once in C
 STRATEGIES = _dispatch.STRATEGIES["binned_statistic"]
@@ -278,7 +278,7 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
 
     result, binnumber = _dispatch.run("binned_statistic", [xd, vd], [(nb, np.float64), (n, np.int64)], call,
                                       strategy=strategy, names=["x", "values"], bins=nb)
-    if statistic in ("std", "var"):
+    if statistic in ("std", "var") and np.dtype(vv.dtype) == np.float64:  # (only float64 can exceed 2^500)
         lib = Lib.of(xv.lib) if on_device else None
         rh = lib.to_host(result).reshape(-1) if on_device else result  # synchronize! (the call waits anyway)
         # (empty bins are NaN too: the values come to the host only when some |value| > 2^500)
@@ -287,7 +287,8 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
             bh = lib.to_host(binnumber).reshape(-1) if on_device else binnumber
             fixed = _overflowed_spread(rh, vh, bh, nb)
             result = lib.from_host(fixed, xv.device) if on_device else fixed
-    edges_out = Lib.of(xv.lib).from_host(edges, xv.device) if on_device else edges
+    # device input: equal-width edges written on the device by their formula (no host copy, no wait)
+    edges_out = _edges_for(xv, edges, np.ndim(bins) == 0) if on_device else edges
     return BinnedStatisticResult(result, edges_out, binnumber)
 
 

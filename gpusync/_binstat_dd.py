@@ -28,6 +28,7 @@ import numpy as np
 from . import _arrays, _backend, _binstat_more, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 from ._binstat import _binned_statistic_impl, _edges_top, _huge, _overflowed_spread
+from ._histogram import _edges_for
 
 BinnedStatisticddResult = namedtuple("BinnedStatisticddResult", ("statistic", "bin_edges", "binnumber"))
 BinnedStatistic2dResult = namedtuple("BinnedStatistic2dResult", ("statistic", "x_edge", "y_edge", "binnumber"))
@@ -230,7 +231,7 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
                                       _arrays.as_input(flat, "binnumber").desc() if i == 0 else None, stream)
         except _core.UnsupportedDeviceError:  # the bins do not fit a block's shared memory
             return None
-        if statistic == "std":
+        if statistic == "std" and np.dtype(v.dtype) == np.float64:  # (only float64 can exceed 2^500)
             rh = L.to_host(res).reshape(-1)
             if not (rh >= 0).all() and _huge(v):  # (empty bins are NaN too)
                 vh = v.to_host()
@@ -238,12 +239,18 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
         results.append(res)
     if statistic == "count" and rows.shape[0] > 1:
         results = results * rows.shape[0]
-    xp = np if lib == "numpy" else __import__(lib)
-    result = xp.stack(results).reshape(tuple(input_shape[:-1] + nb))
+    shape = tuple(input_shape[:-1] + nb)
+    if len(results) == 1:  # one values row: the kernel's result itself (no stacking copy)
+        result = results[0].reshape(shape)
+    else:
+        xp = np if lib == "numpy" else __import__(lib)
+        result = xp.stack(results).reshape(shape)
     binnumber = flat
     if expand and d > 1:
         binnumber = _unravel(flat, [b + 2 for b in nb], lib)
-    return BinnedStatisticddResult(result, [L.from_host(e, dev) for e in edges], binnumber)
+    # equal-width edges written on the device by their formula (no host copy, no wait)
+    return BinnedStatisticddResult(result, [_edges_for(cvs[0], e, np.ndim(bins[k]) == 0)
+                                            for k, e in enumerate(edges)], binnumber)
 
 
 def _inner_plus1(flat, nb):
