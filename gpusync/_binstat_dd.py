@@ -27,7 +27,8 @@ import numpy as np
 
 from . import _arrays, _backend, _binstat_more, _core, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._binstat import _binned_statistic_impl, _edges_top, _huge, _overflowed_spread
+from ._binstat import _binned_statistic_impl, _check_finite, _checks_finite, _edges_top, _huge, _overflowed_spread
+from ._histdd import _minmax_many
 from ._histogram import _edges_for
 
 BinnedStatisticddResult = namedtuple("BinnedStatisticddResult", ("statistic", "bin_edges", "binnumber"))
@@ -201,11 +202,30 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
         return None
     d, n = len(cvs), cvs[0].shape[0]
     dev, stream = cvs[0].device, cvs[0].stream
+    # x's min and max of every dimension SciPy reads them for, in one pass and one wait: all of them
+    # for the ranges when range is None; with range given only SciPy's check that the sample is
+    # finite needs them, and that check runs after the kernels' launch (the pass and the wait overlap them)
+    check = [k for k, c in enumerate(cvs) if _checks_finite(c, bins[k])]
+    lohi = {}
+    if range is None:
+        want = [k for k, c in enumerate(cvs) if np.ndim(bins[k]) == 0 and n]
+        lohi = dict(zip(want, _minmax_many([cvs[k] for k in want])))  # synchronize!
+        check = []
+
+    def check_finite():
+        for k, mm in zip(check, _minmax_many([cvs[k] for k in check])):  # synchronize!
+            _check_finite(*mm, cvs[k].dtype)
+
     edges, tops = [], []
-    for k, c in enumerate(cvs):
-        e, t = _edges_top(c, bins[k], None if range is None else range[k])
-        edges.append(e)
-        tops.append(t)
+    try:
+        for k, c in enumerate(cvs):
+            e, t = _edges_top(c, bins[k], None if range is None else range[k], lohi.get(k), defer=bool(check))
+            edges.append(e)
+            tops.append(t)
+    except ValueError:
+        if check:
+            check_finite()  # SciPy's first error
+        raise
     nb = [len(e) - 1 for e in edges]
     inner = math.prod(nb)
     vrows = [_arrays.as_input(rows[v], "values") for v in builtins.range(rows.shape[0] if statistic != "count" else 1)]
@@ -237,6 +257,8 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
                 vh = v.to_host()
                 res = L.from_host(_overflowed_spread(rh, vh, _inner_plus1(L.to_host(flat), nb), inner), dev)
         results.append(res)
+    if check:
+        check_finite()  # (after the launches)
     if statistic == "count" and rows.shape[0] > 1:
         results = results * rows.shape[0]
     shape = tuple(input_shape[:-1] + nb)
