@@ -16,9 +16,10 @@ DEVICE_KINDS = [k for k in KINDS if k.id != "numpy"]
 
 @pytest.fixture(params=DEVICE_KINDS)
 def kind(request):
-    if gs.backend() != "cuda":
+    if not gs.cuda_available():
         pytest.skip("needs a CUDA GPU")
-    return request.param
+    with gs.use_backend("cuda"):
+        yield request.param
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint16, np.int64])

@@ -17,7 +17,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.environ.get("ND_PROBE_ROOT") or os.path.dirname(os.path.dirname(HERE)))  # (a build to compare)
 
 import gpusync as gs  # noqa: E402
 
