@@ -96,7 +96,10 @@ def main():
         s, e = cp.cuda.Event(), cp.cuda.Event()
         print(f"\nhistogram2d 100M float32, 256 x 256 bins (correct on 1M: {ok})")
         for c in ("2", "4", "8", ""):
-            os.environ["GPUSYNC_HISTDD_CLUSTER"] = c
+            if c:
+                os.environ["GPUSYNC_HISTDD_CLUSTER"] = c
+            else:
+                os.environ.pop("GPUSYNC_HISTDD_CLUSTER", None)
             gs.histogram2d(hx, hy, 256, rg2)
             ts = []
             for _ in range(5):

@@ -25,7 +25,6 @@
 
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
-#include <stdlib.h>
 #include <string.h>
 #include <type_traits>
 
@@ -240,13 +239,15 @@ __global__ void __launch_bounds__(CLUSTER_THREADS) histdd_cluster_kernel(dd_args
 #endif
 }
 
-/* The smallest cluster (a power of two up to GS_HIST_CLUSTER_MAX, at least
- * GPUSYNC_HISTDD_CLUSTER when that is set: a tuning knob) whose slices fit. */
+/* The smallest cluster size tried (a power of two up to GS_HIST_CLUSTER_MAX):
+ * 2, or GPUSYNC_HISTDD_CLUSTER (a tuning knob; docs/environment.md). */
 int cluster_floor()
 {
-    const char *e = getenv("GPUSYNC_HISTDD_CLUSTER");
-    const int c = e ? atoi(e) : 2;
-    return c >= 2 && c <= GS_HIST_CLUSTER_MAX ? c : 2;
+    const int c = (int)gs_env_number(GS_ENV_HISTDD_CLUSTER, 2.0, NULL);
+    int p = 2;
+    while (p < c && p < GS_HIST_CLUSTER_MAX)
+        p *= 2;
+    return p;
 }
 
 /* The cluster launch, or GS_ERR_UNSUPPORTED_DEVICE when no cluster shape

@@ -410,6 +410,7 @@ typedef enum gs_env_var {
     GS_ENV_HIST_SMALL,
     GS_ENV_HIST_U8_CFG,
     GS_ENV_BITS_SIMD,
+    GS_ENV_HISTDD_CLUSTER,
     GS_ENV_COUNT
 } gs_env_var;
 
