@@ -129,10 +129,18 @@ def _may_overflow(values):
 
 def _huge(values):
     """_may_overflow for host or device values, without copying device
-    values to the host (only float64 can exceed 2^500; one device reduction)."""
+    values to the host (only float64 can exceed 2^500): for device values
+    one min/max pass, and an elementwise test only when NaN or inf is among
+    them."""
     if np.dtype(values.dtype) != np.float64:
         return False
     if isinstance(values, DeviceArray):
+        if values.length == 0:
+            return False
+        lo, hi = _minmax(values)  # one read of the values (a NaN makes lo NaN)  # synchronize!
+        if np.isfinite(lo) and np.isfinite(hi):  # every value finite: the largest |value| is |lo| or |hi|
+            return bool(max(abs(float(lo)), abs(float(hi))) > 2.0**500)
+        # NaN or inf among the values: which finite ones are huge takes the elementwise test
         if values.lib == "cupy":
             import cupy as cp
 
