@@ -207,8 +207,13 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
 
     Returns ``(statistic, bin_edges, binnumber)``: float64 per bin, the edges
     (x's float dtype), and SciPy's int64 bin number of each value (0 below,
-    1..nbins, nbins + 1 above or NaN).  Device input gives device results.
-    The call waits for the GPU (it checks the mutexes' time-out flag).
+    1..nbins, nbins + 1 above or NaN).  Device input gives device results
+    (equal-width edges written on the device).  The call waits for the GPU
+    when `bins` is a number (SciPy's range and its check that x is finite
+    read x's min and max; with `range` given that read follows the
+    statistic's launch), for std / var of float64 values (the overflow
+    check), and with the mutex strategies (their time-out flag); the
+    privatized strategy with explicit edges returns without waiting.
     """
     with _arrays.call_stream(stream, x):
         if isinstance(statistic, str) and statistic == "median" or statistic is np.median:

@@ -4,7 +4,9 @@ kernel (issue 15).
 The edges come from NumPy itself: ``np.histogramdd`` run on a proxy sample
 of two points per dimension -- the data's min and max, in the sample's
 dtype -- so every ``bins`` form (int, per-dimension ints, edge arrays,
-mixed), ``range``, NaN ranges and all their errors are NumPy's own.  The
+mixed), ``range``, NaN ranges and all their errors are NumPy's own; the
+result is remembered per (dtype, bins, range, min/max), so a repeated call
+runs no NumPy code for its edges (issue 14's per-call cost).  The
 kernel (C API ``histogramdd``: csrc/cpu/histdd.c, csrc/cuda/histdd.cu) bins
 each coordinate exactly as NumPy's searchsorted-based rule does (the last
 edge closed, values outside and NaN dropped; csrc/common/histdd.h) and
@@ -158,8 +160,11 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, stre
     edges, or a binary search) and the C-order linear bin is counted in
     privatized bins (shared memory per block on the GPU when they fit,
     else global atomics; per thread on the CPU).  Device input gives a
-    device H and device edges; the min/max pass for ``range=None`` waits
-    for the device.
+    device H (float64 counts written by the kernel) and device edges
+    (equal-width ones written by their formula); with every dimension's
+    range given the call does not wait for the device, else one min/max
+    pass over all dimensions without a range waits for it.  NumPy's edges
+    are computed once per (dtype, bins, range, data min/max) and reused.
     """
     with _arrays.call_stream(stream, sample if _is_device(sample) else None):
         return _histogramdd_impl(sample, bins, range, density, weights)
