@@ -329,6 +329,8 @@ def binstat_cases(cp, timer, rows, ceiling, torch=None):
                 one(f"binstat-{stat}-1000-32M", "torch:index_add_", torch_binstat, nbytes)
             del tx, tv
         del x, v
+    return out
+
 
 def binstat_only(args):
     """--binstat: only the binned_statistic rows (they replace the same cases in latest.json)."""

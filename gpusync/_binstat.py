@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _arrays, _binstat_more, _core, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._histogram import _minmax
+from ._histogram import _edges_for, _minmax
 
 STATISTICS = tuple(sorted(_core.STATISTICS, key=_core.STATISTICS.get))  # codes defined once in C
 STRATEGIES = _dispatch.STRATEGIES["binned_statistic"]
@@ -129,10 +129,18 @@ def _may_overflow(values):
 
 def _huge(values):
     """_may_overflow for host or device values, without copying device
-    values to the host (only float64 can exceed 2^500; one device reduction)."""
+    values to the host (only float64 can exceed 2^500): for device values
+    one min/max pass, and an elementwise test only when NaN or inf is among
+    them."""
     if np.dtype(values.dtype) != np.float64:
         return False
     if isinstance(values, DeviceArray):
+        if values.length == 0:
+            return False
+        lo, hi = _minmax(values)  # one read of the values (a NaN makes lo NaN)  # synchronize!
+        if np.isfinite(lo) and np.isfinite(hi):  # every value finite: the largest |value| is |lo| or |hi|
+            return bool(max(abs(float(lo)), abs(float(hi))) > 2.0**500)
+        # NaN or inf among the values: which finite ones are huge takes the elementwise test
         if values.lib == "cupy":
             import cupy as cp
 
@@ -199,8 +207,13 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
 
     Returns ``(statistic, bin_edges, binnumber)``: float64 per bin, the edges
     (x's float dtype), and SciPy's int64 bin number of each value (0 below,
-    1..nbins, nbins + 1 above or NaN).  Device input gives device results.
-    The call waits for the GPU (it checks the mutexes' time-out flag).
+    1..nbins, nbins + 1 above or NaN).  Device input gives device results
+    (equal-width edges written on the device).  The call waits for the GPU
+    when `bins` is a number (SciPy's range and its check that x is finite
+    read x's min and max; with `range` given that read follows the
+    statistic's launch), for std / var of float64 values (the overflow
+    check), and with the mutex strategies (their time-out flag); the
+    privatized strategy with explicit edges returns without waiting.
     """
     with _arrays.call_stream(stream, x):
         if isinstance(statistic, str) and statistic == "median" or statistic is np.median:
@@ -259,7 +272,15 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
 
     x_dtype = np.dtype(xv.dtype)
     n = xv.shape[0]
-    edges, top = _edges_top(xv, bins, range)
+    # device x with bins a number and range given: SciPy's check that x is finite (a min/max pass and a
+    # wait) runs after the statistic's launch, so that the pass and the wait overlap the kernel
+    defer = on_device and _checks_finite(xv, bins) and range is not None
+    try:
+        edges, top = _edges_top(xv, bins, range, defer=defer)
+    except ValueError:
+        if defer:
+            _check_finite(*_minmax(xv), x_dtype)  # SciPy's first error  # synchronize!
+        raise
     nb = len(edges) - 1
     # one float dtype for both arrays at the C API (conversions are exact)
     work = np.dtype(np.float32) if (x_dtype == np.float32 and np.dtype(vv.dtype) == np.float32) else np.dtype(np.float64)
@@ -278,7 +299,9 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
 
     result, binnumber = _dispatch.run("binned_statistic", [xd, vd], [(nb, np.float64), (n, np.int64)], call,
                                       strategy=strategy, names=["x", "values"], bins=nb)
-    if statistic in ("std", "var"):
+    if defer:
+        _check_finite(*_minmax(xv), x_dtype)  # synchronize! (after the statistic's launch)
+    if statistic in ("std", "var") and np.dtype(vv.dtype) == np.float64:  # (only float64 can exceed 2^500)
         lib = Lib.of(xv.lib) if on_device else None
         rh = lib.to_host(result).reshape(-1) if on_device else result  # synchronize! (the call waits anyway)
         # (empty bins are NaN too: the values come to the host only when some |value| > 2^500)
@@ -287,28 +310,48 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
             bh = lib.to_host(binnumber).reshape(-1) if on_device else binnumber
             fixed = _overflowed_spread(rh, vh, bh, nb)
             result = lib.from_host(fixed, xv.device) if on_device else fixed
-    edges_out = Lib.of(xv.lib).from_host(edges, xv.device) if on_device else edges
+    # device input: equal-width edges written on the device by their formula (no host copy, no wait)
+    edges_out = _edges_for(xv, edges, np.ndim(bins) == 0) if on_device else edges
     return BinnedStatisticResult(result, edges_out, binnumber)
 
 
-def _edges_top(xv, bins, range):  # noqa: A002
+def _checks_finite(xv, bins):
+    """Whether SciPy checks that x is finite (bins a number; float x, non-empty)."""
+    return np.ndim(bins) == 0 and np.dtype(xv.dtype).kind == "f" and xv.shape[0] > 0
+
+
+def _check_finite(lo, hi, x_dtype):
+    """SciPy's errors for NaN / infinite x (from x's min and max; NaN propagates into both)."""
+    if np.dtype(x_dtype).kind != "f":
+        return
+    if np.isnan(lo):
+        raise ValueError("The sample on which `values` is to be binned contains at least one NaN, and the "
+                         "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError("x contains non-finite values.")
+
+
+def _edges_top(xv, bins, range, lohi=None, defer=False):  # noqa: A002
     """SciPy's edges of one dimension (x's float dtype) and `top` (the
-    largest x SciPy puts into the last bin), with SciPy's errors."""
+    largest x SciPy puts into the last bin), with SciPy's errors.  x's min
+    and max are read when SciPy needs them: for the range when it is None,
+    for the check that x is finite when bins is a number -- `lohi` when the
+    caller read them already (several dimensions at once); with `defer`
+    the caller checks finiteness itself (after its launch)."""
     x_dtype = np.dtype(xv.dtype)
     n = xv.shape[0]
     if range is None and n == 0:  # SciPy reads x's min and max even when it does not need them
         raise ValueError("zero-size array to reduction operation minimum which has no identity")
     lo = hi = None
-    if n and np.ndim(bins) == 0:  # (explicit edges need neither the range nor the non-finite check)
-        lo, hi = _minmax(xv)  # NaN propagates into both
-        if np.ndim(bins) == 0 and x_dtype.kind == "f" and np.isnan(lo):
-            raise ValueError("The sample on which `values` is to be binned contains at least one NaN, and the "
-                             "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
-        if np.ndim(bins) == 0 and x_dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
-            raise ValueError("x contains non-finite values.")
+    if n and np.ndim(bins) == 0 and (range is None or (_checks_finite(xv, bins) and not defer)):
+        # (explicit edges need neither the range nor the non-finite check; integers are finite)
+        lo, hi = lohi if lohi is not None else _minmax(xv)  # synchronize! (device input)
+        _check_finite(lo, hi, x_dtype)
     if np.ndim(bins) != 0 and np.ndim(bins) != 1:
         raise ValueError("binned_statistic: bins must be an integer or a 1-D sequence of edges")
     if np.ndim(bins) == 0:  # equal-width edges: one computation per (range, dtype, bins), then a copy
+        if range is not None:
+            lo = hi = None  # (the range decides the edges)
         try:
             key = (None if lo is None else float(lo), None if hi is None else float(hi), x_dtype.str,
                    int(bins), None if range is None else tuple(range))

@@ -27,7 +27,9 @@ import numpy as np
 
 from . import _arrays, _backend, _binstat_more, _core, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._binstat import _binned_statistic_impl, _edges_top, _huge, _overflowed_spread
+from ._binstat import _binned_statistic_impl, _check_finite, _checks_finite, _edges_top, _huge, _overflowed_spread
+from ._histdd import _minmax_many
+from ._histogram import _edges_for
 
 BinnedStatisticddResult = namedtuple("BinnedStatisticddResult", ("statistic", "bin_edges", "binnumber"))
 BinnedStatistic2dResult = namedtuple("BinnedStatistic2dResult", ("statistic", "x_edge", "y_edge", "binnumber"))
@@ -200,11 +202,30 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
         return None
     d, n = len(cvs), cvs[0].shape[0]
     dev, stream = cvs[0].device, cvs[0].stream
+    # x's min and max of every dimension SciPy reads them for, in one pass and one wait: all of them
+    # for the ranges when range is None; with range given only SciPy's check that the sample is
+    # finite needs them, and that check runs after the kernels' launch (the pass and the wait overlap them)
+    check = [k for k, c in enumerate(cvs) if _checks_finite(c, bins[k])]
+    lohi = {}
+    if range is None:
+        want = [k for k, c in enumerate(cvs) if np.ndim(bins[k]) == 0 and n]
+        lohi = dict(zip(want, _minmax_many([cvs[k] for k in want])))  # synchronize!
+        check = []
+
+    def check_finite():
+        for k, mm in zip(check, _minmax_many([cvs[k] for k in check])):  # synchronize!
+            _check_finite(*mm, cvs[k].dtype)
+
     edges, tops = [], []
-    for k, c in enumerate(cvs):
-        e, t = _edges_top(c, bins[k], None if range is None else range[k])
-        edges.append(e)
-        tops.append(t)
+    try:
+        for k, c in enumerate(cvs):
+            e, t = _edges_top(c, bins[k], None if range is None else range[k], lohi.get(k), defer=bool(check))
+            edges.append(e)
+            tops.append(t)
+    except ValueError:
+        if check:
+            check_finite()  # SciPy's first error
+        raise
     nb = [len(e) - 1 for e in edges]
     inner = math.prod(nb)
     vrows = [_arrays.as_input(rows[v], "values") for v in builtins.range(rows.shape[0] if statistic != "count" else 1)]
@@ -230,20 +251,28 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
                                       _arrays.as_input(flat, "binnumber").desc() if i == 0 else None, stream)
         except _core.UnsupportedDeviceError:  # the bins do not fit a block's shared memory
             return None
-        if statistic == "std":
+        if statistic == "std" and np.dtype(v.dtype) == np.float64:  # (only float64 can exceed 2^500)
             rh = L.to_host(res).reshape(-1)
             if not (rh >= 0).all() and _huge(v):  # (empty bins are NaN too)
                 vh = v.to_host()
                 res = L.from_host(_overflowed_spread(rh, vh, _inner_plus1(L.to_host(flat), nb), inner), dev)
         results.append(res)
+    if check:
+        check_finite()  # (after the launches)
     if statistic == "count" and rows.shape[0] > 1:
         results = results * rows.shape[0]
-    xp = np if lib == "numpy" else __import__(lib)
-    result = xp.stack(results).reshape(tuple(input_shape[:-1] + nb))
+    shape = tuple(input_shape[:-1] + nb)
+    if len(results) == 1:  # one values row: the kernel's result itself (no stacking copy)
+        result = results[0].reshape(shape)
+    else:
+        xp = np if lib == "numpy" else __import__(lib)
+        result = xp.stack(results).reshape(shape)
     binnumber = flat
     if expand and d > 1:
         binnumber = _unravel(flat, [b + 2 for b in nb], lib)
-    return BinnedStatisticddResult(result, [L.from_host(e, dev) for e in edges], binnumber)
+    # equal-width edges written on the device by their formula (no host copy, no wait)
+    return BinnedStatisticddResult(result, [_edges_for(cvs[0], e, np.ndim(bins[k]) == 0)
+                                            for k, e in enumerate(edges)], binnumber)
 
 
 def _inner_plus1(flat, nb):

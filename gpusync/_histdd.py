@@ -4,7 +4,9 @@ kernel (issue 15).
 The edges come from NumPy itself: ``np.histogramdd`` run on a proxy sample
 of two points per dimension -- the data's min and max, in the sample's
 dtype -- so every ``bins`` form (int, per-dimension ints, edge arrays,
-mixed), ``range``, NaN ranges and all their errors are NumPy's own.  The
+mixed), ``range``, NaN ranges and all their errors are NumPy's own; the
+result is remembered per (dtype, bins, range, min/max), so a repeated call
+runs no NumPy code for its edges (issue 14's per-call cost).  The
 kernel (C API ``histogramdd``: csrc/cpu/histdd.c, csrc/cuda/histdd.cu) bins
 each coordinate exactly as NumPy's searchsorted-based rule does (the last
 edge closed, values outside and NaN dropped; csrc/common/histdd.h) and
@@ -14,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _arrays, _backend, _core
+from . import _arrays, _backend, _core, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._histogram import _minmax
+from ._histogram import _edges_for, _minmax
 
 
 def _is_device(obj):
@@ -63,27 +65,82 @@ def _coords(sample):
     return [arr[:, k] for k in range(d)], d
 
 
-def _edges(cols, d, bins, range):  # noqa: A002 - NumPy's name
-    """NumPy's edges, from np.histogramdd on the data's per-dimension min and max."""
+def _minmax_many(cols):
+    """[(min, max), ...] of the columns as NumPy scalars of their dtype; device
+    columns of one dtype in one pass and one wait.  # synchronize! (device input)"""
+    if 1 < len(cols) <= 16 and all(isinstance(c, DeviceArray) for c in cols) and \
+            len({np.dtype(c.dtype) for c in cols}) == 1:
+        v = np.frombuffer(_core.minmax_many("cuda", [c.desc() for c in cols], cols[0].stream), dtype=cols[0].dtype)
+        return [(v[2 * k], v[2 * k + 1]) for k in range(len(cols))]
+    return [_minmax(c) for c in cols]
+
+
+def _hkey(v):
+    """A cache key for `bins` / `range` that keeps every value's type (NumPy's
+    edges depend on it); TypeError for what is not worth a key."""
+    if v is None:
+        return None
+    if isinstance(v, (bool, int, float, np.integer, np.floating)):
+        return (type(v), v)
+    if isinstance(v, (list, tuple)) and len(v) <= 64:
+        return (type(v), tuple(_hkey(e) for e in v))
+    if isinstance(v, np.ndarray) and v.size <= 65536 and v.dtype.kind in "biuf":
+        return (np.ndarray, v.dtype.str, v.shape, v.tobytes())
+    raise TypeError
+
+
+class _Plan:
+    """NumPy's edges of one (dtype, bins, range, data min/max) and what the
+    kernel takes: every dimension's edges as one float64 array, their counts."""
+
+    __slots__ = ("edges", "e_all", "ne", "nb", "total")
+
+    def __init__(self, edges):
+        for e in edges:
+            e.flags.writeable = False
+        self.edges = edges
+        self.e_all = np.ascontiguousarray(np.concatenate([np.asarray(e, np.float64) for e in edges]))
+        self.ne = np.array([len(e) for e in edges], np.int64)
+        self.nb = tuple(len(e) - 1 for e in edges)
+        self.total = int(np.prod(self.nb, dtype=np.int64))
+
+
+_plans: dict = {}
+_PLANS_MAX = 256
+
+
+def _plan(cols, d, bins, range):  # noqa: A002 - NumPy's name
+    """NumPy's edges, from np.histogramdd on the data's per-dimension min and
+    max (read only for dimensions without a range), remembered per (dtype,
+    bins, range, min/max): a repeated call runs no NumPy code for them."""
     dt = np.dtype(cols[0].dtype)
     n = cols[0].length if isinstance(cols[0], DeviceArray) else cols[0].shape[0]
     if n == 0:
         proxy = np.empty((0, d), dt)
     else:
-        proxy = np.empty((2, d), dt)
+        proxy = np.zeros((2, d), dt)
         try:  # the data's min and max matter only for dimensions without a range
             need = range is None or any(r is None for r in range)
         except TypeError:
             need = True  # a malformed range: NumPy raises on the proxy
-        for k, c in enumerate(cols):
-            if need:
-                lo, hi = _minmax(c)  # synchronize! (device input)
+        if need:
+            for k, (lo, hi) in enumerate(_minmax_many(cols)):  # synchronize! (device input: once)
                 proxy[0, k], proxy[1, k] = lo, hi
-            else:
-                proxy[:, k] = 0
+    try:
+        key = (dt.str, proxy.shape, proxy.tobytes(), _hkey(bins), _hkey(range))
+        hit = _plans.get(key)
+    except TypeError:
+        key = hit = None
+    if hit is not None:
+        return hit
     with np.errstate(invalid="ignore"):
         _, edges = np.histogramdd(proxy, bins=bins, range=range)
-    return edges
+    plan = _Plan(list(edges))
+    if key is not None:
+        if len(_plans) >= _PLANS_MAX:
+            _plans.clear()
+        _plans[key] = plan
+    return plan
 
 
 def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, stream=None):  # noqa: A002
@@ -103,8 +160,11 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, stre
     edges, or a binary search) and the C-order linear bin is counted in
     privatized bins (shared memory per block on the GPU when they fit,
     else global atomics; per thread on the CPU).  Device input gives a
-    device H and device edges; the min/max pass for ``range=None`` waits
-    for the device.
+    device H (float64 counts written by the kernel) and device edges
+    (equal-width ones written by their formula); with every dimension's
+    range given the call does not wait for the device, else one min/max
+    pass over all dimensions without a range waits for it.  NumPy's edges
+    are computed once per (dtype, bins, range, data min/max) and reused.
     """
     with _arrays.call_stream(stream, sample if _is_device(sample) else None):
         return _histogramdd_impl(sample, bins, range, density, weights)
@@ -116,8 +176,9 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
         _arrays.check_dtype(c.dtype, "sample", "histogramdd")
     device = isinstance(cols[0], DeviceArray)
     n = cols[0].length if device else cols[0].shape[0]
-    edges = _edges(cols, d, bins, range)
-    nb = [len(e) - 1 for e in edges]
+    plan = _plan(cols, d, bins, range)
+    edges = plan.edges
+    nb = list(plan.nb)
     w = None
     if weights is not None:
         w = _arrays.as_input(weights, "weights")
@@ -133,10 +194,8 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
         if np.dtype(w.dtype).kind not in "biuf":
             raise TypeError(f"Cannot cast array data from {np.dtype(w.dtype)!r} to dtype('float64') "
                             "according to the rule 'safe'")
-    e_all = np.ascontiguousarray(np.concatenate([np.asarray(e, np.float64) for e in edges]))
-    ne = np.array([len(e) for e in edges], np.int64)
+    e_all, ne, total = plan.e_all, plan.ne, plan.total
     be = _backend.backend()
-    total = int(np.prod(nb, dtype=np.int64))
     if device and be == "cuda":
         lib = Lib.of(cols[0].lib)
         dev = cols[0].device
@@ -144,11 +203,12 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
         if w is not None:
             wv = w if w.dtype == np.float64 else _arrays.as_input(lib.astype(w.obj, np.float64), "weights")
             wd = wv.desc()
-        out = lib.empty(total, np.float64 if w is not None else np.int64, dev)
-        _core.histogramdd("cuda", [c.desc() for c in cols], e_all, ne, wd, _arrays.as_input(out, "out").desc(),
-                          cols[0].stream)
-        hist = lib.astype(out, np.float64).reshape(tuple(nb))
-        edges_out = [lib.from_host(e, dev) for e in edges]
+        out = lib.empty(total, np.float64, dev)  # float64 counts straight from the kernel: no cast
+        _core.histogramdd("cuda", [c.desc() for c in cols], e_all, ne, wd,
+                          _dispatch.new_desc(lib, out, total, np.float64, dev), cols[0].stream)
+        hist = out.reshape(tuple(nb))
+        # equal-width edges written on the device by their formula (no host copy); others copied
+        edges_out = [_edges_for(cols[0], e, True) for e in edges]
     else:
         if device:  # forced CPU backend with device input: copy, count, copy back
             hcols = [c.to_host() for c in cols]
@@ -163,7 +223,7 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
         out = np.empty(total, np.float64 if wh is not None else np.int64)
         _core.histogramdd(be, list(hcols), e_all, ne, wh, out, _arrays.host_stream())
         hist = out.astype(np.float64, copy=False).reshape(tuple(nb))
-        edges_out = list(edges)
+        edges_out = [e.copy() for e in edges]  # NumPy's fresh arrays (the plan keeps its own)
         if device:
             lib = Lib.of(cols[0].lib)
             hist = lib.from_host(hist, cols[0].device)
@@ -173,8 +233,7 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
         for i in np.arange(d):
             shape = np.ones(d, int)
             shape[i] = nb[i]
-            de = np.diff(edges[i])
-            de = Lib.of(cols[0].lib).from_host(de, cols[0].device) if device else de
+            de = edges_out[i][1:] - edges_out[i][:-1] if device else np.diff(edges[i])  # (on the device: no copy)
             hist = hist / de.reshape(tuple(shape))
         hist /= s
     return hist, edges_out

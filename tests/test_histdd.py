@@ -143,3 +143,41 @@ def test_property_histogramdd(s, nb):
     got = gs.histogramdd(s, nb, rg)
     np.testing.assert_array_equal(got[0], ref[0])
     assert got[0].sum() == np.sum(np.all((s >= -1) & (s <= 1), axis=1))
+
+
+def test_cached_plan_gives_fresh_edges(backend):
+    """Repeated calls reuse the edges NumPy computed once (per dtype, bins,
+    range and data min/max); each call still returns arrays of its own."""
+    rng = np.random.default_rng(11)
+    x, y = rng.random(500), rng.random(500) * 3
+    for _ in range(2):
+        h, xe, ye = gs.histogram2d(x, y, [5, 7], [[0, 1], [0, 3]])
+        _check2d((h, xe, ye), np.histogram2d(x, y, [5, 7], [[0, 1], [0, 3]]))
+        xe[:] = -1  # must not reach the next call's edges
+    for scale in (1.0, 2.0, 1.0):  # range from the data: a new min/max is a new plan
+        _check2d(gs.histogram2d(x * scale, y, 6), np.histogram2d(x * scale, y, 6))
+    # the bounds' types matter to NumPy: (0, 1) and (0.0, 1.0) with int bins, int and float32 data
+    xi = rng.integers(0, 5, 300).astype(np.int16)
+    for rg in ([[0, 4], [0, 4]], [[0.0, 4.0], [0.0, 4.0]], [[np.float32(0), np.float32(4)], [0, 4]]):
+        _check2d(gs.histogram2d(xi, xi, 3, rg), np.histogram2d(xi, xi, 3, rg))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", [1, 7, 4099, 65_539])
+def test_vector_loads_tails_and_many_bins(backend, kind, dtype, n):
+    """16-byte loads (contiguous, aligned), their n % 4 tail, unaligned views
+    (scalar loads), and 256 x 256 bins (a cluster's shared memory on sm_90,
+    global atomics elsewhere), weighted and not: NumPy's counts exactly."""
+    rng = np.random.default_rng(n)
+    x = rng.random(n + 1).astype(dtype)
+    y = (rng.random(n + 1) * 1.2 - 0.1).astype(dtype)
+    w = rng.integers(0, 5, n + 1).astype(np.float64)
+    xd, yd, wd = to_kind(x, kind), to_kind(y, kind), to_kind(w, kind)
+    for sl in (slice(0, n), slice(1, n + 1)):  # aligned, then one element in: 4-byte / 8-byte aligned
+        for bins in (16, 256):
+            for weights in (None, w):
+                ref = np.histogram2d(x[sl], y[sl], bins, [[0, 1], [0, 1]], None,
+                                     None if weights is None else weights[sl])
+                got = gs.histogram2d(xd[sl], yd[sl], bins, [[0, 1], [0, 1]], None,
+                                     None if weights is None else wd[sl])
+                _check2d(got, ref)

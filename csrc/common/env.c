@@ -84,6 +84,9 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_BITS_SIMD] = {.name = "GPUSYNC_BITS_SIMD", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
                           .meaning = "benchmarks: 0 makes packbits/count_nonzero of bytes test each element "
                                      "instead of 4 bytes at a time"},
+    [GS_ENV_HISTDD_CLUSTER] = {.name = "GPUSYNC_HISTDD_CLUSTER", .type = "int", .fallback = "2", .lo = 2, .hi = 16,
+                               .meaning = "tuning: the smallest thread-block cluster histogram2d / histogramdd "
+                                          "spread their bins over when they do not fit one block (a power of two)"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

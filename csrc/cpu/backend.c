@@ -54,6 +54,12 @@ static gs_status cpu_minmax(const gs_array *x, void *out2, void *stream)
     return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax of host arrays is NumPy's: the cpu backend has none");
 }
 
+static gs_status cpu_minmax_many(const gs_array *xs, int k, void *out, void *stream)
+{
+    (void)xs, (void)k, (void)out, (void)stream;
+    return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax of host arrays is NumPy's: the cpu backend has none");
+}
+
 static gs_status cpu_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
 {
     (void)bins, (void)out, (void)stream;
@@ -110,6 +116,7 @@ static const gs_backend_ops cpu_ops = {
     .histogramdd = gs_cpu_histogramdd, /* issue 15 */
     .unpackbits = gs_cpu_unpackbits,   /* issue 15 */
     .binned_statistic_dd = gs_cpu_binned_statistic_dd, /* issues 14, 15: csrc/cpu/binstat_dd.c */
+    .minmax_many = cpu_minmax_many,
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

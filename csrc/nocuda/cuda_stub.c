@@ -31,6 +31,11 @@ static gs_status stub_minmax(const gs_array *x, void *out2, void *stream)
     (void)x, (void)out2, (void)stream;
     return NO_CUDA;
 }
+static gs_status stub_minmax_many(const gs_array *xs, int k, void *out, void *stream)
+{
+    (void)xs, (void)k, (void)out, (void)stream;
+    return NO_CUDA;
+}
 static gs_status stub_uniform_edges(const gs_hist_bins *b, gs_array *out, void *stream)
 {
     (void)b, (void)out, (void)stream;
@@ -162,6 +167,7 @@ static const gs_backend_ops stub_ops = {
     .histogramdd = stub_histogramdd, /* issue 15 */
     .unpackbits = stub_unpackbits,   /* issue 15 */
     .binned_statistic_dd = stub_binned_statistic_dd, /* issues 14, 15 */
+    .minmax_many = stub_minmax_many,
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

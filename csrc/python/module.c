@@ -386,6 +386,47 @@ static PyObject *py_minmax(PyObject *self, PyObject *args)
     return PyBytes_FromStringAndSize(buf, (Py_ssize_t)(2 * gs_dtype_size(x.a.dtype)));
 }
 
+/* minmax_many(backend, [x, ...], stream) -> bytes of (min, max) of each x in
+ * turn (one dtype), one synchronization */
+static PyObject *py_minmax_many(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *backend;
+    PyObject *lo;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "sO!K", &backend, &PyList_Type, &lo, &stream))
+        return NULL;
+    const gs_backend_ops *ops = backend_by_name(backend);
+    if (!ops)
+        return NULL;
+    enum { MANY = 16 };
+    const Py_ssize_t k = PyList_GET_SIZE(lo);
+    if (k < 1 || k > MANY) {
+        PyErr_SetString(PyExc_ValueError, "minmax_many: 1 to 16 arrays");
+        return NULL;
+    }
+    gs_array xs[MANY];
+    for (Py_ssize_t i = 0; i < k; i++) {
+        gs_arg a;
+        if (!parse_array(PyList_GET_ITEM(lo, i), &a, "x"))
+            return NULL;
+        xs[i] = a.a;
+        if (xs[i].dtype != xs[0].dtype) {
+            PyErr_SetString(PyExc_ValueError, "minmax_many: arrays of one dtype");
+            return NULL;
+        }
+    }
+    const size_t es = gs_dtype_size(xs[0].dtype);
+    char buf[2 * MANY * 8];
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->minmax_many(xs, (int)k, buf, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (!gs_done(st))
+        return NULL;
+    return PyBytes_FromStringAndSize(buf, (Py_ssize_t)(2 * es * (size_t)k));
+}
+
 static PyObject *py_uniform_edges(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -1541,6 +1582,8 @@ static PyMethodDef methods[] = {
     {"histogram", py_histogram, METH_VARARGS,
      "histogram(backend, x, weights, out, bins, strategy, stream) -> strategy used"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
+    {"minmax_many", py_minmax_many, METH_VARARGS,
+     "minmax_many(backend, [x, ...], stream) -> bytes of each x's (min, max) in their one dtype"},
     {"uniform_edges", py_uniform_edges, METH_VARARGS, "uniform_edges(backend, bins, out, stream)"},
     {"reduce", py_reduce, METH_VARARGS,
      "reduce(backend, a, b or None, out, strategy, deterministic, stream) -> strategy used"},

@@ -327,6 +327,12 @@ typedef struct gs_backend_ops {
     gs_status (*binned_statistic_dd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                                      const double *tops, const gs_array *values, int statistic, gs_array *result,
                                      gs_array *binnumber, void *stream);
+
+    /* minmax of k device arrays of one dtype and device (histogramdd and
+     * binned_statistic_dd read every dimension's range): out gets 2 k host
+     * elements of that dtype, (min, max) of each array in turn.  One
+     * synchronization with the stream (k <= 16). */
+    gs_status (*minmax_many)(const gs_array *xs, int k, void *out, void *stream);
 } gs_backend_ops;
 
 #define GS_HISTDD_MAX_DIMS 32
@@ -388,6 +394,7 @@ typedef enum gs_env_var {
     GS_ENV_HIST_SMALL,
     GS_ENV_HIST_U8_CFG,
     GS_ENV_BITS_SIMD,
+    GS_ENV_HISTDD_CLUSTER,
     GS_ENV_COUNT
 } gs_env_var;
 
