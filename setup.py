@@ -330,7 +330,8 @@ ext = Extension(
     "gpusync._core",
     sources=c_sources,
     include_dirs=[os.path.join(CSRC, "include"), os.path.join(CSRC, "common"), np.get_include()],
-    extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-Wall", "-Wno-missing-braces", "-Werror=missing-field-initializers"],
+    extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-Wall", "-Wno-missing-braces", "-Werror=missing-field-initializers",
+                        "-Werror=incompatible-pointer-types", "-Werror=int-conversion", "-Werror=implicit-function-declaration"],
     libraries=["pthread"],
 )
 

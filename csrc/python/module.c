@@ -391,13 +391,10 @@ static PyObject *py_minmax(PyObject *self, PyObject *args)
 static PyObject *py_minmax_many(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *backend;
+    const gs_backend_ops *ops;
     PyObject *lo;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "sO!K", &backend, &PyList_Type, &lo, &stream))
-        return NULL;
-    const gs_backend_ops *ops = backend_by_name(backend);
-    if (!ops)
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O!O&", conv_backend, &ops, &PyList_Type, &lo, conv_stream, &stream))
         return NULL;
     enum { MANY = 16 };
     const Py_ssize_t k = PyList_GET_SIZE(lo);
@@ -420,7 +417,7 @@ static PyObject *py_minmax_many(PyObject *self, PyObject *args)
     char buf[2 * MANY * 8];
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->minmax_many(xs, (int)k, buf, (void *)(uintptr_t)stream);
+    st = ops->minmax_many(xs, (int)k, buf, stream);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
