@@ -340,6 +340,9 @@ def main():
             for place in places:
                 sync = None
                 if place == "device":
+                    # the host rows just before (thread pools of PyTorch, OpenBLAS, gpusync) spin a while
+                    # after their last job and take the cores the device calls' Python runs on: let them park
+                    time.sleep(QUIET_S)
                     arrs = [cp.asarray(a) for a in host]
                     sync = cp.cuda.Device().synchronize
                     cands = [("gpusync:auto", None, gs_fn, False)]
