@@ -22,7 +22,7 @@ import numpy as np
 from . import _backend, _core
 from ._costmodel import Machine
 
-FORMAT = 2  # 2: cache tier, all-cores rates, the GPU's host-input curve
+FORMAT = 3  # 2: cache tier, all-cores rates, the GPU's host-input curve; 3: per-op GPU extra
 _warned = {"cache": False}
 
 
@@ -72,6 +72,7 @@ def to_json(m: Machine) -> dict:
     d["cpu_rate"] = dict(m.cpu_rate)
     d["gpu_rate"] = dict(m.gpu_rate)
     d["cpu_rate_all"] = dict(m.cpu_rate_all)
+    d["gpu_extra"] = dict(m.gpu_extra)
     d["cache_bw"] = [list(p) for p in m.cache_bw]
     d["gpu_host"] = [list(p) for p in m.gpu_host]
     return d
@@ -100,6 +101,10 @@ def from_json(d: dict) -> Machine:
             v = int(v)
             if v < 0:
                 raise ValueError("cache_bytes must be >= 0")
+        elif f == "gpu_extra":
+            v = tuple(sorted((str(k), float(r)) for k, r in dict(v).items()))
+            if any(not (r >= 0 and np.isfinite(r)) for _, r in v):
+                raise ValueError("gpu_extra must be finite and >= 0")
         elif f in ("cpu_rate", "gpu_rate", "cpu_rate_all"):
             v = tuple(sorted((str(k), float(r)) for k, r in dict(v).items()))
             if any(not r > 0 for _, r in v):
@@ -310,24 +315,30 @@ def measure(quick: bool = False, verbose: bool = False) -> Machine:
     return m
 
 
-def _op_rates(verbose, cores):
-    """Element rate of each op on the C engine: the calling thread alone and
-    all `cores` threads of the pool."""
+def _cases(n):
+    """op -> (call, bytes read) on n elements: what the op rates are measured on."""
     rng = np.random.default_rng(0)
-    one, full = {}, {}
-    n = 1 << 20
     x = rng.standard_normal(n)
     xi = rng.integers(0, 1000, n)
     b = rng.integers(0, 2, n).astype(np.uint8)
     import gpusync as gs
 
-    cases = {
-        "sum": lambda: gs.sum(x), "dot": lambda: gs.dot(x, x), "count_nonzero": lambda: gs.count_nonzero(x),
-        "packbits": lambda: gs.packbits(b), "cumsum": lambda: gs.cumsum(x),
-        "histogram": lambda: gs.histogram(x, 100, range=(-4, 4)), "bincount": lambda: gs.bincount(xi),
-        "binned_statistic": lambda: gs.binned_statistic(x, x, "mean", bins=100, range=(-4, 4)),
+    return {
+        "sum": (lambda: gs.sum(x), x.nbytes), "dot": (lambda: gs.dot(x, x), 2 * x.nbytes),
+        "count_nonzero": (lambda: gs.count_nonzero(x), x.nbytes), "packbits": (lambda: gs.packbits(b), b.nbytes),
+        "cumsum": (lambda: gs.cumsum(x), x.nbytes),
+        "histogram": (lambda: gs.histogram(x, 100, range=(-4, 4)), x.nbytes),
+        "bincount": (lambda: gs.bincount(xi), xi.nbytes),
+        "binned_statistic": (lambda: gs.binned_statistic(x, x, "mean", bins=100, range=(-4, 4)), 2 * x.nbytes),
     }
-    for op, fn in cases.items():
+
+
+def _op_rates(verbose, cores):
+    """Element rate of each op on the C engine: the calling thread alone and
+    all `cores` threads of the pool."""
+    one, full = {}, {}
+    n = 1 << 20
+    for op, (fn, _) in _cases(n).items():
         with _forced("caller"):
             one[op] = n / _best(fn, 5, 0.3)
         if cores > 1:
@@ -359,10 +370,23 @@ def _gpu(m: Machine, quick: bool, verbose) -> Machine:
     (b0, t0), (b1, t1) = curve[-2], curve[-1]
     h2d = (b1 - b0) / (t1 - t0) if t1 > t0 else m.h2d_bw
     m = m.replace(gpu=True, h2d_bw=h2d, d2h_bw=h2d, gpu_latency=max(1e-6, latency), gpu_host=tuple(curve))
+    # each op's host-input call beyond a sum of the same bytes (min/max passes,
+    # host-side bin plans, results back, extra waits): a fixed cost per call
+    extra = {}
+    for op, (fn, nbytes) in _cases(1 << 16).items():
+        try:
+            with _forced("cuda"):
+                t = _best(fn, 8, 0.05 if quick else 0.2)
+        except Exception:  # noqa: BLE001 - an op the GPU cannot run here keeps no extra
+            continue
+        extra[op] = max(0.0, t - m.gpu_host_time(nbytes))
+    m = m.replace(gpu_extra=tuple(sorted(extra.items())))
     if verbose:
         pts = ", ".join(f"{b >> 10} KiB {t * 1e6:.0f} us" for b, t in curve)
         print(f"  GPU: host-input sum: {pts}; copy slope {h2d / 1e9:.1f} GB/s; launch + sync {latency * 1e6:.1f} us; "
               f"device bandwidth {m.gpu_bw / 1e9:.0f} GB/s (from its properties)")
+        print("  GPU: each op's host-input call beyond a sum of its bytes: "
+              + ", ".join(f"{op} {t * 1e6:.0f} us" for op, t in sorted(extra.items())))
     return m
 
 

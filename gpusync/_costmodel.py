@@ -65,6 +65,7 @@ class Machine:
     cpu_rate: tuple = tuple(sorted(_CPU_RATE.items()))
     cpu_rate_all: tuple = ()  # (op, elements/s on all `cores` threads): measured scaling (absent: linear)
     gpu_host: tuple = ()  # ((bytes, seconds), ...): a host-input float64 sum on the GPU, end to end
+    gpu_extra: tuple = ()  # (op, seconds): an op's host-input GPU call beyond a sum of the same bytes
     gpu: bool = False
     h2d_bw: float = 20e9  # pinned host -> device
     d2h_bw: float = 20e9
@@ -171,8 +172,9 @@ def _gpu_time(m: Machine, s: Shape, n: float, crew: int = 0) -> float:
     if s.place == "device":
         return m.gpu_latency + kernel
     staged = m.gpu_latency + nbytes / (crew * m.bandwidth(1) / 2) if crew > 0 else 0.0
-    if m.gpu_host:  # measured end to end; the op's kernel beyond a read, packing, results
-        t = max(m.gpu_host_time(nbytes), staged) + (kernel - nbytes / m.gpu_bw) + s.out_bytes / m.d2h_bw
+    if m.gpu_host:  # measured end to end; the op's kernel beyond a read, its own fixed costs, packing, results
+        t = max(m.gpu_host_time(nbytes), staged) + (kernel - nbytes / m.gpu_bw) + s.out_bytes / m.d2h_bw \
+            + dict(m.gpu_extra).get(s.op, 0.0)
         if not s.contiguous:
             t += nbytes / m.bandwidth(1)
         return t

@@ -246,3 +246,19 @@ def histogram_(a, bins_desc, edges_desc, edges_host):
     _core.uniform_edges("cuda", edges_desc, (eptr, nedges, 1, _arrays._DTYPE_CODES[edt], dev), stream)
     _note("histogram", n, dt, dt.itemsize, nb * 8, used)
     return counts, edges
+
+
+def cumsum_(a, out_dtype_of):
+    """gs.cumsum(a) (axis None: the flattened scan) of a device array: a 1-D
+    array of NumPy's cumsum dtype (the core waits for the stream: it checks
+    the look-back's spin time-out, as the general path does)."""
+    r = _ready(a)
+    if r is None:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    odt = out_dtype_of(dt)
+    res, optr = h.out((n,), odt, dev)
+    used = _core.cumsum("cuda", (ptr, n, 1, code, dev), (optr, n, 1, _arrays._DTYPE_CODES[odt], dev), "auto",
+                        h.stream(dev))
+    _note("cumsum", n, dt, dt.itemsize, odt.itemsize * n, used)
+    return res

@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from . import _arrays, _core, _dispatch
+from . import _arrays, _core, _devfast, _dispatch
 from . import _axis as _nd
 from ._arrays import DeviceArray
 
@@ -70,6 +70,9 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
     """
     if stream is None and axis is None and dtype is None and out is None and strategy == "auto":
         r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+        if r is not NotImplemented:
+            return r
+        r = _devfast.cumsum_(a, _cumsum_dtype)  # device arrays' fast path
         if r is not NotImplemented:
             return r
     _dispatch.check_strategy("cumsum", strategy)

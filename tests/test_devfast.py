@@ -47,6 +47,7 @@ def test_fast_path_equals_numpy_and_general_path(lib, dtype, n):
              ("dot", lambda x: gs.dot(x, x), np.dot(h, h))]
     if h.dtype.kind in "biu":
         cases.append(("packbits", lambda x: gs.packbits(x), np.packbits(h)))
+        cases.append(("cumsum", lambda x: gs.cumsum(x), np.cumsum(h)))  # integers: exact
     for op, fn, ref in cases:
         r = fn(d)
         plan = gs.last_plan()
@@ -54,8 +55,10 @@ def test_fast_path_equals_numpy_and_general_path(lib, dtype, n):
         assert "the device fast path" in plan["notes"], (op, plan)
         assert type(r) is type(d), op
         got = _host(r)
-        if op != "packbits":
+        if op not in ("packbits", "cumsum"):
             assert got.shape == () and got.dtype == np.asarray(ref).dtype, (op, got.dtype, np.asarray(ref).dtype)
+        if op == "cumsum":
+            assert got.shape == ref.shape and got.dtype == ref.dtype, (got.dtype, ref.dtype)
         _devfast.enable(False)  # the general path gives the same bits
         try:
             g = fn(d)

@@ -532,3 +532,20 @@ def test_split_runs_with_the_crew_request(model):
     p = gs.last_plan()
     assert p["engine"] == "cpu+cuda" and p["split"]["cuda"] + p["split"]["cpu"] == x.size and "crew" in p["split"]
     np.testing.assert_array_equal(h, np.histogram(x, 100, (0, 1))[0])
+
+
+def test_measured_per_op_gpu_extra_keeps_small_bincounts_off_the_gpu():
+    """bincount's host-input GPU call has fixed costs a sum has not (its
+    min/max pass and wait): measured per op, they move its crossover."""
+    m = H200_LIKE.replace(cpu_rate=(("bincount", 8e8),), cpu_rate_all=(("bincount", 1.8e9),))
+    s = shape("bincount", 100_000, bins=1000)
+    slow = m.replace(gpu_extra=(("bincount", 700e-6),))
+    assert _costmodel._gpu_time(slow, s, s.n) == pytest.approx(_costmodel._gpu_time(m, s, s.n) + 700e-6)
+    assert _costmodel._gpu_time(slow, shape("sum", 100_000), 100_000) == _costmodel._gpu_time(m, shape("sum", 100_000),
+                                                                                            100_000)
+    assert _costmodel.choose(slow, s).engine != "cuda"
+    doc = json.loads(json.dumps(_calibrate.to_json(slow)))
+    assert _calibrate.from_json(doc) == slow
+    doc["gpu_extra"] = {"bincount": -1.0}
+    with pytest.raises(ValueError):
+        _calibrate.from_json(doc)
