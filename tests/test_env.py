@@ -5,6 +5,7 @@ import os
 import pathlib
 import re
 import subprocess
+import tempfile
 import sys
 import threading
 import warnings
@@ -105,7 +106,9 @@ def test_bad_num_threads_warns_during_a_call_and_the_call_works(monkeypatch):
 
 
 def _backend_in_subprocess(value):
-    env = dict(os.environ, GPUSYNC_BACKEND=value)
+    # a private cache directory: a calibration cache another gpusync version left in the user's
+    # (stale: one RuntimeWarning) must not decide what this test sees
+    env = dict(os.environ, GPUSYNC_BACKEND=value, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="gpusync-env-test-"))
     code = "import gpusync as gs, numpy as np; print(gs.backend(), gs.sum(np.arange(4)))"
     r = subprocess.run([sys.executable, "-W", "default", "-c", code], env=env, capture_output=True, text=True,
                        cwd=ROOT, timeout=120)
