@@ -31,6 +31,7 @@ Device input: ``cuda`` only (it stays on its device).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 # ops whose results merge by addition, so that two engines can share them
@@ -80,10 +81,18 @@ class Machine:
     gpu_rate: tuple = tuple(sorted(_GPU_RATE.items()))
     merge_bw: float = 4e9  # adding two partial results on the host (bytes / s)
 
+    @functools.cached_property
+    def _tables(self) -> dict:
+        """The tuple fields as the lookups the model makes (built once per
+        Machine: the model runs on every general-path call)."""
+        return {"host_bw": sorted(self.host_bw), "cache_bw": sorted(self.cache_bw), "cpu_rate": dict(self.cpu_rate),
+                "gpu_rate": dict(self.gpu_rate), "cpu_rate_all": dict(self.cpu_rate_all),
+                "gpu_extra": dict(self.gpu_extra)}
+
     def bandwidth(self, threads: int, nbytes: float = math.inf) -> float:
         """Host read bandwidth with `threads` threads (linear interpolation)
         for an input of `nbytes`: from the cache when it fits in half of it."""
-        pts = sorted(self.cache_bw if self.cache_bw and nbytes <= self.cache_bytes / 2 else self.host_bw)
+        pts = self._tables["cache_bw" if self.cache_bw and nbytes <= self.cache_bytes / 2 else "host_bw"]
         if threads <= pts[0][0]:
             return pts[0][1] * threads / pts[0][0]
         for (t0, b0), (t1, b1) in zip(pts, pts[1:]):
@@ -92,14 +101,14 @@ class Machine:
         return pts[-1][1]
 
     def rate(self, op: str, gpu: bool = False) -> float:
-        table = dict(self.gpu_rate if gpu else self.cpu_rate)
+        table = self._tables["gpu_rate" if gpu else "cpu_rate"]
         return table.get(op, (_GPU_RATE if gpu else _CPU_RATE).get(op, 1e8))
 
     def cpu_total_rate(self, op: str, threads: int) -> float:
         """Elements / s of `op` on `threads` threads: linear from the one-thread
         rate to the measured all-cores rate (linear scaling when unmeasured)."""
         one = self.rate(op)
-        full = dict(self.cpu_rate_all).get(op)
+        full = self._tables["cpu_rate_all"].get(op)
         if full is None or self.cores <= 1:
             return one * threads
         full = max(one, full)
@@ -174,7 +183,7 @@ def _gpu_time(m: Machine, s: Shape, n: float, crew: int = 0) -> float:
     staged = m.gpu_latency + nbytes / (crew * m.bandwidth(1) / 2) if crew > 0 else 0.0
     if m.gpu_host:  # measured end to end; the op's kernel beyond a read, its own fixed costs, packing, results
         t = max(m.gpu_host_time(nbytes), staged) + (kernel - nbytes / m.gpu_bw) + s.out_bytes / m.d2h_bw \
-            + dict(m.gpu_extra).get(s.op, 0.0)
+            + m._tables["gpu_extra"].get(s.op, 0.0)
         if not s.contiguous:
             t += nbytes / m.bandwidth(1)
         return t
@@ -242,7 +251,8 @@ def best_split(m: Machine, s: Shape):
     core; the pool alone (crew 0) on machines too small to share."""
     best = None
     free = m.cores - 1
-    for crew in range(1, free):
+    crews = sorted({c for c in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128) if c < free} | {free // 2} - {0})
+    for crew in crews:  # a geometric ladder of crew sizes: the model runs on every large host call
         t = free - crew
         f, c = split(m, s, t, crew)
         if best is None or c < best[3]:
@@ -272,7 +282,10 @@ def choose(m: Machine, s: Shape, engines=("caller", "cpu", "cuda", "cpu+cuda")) 
     if m.gpu and "cuda" in engines:
         pred["cuda"] = _gpu_time(m, s, s.n)
         info["cuda"] = (0, 1.0)
-    if m.gpu and "cpu+cuda" in engines and s.op in SPLITTABLE and s.n >= 2:
+    # a split costs at least its fixed cost: search the core shares only when that alone beats the best
+    # single engine (or the split is forced)
+    if m.gpu and "cpu+cuda" in engines and s.op in SPLITTABLE and s.n >= 2 and (
+            engines == ("cpu+cuda",) or not pred or m.split_overhead < min(pred.values())):
         t, crew, f, c = best_split(m, s)
         if engines == ("cpu+cuda",):  # forced: both halves get work, whatever the model says
             f = f if 0.0 < f < 1.0 else 0.5
