@@ -324,10 +324,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
             return res
         edges.flags.writeable = False
         # device input: the edges written on the device by their formula (no host copy)
-        f = _formula_cached(edges.dtype.str, edges.tobytes()) if uniform else None
-        edesc = None if f is None else _bins_tuple(_UNIFORM, len(edges) - 1, start=f[0], step=f[1], stop=f[2],
-                                                   arith_f32=f[3], edges_f32=f[4])
-        _fast_plans[fast] = (edges, desc, edesc)
+        _fast_plans[fast] = (edges, desc, _edges_formula(edges) if uniform else None)
     return res
 
 
@@ -468,16 +465,23 @@ def _formula_cached(dtype, data):
     return _uniform_formula(np.frombuffer(data, dtype=dtype))
 
 
+def _edges_formula(edges: np.ndarray):
+    """The bins description whose formula reproduces `edges` exactly (for the
+    uniform_edges kernel), or None when no formula does."""
+    f = _formula_cached(edges.dtype.str, edges.tobytes())
+    if f is None:
+        return None
+    start, step, stop, af32, ef32 = f
+    return _bins_tuple(_UNIFORM, len(edges) - 1, start=start, step=step, stop=stop, arith_f32=af32, edges_f32=ef32)
+
+
 def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
     """The edges as an array of the input's library, written on the device by
     a kernel when a formula describes them (no host copy, no wait: capturable
     in a CUDA graph); copied from the host otherwise."""
     lib = Lib.of(x.lib)
-    f = _formula_cached(edges.dtype.str, edges.tobytes()) if uniform and _backend.backend() == "cuda" else None
-    if f is not None:
-        start, step, stop, af32, ef32 = f
-        desc = _bins_tuple(_UNIFORM, len(edges) - 1, start=start, step=step, stop=stop, arith_f32=af32,
-                           edges_f32=ef32)
+    desc = _edges_formula(edges) if uniform and _backend.backend() == "cuda" else None
+    if desc is not None:
         out = lib.empty(len(edges), edges.dtype, x.device)
         _core.uniform_edges("cuda", desc, _dispatch.new_desc(lib, out, len(edges), edges.dtype, x.device), x.stream)
         return out
