@@ -184,6 +184,7 @@ def barrier_rows(rounds, sms):
     verification costs); then the tuning sweep of flat's and cluster's poll loops and cluster sizes."""
     rows = []
     coop_max = gs.barrier_benchmark("cooperative", rounds=1)["max_blocks"]
+    gs.barrier_benchmark("cooperative", blocks=coop_max, rounds=100000)  # warm-up: clocks up before the first row
 
     def add(case, impl, blocks, rounds_, **env):
         us, r = _best(impl.split(":")[1].split("[")[0], blocks, rounds_, **env)
@@ -211,12 +212,14 @@ def barrier_rows(rounds, sms):
             add(case, f"gpusync:flat[poll={poll}]", blocks, rounds, GPUSYNC_BARRIER_POLL=poll)
         for poll in range(5):
             add(case, f"gpusync:cluster[poll={poll}]", cblocks, rounds, GPUSYNC_BARRIER_POLL=poll)
-        for cs in (2, 4, 8, 16):
+        for cs in (2, 4, 6, 8, 12, 16):
             if cblocks % cs == 0:
                 try:
                     add(case, f"gpusync:cluster[cs={cs}]", cblocks, rounds, GPUSYNC_BARRIER_CLUSTER=cs)
                 except ValueError as e:  # that size does not fit this grid
                     print(f"  {case:20s} cluster[cs={cs}]: {e}", flush=True)
+    us, _ = _best("cooperative", sms, rounds)  # drift check: the first row again, at the end
+    print(f"  cooperative at {sms} blocks again after the sweep: {us:.3f} us verified", flush=True)
     rows += split_phase_rows(sms)
     for case, blocks in (("barrier-1perSM", sms), ("barrier-2perSM", 2 * sms)):
         r = gs.barrier_benchmark("relaunch", blocks=blocks, rounds=min(rounds, 5000))
