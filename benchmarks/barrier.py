@@ -149,23 +149,77 @@ def split_phase_rows(sms, rounds=20000):
     return rows
 
 
+class _env:
+    """Set environment variables for a block (the C core reads them at every call)."""
+
+    def __init__(self, **kv):
+        self.kv = {k: str(v) for k, v in kv.items() if v is not None}
+
+    def __enter__(self):
+        self.old = {k: os.environ.get(k) for k in self.kv}
+        os.environ.update(self.kv)
+
+    def __exit__(self, *exc):
+        for k, v in self.old.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
+
+
+def _best(s, blocks, rounds, bare=False, **env):
+    """Best of 3 runs: (us per barrier, the result of the best run)."""
+    with _env(GPUSYNC_BARRIER_VERIFY=0 if bare else None, **env):
+        runs = [gs.barrier_benchmark(s, blocks=blocks, rounds=rounds) for _ in range(3)]
+    best = min(runs, key=lambda r: r["us_per_barrier"])
+    return best["us_per_barrier"], best
+
+
+STRATEGIES = ("cooperative", "lock", "lockfree", "sense", "flat", "cluster")
+
+
 def barrier_rows(rounds, sms):
+    """Every strategy at 1 and 2 blocks per SM and at its co-resident maximum, verified (every round
+    checked) and bare (GPUSYNC_BARRIER_VERIFY=0: the barrier alone; the difference is what the
+    verification costs); then the tuning sweep of flat's and cluster's poll loops and cluster sizes."""
     rows = []
-    for s in ("cooperative", "lock", "lockfree", "sense", "flat"):
+    coop_max = gs.barrier_benchmark("cooperative", rounds=1)["max_blocks"]
+    gs.barrier_benchmark("cooperative", blocks=coop_max, rounds=100000)  # warm-up: clocks up before the first row
+
+    def add(case, impl, blocks, rounds_, **env):
+        us, r = _best(impl.split(":")[1].split("[")[0], blocks, rounds_, **env)
+        bare, _ = _best(impl.split(":")[1].split("[")[0], blocks, rounds_, bare=True, **env)
+        base = {"op": "barrier", "case": case, "blocks": blocks}
+        if r.get("cluster"):
+            base["cluster"] = r["cluster"]
+        rows.append({**base, "impl": impl, "us": round(us, 3)})
+        rows.append({**base, "impl": f"{impl}(bare)", "us": round(bare, 3)})
+        cl = f" cluster {r['cluster']:2d}" if r.get("cluster") else ""
+        print(f"  {case:20s} {impl:34s} {blocks:5d} blocks{cl} {us:7.3f} us verified, {bare:7.3f} us bare "
+              f"(verification {us - bare:+.3f} us)", flush=True)
+
+    for s in STRATEGIES:
         maxb = gs.barrier_benchmark(s, rounds=1)["max_blocks"]
         for case, blocks in (("barrier-1perSM", sms), ("barrier-2perSM", 2 * sms), ("barrier-maxresident", maxb)):
-            best = min(gs.barrier_benchmark(s, blocks=blocks, rounds=rounds)["us_per_barrier"] for _ in range(3))
-            rows.append({"op": "barrier", "case": case, "impl": f"gpusync:{s}", "blocks": blocks, "us": round(best, 3)})
-            # the same rounds without the verifying reads: the barrier's own cost (verification must not
-            # decide the race; every strategy's verified run above reported no stale read)
-            os.environ["GPUSYNC_BARRIER_VERIFY"] = "0"
-            try:
-                bare = min(gs.barrier_benchmark(s, blocks=blocks, rounds=rounds)["us_per_barrier"] for _ in range(3))
-            finally:
-                del os.environ["GPUSYNC_BARRIER_VERIFY"]
-            rows.append({"op": "barrier", "case": case, "impl": f"gpusync:{s}(bare)", "blocks": blocks,
-                         "us": round(bare, 3)})
-            print(f"  {case:20s} {s:12s} {blocks:5d} blocks {best:7.3f} us verified, {bare:7.3f} us bare", flush=True)
+            add(case, f"gpusync:{s}", blocks, rounds)
+        if s != "cooperative" and maxb != coop_max and maxb <= coop_max:  # the same grid for the ratio
+            add(f"barrier-{maxb}", "gpusync:cooperative", maxb, rounds)
+            add(f"barrier-{maxb}", f"gpusync:{s}", maxb, rounds)
+    # tuning sweep (GPUSYNC_BARRIER_POLL, GPUSYNC_BARRIER_CLUSTER): the defaults are the best of these
+    cmax = gs.barrier_benchmark("cluster", rounds=1)["max_blocks"]
+    for case, blocks, cblocks in (("barrier-1perSM", sms, sms), ("barrier-maxresident", coop_max, cmax)):
+        for poll in range(5):
+            add(case, f"gpusync:flat[poll={poll}]", blocks, rounds, GPUSYNC_BARRIER_POLL=poll)
+        for poll in range(5):
+            add(case, f"gpusync:cluster[poll={poll}]", cblocks, rounds, GPUSYNC_BARRIER_POLL=poll)
+        for cs in (2, 4, 6, 8, 12, 16):
+            if cblocks % cs == 0:
+                try:
+                    add(case, f"gpusync:cluster[cs={cs}]", cblocks, rounds, GPUSYNC_BARRIER_CLUSTER=cs)
+                except ValueError as e:  # that size does not fit this grid
+                    print(f"  {case:20s} cluster[cs={cs}]: {e}", flush=True)
+    us, _ = _best("cooperative", sms, rounds)  # drift check: the first row again, at the end
+    print(f"  cooperative at {sms} blocks again after the sweep: {us:.3f} us verified", flush=True)
     rows += split_phase_rows(sms)
     for case, blocks in (("barrier-1perSM", sms), ("barrier-2perSM", 2 * sms)):
         r = gs.barrier_benchmark("relaunch", blocks=blocks, rounds=min(rounds, 5000))
@@ -198,18 +252,54 @@ def main():
         write_cumsum_md(args.out, info, data, crows, copy_gbps)
 
 
+def _coop_ref(rows):
+    """(blocks, bare) -> cooperative's us in this run (the ratio's reference: the same grid)."""
+    return {(r["blocks"], r["impl"].endswith("(bare)")): r["us"] for r in rows
+            if r["impl"] in ("gpusync:cooperative", "gpusync:cooperative(bare)")}
+
+
+def best_vs_cooperative(rows):
+    """Per case of the target (1 block per SM, co-resident maximum): the fastest verified gpusync barrier
+    other than cooperative (shipped defaults and tuning variants apart) and its ratio to cooperative."""
+    coop = _coop_ref(rows)
+    out = []
+    for case in ("barrier-1perSM", "barrier-maxresident"):
+        for tuned in (False, True):
+            cand = [r for r in rows if r["case"] == case and r["impl"].startswith("gpusync:")
+                    and not r["impl"].endswith("(bare)") and "cooperative" not in r["impl"]
+                    and ("[" in r["impl"]) == tuned and (r["blocks"], False) in coop
+                    and "flat " not in r["impl"]]
+            if cand:
+                b = min(cand, key=lambda r: r["us"] / coop[(r["blocks"], False)])
+                out.append((case, tuned, b, b["us"] / coop[(b["blocks"], False)]))
+    return out
+
+
 def write_barrier_md(out, info, data, rows, rounds):
     lines = [f"# Grid barriers: {info['name']}, {data['date']}", "",
-             f"Latency per barrier (µs, best of 3 runs of {rounds} verified rounds; 256 threads per block).", "",
-             "| case | impl | blocks | µs | vs cooperative |", "|---|---|---:|---:|---:|"]
-    # verified rows against cooperative verified, bare rows against cooperative bare
-    coop = {(r["case"], r["impl"].endswith("(bare)")): r["us"] for r in rows
-            if r["impl"] in ("gpusync:cooperative", "gpusync:cooperative(bare)")}
+             f"Latency per barrier (µs, best of 3 runs of {rounds} rounds; 256 threads per block). Verified: every "
+             "round every block writes a value and after the barrier its first lanes read other blocks' values "
+             "(each read compared one barrier later, so the check's own load latency does not add to the round); "
+             "bare: the same rounds without the reads (GPUSYNC_BARRIER_VERIFY=0). Ratios: against "
+             "`this_grid().sync()` (cooperative) on the same grid in the same run, verified against verified, "
+             "bare against bare.", ""]
+    lines += ["| target case | best gpusync barrier | blocks | µs | vs cooperative |", "|---|---|---:|---:|---:|"]
+    for case, tuned, b, ratio in best_vs_cooperative(rows):
+        lines.append(f"| {case}{' (tuning variants)' if tuned else ''} | {b['impl']} | {b['blocks']} | "
+                     f"{b['us']:.3f} | {ratio:.2f}x |")
+    lines += ["", "| case | impl | blocks | cluster | µs | vs cooperative |", "|---|---|---:|---:|---:|---:|"]
+    coop = _coop_ref(rows)
     for r in rows:
-        ref = coop.get((r["case"], r["impl"].endswith("(bare)")), float("nan"))
-        lines.append(f"| {r['case']} | {r['impl']} | {r['blocks']} | {r['us']:.3f} | {r['us'] / ref:.2f}x |")
-    lines += ["", "(bare): the same rounds without the verifying reads (GPUSYNC_BARRIER_VERIFY=0); "
-              "barrier-split-work<N>: the flat barrier's split-phase form at 1 block per SM, N dependent FMAs "
+        ref = coop.get((r["blocks"], r["impl"].endswith("(bare)")), float("nan"))
+        ratio = f"{r['us'] / ref:.2f}x" if ref == ref and not r["case"].startswith("barrier-split") else ""
+        lines.append(f"| {r['case']} | {r['impl']} | {r['blocks']} | {r.get('cluster', '')} | {r['us']:.3f} | "
+                     f"{ratio} |")
+    lines += ["", "(bare): the same rounds without the verifying reads (GPUSYNC_BARRIER_VERIFY=0). "
+              "[poll=N]: GPUSYNC_BARRIER_POLL=N (barrier.cuh detail::flat_poll: 0 ld.acquire back to back, "
+              "1 ld.relaxed + one fence, 2 / 4 __nanosleep(32 / 128) between polls, 3 atom.release arrival, the last "
+              "arriver does not poll); [cs=N]: GPUSYNC_BARRIER_CLUSTER=N blocks per cluster. barrier-<N>: "
+              "cooperative on the grid a strategy's own co-resident maximum allows. barrier-split-work<N>: the flat "
+              "barrier's split-phase form at 1 block per SM, N dependent FMAs "
               "per round after the barrier (barrier+work) or between arrive and wait (split)."]
     from benchmarks.common import short_device
     with open(os.path.join(out, f"barrier_{short_device(info['name'])}.md"), "w") as f:

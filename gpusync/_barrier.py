@@ -23,7 +23,13 @@ def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
 
     Strategies: ``"lock"`` and ``"lockfree"`` (the original article's on
     inter-block barriers, with its missing fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
-    counters and one generation word), ``"cooperative"`` (cooperative groups'
+    counters and one generation word), ``"flat"`` (ours: one counter, a
+    ``red.release`` arrival and one ``ld.acquire`` poller per block),
+    ``"cluster"`` (ours, sm_90+: the hardware cluster barrier inside each
+    thread-block cluster of up to 16 blocks, then flat's counter with one
+    arrival and one poller per cluster; the grid must split into co-resident
+    clusters, the result's ``cluster`` says their size; older GPUs run
+    ``flat`` and say so in ``note``), ``"cooperative"`` (cooperative groups'
     ``this_grid().sync()``) and ``"relaunch"`` (one kernel launch per round, in
     a stream and replayed from a CUDA graph).  ``"auto"`` runs
     ``cooperative`` where the device can launch it and the grid can be
@@ -36,11 +42,13 @@ def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     `blocks` defaults to one per SM; more than can be resident at once is a
     :class:`gpusync.CooperativeLaunchError` (a ValueError) naming the maximum
     -- never a hang.  A barrier that waits past the time-out raises
-    :class:`gpusync.DeadlockError`.  On the CPU backend the lock, lockfree and
-    sense algorithms run on `blocks` threads (default: one per CPU).
+    :class:`gpusync.DeadlockError`.  On the CPU backend the lock, lockfree,
+    sense, flat and cluster algorithms run on `blocks` threads (default: one
+    per CPU; cluster: groups of 8 threads stand for the clusters).
 
     Returns a dict: strategy (the one that ran), note (auto's fallback, or
-    ""), blocks, threads, max_blocks, rounds, us_per_barrier,
+    ""), blocks, threads, cluster (blocks per cluster, else 0), max_blocks,
+    rounds, us_per_barrier,
     us_per_barrier_graph (relaunch), stale (0).
     """
     _dispatch.check_strategy("barrier_benchmark", strategy)

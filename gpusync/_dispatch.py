@@ -35,7 +35,7 @@ STRATEGIES = {
     "sum": ("auto", "atomic", "mutex", "two-pass", "threadfence", "grid", "warp"),
     "cumsum": ("auto", "lookback", "barrier", "relaunch"),
     "binned_statistic": ("auto", "privatized", "shared", "global"),
-    "barrier_benchmark": ("auto", "lock", "lockfree", "sense", "flat", "cooperative", "relaunch"),
+    "barrier_benchmark": ("auto", "lock", "lockfree", "sense", "flat", "cluster", "cooperative", "relaunch"),
 }
 STRATEGIES["bincount"] = STRATEGIES["histogram"]
 STRATEGIES["dot"] = STRATEGIES["sum"]

@@ -5,7 +5,7 @@ import pytest
 
 import gpusync as gs
 
-OURS = ["lock", "lockfree", "sense", "flat"]
+OURS = ["lock", "lockfree", "sense", "flat", "cluster"]
 
 
 def test_cpu_barriers_verify_every_round():
@@ -20,6 +20,12 @@ def test_cpu_barriers_verify_every_round():
         with pytest.raises(gs.DeadlockError):
             gs._barrier._test_timeout("lock", blocks=2)
         assert gs.barrier_benchmark("sense", blocks=2, rounds=10)["stale"] == 0
+        nb = min(20, gs.barrier_benchmark("cluster", blocks=2, rounds=1)["max_blocks"])
+        r = gs.barrier_benchmark("cluster", blocks=nb, rounds=200)  # groups of 8 threads (20: 8, 8 and 4)
+        assert r["stale"] == 0 and r["cluster"] == 8 and r["strategy"] == "cluster"
+        with pytest.raises(gs.DeadlockError):
+            gs._barrier._test_timeout("cluster", blocks=min(12, nb))
+        assert gs.barrier_benchmark("cluster", blocks=min(12, nb), rounds=10)["stale"] == 0
 
 
 def test_bad_arguments():
@@ -62,7 +68,55 @@ def test_gpu_timeout_is_deadlock_error_and_next_call_works(strategy):
     import numpy as np
 
     with gs.use_backend("cuda"):
+        # cluster: the hook skips the whole cluster of block 1; 32 blocks are 2 clusters of 16 (or more of fewer)
         with pytest.raises(gs.DeadlockError, match="never arrived"):
-            gs._barrier._test_timeout(strategy, blocks=8, ms=30)
+            gs._barrier._test_timeout(strategy, blocks=8 if strategy != "cluster" else 32, ms=30)
         assert gs.barrier_benchmark(strategy, rounds=100)["stale"] == 0
         assert gs.sum(np.arange(1000)) == 499500
+
+
+def _has_clusters():
+    return gs.device_info().get("cluster_launch", False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("strategy", ["flat", "cluster"])
+@pytest.mark.parametrize("poll", [0, 1, 2, 3, 4])
+def test_gpu_poll_variants_verify(strategy, poll, monkeypatch):
+    """Every poll loop of flat / cluster (GPUSYNC_BARRIER_POLL) is correct at 1 block per SM and at the
+    co-resident maximum (the benchmark's tuning sweep runs them all)."""
+    monkeypatch.setenv("GPUSYNC_BARRIER_POLL", str(poll))
+    with gs.use_backend("cuda"):
+        sms = gs.device_info()["multiprocessors"]
+        maxb = gs.barrier_benchmark(strategy, rounds=1)["max_blocks"]
+        for blocks in (sms, maxb):
+            assert gs.barrier_benchmark(strategy, blocks=blocks, rounds=2000)["stale"] == 0
+        with pytest.raises(gs.DeadlockError, match="never arrived"):
+            gs._barrier._test_timeout(strategy, blocks=32, ms=30)
+        assert gs.barrier_benchmark(strategy, rounds=100)["stale"] == 0
+
+
+@pytest.mark.gpu
+def test_gpu_cluster_shapes(monkeypatch):
+    """cluster: the largest power-of-two cluster (up to 16) that divides the grid and fits; a forced size
+    (GPUSYNC_BARRIER_CLUSTER) that does not divide the grid is a ValueError; without clusters it runs flat."""
+    with gs.use_backend("cuda"):
+        sms = gs.device_info()["multiprocessors"]
+        r = gs.barrier_benchmark("cluster", rounds=100)
+        if not _has_clusters():
+            assert r["strategy"] == "flat" and "no thread-block clusters" in r["note"]
+            return
+        assert r["strategy"] == "cluster" and r["blocks"] == sms and r["stale"] == 0
+        assert r["cluster"] >= 1 and sms % r["cluster"] == 0 and r["cluster"] & (r["cluster"] - 1) == 0
+        maxb = r["max_blocks"]
+        r = gs.barrier_benchmark("cluster", blocks=maxb, rounds=500)
+        assert r["stale"] == 0 and maxb % r["cluster"] == 0 and r["cluster"] >= 8
+        assert gs.barrier_benchmark("cluster", blocks=48, rounds=500)["cluster"] == 16
+        assert gs.barrier_benchmark("cluster", blocks=7, rounds=500)["cluster"] == 1
+        for cs in (2, 4, 8, 16):
+            monkeypatch.setenv("GPUSYNC_BARRIER_CLUSTER", str(cs))
+            r = gs.barrier_benchmark("cluster", blocks=256, rounds=1000)
+            assert r["cluster"] == cs and r["stale"] == 0
+        monkeypatch.setenv("GPUSYNC_BARRIER_CLUSTER", "8")
+        with pytest.raises(ValueError, match="cluster"):
+            gs.barrier_benchmark("cluster", blocks=12, rounds=10)

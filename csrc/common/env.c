@@ -87,6 +87,13 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_HISTDD_CLUSTER] = {.name = "GPUSYNC_HISTDD_CLUSTER", .type = "int", .fallback = "2", .lo = 2, .hi = 16,
                                .meaning = "tuning: the smallest thread-block cluster histogram2d / histogramdd "
                                           "spread their bins over when they do not fit one block (a power of two)"},
+    [GS_ENV_BARRIER_POLL] = {.name = "GPUSYNC_BARRIER_POLL", .type = "int", .fallback = "", .lo = 0, .hi = 4,
+                             .meaning = "tuning: the poll loop of barrier_benchmark's flat and cluster barriers "
+                                        "(barrier.cuh, detail::flat_poll)"},
+    [GS_ENV_BARRIER_CLUSTER] = {.name = "GPUSYNC_BARRIER_CLUSTER", .type = "int", .fallback = "0", .lo = 0,
+                                .hi = 16,
+                                .meaning = "tuning: blocks per cluster of barrier_benchmark's cluster barrier (0: "
+                                           "the largest power of two up to 16 that divides the grid and fits)"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

@@ -1,6 +1,9 @@
-/* barrier_benchmark on CPU threads: the lock, lockfree and sense barriers of
- * gpusync/barrier.cuh with C11 atomics, `blocks` threads, every round
- * verified the same way (write own value, barrier, read others'). */
+/* barrier_benchmark on CPU threads: the lock, lockfree, sense, flat and
+ * cluster barriers of gpusync/barrier.cuh with C11 atomics, `blocks` threads,
+ * every round verified the same way (write own value, barrier, read
+ * others').  cluster's twin: groups of GROUP threads stand for the clusters;
+ * the last of a group to arrive (the hardware barrier's role) makes the
+ * group's one arrival on the counter, polls it, and opens the group's flag. */
 #define _POSIX_C_SOURCE 200809L
 #include "gpusync/gpusync.h"
 #include "spin.h"
@@ -74,6 +77,17 @@ static int barrier(cctx *c, int b, unsigned r)
         flat_arrive(c);
         return flat_wait(c, r);
     }
+    if (c->s == GS_STRATEGY_CLUSTER) {
+        const unsigned g = (unsigned)b / GROUP, ngroups = (unsigned)(c->nb + GROUP - 1) / GROUP;
+        const unsigned gsize = (unsigned)c->nb - g * GROUP < GROUP ? (unsigned)c->nb - g * GROUP : GROUP;
+        if (atomic_fetch_add_explicit(&c->groups[g * 16], 1, memory_order_acq_rel) + 1 != r * gsize)
+            return wait_ge(&c->arrival[g], r, c, 0); /* the group's flag (arrival[] is lockfree's) */
+        atomic_fetch_add_explicit(&c->count, 1, memory_order_release);
+        if (!wait_ge(&c->count, r * ngroups, c, 0))
+            return 0;
+        atomic_store_explicit(&c->arrival[g], r, memory_order_release);
+        return 1;
+    }
     if (c->s == GS_STRATEGY_LOCK) {
         atomic_fetch_add_explicit(&c->count, 1, memory_order_release);
         return wait_ge(&c->count, r * (unsigned)c->nb, c, 0);
@@ -138,10 +152,11 @@ gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, i
         s = GS_STRATEGY_SENSE;
     if (s == GS_STRATEGY_COOPERATIVE || s == GS_STRATEGY_RELAUNCH)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "barrier strategy '%s' needs the cuda backend", gs_strategy_name(s));
-    if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE && s != GS_STRATEGY_FLAT)
+    if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE && s != GS_STRATEGY_FLAT &&
+        s != GS_STRATEGY_CLUSTER)
         return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "barrier strategies are 'lock', 'lockfree', 'sense', 'flat', 'cooperative' and 'relaunch'; "
-                       "got '%s'",
+                       "barrier strategies are 'lock', 'lockfree', 'sense', 'flat', 'cluster', 'cooperative' and "
+                       "'relaunch'; got '%s'",
                        gs_strategy_name(s));
     const long ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
     if (blocks <= 0)
@@ -155,6 +170,7 @@ gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, i
     res->max_blocks = maxb;
     res->rounds = rounds;
     res->threads = 1;
+    res->cluster = s == GS_STRATEGY_CLUSTER ? GROUP : 0;
     res->used = s;
     if (blocks > maxb)
         return gs_fail(GS_ERR_NO_COOPERATIVE, "the cpu backend runs at most %lld barrier threads here (%ld CPUs); "

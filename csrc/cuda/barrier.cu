@@ -7,9 +7,21 @@
  * starts only after every block has passed barrier r + 1, i.e. finished its
  * reads of round r.)
  *
+ * The read of round r is compared after barrier r + 1 (its value was
+ * bound before this block arrived there, so what it checks is unchanged),
+ * and the partner index is kept in 32 bits: the check's own latency (a
+ * load's round trip to L2 and a 64-bit division) no longer adds to every
+ * round.  GPUSYNC_BARRIER_VERIFY=0 leaves the reads out, to measure the
+ * barrier alone.
+ *
  * The grid is refused (GS_ERR_NO_COOPERATIVE, a ValueError naming the
  * maximum) when it cannot be co-resident; `relaunch` measures the same rounds
  * as one kernel launch each, in a stream and replayed from a CUDA graph.
+ * `cluster` (sm_90+) launches with a cluster dimension (cudaLaunchKernelEx)
+ * of the largest power of two up to 16 that divides the grid and fits
+ * (cudaOccupancyMaxActiveClusters; GPUSYNC_BARRIER_CLUSTER forces one); on
+ * older GPUs it runs `flat` and says so in the note.  GPUSYNC_BARRIER_POLL
+ * picks flat's and cluster's poll loop (barrier.cuh, detail::flat_poll).
  */
 #include "runtime.cuh"
 #include "gpusync/barrier.cuh"
@@ -31,7 +43,8 @@ struct bench_args {
     const int *cancel;  /* the host's cancel word (gs_cuda_cancel_word) */
     unsigned long long *stale;
     long long rounds;
-    int skip_block; /* test hook: this block never arrives (-1: none) */
+    int skip_block; /* test hook: this block (cluster: its cluster) never arrives (-1: none) */
+    int csize;      /* cluster: blocks per cluster */
     int verify;     /* 0: no reads of the other blocks' values (GPUSYNC_BARRIER_VERIFY=0: the bare barrier's cost) */
     unsigned long long timeout_ns;
 };
@@ -52,13 +65,20 @@ __device__ __forceinline__ unsigned value_of(long long round, unsigned block)
     return (unsigned)round * 2654435761u + block * 40503u + 1u;
 }
 
-template <int KIND> __global__ void barrier_kernel(bench_args a)
+template <int KIND, int POLL> __global__ void barrier_kernel(bench_args a)
 {
-    if ((int)blockIdx.x == a.skip_block)
-        return;
+    __shared__ int fail; /* cluster: the leader's time-out verdict (barrier.cuh) */
     const unsigned nb = gridDim.x, b = blockIdx.x;
+    if (a.skip_block >= 0 && (KIND == GS_STRATEGY_CLUSTER ? b / (unsigned)a.csize == (unsigned)a.skip_block / a.csize
+                                                          : (int)b == a.skip_block))
+        return;
+    if (threadIdx.x == 0)
+        fail = 0; /* ordered before any remote write by the first cluster barrier */
     unsigned goal = 0, round_no = 0;
     unsigned long long stale = 0;
+    unsigned other = (unsigned)((b + 1 + threadIdx.x) % nb); /* the block this lane checks, round 0 */
+    unsigned seen = 0, want = 0;                             /* the previous round's read, compared late */
+    bool pending = false;
     for (long long r = 0; r < a.rounds; r++) {
         unsigned *buf = a.data + (r & 1) * nb;
         const bool check = (r & (CANCEL_EVERY - 1)) == 0;
@@ -76,18 +96,28 @@ template <int KIND> __global__ void barrier_kernel(bench_args a)
         else if (KIND == GS_STRATEGY_SENSE)
             ok = gpusync::barrier_sense(a.w, a.groups, round_no, a.error, a.timeout_ns);
         else if (KIND == GS_STRATEGY_FLAT)
-            ok = gpusync::barrier_flat(&a.w->count, goal, a.error, a.timeout_ns);
-        else
+            ok = gpusync::barrier_flat<POLL>(&a.w->count, goal, a.error, a.timeout_ns);
+        else if (KIND == GS_STRATEGY_CLUSTER) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+            __trap(); /* clusters need sm_90: the host runs flat there */
+#else
+            ok = gpusync::barrier_cluster<POLL>(&a.w->count, goal, &fail, a.error, a.timeout_ns);
+#endif
+        } else
             cg::this_grid().sync();
         if (!ok)
             return;
         if (check && *(volatile int *)stop) /* the same value in every block: all leave */
-            return;
+            break;
         if (a.verify && threadIdx.x < CHECKS) { /* plain loads: the barrier's acquire must make them current */
-            const unsigned other = (unsigned)((b + 1 + threadIdx.x + (unsigned long long)r) % nb);
-            stale += buf[other] != value_of(r, other);
+            stale += pending && seen != want;   /* round r - 1's read: bound before this block arrived at r */
+            seen = buf[other];
+            want = value_of(r, other);
+            pending = true;
+            other = other + 1 == nb ? 0 : other + 1;
         }
     }
+    stale += pending && seen != want;
     if (stale)
         atomicAdd(a.stale, stale);
 }
@@ -105,16 +135,54 @@ __global__ void relaunch_kernel(bench_args a, long long r)
     }
 }
 
-const void *kernel_for(gs_strategy s)
+template <int KIND> const void *by_poll(int poll)
+{
+    switch (poll) {
+    case 1: return (const void *)barrier_kernel<KIND, 1>;
+    case 2: return (const void *)barrier_kernel<KIND, 2>;
+    case 3: return (const void *)barrier_kernel<KIND, 3>;
+    case 4: return (const void *)barrier_kernel<KIND, 4>;
+    default: return (const void *)barrier_kernel<KIND, 0>;
+    }
+}
+
+const void *kernel_for(gs_strategy s, int poll)
 {
     switch (s) {
-    case GS_STRATEGY_LOCK: return (const void *)barrier_kernel<GS_STRATEGY_LOCK>;
-    case GS_STRATEGY_LOCKFREE: return (const void *)barrier_kernel<GS_STRATEGY_LOCKFREE>;
-    case GS_STRATEGY_SENSE: return (const void *)barrier_kernel<GS_STRATEGY_SENSE>;
-    case GS_STRATEGY_FLAT: return (const void *)barrier_kernel<GS_STRATEGY_FLAT>;
-    case GS_STRATEGY_COOPERATIVE: return (const void *)barrier_kernel<GS_STRATEGY_COOPERATIVE>;
+    case GS_STRATEGY_LOCK: return (const void *)barrier_kernel<GS_STRATEGY_LOCK, 0>;
+    case GS_STRATEGY_LOCKFREE: return (const void *)barrier_kernel<GS_STRATEGY_LOCKFREE, 0>;
+    case GS_STRATEGY_SENSE: return (const void *)barrier_kernel<GS_STRATEGY_SENSE, 0>;
+    case GS_STRATEGY_FLAT: return by_poll<GS_STRATEGY_FLAT>(poll);
+    case GS_STRATEGY_CLUSTER: return by_poll<GS_STRATEGY_CLUSTER>(poll);
+    case GS_STRATEGY_COOPERATIVE: return (const void *)barrier_kernel<GS_STRATEGY_COOPERATIVE, 0>;
     default: return (const void *)relaunch_kernel;
     }
+}
+
+/* cluster: the co-resident maximum over the cluster sizes (*maxb) and the
+ * cluster size for `blocks` (*csize; 0: none fits): the largest power of two
+ * up to GS_BARRIER_CLUSTER_MAX that divides blocks with blocks / size
+ * clusters co-resident -- or exactly `forced` (GPUSYNC_BARRIER_CLUSTER). */
+gs_status cluster_shape(const void *k, int threads, int64_t blocks, int forced, cudaStream_t sm, int *csize,
+                        int64_t *maxb)
+{
+    *csize = 0;
+    *maxb = 0;
+    GS_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    for (int cs = forced ? forced : GS_BARRIER_CLUSTER_MAX; cs >= 1; cs = forced ? 0 : cs / 2) {
+        gs_cluster_config cc((unsigned)cs, (unsigned)threads, 0, sm);
+        int n = 0;
+        if (cudaOccupancyMaxActiveClusters(&n, k, &cc.cfg) != cudaSuccess) {
+            (void)cudaGetLastError(); /* a size this device cannot launch: it fits nothing */
+            n = 0;
+        }
+        const int64_t cap = (int64_t)n * cs;
+        if (cap > *maxb)
+            *maxb = cap;
+        if (!*csize && blocks % cs == 0 && blocks <= cap)
+            *csize = cs;
+    }
+    return GS_OK;
 }
 
 struct ws_t {
@@ -131,10 +199,11 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
                                                int skip_block, gs_barrier_result *res)
 {
     if (s != GS_STRATEGY_LOCK && s != GS_STRATEGY_LOCKFREE && s != GS_STRATEGY_SENSE && s != GS_STRATEGY_FLAT &&
-        s != GS_STRATEGY_COOPERATIVE && s != GS_STRATEGY_RELAUNCH && s != GS_STRATEGY_AUTO)
+        s != GS_STRATEGY_CLUSTER && s != GS_STRATEGY_COOPERATIVE && s != GS_STRATEGY_RELAUNCH &&
+        s != GS_STRATEGY_AUTO)
         return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "barrier strategies are 'lock', 'lockfree', 'sense', 'flat', 'cooperative' and 'relaunch'; "
-                       "got '%s'",
+                       "barrier strategies are 'lock', 'lockfree', 'sense', 'flat', 'cluster', 'cooperative' and "
+                       "'relaunch'; got '%s'",
                        gs_strategy_name(s));
     if (rounds < 1 || threads < 32 || threads > 1024 || threads % 32)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "rounds must be >= 1 and threads a multiple of 32 up to 1024");
@@ -148,8 +217,16 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
         blocks = dev->multiprocessors;
     memset(res, 0, sizeof *res);
     int64_t maxb = 0;
+    int csize = 1;
+    const int poll = (int)gs_env_number(GS_ENV_BARRIER_POLL, GPUSYNC_FLAT_POLL, NULL);
+    const int forced = (int)gs_env_number(GS_ENV_BARRIER_CLUSTER, 0, NULL);
+    if (s == GS_STRATEGY_CLUSTER && (dev->major < 9 || !dev->cluster_launch)) {
+        s = GS_STRATEGY_FLAT;
+        snprintf(res->note, sizeof res->note,
+                 "cluster: %s has no thread-block clusters (sm_90+); ran flat", dev->name);
+    }
     if (s == GS_STRATEGY_AUTO) { /* cooperative where it can run, else relaunch -- never refuse */
-        st = gs_cuda_resident_blocks(kernel_for(GS_STRATEGY_COOPERATIVE), threads, 0, dev, &maxb);
+        st = gs_cuda_resident_blocks(kernel_for(GS_STRATEGY_COOPERATIVE, 0), threads, 0, dev, &maxb);
         if (st != GS_OK)
             return st;
         s = GS_STRATEGY_COOPERATIVE;
@@ -164,8 +241,11 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
                          (long long)blocks, (long long)maxb);
         }
     }
-    const void *k = kernel_for(s);
-    st = gs_cuda_resident_blocks(k, threads, 0, dev, &maxb);
+    const void *k = kernel_for(s, poll);
+    if (s == GS_STRATEGY_CLUSTER)
+        st = cluster_shape(k, threads, blocks, forced, 0, &csize, &maxb);
+    else
+        st = gs_cuda_resident_blocks(k, threads, 0, dev, &maxb);
     if (st != GS_OK)
         return st;
     res->used = s;
@@ -178,6 +258,12 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
                        "a grid barrier needs every block resident at once: at most %lld blocks of %d threads fit "
                        "on %s (%d SMs); asked for %lld",
                        (long long)maxb, threads, dev->name, dev->multiprocessors, (long long)blocks);
+    if (s == GS_STRATEGY_CLUSTER && !csize)
+        return gs_fail(forced ? GS_ERR_INVALID_ARGUMENT : GS_ERR_NO_COOPERATIVE,
+                       "strategy 'cluster': %lld blocks of %d threads cannot run as co-resident clusters of %s%d "
+                       "blocks on %s",
+                       (long long)blocks, threads, forced ? "" : "up to ", forced ? forced : GS_BARRIER_CLUSTER_MAX,
+                       dev->name);
     if (s == GS_STRATEGY_COOPERATIVE && !dev->cooperative_launch)
         return gs_fail(GS_ERR_NO_COOPERATIVE, "device %d (%s) cannot launch cooperative kernels", ord, dev->name);
     if (blocks > 0x7fffffff)
@@ -210,6 +296,8 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     a.groups = a.release + blocks;
     a.rounds = rounds;
     a.skip_block = skip_block;
+    a.csize = csize;
+    res->cluster = s == GS_STRATEGY_CLUSTER ? csize : 0;
     a.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
 
     if (s == GS_STRATEGY_RELAUNCH) {
@@ -247,7 +335,11 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
         GS_CUDA_GOTO(cudaEventRecord(e0, sm));
         if (s == GS_STRATEGY_COOPERATIVE)
             GS_CUDA_GOTO(cudaLaunchCooperativeKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
-        else
+        else if (s == GS_STRATEGY_CLUSTER) {
+            gs_cluster_config cc((unsigned)csize, (unsigned)threads, 0, sm);
+            cc.cfg.gridDim = dim3((unsigned)blocks);
+            GS_CUDA_GOTO(cudaLaunchKernelExC(&cc.cfg, k, args));
+        } else
             GS_CUDA_GOTO(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
         GS_CUDA_GOTO(cudaEventRecord(e1, sm));
         if ((st = gs_cuda_wait_event(e1)) != GS_OK)
@@ -260,8 +352,10 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     if (h.error)
         st = gs_spin_deadlock("grid barrier", s, "a block", "the others (a block never arrived)");
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
-        fprintf(stderr, "[gpusync] barrier %s blocks=%lld threads=%d rounds=%lld: %.3f us (graph %.3f us)%s%s\n",
-                gs_strategy_name(s), (long long)blocks, threads, (long long)rounds, res->us_per_barrier,
+        fprintf(stderr, "[gpusync] barrier %s blocks=%lld threads=%d cluster=%d poll=%d rounds=%lld: %.3f us (graph "
+                "%.3f us)%s%s\n",
+                gs_strategy_name(s), (long long)blocks, threads, res->cluster, poll, (long long)rounds,
+                res->us_per_barrier,
                 res->us_per_barrier_graph, res->note[0] ? "; " : "", res->note);
 fail:
     if (exec)

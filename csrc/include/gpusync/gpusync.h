@@ -173,11 +173,12 @@ typedef struct gs_occupancy {
 typedef struct gs_barrier_result {
     int64_t blocks, max_blocks, rounds;
     int threads;
+    int cluster;                 /* cluster: blocks per thread-block cluster; else 0 */
     double us_per_barrier;       /* persistent kernel (relaunch: launches in a stream) */
     double us_per_barrier_graph; /* relaunch: launches replayed from a CUDA graph; else 0 */
     int64_t stale;               /* checks that read another block's old value: must be 0 */
     gs_strategy used;            /* the strategy that ran (auto resolved) */
-    char note[192];              /* why auto fell back to relaunch, or "" */
+    char note[192];              /* why auto fell back to relaunch (cluster to flat), or "" */
 } gs_barrier_result;
 
 typedef struct gs_backend_ops {
@@ -395,6 +396,8 @@ typedef enum gs_env_var {
     GS_ENV_HIST_U8_CFG,
     GS_ENV_BITS_SIMD,
     GS_ENV_HISTDD_CLUSTER,
+    GS_ENV_BARRIER_POLL,
+    GS_ENV_BARRIER_CLUSTER,
     GS_ENV_COUNT
 } gs_env_var;
 

@@ -173,4 +173,8 @@
  * different warps rarely wait for the same lock). */
 #define GS_BINSTAT_SMEM_BUDGET (100 * 1024)
 
+/* barrier_benchmark's cluster barrier: the largest cluster it takes (16 is
+ * beyond the portable 8: cudaFuncAttributeNonPortableClusterSizeAllowed). */
+#define GS_BARRIER_CLUSTER_MAX 16
+
 #endif /* GPUSYNC_TUNING_H */
