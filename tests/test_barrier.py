@@ -63,6 +63,18 @@ def test_gpu_relaunch_and_graph():
 
 
 @pytest.mark.gpu
+@pytest.mark.sanitizer
+@pytest.mark.parametrize("strategy", OURS + ["cooperative"])
+def test_gpu_barriers_small(strategy):
+    """Every barrier once at 1 block per SM and at a few blocks, few rounds: the subset compute-sanitizer runs."""
+    with gs.use_backend("cuda"):
+        sms = gs.device_info()["multiprocessors"]
+        for blocks in (3, sms):
+            r = gs.barrier_benchmark(strategy, blocks=blocks, rounds=50)
+            assert r["stale"] == 0 and r["blocks"] == blocks
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("strategy", OURS)
 def test_gpu_timeout_is_deadlock_error_and_next_call_works(strategy):
     import numpy as np

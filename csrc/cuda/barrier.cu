@@ -218,7 +218,11 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     memset(res, 0, sizeof *res);
     int64_t maxb = 0;
     int csize = 1;
-    const int poll = (int)gs_env_number(GS_ENV_BARRIER_POLL, GPUSYNC_FLAT_POLL, NULL);
+    /* More than one block per SM: more pollers than SMs share the counter's line with the arrivals, and
+     * the returning arrival (3: the last arriver skips the poll) measured 1.00x grid.sync at 1056 blocks
+     * on the H200 against 1.36x for 0; at one block per SM 0 measured 0.95x against 1.00x
+     * (benchmarks/results/barrier_H200.md, the [poll=N] rows). */
+    const int poll = (int)gs_env_number(GS_ENV_BARRIER_POLL, blocks > dev->multiprocessors ? 3 : GPUSYNC_FLAT_POLL, NULL);
     const int forced = (int)gs_env_number(GS_ENV_BARRIER_CLUSTER, 0, NULL);
     if (s == GS_STRATEGY_CLUSTER && (dev->major < 9 || !dev->cluster_launch)) {
         s = GS_STRATEGY_FLAT;
