@@ -262,3 +262,28 @@ def cumsum_(a, out_dtype_of):
                         h.stream(dev))
     _note("cumsum", n, dt, dt.itemsize, odt.itemsize * n, used)
     return res
+
+
+def bincount_(a, minlength, bins_desc_of):
+    """gs.bincount(a, minlength=) without weights of a 1-D device array of
+    integers of 2 bytes or more: one minmax read (the result's length is
+    max + 1: NumPy's rule makes the call wait), then the counting kernel into
+    an int64 array of the input's library, on its stream.  8-bit and bool
+    inputs (counted over the dtype's whole range) take the general path."""
+    r = _ready(a)
+    if r is None or getattr(a, "ndim", 0) != 1:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    if dt.kind not in "iu" or dt.itemsize < 2 or n == 0:
+        return NotImplemented
+    stream = h.stream(dev)
+    src = (ptr, n, 1, code, dev)
+    lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
+    if lo < 0:
+        raise ValueError("'list' argument must have no negative elements")
+    nbins = max(int(hi) + 1, minlength)
+    counts, cptr = h.out((nbins,), _INT64, dev)
+    used = _core.histogram("cuda", src, None, (cptr, nbins, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                           bins_desc_of(nbins), "auto", stream)
+    _note("bincount", n, dt, dt.itemsize, nbins * 8, used)
+    return counts

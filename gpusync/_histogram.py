@@ -502,6 +502,10 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="auto", stream=None):
         r = _core.fast_bincount(x, minlength)  # the C fast path (_dispatch.py)
         if r is not NotImplemented:
             return r
+        if type(x) is not np.ndarray and minlength >= 0:
+            r = _devfast.bincount_(x, minlength, _direct_bins)  # device arrays' fast path
+            if r is not NotImplemented:
+                return r
     with _arrays.call_stream(stream, x):
         return _bincount_impl(x, weights, minlength, strategy=strategy)
 
@@ -550,9 +554,13 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     if lo < 0:
         raise ValueError("'list' argument must have no negative elements")
     nbins = max(int(hi) + 1, minlength)
-    desc = _bins_tuple(_DIRECT, nbins, offset=0, closed=0)
-    out, _ = _run("bincount", xin, wa, nbins, desc, strategy, x_dtype)
+    out, _ = _run("bincount", xin, wa, nbins, _direct_bins(nbins), strategy, x_dtype)
     return out
+
+
+def _direct_bins(nbins):
+    """The counting kernel's bins for values 0 .. nbins - 1 (bincount)."""
+    return _bins_tuple(_DIRECT, nbins, offset=0, closed=0)
 
 
 def _bincount_small(xa, xin, x_dtype, minlength, strategy, device):

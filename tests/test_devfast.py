@@ -134,3 +134,28 @@ def test_histogram_fast_path_after_a_general_call(lib, dtype, bins, rng_):
     strided = d[::2]  # not contiguous: the general path
     np.testing.assert_array_equal(_host(gs.histogram(strided, bins, rng_)[0]), np.histogram(h[::2], bins, rng_)[0])
     assert "the device fast path" not in gs.last_plan()["notes"]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32", "int64"])
+@pytest.mark.parametrize("n,top,minlength", [(1, 1, 0), (1000, 7, 0), (1000, 7, 50), (100_003, 5000, 3)])
+def test_bincount_fast_path(lib, dtype, n, top, minlength):
+    _warm()
+    h = np.random.default_rng(n + top).integers(0, top, n).astype(dtype)
+    d = _to_dev(lib, h)
+    r = gs.bincount(d, minlength=minlength)
+    plan = gs.last_plan()
+    assert plan["op"] == "bincount" and "the device fast path" in plan["notes"], plan
+    assert type(r) is type(d)
+    got = _host(r)
+    ref = np.bincount(h, minlength=minlength)
+    assert got.dtype == ref.dtype
+    np.testing.assert_array_equal(got, ref)
+    if dtype.startswith("int"):
+        bad = h.copy()
+        bad[n // 2] = -1
+        with pytest.raises(ValueError, match="negative"):
+            gs.bincount(_to_dev(lib, bad))
+    w = gs.bincount(d, weights=d)  # weights: the general path
+    assert "the device fast path" not in gs.last_plan()["notes"]
+    np.testing.assert_allclose(_host(w), np.bincount(h, weights=h))
