@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gpusync as gs
+from gpusync import _histogram
 from conftest import assert_raises_like_numpy, random_array, strategies_for
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
@@ -345,3 +346,26 @@ def test_more_than_2_31_elements(cp):
         np.testing.assert_array_equal(cp.asnumpy(h), expect, err_msg=s)
     del a
     cp.get_default_memory_pool().free_all_blocks()
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                                   "float32", "float64"])
+@pytest.mark.parametrize("n", [1, 2, 65_537, 1_000_003])
+def test_host_minmax_equals_numpy(dtype, n):
+    """The CPU engine's minmax (bincount's length, the autodetected range): NumPy's min and max, in the dtype,
+    for contiguous and strided input; a NaN makes both NaN."""
+    from gpusync import _core
+
+    rng = np.random.default_rng(n)
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+    kind = np.dtype(dtype).kind
+    a = (rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True) if info is not None
+         else rng.random(n) > 0.5 if kind == "b" else (rng.random(n) * 1000 - 300).astype(dtype))
+    for x in (a, a[::3]):
+        got = np.frombuffer(_core.minmax("cpu", x, 0), dtype=x.dtype)
+        assert got[0] == x.min() and got[1] == x.max()
+        lo, hi = _histogram._minmax(x)
+        assert lo == x.min() and hi == x.max() and np.asarray(lo).dtype == x.dtype
+    if kind == "f":
+        a[n // 2] = np.nan
+        assert np.isnan(np.frombuffer(_core.minmax("cpu", a, 0), dtype=a.dtype)).all()

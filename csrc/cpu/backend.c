@@ -46,14 +46,10 @@ static gs_status cpu_device_info(int ordinal, gs_device_info *info)
     return gs_fail(GS_ERR_NO_CUDA, "the cpu backend has no device %d", ordinal);
 }
 
-/* minmax and uniform_edges serve device inputs (the host path uses NumPy):
- * the CPU backend never gets them. */
-static gs_status cpu_minmax(const gs_array *x, void *out2, void *stream)
-{
-    (void)x, (void)out2, (void)stream;
-    return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax of host arrays is NumPy's: the cpu backend has none");
-}
+gs_status gs_cpu_minmax(const gs_array *x, void *out2, void *stream); /* minmax.c */
 
+/* minmax_many and uniform_edges serve device inputs (the host path uses
+ * NumPy): the CPU backend never gets them. */
 static gs_status cpu_minmax_many(const gs_array *xs, int k, void *out, void *stream)
 {
     (void)xs, (void)k, (void)out, (void)stream;
@@ -100,7 +96,7 @@ static const gs_backend_ops cpu_ops = {
     .device_info = cpu_device_info,
     .pointer_device = cpu_pointer_device,
     .histogram = gs_cpu_histogram,
-    .minmax = cpu_minmax,
+    .minmax = gs_cpu_minmax,
     .uniform_edges = cpu_uniform_edges,
     .reduce = gs_cpu_reduce,
     .binned_statistic = gs_cpu_binned_statistic,

@@ -40,4 +40,11 @@ gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx
  * SIGINT) once the job has run GS_INTERRUPT_POLL_MS / 5; the others read the
  * process-wide flag (one relaxed load). */
 int gs_cpu_stop(int tid);
+/* An AVX2 clone of a hot loop beside the baseline one, picked at run time
+ * where the CPU has AVX2 (the build itself stays baseline x86-64). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define GS_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define GS_CLONES
+#endif
 #endif

@@ -72,11 +72,6 @@ typedef struct {
 #define PW_ACC 32
 #define PW_BLOCK (8 * PW_ACC)
 #define PW_PREFETCH 2048 /* bytes ahead */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define GS_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define GS_CLONES
-#endif
 #define PAIRWISE(NAME, T, TERM)                                                                               \
     GS_CLONES static double NAME(const T *a, const T *b, int64_t n)                                           \
     {                                                                                                         \

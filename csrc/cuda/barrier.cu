@@ -284,10 +284,13 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     ws_t h;
     bench_args a;
     GS_CUDA_GOTO(cudaMalloc((void **)&mem, words));
-    GS_CUDA_GOTO(cudaMemset(mem, 0, words));
     GS_CUDA_GOTO(cudaEventCreate(&e0));
     GS_CUDA_GOTO(cudaEventCreate(&e1));
     GS_CUDA_GOTO(cudaStreamCreateWithFlags(&sm, cudaStreamNonBlocking));
+    /* on the launches' own stream: a non-blocking stream does not wait for the legacy default stream, and a
+     * cudaMemset queued there behind other work (other processes, a busy GPU) zeroed the counters and the
+     * values under a running barrier -- stale reads and time-outs in a parallel test run */
+    GS_CUDA_GOTO(cudaMemsetAsync(mem, 0, words, sm));
     a.w = (gpusync::grid_barrier_words *)mem;
     a.verify = gs_env_number(GS_ENV_BARRIER_VERIFY, 1, NULL) != 0;
     a.error = &((ws_t *)mem)->error;
