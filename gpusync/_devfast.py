@@ -72,8 +72,12 @@ class _Torch:
     def __init__(self, torch):
         self.torch = torch
         self.empty = torch.empty
-        self.current_device = torch.cuda.current_device
-        self.current_stream = torch.cuda.current_stream
+        # torch's own C entry points where present (what its compiler's generated code calls: no Python
+        # Stream / device objects per call), else the public functions
+        c = torch._C
+        raw = getattr(c, "_cuda_getCurrentRawStream", None)
+        self.current_device = getattr(c, "_cuda_getDevice", None) or torch.cuda.current_device
+        self.raw_stream = raw if callable(raw) else (lambda dev: torch.cuda.current_stream(dev).cuda_stream)
         names = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
                  "float32", "float64")
         self.to_np = {getattr(torch, n): np.dtype(n) for n in names if hasattr(torch, n)}
@@ -87,14 +91,14 @@ class _Torch:
         code = None if dt is None else _arrays._DTYPE_CODES.get(dt)
         if code is None:
             return None
-        dev = t.device.index
+        dev = t.get_device()
         ptr = t.data_ptr()
         if dev != self.current_device() or ptr % dt.itemsize:
             return None
         return ptr, t.numel(), dt, code, dev
 
     def stream(self, dev):
-        return self.current_stream(dev).cuda_stream
+        return self.raw_stream(dev)
 
     def out(self, shape, dt, dev):
         d = self.devices.get(dev)

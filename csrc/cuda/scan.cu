@@ -356,6 +356,8 @@ struct scan_plan {
     scan_ws *ws;
     char *arrays; /* flags, aggregates, inclusives (lookback) or partials, groups */
     int64_t max_n;
+    bool zeroed; /* lookback: the ticket and the tiles are still zero (the call's first launch) */
+    bool last;   /* no chunk follows this launch (no carry to hand on) */
 };
 
 /* Blocks of the barrier and relaunch strategies: the co-resident maximum
@@ -391,12 +393,16 @@ template <class T, class O> gs_status launch_typed(const scan_plan &p, const voi
         if (tiles > 0x7fffffff)
             return gs_fail(GS_ERR_OVERFLOW, "cumsum: %lld elements are too many tiles", (long long)n);
         s.tiles = (gpusync::tile_desc *)p.arrays;
-        GS_CUDA_CHECK(cudaMemsetAsync(&p.ws->ticket, 0, sizeof p.ws->ticket, p.stream));
-        GS_CUDA_CHECK(cudaMemsetAsync(s.tiles, 0, (size_t)tiles * sizeof(gpusync::tile_desc), p.stream));
+        if (!p.zeroed) { /* a later chunk of a staged input: the previous launch used them */
+            GS_CUDA_CHECK(cudaMemsetAsync(&p.ws->ticket, 0, sizeof p.ws->ticket, p.stream));
+            GS_CUDA_CHECK(cudaMemsetAsync(s.tiles, 0, (size_t)tiles * sizeof(gpusync::tile_desc), p.stream));
+        }
         GS_CUDA_CHECK(cudaLaunchKernel((const void *)lookback_kernel<T, O>, dim3((unsigned)tiles), dim3(THREADS),
                                        args, 0, p.stream));
-        carry_kernel<A><<<1, 1, 0, p.stream>>>(p.ws, s.tiles, tiles - 1);
-        GS_CUDA_CHECK(cudaGetLastError());
+        if (!p.last) {
+            carry_kernel<A><<<1, 1, 0, p.stream>>>(p.ws, s.tiles, tiles - 1);
+            GS_CUDA_CHECK(cudaGetLastError());
+        }
         return GS_OK;
     }
     int64_t grid, chunk;
@@ -492,18 +498,26 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
     p.max_n = maxn;
     char *mem = NULL;
     const size_t head = (sizeof(scan_ws) + 255) & ~(size_t)255;
-    GS_CUDA_GOTO(gs_malloc_async((void **)&mem, head + arrays_bytes(dev, strategy, maxn), s));
-    GS_CUDA_GOTO(cudaMemsetAsync(mem, 0, sizeof(scan_ws), s));
+    const size_t arrays = arrays_bytes(dev, strategy, maxn);
+    GS_CUDA_GOTO(gs_malloc_async((void **)&mem, head + arrays, s));
+    /* one memset: the workspace, and for lookback the ticket and the tiles of the first launch */
+    GS_CUDA_GOTO(cudaMemsetAsync(mem, 0, strategy == GS_STRATEGY_LOOKBACK ? head + arrays : sizeof(scan_ws), s));
     p.ws = (scan_ws *)mem;
     p.arrays = mem + head;
+    p.zeroed = true;
     {
         gs_staged arr[2] = {gs_staged(a), gs_staged(out, 1)};
-        GS_GOTO(gs_cuda_staged(arr, 2, a->length, chunk, s, [&](int64_t, int64_t cnt) {
-            return launch(p, a->dtype, arr[0].ptr, arr[0].stride, cnt, arr[1].ptr);
+        GS_GOTO(gs_cuda_staged(arr, 2, a->length, chunk, s, [&](int64_t off, int64_t cnt) {
+            p.last = off + cnt >= a->length;
+            const gs_status ls = launch(p, a->dtype, arr[0].ptr, arr[0].stride, cnt, arr[1].ptr);
+            p.zeroed = false;
+            return ls;
         }));
     }
-    /* lookback and barrier spin: a time-out leaves the output unwritten */
-    st = gs_cuda_check_deadlock(&p.ws->error, s, "cumsum", strategy, "a block", "another block");
+    /* lookback and barrier spin: a time-out leaves the output unwritten.  One tile of lookback waits for
+     * nothing (no spin, no flag to read: no wait for the stream) */
+    if (strategy != GS_STRATEGY_LOOKBACK || a->length > (int64_t)THREADS * GS_SCAN_ITEMS)
+        st = gs_cuda_check_deadlock(&p.ws->error, s, "cumsum", strategy, "a block", "another block");
 fail:
     if (mem)
         cudaFreeAsync(mem, s);
