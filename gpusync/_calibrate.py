@@ -321,6 +321,7 @@ def _cases(n):
     x = rng.standard_normal(n)
     xi = rng.integers(0, 1000, n)
     b = rng.integers(0, 2, n).astype(np.uint8)
+    b8 = rng.integers(0, 256, n).astype(np.uint8)
     import gpusync as gs
 
     return {
@@ -328,6 +329,7 @@ def _cases(n):
         "count_nonzero": (lambda: gs.count_nonzero(x), x.nbytes), "packbits": (lambda: gs.packbits(b), b.nbytes),
         "cumsum": (lambda: gs.cumsum(x), x.nbytes),
         "histogram": (lambda: gs.histogram(x, 100, range=(-4, 4)), x.nbytes),
+        "histogram8": (lambda: gs.histogram(b8, 256, range=(0, 256)), b8.nbytes),
         "bincount": (lambda: gs.bincount(xi), xi.nbytes),
         "binned_statistic": (lambda: gs.binned_statistic(x, x, "mean", bins=100, range=(-4, 4)), 2 * x.nbytes),
     }

@@ -39,10 +39,19 @@ SPLITTABLE = frozenset({"histogram", "bincount", "sum", "dot", "count_nonzero"})
 
 # Per-thread compute rate of the CPU engine (elements / s) for each op, and
 # the GPU kernel's element rate: defaults, replaced by calibrated values.
+# "histogram8": an unweighted histogram or bincount of 8-bit input (one table
+# increment per byte, no bin arithmetic: several times the general rate).
 _CPU_RATE = {"sum": 1.5e9, "dot": 1.0e9, "count_nonzero": 2.0e9, "packbits": 1.0e9, "cumsum": 6.0e8,
-             "histogram": 3.0e8, "bincount": 4.0e8, "binned_statistic": 8.0e7, "minmax": 1.0e9}
+             "histogram": 3.0e8, "histogram8": 1.5e9, "bincount": 4.0e8, "binned_statistic": 8.0e7, "minmax": 1.0e9}
 _GPU_RATE = {"sum": 2.0e11, "dot": 1.5e11, "count_nonzero": 2.0e11, "packbits": 2.0e11, "cumsum": 1.0e11,
-             "histogram": 6.0e10, "bincount": 6.0e10, "binned_statistic": 2.0e10, "minmax": 2.0e11}
+             "histogram": 6.0e10, "histogram8": 2.0e11, "bincount": 6.0e10, "binned_statistic": 2.0e10,
+             "minmax": 2.0e11}
+
+
+def rate_key(s) -> str:
+    """The rate table's key of a call: its op, or "histogram8" for an
+    unweighted 8-bit histogram / bincount (one byte read per element)."""
+    return "histogram8" if s.in_bytes == 1 and s.op in ("histogram", "bincount") else s.op
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +168,7 @@ def _cpu_time(m: Machine, s: Shape, n: float, threads: int) -> float:
     t = max(1, threads)
     eff_bytes = s.in_bytes if s.contiguous else max(s.in_bytes, 64)  # a strided read moves whole lines
     mem = n * eff_bytes / m.bandwidth(t, s.n * s.in_bytes)  # the whole input decides where it sits
-    comp = n / m.cpu_total_rate(s.op, t)
+    comp = n / m.cpu_total_rate(rate_key(s), t)
     priv = s.bins * 8 * (t - 1) / m.merge_bw if s.op in ("histogram", "bincount", "binned_statistic") else 0.0
     cold = m.handoff + m.handoff_per_thread * t
     hand = 0.0 if t == 1 else (min(cold, m.handoff_warm) if s.pool_warm and m.handoff_warm >= 0 else cold)
@@ -177,13 +186,13 @@ def _gpu_time(m: Machine, s: Shape, n: float, crew: int = 0) -> float:
     if n <= 0:
         return 0.0
     nbytes = n * s.in_bytes
-    kernel = max(nbytes / m.gpu_bw, n / m.rate(s.op, gpu=True))
+    kernel = max(nbytes / m.gpu_bw, n / m.rate(rate_key(s), gpu=True))
     if s.place == "device":
         return m.gpu_latency + kernel
     staged = m.gpu_latency + nbytes / (crew * m.bandwidth(1) / 2) if crew > 0 else 0.0
     if m.gpu_host:  # measured end to end; the op's kernel beyond a read, its own fixed costs, packing, results
         t = max(m.gpu_host_time(nbytes), staged) + (kernel - nbytes / m.gpu_bw) + s.out_bytes / m.d2h_bw \
-            + m._tables["gpu_extra"].get(s.op, 0.0)
+            + m._tables["gpu_extra"].get(rate_key(s), m._tables["gpu_extra"].get(s.op, 0.0))
         if not s.contiguous:
             t += nbytes / m.bandwidth(1)
         return t

@@ -549,3 +549,17 @@ def test_measured_per_op_gpu_extra_keeps_small_bincounts_off_the_gpu():
     doc["gpu_extra"] = {"bincount": -1.0}
     with pytest.raises(ValueError):
         _calibrate.from_json(doc)
+
+
+def test_8bit_histograms_have_their_own_rate():
+    """An unweighted 8-bit histogram / bincount is one table increment per byte: the model prices it with the
+    "histogram8" rate (calibrated on its own), not the general histogram's bin arithmetic."""
+    from gpusync import _costmodel as cm
+
+    m = cm.Machine(cores=16, cpu_rate=(("histogram", 1e8), ("histogram8", 2e9)))
+    u8 = cm.Shape("histogram", 10**6, 1, 256 * 8, 256)
+    f8 = cm.Shape("histogram", 10**6, 8, 100 * 8, 100)
+    assert cm.rate_key(u8) == "histogram8" and cm.rate_key(f8) == "histogram"
+    assert cm.rate_key(cm.Shape("bincount", 10**6, 1, 8, 256)) == "histogram8"
+    assert cm.rate_key(cm.Shape("sum", 10**6, 1)) == "sum"
+    assert cm._cpu_time(m, u8, u8.n, 1) < cm._cpu_time(m, f8, f8.n, 1) / 10
