@@ -1,14 +1,24 @@
 /*
  * The CPU engine's persistent thread pool (see parallel.h).
  *
- * Worker w (thread id w + 1) owns one slot: a `go` word the caller bumps to
- * hand it the current job, and a `sleeping` word it raises before it parks
- * on a futex, so that the caller makes the wake-up system call only for a
- * parked worker.  A worker that finished a job spins GS_CPU_POOL_SPIN_US on
- * its word first: back-to-back calls then hand off without a system call.
- * Workers count down `remaining`; the last one wakes the caller, which waits
- * in slices of GS_INTERRUPT_POLL_MS / 5 and asks the binding for a pending
- * SIGINT between them (gs_interrupt_poll) once the job has run that long.
+ * A job is `nthreads` tasks: task t is slice t of [0, n) and runs as thread
+ * id t (the callers' per-thread partials stay indexed by it, and the results
+ * do not depend on which thread ran which task).  The caller and the woken
+ * workers claim tasks from one word (`claim`: the job's sequence number, its
+ * task count and the next task) until none is left, so a worker that the OS
+ * has not scheduled yet -- another library's threads still spinning on every
+ * core after its own call, say -- holds up nothing: the threads that run take
+ * its task.  A worker that wakes after the job finds nothing to claim.
+ *
+ * Worker w owns one slot: a `go` word the caller bumps to hand it the current
+ * job, and a `sleeping` word it raises before it parks on a futex, so that
+ * the caller makes the wake-up system call only for a parked worker.  A
+ * worker that finished a job spins GS_CPU_POOL_SPIN_US on its word first:
+ * back-to-back calls then hand off without a system call.  Finished tasks
+ * count up `done`; a worker that finishes the last one wakes the caller,
+ * which waits in slices of GS_INTERRUPT_POLL_MS / 5 and asks the binding for
+ * a pending SIGINT between them (gs_interrupt_poll) once the job has run
+ * that long.
  *
  * One caller at a time holds the pool (`busy`); a second, concurrent caller
  * runs its job on threads of its own (created for that call), so every job
@@ -60,24 +70,48 @@ typedef struct {
 
 static struct {
     atomic_int busy;  /* a caller holds the pool */
-    int nworkers;     /* started (thread ids 1..nworkers) */
-    gs_range_fn fn;   /* the current job, published before `go` moves */
+    int nworkers;     /* started (slots 0..nworkers-1) */
+    gs_range_fn fn;   /* the current job, written before `claim` publishes it; read after a claim */
     void *ctx;
     int64_t n;
-    int nthreads;
     _Atomic int64_t last_end; /* now_ns() when the last pool job ended: its workers spin until + SPIN_US */
-    _Alignas(64) atomic_uint remaining; /* workers still on the current job */
+    _Alignas(64) _Atomic uint64_t claim; /* job sequence << 32 | tasks << 16 | next task */
+    _Alignas(64) atomic_uint done;       /* tasks of the current job finished */
     slot slots[GS_CPU_MAX_THREADS];
 } pool;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static double handoff_lo = -1, handoff_hi = 0; /* ns: 2 threads, handoff_at threads */
 static int handoff_at = 2;
+static unsigned job_seq; /* the pool holder's */
 static _Thread_local int64_t job_start;
+static _Thread_local int is_caller; /* this thread called gs_cpu_parallel_for (it polls for interrupts) */
 
 static void run_slice(gs_range_fn fn, void *ctx, int64_t n, int nthreads, int tid)
 {
     fn(ctx, tid, n * tid / nthreads, n * (tid + 1) / nthreads);
+}
+
+/* Claim tasks of the published job and run them until none is left (`one`:
+ * at most one).  The job's fields are read after a successful claim: the job
+ * cannot end -- and the next one overwrite them -- before that task is done. */
+static void run_tasks(int one)
+{
+    uint64_t c = atomic_load_explicit(&pool.claim, memory_order_acquire);
+    for (;;) {
+        const unsigned tasks = (unsigned)(c >> 16) & 0xffffu, next = (unsigned)c & 0xffffu;
+        if (next >= tasks)
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&pool.claim, &c, c + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        run_slice(pool.fn, pool.ctx, pool.n, (int)tasks, (int)next);
+        if (atomic_fetch_add_explicit(&pool.done, 1, memory_order_acq_rel) + 1 == tasks && !is_caller)
+            futex_wake(&pool.done, 1);
+        if (one)
+            return;
+        c = atomic_load_explicit(&pool.claim, memory_order_acquire);
+    }
 }
 
 static void *worker(void *arg)
@@ -100,9 +134,7 @@ static void *worker(void *arg)
             atomic_store(&s->sleeping, 0);
         }
         seen = atomic_load_explicit(&s->go, memory_order_acquire);
-        run_slice(pool.fn, pool.ctx, pool.n, pool.nthreads, w + 1);
-        if (atomic_fetch_sub_explicit(&pool.remaining, 1, memory_order_acq_rel) == 1)
-            futex_wake(&pool.remaining, 1);
+        run_tasks(0);
     }
     return NULL;
 }
@@ -112,7 +144,8 @@ static void after_fork_child(void)
 {
     atomic_store(&pool.busy, 0);
     pool.nworkers = 0;
-    atomic_store(&pool.remaining, 0);
+    atomic_store(&pool.claim, 0);
+    atomic_store(&pool.done, 0);
     for (int i = 0; i < GS_CPU_MAX_THREADS; i++) {
         atomic_store(&pool.slots[i].go, 0);
         atomic_store(&pool.slots[i].sleeping, 0);
@@ -142,23 +175,25 @@ static int grow(int want)
 
 int gs_cpu_stop(int tid)
 {
-    if (tid != 0 || now_ns() - job_start < (int64_t)GS_INTERRUPT_POLL_MS * 1000000 / 5)
+    (void)tid; /* the caller may run any task: it is the thread that asks the binding */
+    if (!is_caller || now_ns() - job_start < (int64_t)GS_INTERRUPT_POLL_MS * 1000000 / 5)
         return gs_interrupt_requested();
     return gs_interrupt_poll();
 }
 
-/* The caller, its own slice done: wait for the workers, asking for
- * interrupts between slices of the wait (they stop at their next chunk). */
-static void wait_workers(void)
+/* The caller, no task left to claim: wait for the tasks the workers hold,
+ * asking for interrupts between slices of the wait (they stop at their next
+ * chunk). */
+static void wait_workers(unsigned tasks)
 {
     const int64_t t0 = now_ns();
-    unsigned r;
-    while ((r = atomic_load_explicit(&pool.remaining, memory_order_acquire)) != 0) {
+    unsigned d;
+    while ((d = atomic_load_explicit(&pool.done, memory_order_acquire)) != tasks) {
         if (now_ns() - t0 < (int64_t)GS_CPU_POOL_SPIN_US * 1000) {
             cpu_relax();
             continue;
         }
-        futex_wait(&pool.remaining, r, (int64_t)GS_INTERRUPT_POLL_MS * 1000000 / 5);
+        futex_wait(&pool.done, d, (int64_t)GS_INTERRUPT_POLL_MS * 1000000 / 5);
         gs_cpu_stop(0);
     }
 }
@@ -200,21 +235,24 @@ static int run_own_threads(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
     return rc;
 }
 
-static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
+/* `one`: the caller runs one task and leaves the rest to the workers (the
+ * hand-off measurement: what waking them costs). */
+static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx, int one)
 {
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n = n;
-    pool.nthreads = nthreads;
-    atomic_store(&pool.remaining, (unsigned)(nthreads - 1));
+    atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+    job_seq++;
+    atomic_store_explicit(&pool.claim, (uint64_t)job_seq << 32 | (uint64_t)nthreads << 16, memory_order_release);
     for (int w = 0; w < nthreads - 1; w++) {
         slot *s = &pool.slots[w];
         atomic_fetch_add(&s->go, 1); /* seq_cst: pairs with the worker's `sleeping` */
         if (atomic_load(&s->sleeping))
             futex_wake(&s->go, 1);
     }
-    run_slice(fn, ctx, n, nthreads, 0);
-    wait_workers();
+    run_tasks(one);
+    wait_workers((unsigned)nthreads);
     atomic_store_explicit(&pool.last_end, now_ns(), memory_order_relaxed);
 }
 
@@ -238,7 +276,7 @@ static double measure(int nthreads)
         const struct timespec nap = {0, (long)GS_CPU_POOL_SPIN_US * 2000 + 50000};
         nanosleep(&nap, NULL);
         const int64_t t0 = now_ns();
-        run_pool(nthreads, nthreads, noop, NULL);
+        run_pool(nthreads, nthreads, noop, NULL, 1);
         const double dt = (double)(now_ns() - t0);
         best = dt < best ? dt : best;
     }
@@ -320,6 +358,7 @@ int gs_cpu_threads_for_cost(int64_t n, double ns_per_item)
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
 {
     job_start = now_ns();
+    is_caller = 1;
     if (nthreads > GS_CPU_MAX_THREADS)
         nthreads = GS_CPU_MAX_THREADS;
     int rc = 0;
@@ -327,7 +366,7 @@ gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx
         fn(ctx, 0, 0, n);
     } else if (!atomic_exchange(&pool.busy, 1)) {
         if (grow(nthreads - 1)) {
-            run_pool(n, nthreads, fn, ctx);
+            run_pool(n, nthreads, fn, ctx, 0);
             atomic_store(&pool.busy, 0);
         } else {
             atomic_store(&pool.busy, 0);
@@ -336,6 +375,7 @@ gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx
     } else {
         rc = run_own_threads(n, nthreads, fn, ctx);
     }
+    is_caller = 0;
     if (gs_interrupt_requested())
         return gs_interrupted();
     return rc == 0 ? GS_OK : gs_fail(GS_ERR_NO_MEMORY, "could not start CPU threads");

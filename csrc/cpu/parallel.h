@@ -1,12 +1,15 @@
 /* The CPU engine's parallel-for: a persistent thread pool (csrc/cpu/parallel.c).
  *
  * Threads are created once, on the first call that wants them, and park on a
- * futex between jobs.  A job runs fn on `nthreads` threads at once, each on
- * one equal slice of [0, n); thread 0 is the caller.  Every thread of a job
- * runs concurrently (the grid / barrier strategies rely on it): when the pool
- * is held by another caller (several Python threads), the later caller runs
- * on threads of its own for that call.  The pool is rebuilt in a forked
- * child. */
+ * futex between jobs.  A job runs fn as `nthreads` tasks, task t on slice t of
+ * [0, n) with thread id t; the caller and the woken workers claim the tasks,
+ * so a worker the OS runs late leaves its task to the others (a thread may run
+ * several tasks, one after the other).  Tasks that wait for each other (the
+ * grid / barrier strategies) still each get a thread of their own: a thread
+ * blocked in one task cannot claim another, so the waiting tasks are claimed
+ * by the other threads woken for the job.  When the pool is held by another
+ * caller (several Python threads), the later caller runs on threads of its own
+ * for that call.  The pool is rebuilt in a forked child. */
 #ifndef GPUSYNC_CPU_PARALLEL_H
 #define GPUSYNC_CPU_PARALLEL_H
 #include "gpusync/gpusync.h"
@@ -36,10 +39,11 @@ gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx
  *   the two counts measured. */
 
 /* Between two chunks of a slice: nonzero when the job should stop (an
- * interrupt).  Thread 0 -- the caller -- asks the binding's hook (a pending
+ * interrupt).  The calling thread, whichever task it runs, asks the binding's hook (a pending
  * SIGINT) once the job has run GS_INTERRUPT_POLL_MS / 5; the others read the
  * process-wide flag (one relaxed load). */
 int gs_cpu_stop(int tid);
+
 /* An AVX2 clone of a hot loop beside the baseline one, picked at run time
  * where the CPU has AVX2 (the build itself stays baseline x86-64). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
