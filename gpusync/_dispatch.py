@@ -101,14 +101,17 @@ _tls = threading.local()
 
 
 def _fast_plan(rec):
-    """The plan of a call the C fast path ran (the calling thread alone)."""
-    _seq, op, n, dtype, used = rec
-    notes = ["the C fast path: a native contiguous NumPy array with default options, on the calling thread"]
+    """The plan of a call the C fast path ran (the calling thread alone, or
+    the CPU engine's pool)."""
+    _seq, op, n, dtype, used, threads = rec
+    notes = ["the C fast path: a native contiguous NumPy array with default options, "
+             + ("on the calling thread" if threads <= 1 else f"on {threads} pool threads")]
     in_bytes = np.dtype(dtype).itemsize * (2 if op == "dot" else 1)
     shape = _costmodel.Shape(op, n, in_bytes, 8, 0, True, "host")
     pred = _costmodel.choose(machine(), shape, _allowed(_backend.forced())[0]).predicted
-    return {"op": op, "place": "host", "n": n, "dtype": str(dtype), "engine": "caller", "strategy": "auto",
-            "strategy_used": used if used != "auto" else "", "threads": 1, "split": None,
+    return {"op": op, "place": "host", "n": n, "dtype": str(dtype), "engine": "caller" if threads <= 1 else "cpu",
+            "strategy": "auto", "strategy_used": used if used != "auto" else "", "threads": max(1, threads),
+            "split": None,
             "predicted_ms": {k: v * 1e3 for k, v in pred.items()},
             "forced": _backend.forced(), "notes": notes}
 
@@ -225,23 +228,39 @@ _FAST_SHAPES = {  # op -> (bytes read per element for 1-byte and 8-byte items, r
 }
 
 
-def _caller_limit(m, op, allowed) -> int:
-    """The largest n for which the model picks the calling thread alone."""
-    if "caller" not in allowed:
+def _engine_limit(m, op, allowed, engines) -> int:
+    """The largest n for which the model picks one of `engines` (for every
+    item size the fast path takes; the model's choice is monotone in n)."""
+    if not set(engines) & set(allowed):
         return 0
     limit = 1 << 40
     for in_bytes in _FAST_SHAPES[op][0]:
-        def caller(n):
+        def ours(n):
             s = _costmodel.Shape(op, n, in_bytes, _FAST_SHAPES[op][1] or n * 8, 1, True, "host")
-            return _costmodel.choose(m, s, allowed).engine == "caller"
+            return _costmodel.choose(m, s, allowed).engine in engines
         lo, hi = 0, 1 << 34
-        if caller(hi):
+        if ours(hi):
             continue
-        while hi - lo > 1:  # caller(lo) and not caller(hi)
+        if not ours(1):
+            return 0
+        while hi - lo > 1:  # ours(lo) and not ours(hi)
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if caller(mid) else (lo, mid)
+            lo, hi = (mid, hi) if ours(mid) else (lo, mid)
         limit = min(limit, lo)
     return limit
+
+
+def _caller_limit(m, op, allowed) -> int:
+    """The largest n for which the model picks the calling thread alone."""
+    return _engine_limit(m, op, allowed, ("caller",))
+
+
+def _fast_limits(m, op, allowed) -> tuple:
+    """(calling thread alone up to, the fast path at all up to): the CPU
+    engine's sizes (caller or pool: the pool's threads the engine's own
+    choice); the GPU's and the split's go through the general path."""
+    caller = _caller_limit(m, op, allowed)
+    return caller, max(caller, _engine_limit(m, op, allowed, ("caller", "cpu")) if "caller" in allowed else 0)
 
 
 def fast_sync() -> None:
@@ -249,7 +268,7 @@ def fast_sync() -> None:
     allowed, _ = _allowed(_backend.forced()) if env_engine() == "auto" else (("cuda",), "")
     m = machine()
     names = _core.fast_config(None)
-    _core.fast_config(tuple(_caller_limit(m, op, allowed) for op in names))
+    _core.fast_config(tuple(_fast_limits(m, op, allowed) for op in names))
     # device arrays: the cuda engine, unless the cpu backend is forced (then
     # they go to the host) or plans are logged (the general path logs them)
     _devfast.enable(_backend.forced() != "cpu" and not env_debug() and _override["engine"] is None)

@@ -86,6 +86,9 @@ static int handoff_at = 2;
 static unsigned job_seq; /* the pool holder's */
 static _Thread_local int64_t job_start;
 static _Thread_local int is_caller; /* this thread called gs_cpu_parallel_for (it polls for interrupts) */
+static _Thread_local int last_threads = 1;
+
+int gs_cpu_last_threads(void) { return last_threads; }
 
 static void run_slice(gs_range_fn fn, void *ctx, int64_t n, int nthreads, int tid)
 {
@@ -362,6 +365,7 @@ gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx
     if (nthreads > GS_CPU_MAX_THREADS)
         nthreads = GS_CPU_MAX_THREADS;
     int rc = 0;
+    last_threads = nthreads > 1 && n > 1 ? nthreads : 1;
     if (nthreads <= 1 || n <= 1) {
         fn(ctx, 0, 0, n);
     } else if (!atomic_exchange(&pool.busy, 1)) {

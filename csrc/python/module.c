@@ -964,7 +964,8 @@ static PyObject *py_raise_status(PyObject *self, PyObject *args)
 enum { FAST_SUM, FAST_DOT, FAST_COUNT_NONZERO, FAST_PACKBITS, FAST_CUMSUM, FAST_HISTOGRAM, FAST_BINCOUNT, FAST_OPS };
 static const char *const fast_names[FAST_OPS] = {"sum", "dot", "count_nonzero", "packbits", "cumsum", "histogram",
                                                  "bincount"};
-static int64_t fast_limit[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1}; /* -1: not configured yet */
+static int64_t fast_limit[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1};  /* -1: not configured yet */
+static int64_t fast_caller[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1}; /* up to here the calling thread alone */
 #define FAST_GIL_RELEASE_MIN 16384                                    /* elements; below, keep the GIL */
 
 typedef struct {
@@ -973,9 +974,11 @@ typedef struct {
     int64_t n;
     int typenum;
     gs_strategy used;
+    int threads; /* CPU threads the call ran on */
 } fast_record;
 static _Thread_local fast_record fast_last;
 static _Thread_local unsigned long long call_seq;
+static _Thread_local int fast_threads; /* of the last FAST_RUN */
 
 /* Whether the fast path is on for `op` now: configured, and neither
  * GPUSYNC_ENGINE nor GPUSYNC_DEBUG=1 set (they steer or log the plan: the
@@ -1005,9 +1008,12 @@ static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
 }
 
 /* Run `call` on the calling thread alone; the GIL is kept for small inputs. */
-#define FAST_RUN(n, st, call)                                                                                 \
+/* Up to fast_caller[op] elements on the calling thread alone; above (up to
+ * fast_limit[op]) the engine's own thread count (the pool's measured hand-off
+ * against the work). */
+#define FAST_RUN(op, n, st, call)                                                                             \
     do {                                                                                                      \
-        gs_cpu_request_threads(1);                                                                            \
+        gs_cpu_request_threads((n) <= fast_caller[op] ? 1 : 0);                                               \
         if ((n) >= FAST_GIL_RELEASE_MIN) {                                                                    \
             Py_BEGIN_ALLOW_THREADS st = (call);                                                               \
             Py_END_ALLOW_THREADS                                                                              \
@@ -1015,11 +1021,12 @@ static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
             st = (call);                                                                                      \
         }                                                                                                     \
         gs_cpu_request_threads(0);                                                                            \
+        fast_threads = (n) <= fast_caller[op] ? 1 : gs_cpu_last_threads();                                    \
     } while (0)
 
 static void fast_note(int op, const gs_array *a, int typenum, gs_strategy used)
 {
-    fast_last = (fast_record){++call_seq, op, a->length, typenum, used};
+    fast_last = (fast_record){++call_seq, op, a->length, typenum, used, fast_threads};
 }
 
 /* NumPy's accumulator dtype of sum / cumsum: small ints widen to 64 bits. */
@@ -1063,7 +1070,7 @@ static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op)
     gs_strategy used = GS_STRATEGY_AUTO;
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
-    FAST_RUN(a.length, st, ops->reduce(&a, bo ? &b : NULL, &out, GS_STRATEGY_AUTO, 0, NULL, &used));
+    FAST_RUN(op, a.length, st, ops->reduce(&a, bo ? &b : NULL, &out, GS_STRATEGY_AUTO, 0, NULL, &used));
     if (!gs_done(st)) {
         Py_DECREF(descr);
         return NULL;
@@ -1118,7 +1125,7 @@ static PyObject *py_fast_count_nonzero(PyObject *self, PyObject *ao)
     gs_array out = {.data = &count, .length = 1, .stride = 1, .dtype = GS_INT64, .device = GS_HOST};
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
-    FAST_RUN(a.length, st, ops->count_nonzero(&a, NULL, &out, NULL));
+    FAST_RUN(FAST_COUNT_NONZERO, a.length, st, ops->count_nonzero(&a, NULL, &out, NULL));
     if (!gs_done(st))
         return NULL;
     fast_note(FAST_COUNT_NONZERO, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
@@ -1167,7 +1174,7 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *ao)
         return NULL;
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
-    FAST_RUN(a.length, st, ops->packbits(&a, NULL, 0, &out, NULL));
+    FAST_RUN(FAST_PACKBITS, a.length, st, ops->packbits(&a, NULL, 0, &out, NULL));
     return fast_finish(r, st, FAST_PACKBITS, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
 }
 
@@ -1183,7 +1190,7 @@ static PyObject *py_fast_cumsum(PyObject *self, PyObject *ao)
     gs_strategy used = GS_STRATEGY_AUTO;
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
-    FAST_RUN(a.length, st, ops->cumsum(&a, &out, GS_STRATEGY_AUTO, NULL, &used));
+    FAST_RUN(FAST_CUMSUM, a.length, st, ops->cumsum(&a, &out, GS_STRATEGY_AUTO, NULL, &used));
     return fast_finish(r, st, FAST_CUMSUM, &a, PyArray_TYPE((PyArrayObject *)ao), used);
 }
 
@@ -1211,7 +1218,7 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
     gs_strategy used = GS_STRATEGY_AUTO;
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
-    FAST_RUN(a.length, st, ops->histogram(&a, NULL, &bins.b, &out, GS_STRATEGY_AUTO, NULL, &used));
+    FAST_RUN(FAST_HISTOGRAM, a.length, st, ops->histogram(&a, NULL, &bins.b, &out, GS_STRATEGY_AUTO, NULL, &used));
     bins_release(&bins);
     return fast_finish(r, st, FAST_HISTOGRAM, &a, PyArray_TYPE((PyArrayObject *)ao), used);
 }
@@ -1286,7 +1293,7 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     memset(PyArray_DATA(r), 0, (size_t)nbins * 8);
     gs_strategy used = GS_STRATEGY_AUTO;
     gs_status st;
-    FAST_RUN(a.length, st, ops->histogram(&a, NULL, &bins, &out, GS_STRATEGY_AUTO, NULL, &used));
+    FAST_RUN(FAST_BINCOUNT, a.length, st, ops->histogram(&a, NULL, &bins, &out, GS_STRATEGY_AUTO, NULL, &used));
     return fast_finish(r, st, FAST_BINCOUNT, &a, PyArray_TYPE((PyArrayObject *)ao), used);
 }
 
@@ -1300,13 +1307,20 @@ static PyObject *py_fast_config(PyObject *self, PyObject *arg)
             PyErr_Format(PyExc_ValueError, "fast_config: expected a tuple of %d limits", FAST_OPS);
             return NULL;
         }
-        int64_t lim[FAST_OPS];
+        int64_t lim[FAST_OPS], caller[FAST_OPS];
         for (int k = 0; k < FAST_OPS; k++) {
-            lim[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(arg, k));
-            if (lim[k] == -1 && PyErr_Occurred())
+            PyObject *it = PyTuple_GET_ITEM(arg, k);
+            if (PyTuple_Check(it) && PyTuple_GET_SIZE(it) == 2) { /* (calling thread alone, fast path at all) */
+                caller[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(it, 0));
+                lim[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(it, 1));
+            } else {
+                lim[k] = caller[k] = PyLong_AsLongLong(it);
+            }
+            if (PyErr_Occurred())
                 return NULL;
         }
         memcpy(fast_limit, lim, sizeof lim);
+        memcpy(fast_caller, caller, sizeof caller);
     }
     PyObject *names = PyTuple_New(FAST_OPS);
     for (int k = 0; names && k < FAST_OPS; k++)
@@ -1331,8 +1345,8 @@ static PyObject *py_fast_last(PyObject *self, PyObject *noargs)
     PyArray_Descr *d = PyArray_DescrFromType(fast_last.typenum);
     if (!d)
         return NULL;
-    PyObject *r = Py_BuildValue("(KsLOs)", fast_last.seq, fast_names[fast_last.op], (long long)fast_last.n,
-                                (PyObject *)d, gs_strategy_name(fast_last.used));
+    PyObject *r = Py_BuildValue("(KsLOsi)", fast_last.seq, fast_names[fast_last.op], (long long)fast_last.n,
+                                (PyObject *)d, gs_strategy_name(fast_last.used), fast_last.threads);
     Py_DECREF(d);
     return r;
 }
@@ -1570,9 +1584,9 @@ static PyMethodDef methods[] = {
     {"fast_cumsum", py_fast_cumsum, METH_O, "fast path: cumsum(a) flattened, or NotImplemented"},
     {"fast_histogram", (PyCFunction)(void (*)(void))py_fast_histogram, METH_FASTCALL, "fast path: counts of a with a bins description"},
     {"fast_bincount", (PyCFunction)(void (*)(void))py_fast_bincount, METH_FASTCALL, "fast path: bincount(x, minlength), or NotImplemented"},
-    {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order"},
+    {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order (a limit: n, or (caller alone, fast path))"},
     {"plan_seq", py_plan_seq, METH_NOARGS, "the next number of this thread's call sequence"},
-    {"fast_last", py_fast_last, METH_NOARGS, "(seq, op, n, dtype, strategy) of this thread's last fast call"},
+    {"fast_last", py_fast_last, METH_NOARGS, "(seq, op, n, dtype, strategy, threads) of this thread's last fast call"},
     {"env_dispatch", py_env_dispatch, METH_NOARGS, "(GPUSYNC_ENGINE, GPUSYNC_CALIBRATE, GPUSYNC_DEBUG) via the table"},
     {"cpu_threads", py_cpu_threads, METH_O,
      "cpu_threads(n): the CPU engine's threads for this thread's next calls (1: the caller alone; 0: its own choice)"},

@@ -457,6 +457,8 @@ void gs_cpu_request_threads(int nthreads);
 /* The request for n items (capped by GPUSYNC_NUM_THREADS and n), or 0 when
  * none: the engine's thread-count choice asks this first (csrc/cpu/request.c). */
 int gs_cpu_requested_threads(int64_t n);
+/* The threads the calling thread's last CPU-engine job ran on (1: itself alone). */
+int gs_cpu_last_threads(void);
 /* The staging crew's workers for the calling thread's host <-> device copies
  * (0: the crew's size, GPUSYNC_STAGE_THREADS or one fewer than the CPUs):
  * the dispatcher's request when the CPU pool runs beside them. */
