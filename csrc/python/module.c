@@ -1224,24 +1224,40 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
 }
 
 /* The minimum and maximum of a contiguous integer array (bincount's
- * argument check, as NumPy's own bincount makes it in C); 0 when they do not
- * fit int64 (uint64 above 2^62: no fast path). */
+ * argument check, as NumPy's own bincount makes it in C), from the CPU
+ * engine's minmax on the pool's threads above fast_caller (csrc/cpu/minmax.c),
+ * a loop here below; 0 when they do not fit int64 (uint64
+ * above 2^62: no fast path), -1 with the exception set when the engine
+ * failed (an interrupt). */
 #define FAST_RANGE(T)                                                                                         \
     do {                                                                                                      \
-        const T *p = (const T *)a->data;                                                                      \
-        T l = p[0], h = p[0];                                                                                 \
-        for (int64_t i = 1; i < a->length; i++) {                                                             \
-            l = p[i] < l ? p[i] : l;                                                                          \
-            h = p[i] > h ? p[i] : h;                                                                          \
+        T v[2];                                                                                               \
+        if (inline_loop) {                                                                                    \
+            const T *p = (const T *)a->data;                                                                  \
+            v[0] = v[1] = p[0];                                                                               \
+            for (int64_t i = 1; i < a->length; i++) {                                                         \
+                v[0] = p[i] < v[0] ? p[i] : v[0];                                                             \
+                v[1] = p[i] > v[1] ? p[i] : v[1];                                                             \
+            }                                                                                                 \
+        } else {                                                                                              \
+            memcpy(v, buf, sizeof v);                                                                         \
         }                                                                                                     \
-        if ((uint64_t)h > (uint64_t)INT64_MAX / 2 && (T)-1 > 0)                                               \
+        if ((uint64_t)v[1] > (uint64_t)INT64_MAX / 2 && (T)-1 > 0)                                            \
             return 0;                                                                                         \
-        *lo = (int64_t)l;                                                                                     \
-        *hi = (int64_t)h;                                                                                     \
+        *lo = (int64_t)v[0];                                                                                  \
+        *hi = (int64_t)v[1];                                                                                  \
     } while (0)
 
-static int fast_int_range(const gs_array *a, int64_t *lo, int64_t *hi)
+static int fast_int_range(const gs_backend_ops *ops, const gs_array *a, int64_t *lo, int64_t *hi)
 {
+    char buf[16];
+    const int inline_loop = a->length <= fast_caller[FAST_BINCOUNT]; /* small: no engine call at all */
+    if (!inline_loop) {
+        gs_status st;
+        FAST_RUN(FAST_BINCOUNT, a->length, st, ops->minmax(a, buf, NULL));
+        if (!gs_done(st)) /* an interrupt: raised */
+            return -1;
+    }
     switch (a->dtype) {
     case GS_INT8: FAST_RANGE(int8_t); return 1;
     case GS_UINT8: FAST_RANGE(uint8_t); return 1;
@@ -1277,7 +1293,10 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
         a.dtype = GS_UINT8;
     const gs_backend_ops *ops = gs_cpu_backend();
     int64_t lo, hi;
-    if (!fast_int_range(&a, &lo, &hi))
+    const int range = fast_int_range(ops, &a, &lo, &hi);
+    if (range < 0)
+        return NULL;
+    if (!range)
         Py_RETURN_NOTIMPLEMENTED;
     if (lo < 0 || hi > 4 * a.length + 65536)
         Py_RETURN_NOTIMPLEMENTED;
