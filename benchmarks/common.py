@@ -190,9 +190,9 @@ def merge_results(outdir, info, rows, ceilings=None, sweeps=None, partial=False)
     dev = short_device(info["name"])
     old = short_device(data.get("device", info["name"]))
     for r in data.get("rows", []):  # rows written before rows named their GPU: the file's GPU
-        r.setdefault("device", old)
+        r["device"] = short_device(r.get("device", old))  # (some rows named it in full: one spelling)
     for r in rows:  # each row names its GPU, so that both GPUs' results live side by side
-        r.setdefault("device", dev)
+        r["device"] = short_device(r.get("device", dev))
     ops = {r["op"] for r in rows}
     cases = {r["case"] for r in rows}
     # a benchmark's rows replace its earlier rows on the same GPU (a partial run, e.g. --dist or
