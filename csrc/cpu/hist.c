@@ -206,7 +206,9 @@ static void hist_piece(hist_job *j, int tid, int64_t begin, int64_t end)
     const gs_binner *b = j->b;
     const gs_array *x = j->x, *w = j->w;
 
-    if (is_8bit(x->dtype)) { /* fold per-byte aggregates through the mapping */
+    /* fold per-byte aggregates through the mapping; a piece shorter than the
+     * 256 byte values bins element by element below (no 4 KiB of tallies) */
+    if (is_8bit(x->dtype) && end - begin >= 256) {
         uint64_t cnt[256] = {0};
         double sum[256] = {0};
         byte_pass(x, w, begin, end, cnt, sum);
@@ -311,11 +313,11 @@ gs_status gs_cpu_histogram(const gs_array *x, const gs_array *w, const gs_hist_b
         return gs_fail(GS_ERR_UNSUPPORTED_DEVICE,
                        "strategy 'cluster' needs thread-block clusters (a CUDA GPU of compute capability >= 9.0); "
                        "the cpu backend has none");
+    const int asked_auto = strategy == GS_STRATEGY_AUTO;
     if (strategy == GS_STRATEGY_AUTO) {
         gs_hist_shape shape = {x->length, nb, weighted, (int)gs_dtype_size(x->dtype), 0, 0, 0};
         strategy = gs_hist_auto_strategy(&shape);
     }
-    *used = strategy;
 
     int nthreads = gs_cpu_threads_for_cost(x->length, is_8bit(x->dtype) && !weighted ? GS_CPU_NS_HIST_BYTE
                                                                                        : GS_CPU_NS_HIST);
@@ -326,12 +328,26 @@ gs_status gs_cpu_histogram(const gs_array *x, const gs_array *w, const gs_hist_b
     if (strategy == GS_STRATEGY_SHARED && nthreads > 1 && (double)nthreads * nb * 8 > 2e9)
         nthreads = 1; /* private copies would not fit: count on one thread */
 
+    /* one thread counting into a contiguous int64 result: count there (no
+     * private copy to clear, merge and free -- most of a small call's cost) */
+    const int in_place = nthreads == 1 && !weighted && out->stride == 1 && out->dtype == GS_INT64 &&
+                         (asked_auto || strategy == GS_STRATEGY_SHARED);
+    if (in_place)
+        strategy = GS_STRATEGY_SHARED; /* one thread's private histogram: the result itself */
+    *used = strategy;
+
     gs_binner b;
     gs_binner_init(&b, bins, bins->edges);
     hist_job job = {&b, x, w, weighted, strategy, NULL, nb, (nb + 7) / 8 * 8, NULL, NULL};
     const size_t bytes = (size_t)nb * 8;
     gs_status st = GS_OK;
 
+    if (in_place) {
+        job.priv = out->data;
+        job.pstride = nb;
+        memset(out->data, 0, bytes);
+        return gs_cpu_parallel_for(x->length, 1, hist_slice, &job);
+    }
     if (strategy == GS_STRATEGY_SHARED) {
         /* each thread's copy on whole cache lines of its own */
         const size_t pbytes = (size_t)nthreads * (size_t)job.pstride * 8;
