@@ -22,7 +22,7 @@ import numpy as np
 from . import _backend, _core
 from ._costmodel import Machine
 
-FORMAT = 3  # 2: cache tier, all-cores rates, the GPU's host-input curve; 3: per-op GPU extra
+FORMAT = 4  # 2: cache tier, all-cores rates, the GPU's host-input curve; 3: per-op GPU extra; 4: histogram8
 _warned = {"cache": False}
 
 

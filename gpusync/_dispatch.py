@@ -85,6 +85,16 @@ def env_engine() -> str:
     return _override["engine"] or _core.env_dispatch()[0]
 
 
+def aux_threads() -> int:
+    """The CPU engine's thread request for a host pass outside the engine
+    choice (a bincount's min/max, a histogram's autodetected range): the
+    calling thread alone when the caller engine is forced, the forced pool
+    size, else 0 (the engine's own choice)."""
+    if _override["threads"]:
+        return int(_override["threads"])
+    return 1 if env_engine() == "caller" else 0
+
+
 def env_calibrate() -> str:
     """GPUSYNC_CALIBRATE: "auto" (a quick measurement on first need) or "off"."""
     return _core.env_dispatch()[1]

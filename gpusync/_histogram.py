@@ -219,7 +219,14 @@ def _minmax(x):
     if x.size and x.dtype in _HOST_MINMAX:  # one pass on the CPU engine's threads (NumPy: two, one thread)
         flat = x.reshape(-1) if x.ndim != 1 else x
         if flat.ndim == 1 and x.dtype.isnative:
-            lo, hi = np.frombuffer(_core.minmax("cpu", flat, 0), dtype=x.dtype)
+            req = _dispatch.aux_threads()  # a forced engine holds for this pass too
+            if req:
+                _core.cpu_threads(req)
+            try:
+                lo, hi = np.frombuffer(_core.minmax("cpu", flat, 0), dtype=x.dtype)
+            finally:
+                if req:
+                    _core.cpu_threads(0)
             return lo, hi
     return x.min(), x.max()
 

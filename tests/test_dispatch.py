@@ -563,3 +563,19 @@ def test_8bit_histograms_have_their_own_rate():
     assert cm.rate_key(cm.Shape("bincount", 10**6, 1, 8, 256)) == "histogram8"
     assert cm.rate_key(cm.Shape("sum", 10**6, 1)) == "sum"
     assert cm._cpu_time(m, u8, u8.n, 1) < cm._cpu_time(m, f8, f8.n, 1) / 10
+
+
+def test_auxiliary_host_passes_follow_a_forced_engine(monkeypatch):
+    """A bincount's min/max pass runs outside the engine choice: a forced caller engine (GPUSYNC_ENGINE) or a
+    forced pool size holds for it too."""
+    monkeypatch.delenv("GPUSYNC_ENGINE", raising=False)
+    assert _dispatch.aux_threads() == 0
+    monkeypatch.setenv("GPUSYNC_ENGINE", "caller")
+    assert _dispatch.aux_threads() == 1
+    a = np.random.default_rng(3).integers(0, 5000, 300_000)
+    np.testing.assert_array_equal(gs.bincount(a), np.bincount(a))
+    monkeypatch.delenv("GPUSYNC_ENGINE")
+    with _calibrate._forced("cpu", 2):
+        assert _dispatch.aux_threads() == 2
+        np.testing.assert_array_equal(gs.bincount(a), np.bincount(a))
+    assert _dispatch.aux_threads() == 0

@@ -361,6 +361,7 @@ int gs_cpu_threads_for_cost(int64_t n, double ns_per_item)
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
 {
     job_start = now_ns();
+    const int was_caller = is_caller; /* (a nested call leaves the outer caller polling) */
     is_caller = 1;
     if (nthreads > GS_CPU_MAX_THREADS)
         nthreads = GS_CPU_MAX_THREADS;
@@ -379,7 +380,7 @@ gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx
     } else {
         rc = run_own_threads(n, nthreads, fn, ctx);
     }
-    is_caller = 0;
+    is_caller = was_caller;
     if (gs_interrupt_requested())
         return gs_interrupted();
     return rc == 0 ? GS_OK : gs_fail(GS_ERR_NO_MEMORY, "could not start CPU threads");

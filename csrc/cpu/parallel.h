@@ -7,7 +7,8 @@
  * several tasks, one after the other).  Tasks that wait for each other (the
  * grid / barrier strategies) still each get a thread of their own: a thread
  * blocked in one task cannot claim another, so the waiting tasks are claimed
- * by the other threads woken for the job.  When the pool is held by another
+ * by the other threads woken for the job (a job of T tasks always wakes T - 1
+ * workers: the pool must never wake fewer).  When the pool is held by another
  * caller (several Python threads), the later caller runs on threads of its own
  * for that call.  The pool is rebuilt in a forked child. */
 #ifndef GPUSYNC_CPU_PARALLEL_H

@@ -1013,7 +1013,8 @@ static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
  * against the work). */
 #define FAST_RUN(op, n, st, call)                                                                             \
     do {                                                                                                      \
-        gs_cpu_request_threads((n) <= fast_caller[op] ? 1 : 0);                                               \
+        const int alone_ = (n) <= fast_caller[op]; /* read once: fast_config may run while the GIL is out */ \
+        gs_cpu_request_threads(alone_ ? 1 : 0);                                                               \
         if ((n) >= FAST_GIL_RELEASE_MIN) {                                                                    \
             Py_BEGIN_ALLOW_THREADS st = (call);                                                               \
             Py_END_ALLOW_THREADS                                                                              \
@@ -1021,7 +1022,7 @@ static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
             st = (call);                                                                                      \
         }                                                                                                     \
         gs_cpu_request_threads(0);                                                                            \
-        fast_threads = (n) <= fast_caller[op] ? 1 : gs_cpu_last_threads();                                    \
+        fast_threads = alone_ ? 1 : gs_cpu_last_threads();                                                    \
     } while (0)
 
 static void fast_note(int op, const gs_array *a, int typenum, gs_strategy used)
