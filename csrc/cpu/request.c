@@ -11,8 +11,6 @@ int gs_cpu_requested_threads(int64_t n)
 {
     if (thread_request <= 0)
         return 0;
-    if (thread_request == 1)
-        return 1; /* the calling thread alone: no cap can lower it (no environment read on the small calls) */
     int set = 0;
     const double cap = gs_env_number(GS_ENV_NUM_THREADS, 0, &set); /* the user's limit holds */
     int64_t t = thread_request;
