@@ -260,25 +260,27 @@ def _engine_limit(m, op, allowed, engines) -> int:
     return limit
 
 
-def _caller_limit(m, op, allowed) -> int:
-    """The largest n for which the model picks the calling thread alone."""
-    return _engine_limit(m, op, allowed, ("caller",))
-
-
 def _fast_limits(m, op, allowed) -> tuple:
     """(calling thread alone up to, the fast path at all up to): the CPU
     engine's sizes (caller or pool: the pool's threads the engine's own
     choice); the GPU's and the split's go through the general path."""
-    caller = _caller_limit(m, op, allowed)
+    caller = _engine_limit(m, op, allowed, ("caller",))
     return caller, max(caller, _engine_limit(m, op, allowed, ("caller", "cpu")) if "caller" in allowed else 0)
+
+
+_limits_memo: dict = {}  # (id(machine), allowed) -> (machine, limits): the bisections run once per state
 
 
 def fast_sync() -> None:
     """Give the C fast path its per-op limits for the current state."""
     allowed, _ = _allowed(_backend.forced()) if env_engine() == "auto" else (("cuda",), "")
     m = machine()
-    names = _core.fast_config(None)
-    _core.fast_config(tuple(_fast_limits(m, op, allowed) for op in names))
+    key = (id(m), tuple(allowed))
+    hit = _limits_memo.get(key)
+    if hit is None or hit[0] is not m:  # (a machine replaced since: its id may be reused)
+        names = _core.fast_config(None)
+        hit = _limits_memo[key] = (m, tuple(_fast_limits(m, op, allowed) for op in names))
+    _core.fast_config(hit[1])
     # device arrays: the cuda engine, unless the cpu backend is forced (then
     # they go to the host) or plans are logged (the general path logs them)
     _devfast.enable(_backend.forced() != "cpu" and not env_debug() and _override["engine"] is None)
