@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpusync as gs
-from gpusync import _calibrate, _costmodel, _dispatch
+from gpusync import _calibrate, _core, _costmodel, _dispatch
 from gpusync._costmodel import Machine, Shape
 
 # A 16-core host with a slow memory system and a PCIe-fast GPU.
@@ -579,3 +579,38 @@ def test_auxiliary_host_passes_follow_a_forced_engine(monkeypatch):
         assert _dispatch.aux_threads() == 2
         np.testing.assert_array_equal(gs.bincount(a), np.bincount(a))
     assert _dispatch.aux_threads() == 0
+
+
+def test_fast_path_on_the_pool_matches_numpy(model):
+    """Above the calling-thread limit the C fast path runs on the CPU engine's pool (up to where the model
+    leaves the host engines): NumPy's results, and a plan that names the threads it ran on."""
+    model(Machine(cores=2, gpu=False, handoff=2e-6, handoff_per_thread=1e-7, handoff_warm=1e-6,
+                   cpu_rate=tuple((op, 1e8) for op in ("sum", "dot", "count_nonzero", "packbits", "cumsum",
+                                                       "histogram", "histogram8", "bincount"))))
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(300_001)
+    i = rng.integers(0, 3000, 300_001)
+    b = rng.integers(0, 256, 300_001).astype(np.uint8)
+    gs.sum(x[:3])  # the first call configures the limits
+    names = _core.fast_config(None)
+    assert all(0 < c < 300_001 for c in (dict(zip(names, _limits()))[op][0] for op in ("sum", "bincount")))
+    cases = [("sum", lambda: gs.sum(x), np.sum(x)), ("dot", lambda: gs.dot(x, x), np.dot(x, x)),
+             ("count_nonzero", lambda: gs.count_nonzero(i), np.count_nonzero(i)),
+             ("bincount", lambda: gs.bincount(i), np.bincount(i)),
+             ("histogram", lambda: gs.histogram(b, 256, range=(0, 256))[0], np.histogram(b, 256, (0, 256))[0])]
+    for op, fn, ref in cases:
+        fn()
+        got = fn()
+        assert _fast_ran(op), gs.last_plan()
+        p = gs.last_plan()
+        assert p["engine"] == ("cpu" if p["threads"] > 1 else "caller")
+        if op in ("sum", "dot"):
+            assert got == pytest.approx(ref, rel=1e-9)
+        else:
+            np.testing.assert_array_equal(got, ref)
+
+
+def _limits():
+    m = _dispatch.machine()
+    allowed = _dispatch._allowed(None)[0]
+    return [_dispatch._fast_limits(m, op, allowed) for op in _core.fast_config(None)]
