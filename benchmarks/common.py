@@ -112,6 +112,7 @@ def copy_ceiling(cp, timer, src, dst):
 
 _PEERS = {
     "cub_hist_u8": (ctypes.c_int,), "cub_hist_f32": (ctypes.c_float,), "cub_hist_i32": (ctypes.c_int,),
+    "cub_hist_f64": (ctypes.c_double,),
 }
 
 

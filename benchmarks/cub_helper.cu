@@ -49,6 +49,10 @@ extern "C" double cub_hist_f32(const float *d, long long n, int bins, float lo, 
 {
     return time_hist(d, n, bins, lo, hi, out, reps);
 }
+extern "C" double cub_hist_f64(const double *d, long long n, int bins, double lo, double hi, long long *out, int reps)
+{
+    return time_hist(d, n, bins, lo, hi, out, reps);
+}
 extern "C" double cub_hist_i32(const int *d, long long n, int bins, int lo, int hi, long long *out, int reps)
 {
     return time_hist(d, n, bins, lo, hi, out, reps);

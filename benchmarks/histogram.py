@@ -434,6 +434,98 @@ def dist_sweep(args):
         sys.exit(1)
 
 
+def float_sweep(args):
+    """float32 / float64 on equal-width bins (issue 14: >= 90% of read and faster than CUB): several sizes,
+    bin counts and distributions; the kernel's launch shapes (GPUSYNC_HIST_REAL_CFG) and the generic shared
+    kernel it replaced (GPUSYNC_HIST_SMALL=0) in the same run; writes <out>/histogram_float_<GPU>.md."""
+    import cupy as cp
+
+    from benchmarks.common import short_device
+
+    try:
+        import torch
+    except Exception:  # pragma: no cover
+        torch = None
+    info, timer = cuda_start(cp)
+    dev = short_device(info["name"])
+    cub = build_peers()
+    ceiling = fresh_read_ceiling(cp, timer, info)
+    rs = cp.random.RandomState(11)
+    rows, lines = [], []
+    shapes = {0: "512x2, 4 loads", 1: "512x3, 3 loads", 2: "512x3, 2 loads"}
+    cases = []
+    for n, label in (((1 << 25), "32M"), ((1 << 28), "256M"), (200_000_003, "200M")):
+        cases.append((f"f32-100-range-{label}", lambda n=n: rs.random_sample(n, dtype=cp.float32), 100, (0.0, 1.0)))
+    cases.append(("f32-1000-normal-256M", lambda: rs.standard_normal(1 << 28, dtype=cp.float32), 1000, (-4.0, 4.0)))
+    cases.append(("f32-10-normal-256M", lambda: rs.standard_normal(1 << 28, dtype=cp.float32), 10, (-1.0, 1.0)))
+    cases.append(("f64-100-range-128M", lambda: rs.random_sample(1 << 27), 100, (0.0, 1.0)))
+    cases.append(("f64-500-normal-100M", lambda: rs.standard_normal(100_000_007), 500, (-3.0, 3.0)))
+    for case, make, bins, rng in cases:
+        x = make()
+        nbytes = x.nbytes
+        ref = np.histogram(cp.asnumpy(x), bins=bins, range=rng)[0]
+        res = {}
+
+        def one(impl, fn, graph=True, envs=None):
+            with env(**(envs or {})):
+                got = fn()
+                ok = bool(np.array_equal(cp.asnumpy(got[0]), ref))
+                ms = timer.graph(fn, reps=9, inner=5) if graph else timer.gpu(fn, reps=9, inner=5)
+            rows.append({"op": "histogram", "case": case, "impl": impl, "ms": round(ms, 5),
+                         "gbps": round(nbytes / ms / 1e6, 1), "correct": ok})
+            res[impl] = (ms, ok)
+
+        call = lambda: gs.histogram(x, bins=bins, range=rng)  # noqa: E731
+        one("gpusync:auto", call)
+        for c in shapes:
+            one(f"gpusync:shape {c}", call, envs={"GPUSYNC_HIST_REAL_CFG": str(c)})
+        one("gpusync:before (generic shared kernel)", call, envs={"GPUSYNC_HIST_SMALL": "0"})
+        one("gpusync:auto(events)", call, graph=False)
+        hout = np.zeros(bins, np.int64)
+        cfn = cub.cub_hist_f32 if x.dtype == cp.float32 else cub.cub_hist_f64
+        cms = cfn(x.data.ptr, x.size, bins, rng[0], rng[1], hout.ctypes.data, 9)
+        if cms > 0:
+            rows.append({"op": "histogram", "case": case, "impl": "cub", "ms": round(cms, 5),
+                         "gbps": round(nbytes / cms / 1e6, 1)})
+        pms = {}
+        for impl, fn in (("cupy:histogram", lambda: cp.histogram(x, bins=bins, range=rng)),
+                         ("torch:histc", (lambda t=torch.as_tensor(x, device="cuda"):
+                                          torch.histc(t, bins=bins, min=rng[0], max=rng[1])) if torch else None)):
+            if fn is None:
+                continue
+            ms = timer.gpu(fn, reps=5, inner=3)
+            pms[impl] = ms
+            rows.append({"op": "histogram", "case": case, "impl": impl, "ms": round(ms, 5),
+                         "gbps": round(nbytes / ms / 1e6, 1)})
+        pct = lambda ms: f"{100 * nbytes / ms / 1e6 / ceiling:.1f}%"  # noqa: E731
+        a = res["gpusync:auto"][0]
+        line = (f"| {case} | {a * 1e3:.1f} | {pct(a)} | "
+                + " | ".join(pct(res[f'gpusync:shape {c}'][0]) for c in shapes)
+                + f" | {pct(res['gpusync:before (generic shared kernel)'][0])} | {pct(res['gpusync:auto(events)'][0])}"
+                + f" | {pct(cms) if cms > 0 else '-'} | {(cms / a if cms > 0 else float('nan')):.2f}x"
+                + f" | {pct(pms['cupy:histogram'])} | {pct(pms['torch:histc']) if 'torch:histc' in pms else '-'}"
+                + f" | {'ok' if all(v[1] for v in res.values()) else '**WRONG**'} |")
+        lines.append(line)
+        print(line, flush=True)
+        x = None
+        cp.get_default_memory_pool().free_all_blocks()
+    data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
+    head = " | ".join(f"shape {c} ({shapes[c]})" for c in shapes)
+    text = [f"# float histograms on equal-width bins: {info['name']}, {data['date']}", "",
+            "gpusync: CUDA-graph replay of 5 calls (device time), median of 9, % of the read ceiling "
+            f"(**{ceiling:.0f} GB/s**, 1 GiB, 16-byte loads, same run); 'before': the generic shared kernel "
+            "(GPUSYNC_HIST_SMALL=0); 'events': events around 5 back-to-back Python calls; CUB "
+            "(DeviceHistogram::HistogramEven): events around one call; CuPy and torch.histc: events.", "",
+            f"| case | auto us | auto % | {head} | before % | auto, events % | CUB % | CUB time / auto time | "
+            "CuPy % | torch.histc % | check |",
+            "|---|---:|---:|" + "---:|" * len(shapes) + "---:|---:|---:|---:|---:|---:|---|"] + lines
+    with open(os.path.join(args.out, f"histogram_float_{dev}.md"), "w") as fh:
+        fh.write("\n".join(text) + "\n")
+    if any(r.get("correct") is False for r in rows):
+        print("WRONG results")
+        sys.exit(1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
@@ -445,11 +537,15 @@ def main():
                          "256 MiB, 1 GiB against CUB; writes <out>/histogram_dist_<GPU>.md")
     ap.add_argument("--sweeps", action="store_true",
                     help="with --dist: also the 8-bit kernel shapes, a size sweep and packbits (issue 14)")
+    ap.add_argument("--float", action="store_true", help="only float32/float64 on equal-width bins (sizes, bin "
+                    "counts, distributions, kernel shapes) against CUB; writes <out>/histogram_float_<GPU>.md")
     ap.add_argument("--binstat", action="store_true", help="only the binned_statistic rows; writes "
                     "<out>/binstat_<GPU>.md")
     args = ap.parse_args()
     if args.dist:
         return dist_sweep(args)
+    if args.float:
+        return float_sweep(args)
     if args.binstat:
         os.makedirs(args.out, exist_ok=True)
         return binstat_only(args)

@@ -1,6 +1,6 @@
 """Issue 14's fast paths (csrc/cuda/hist_small.cu, bits.cu): 8-bit histograms
 on every byte distribution, small-range 16/32-bit bincounts and integer
-histograms, packbits of bytes -- against NumPy, for sizes that are not
+histograms, float32/float64 on equal-width bins, packbits of bytes -- against NumPy, for sizes that are not
 multiples of 16, misaligned starts, and device inputs of CuPy and PyTorch."""
 import numpy as np
 import pytest
@@ -40,7 +40,8 @@ def to_lib(lib, a):
         return cp.asarray(a)
     torch = pytest.importorskip("torch")
     tdt = {np.uint8: torch.uint8, np.int8: torch.int8, np.int16: torch.int16, np.int32: torch.int32,
-           np.int64: torch.int64, np.bool_: torch.bool}.get(a.dtype.type)
+           np.int64: torch.int64, np.bool_: torch.bool, np.float32: torch.float32,
+           np.float64: torch.float64}.get(a.dtype.type)
     if tdt is None:
         pytest.skip(f"torch has no usable {a.dtype}")
     return torch.as_tensor(np.ascontiguousarray(a)).to("cuda")
@@ -179,3 +180,50 @@ def test_packbits_bytes(dtype, n, off, lib):
             got = to_np(gs.packbits(x, threshold=t))
             assert np.array_equal(got, np.packbits(a[off:] > t)), t
     assert int(gs.count_nonzero(x)) == int(np.count_nonzero(a[off:]))
+
+
+def float_data(dtype, n, lo, hi, nbins, rng):
+    """Uniform values over a range a little wider than [lo, hi], with exact edges, the top edge, NaN and
+    infinities mixed in."""
+    w = hi - lo
+    a = rng.uniform(lo - 0.1 * w, hi + 0.1 * w, n).astype(dtype)
+    k = rng.integers(0, nbins + 1, n)
+    edges = np.linspace(lo, hi, nbins + 1).astype(dtype)  # values on (or next to) the edges
+    pick = rng.random(n)
+    a = np.where(pick < 0.2, edges[k], a)
+    a = np.where((pick >= 0.2) & (pick < 0.25), np.nextafter(edges[k], dtype(np.inf)), a)
+    a = np.where((pick >= 0.25) & (pick < 0.3), np.nextafter(edges[k], dtype(-np.inf)), a)
+    if n > 8:
+        a[:4] = [np.nan, np.inf, -np.inf, hi]
+    return a.astype(dtype)
+
+
+@pytest.mark.parametrize("cfg", ["0", "1", "2"])
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("off", [0, 1, 3])
+@pytest.mark.parametrize("n", [1, 3, 5, 4099, 1_000_003])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_float_equal_width_bins(dtype, n, off, lib, cfg, monkeypatch):
+    """hist_real_kernel (every launch shape, GPUSYNC_HIST_REAL_CFG) on edges, next to edges, the closed top
+    edge, NaN, infinities and out-of-range values, misaligned starts."""
+    monkeypatch.setenv("GPUSYNC_HIST_REAL_CFG", cfg)
+    rng = np.random.default_rng(n * 7 + off)
+    for bins, (lo, hi) in ((100, (0.0, 1.0)), (7, (-3.3, 2.7)), (512, (-1.0, 1.0))):
+        a = float_data(dtype, n + off, lo, hi, bins, rng)
+        ref, ref_e = np.histogram(a[off:], bins=bins, range=(lo, hi))
+        h, e = gs.histogram(sliced(lib, a, off), bins=bins, range=(lo, hi))
+        assert np.array_equal(to_np(h), ref), (bins, lo, hi)
+        assert np.array_equal(to_np(e), ref_e)
+
+
+@pytest.mark.parametrize("dist", ["normal", "same", "sorted"])
+def test_float_equal_width_distributions(dist):
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(3)
+    n = 3_000_001
+    a = {"normal": lambda: rng.standard_normal(n).astype(np.float32),
+         "same": lambda: np.full(n, 0.25, np.float32),
+         "sorted": lambda: np.sort(rng.uniform(-1, 1, n)).astype(np.float32)}[dist]()
+    for bins in (1, 10, 100, 500):
+        h, _ = gs.histogram(cp.asarray(a), bins=bins, range=(-1, 1))
+        assert np.array_equal(h.get(), np.histogram(a, bins=bins, range=(-1, 1))[0]), bins

@@ -78,7 +78,8 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                      "unless python -m gpusync calibrate cached them)"},
     [GS_ENV_HIST_SMALL] = {.name = "GPUSYNC_HIST_SMALL", .type = "int", .fallback = "1", .lo = 0, .hi = 2,
                            .meaning = "benchmarks: 0 turns off the fast paths of the shared histogram for 8-bit "
-                                      "data and small-range integers, 2 takes the 8-bit kernel at every size"},
+                                      "data, small-range integers and equal-width float bins, 2 takes the 8-bit "
+                                      "kernel at every size"},
     [GS_ENV_HIST_U8_CFG] = {.name = "GPUSYNC_HIST_U8_CFG", .type = "int", .fallback = "0", .lo = 0, .hi = 3,
                             .meaning = "tuning: launch shape of the 8-bit histogram kernel (hist_small.cu)"},
     [GS_ENV_BITS_SIMD] = {.name = "GPUSYNC_BITS_SIMD", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
@@ -94,6 +95,9 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                 .hi = 16,
                                 .meaning = "tuning: blocks per cluster of barrier_benchmark's cluster barrier (0: "
                                            "the largest power of two up to 16 that divides the grid and fits)"},
+    [GS_ENV_HIST_REAL_CFG] = {.name = "GPUSYNC_HIST_REAL_CFG", .type = "int", .fallback = "0", .lo = 0, .hi = 2,
+                              .meaning = "tuning: launch shape of the float32/float64 equal-width histogram "
+                                         "kernel (hist_small.cu)"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

@@ -54,7 +54,7 @@ struct gs_smem_bins {
     float ef[GS_HIST_SMEM_EDGES];
 };
 
-__device__ __forceinline__ bool gs_edges_in_smem(const gs_binner &b)
+__host__ __device__ __forceinline__ bool gs_edges_in_smem(const gs_binner &b)
 {
     return (b.kind == GS_BINS_UNIFORM || b.kind == GS_BINS_EDGES) && b.nbins < GS_HIST_SMEM_EDGES;
 }

@@ -8,6 +8,9 @@
  *    conflict and never collide on one word, whatever the data (one value,
  *    alternating, runs...).  16-byte loads, software-pipelined: the next
  *    U vectors are in flight while the current U are counted.
+ *  - float32 and float64 on equal-width bins whose edges fit shared memory:
+ *    the same replicas and pipelined loads, in a kernel with its own launch
+ *    bounds (the generic shared kernel spilled at its 32 registers).
  *  - 16- and 32-bit integers on unit-width integer bins (bincount, and
  *    histogram with integer edges) that fit a block's shared memory: R
  *    replicas (lane % R), 16-byte loads pipelined the same way, 32-bit index
@@ -249,6 +252,130 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
     return GS_OK;
 }
 
+
+/* ------------------------------------- float32 / float64 on equal-width bins */
+
+/* Bin of one value on equal-width edges held in shared memory (float32 data
+ * on float32-exact edges in float, everything else in double); -1: out.
+ * F32 is a template parameter: a run-time test in the element loop let the
+ * compiler execute both paths (measured: 64% of read against 75% for the
+ * generic kernel on float32). */
+template <bool F32> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, float v)
+{
+    return (int)(F32 ? gs_bin_uniform_f(b, sb, v) : gs_bin_uniform_d(b, sb, (double)v));
+}
+template <bool F32> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, double v)
+{
+    return (int)gs_bin_uniform_d(b, sb, v);
+}
+
+/* R replicas (lane % R) of the bins in dynamic shared memory, the edges in
+ * static shared memory; its own launch bounds, so that the binning and the
+ * loads in flight need no spills (the generic shared kernel, 1024 x 2 at 32
+ * registers, spilled on floats). */
+template <class T, bool F32, int SHIFT, int THREADS, int MINB, int U, bool STREAM>
+__global__ void __launch_bounds__(THREADS, MINB)
+    hist_real_kernel(gs_binner b, const T *__restrict__ x, int64_t n, unsigned long long *out, int rshift_)
+{
+    constexpr int V = 16 / sizeof(T);
+    extern __shared__ __align__(16) unsigned hr[];
+    __shared__ gs_smem_bins sb;
+    const int rshift = SHIFT >= 0 ? SHIFT : rshift_; /* 32 replicas: a constant shift (one instruction less) */
+    const int nb = (int)b.nbins, R = 1 << rshift;
+    for (int i = threadIdx.x; i < (nb << rshift); i += THREADS)
+        hr[i] = 0;
+    gs_bins_prepare(b, sb); /* also the barrier after zeroing */
+    unsigned *const mine = hr + (threadIdx.x & (R - 1));
+    auto add = [&](T v) {
+        const int k = real_bin<F32>(b, sb, v);
+        if (k >= 0)
+            atomicAdd_block(mine + (k << rshift), 1u);
+    };
+    const int64_t tid = (int64_t)blockIdx.x * THREADS + threadIdx.x, nth = (int64_t)gridDim.x * THREADS;
+    int64_t head = (int64_t)(((16 - ((uintptr_t)x & 15)) & 15) / sizeof(T));
+    if (head > n)
+        head = n;
+    const int4 *xv = reinterpret_cast<const int4 *>(x + head);
+    const int64_t nv = (n - head) / V, done = head + nv * V;
+    pipelined<U, STREAM>(xv, nv, tid, nth, [&](const int4 &v) {
+        gs_vec<T> r;
+        r.v = v;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            add(r.e[e]);
+    });
+    if (tid < head)
+        add(x[tid]);
+    if (tid < n - done)
+        add(x[done + tid]);
+    __syncthreads();
+    for (int k = threadIdx.x; k < nb; k += THREADS) {
+        unsigned acc = 0;
+        for (int r = 0; r < R; r++) /* rotate the start so a warp reads 32 banks */
+            acc += hr[(k << rshift) + ((r + k) & (R - 1))];
+        if (acc != 0)
+            atomicAdd(out + k, (unsigned long long)acc);
+    }
+}
+
+template <class T, bool F32, int THREADS, int MINB, int U>
+static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool stream)
+{
+    auto kern = rshift == 5 ? (stream ? hist_real_kernel<T, F32, 5, THREADS, MINB, U, true>
+                                      : hist_real_kernel<T, F32, 5, THREADS, MINB, U, false>)
+                            : (stream ? hist_real_kernel<T, F32, -1, THREADS, MINB, U, true>
+                                      : hist_real_kernel<T, F32, -1, THREADS, MINB, U, false>);
+    const size_t smem = (size_t)l->binner.nbins << rshift << 2;
+    gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    if (st != GS_OK)
+        return st;
+    int64_t resident = 0;
+    st = gs_cuda_resident_blocks((const void *)kern, THREADS, smem, l->dev, &resident);
+    if (st != GS_OK)
+        return st;
+    constexpr int V = 16 / (int)sizeof(T);
+    const int64_t work = (l->n / V + (int64_t)THREADS * U - 1) / ((int64_t)THREADS * U);
+    int64_t g = gs_hist_grid(l, resident, THREADS);
+    int forced = 0;
+    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
+    if (!forced && g > work)
+        g = work > 0 ? work : 1;
+    kern<<<(unsigned)g, THREADS, smem, l->stream>>>(l->binner, (const T *)l->x, l->n, (unsigned long long *)l->out,
+                                                    rshift);
+    GS_CUDA_CHECK(cudaGetLastError());
+    return GS_OK;
+}
+
+/* GPUSYNC_HIST_REAL_CFG: 0: 512 threads x 2 blocks/SM (64 registers), 4
+ * loads in flight; 1: 512 x 3 (42 registers), 3 loads; 2: 512 x 3, 2 loads.
+ * Float32 binning is issue-bound (ncu: 0.88 warps issued per scheduler at
+ * 512 x 3 x 2): the 4 loads of shape 0 measured best on the H200 for both
+ * dtypes (benchmarks/results/histogram_float_H200.md). */
+template <class T, bool F32> static gs_status launch_real(const gs_hist_launch *l, int rshift, bool stream)
+{
+    switch (env_int(GS_ENV_HIST_REAL_CFG, 0)) {
+    case 1: return launch_real_shape<T, F32, 512, 3, 3>(l, rshift, stream);
+    case 2: return launch_real_shape<T, F32, 512, 3, 2>(l, rshift, stream);
+    default: return launch_real_shape<T, F32, 512, 2, 4>(l, rshift, stream);
+    }
+}
+
+/* log2 of the replicas of an unweighted launch's bins (capped by
+ * GPUSYNC_HIST_REPLICAS), -1 when one copy does not fit shared memory. */
+static int replica_shift(const gs_hist_launch *l)
+{
+    int R = gs_hist_replicas(l->binner.nbins, 0, l->dev->shared_memory_per_block_optin);
+    if (R == 0)
+        return -1;
+    const int cap = env_int(GS_ENV_HIST_REPLICAS, 0);
+    while (cap > 0 && R > cap)
+        R /= 2;
+    int rshift = 0;
+    while ((1 << rshift) < R)
+        rshift++;
+    return rshift;
+}
+
 } // namespace
 
 /* The fast paths above, when they apply to this launch (unweighted,
@@ -281,6 +408,18 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
         }
         return 1;
     }
+    const bool real = (l->xdtype == GS_FLOAT32 || l->xdtype == GS_FLOAT64) && b.kind == GS_BINS_UNIFORM &&
+                      gs_edges_in_smem(b) && b.nbins >= 1;
+    if (real) {
+        const int rshift = replica_shift(l);
+        if (rshift < 0)
+            return 0;
+        if (l->xdtype == GS_FLOAT64)
+            *st = launch_real<double, false>(l, rshift, stream);
+        else
+            *st = b.edges_f32 ? launch_real<float, true>(l, rshift, stream) : launch_real<float, false>(l, rshift, stream);
+        return 1;
+    }
     if (b.kind != GS_BINS_DIRECT || es > 4 || b.nbins < 1 || b.nbins > (1 << 20))
         return 0;
     /* the kernel subtracts in int (16-bit data) or long long: keep the
@@ -288,15 +427,9 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
     const int64_t lo_ok = es <= 2 ? -(int64_t(1) << 30) : -(int64_t(1) << 40);
     if (b.offset < lo_ok || b.offset > -lo_ok)
         return 0;
-    int R = gs_hist_replicas(b.nbins, 0, l->dev->shared_memory_per_block_optin);
-    if (R == 0)
+    const int rshift = replica_shift(l);
+    if (rshift < 0)
         return 0;
-    const int cap = env_int(GS_ENV_HIST_REPLICAS, 0);
-    while (cap > 0 && R > cap)
-        R /= 2;
-    int rshift = 0;
-    while ((1 << rshift) < R)
-        rshift++;
     switch (l->xdtype) {
     case GS_INT16: *st = launch_int<int16_t>(l, rshift, stream); return 1;
     case GS_UINT16: *st = launch_int<uint16_t>(l, rshift, stream); return 1;

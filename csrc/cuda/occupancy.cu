@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define GS_MAX_REFS 32
+#define GS_MAX_REFS 64
 
 static int all_refs(gs_kernel_ref *r)
 {
