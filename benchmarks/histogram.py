@@ -452,7 +452,7 @@ def float_sweep(args):
     ceiling = fresh_read_ceiling(cp, timer, info)
     rs = cp.random.RandomState(11)
     rows, lines = [], []
-    shapes = {0: "512x2, 4 loads", 1: "512x3, 3 loads", 2: "512x3, 2 loads"}
+    shapes = {0: "512x2, 4 loads", 1: "512x3, 3 loads", 2: "512x2, 4 loads, no FMA"}
     cases = []
     for n, label in (((1 << 25), "32M"), ((1 << 28), "256M"), (200_000_003, "200M")):
         cases.append((f"f32-100-range-{label}", lambda n=n: rs.random_sample(n, dtype=cp.float32), 100, (0.0, 1.0)))

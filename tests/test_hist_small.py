@@ -208,7 +208,8 @@ def test_float_equal_width_bins(dtype, n, off, lib, cfg, monkeypatch):
     edge, NaN, infinities and out-of-range values, misaligned starts."""
     monkeypatch.setenv("GPUSYNC_HIST_REAL_CFG", cfg)
     rng = np.random.default_rng(n * 7 + off)
-    for bins, (lo, hi) in ((100, (0.0, 1.0)), (7, (-3.3, 2.7)), (512, (-1.0, 1.0))):
+    # the fused multiply-add estimate (|lo| * bins / width small) and the subtraction (range far from 0)
+    for bins, (lo, hi) in ((100, (0.0, 1.0)), (7, (-3.3, 2.7)), (512, (-1.0, 1.0)), (100, (1000.0, 1001.0))):
         a = float_data(dtype, n + off, lo, hi, bins, rng)
         ref, ref_e = np.histogram(a[off:], bins=bins, range=(lo, hi))
         h, e = gs.histogram(sliced(lib, a, off), bins=bins, range=(lo, hi))

@@ -157,6 +157,25 @@ def test_cupy_in_cupy_out(dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int32, np.uint64, np.float16, np.float32,
+                                   np.float64], ids=lambda d: np.dtype(d).name)
+def test_gpu_lookback_time_out_path_is_complete(dtype, monkeypatch):
+    """A look-back that times out sums the input before its tile itself (the host no longer waits to check
+    for a time-out): GPUSYNC_SCAN_FALLBACK=1 sends every tile down that path -- device arrays, strided views
+    and staged host input."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("GPUSYNC_SCAN_FALLBACK", "1")
+    rng = np.random.default_rng(9)
+    for n in (4097, 16385, 100_003):
+        a = random_array(rng, dtype, n)
+        if np.dtype(dtype) == np.float16:
+            a = (a / 64).astype(np.float16)
+        _check(gs.cumsum(cp.asarray(a), strategy="lookback").get(), a)
+        _check(gs.cumsum(cp.asarray(a)[1::2], strategy="lookback").get(), a[1::2])
+        _check(gs.cumsum(a, strategy="lookback"), a)
+
+
+@pytest.mark.gpu
 @pytest.mark.sanitizer
 def test_torch_in_torch_out():
     torch = pytest.importorskip("torch")

@@ -45,6 +45,11 @@ typedef struct gs_binner {
     int64_t offset;
     double start, step, stop, scale, lo, margin;
     float lo_f, stop_f, scale_f, margin_f; /* float copies for the float path */
+    /* the float path's one-instruction estimate fmaf(x, scale_f, off_f), off_f = -lo * scale:
+     * its error margin (margin_f plus the rounding of off_f and of x * scale_f, kept 4x wide);
+     * fma_f: that margin stays small enough (|lo * scale| <= 4 nbins) to use it */
+    float off_f, margin_fma_f;
+    int32_t fma_f;
     const double *edges; /* GS_BINS_EDGES: memory the executing side can read */
     int32_t lut[256];
 } gs_binner;
@@ -95,6 +100,15 @@ GS_HD void gs_binner_init(gs_binner *b, const gs_hist_bins *bins, const double *
     b->stop_f = (float)b->stop;
     b->scale_f = (float)b->scale;
     b->margin_f = (float)b->margin;
+    {
+        const double ls = -b->lo * b->scale, als = ls < 0 ? -ls : ls;
+        b->off_f = (float)ls;
+        /* fmaf(x, scale_f, off_f) is within (nbins + |ls|) * 2^-23 of (x - lo) * scale for x in range:
+         * the existing margin covers the nbins part 8x over; add |ls| * 2^-21 (4x) */
+        const double m = b->margin + als * 0x1p-21;
+        b->margin_fma_f = (float)(m < 0.5 ? m : 0.5);
+        b->fma_f = bins->kind == GS_BINS_UNIFORM && als <= 4.0 * (double)b->nbins && m < 0.25;
+    }
 }
 
 /* IEEE half -> float, exact (host and device alike). */

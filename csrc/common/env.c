@@ -97,7 +97,10 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                            "the largest power of two up to 16 that divides the grid and fits)"},
     [GS_ENV_HIST_REAL_CFG] = {.name = "GPUSYNC_HIST_REAL_CFG", .type = "int", .fallback = "0", .lo = 0, .hi = 2,
                               .meaning = "tuning: launch shape of the float32/float64 equal-width histogram "
-                                         "kernel (hist_small.cu)"},
+                                         "kernel (hist_small.cu; 2: without the fused multiply-add estimate)"},
+    [GS_ENV_SCAN_FALLBACK] = {.name = "GPUSYNC_SCAN_FALLBACK", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
+                              .meaning = "tests: 1 makes every tile of cumsum's lookback strategy take the "
+                                         "time-out's path (sum the input before it itself)"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

@@ -255,16 +255,19 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
 
 /* ------------------------------------- float32 / float64 on equal-width bins */
 
-/* Bin of one value on equal-width edges held in shared memory (float32 data
- * on float32-exact edges in float, everything else in double); -1: out.
- * F32 is a template parameter: a run-time test in the element loop let the
- * compiler execute both paths (measured: 64% of read against 75% for the
+/* Bin of one value on equal-width edges held in shared memory; -1: out.
+ * MODE 0: in double; 1: float32 data on float32-exact edges, in float;
+ * 2: the same with the estimate as one fused multiply-add (gs_binner.fma_f).
+ * The mode is a template parameter: a run-time test in the element loop let
+ * the compiler execute both paths (measured: 64% of read against 75% for the
  * generic kernel on float32). */
-template <bool F32> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, float v)
+template <int MODE> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, float v)
 {
-    return (int)(F32 ? gs_bin_uniform_f(b, sb, v) : gs_bin_uniform_d(b, sb, (double)v));
+    if (MODE == 2)
+        return (int)gs_bin_uniform_f_fma(b, sb, v);
+    return (int)(MODE == 1 ? gs_bin_uniform_f(b, sb, v) : gs_bin_uniform_d(b, sb, (double)v));
 }
-template <bool F32> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, double v)
+template <int MODE> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, double v)
 {
     return (int)gs_bin_uniform_d(b, sb, v);
 }
@@ -273,7 +276,7 @@ template <bool F32> __device__ __forceinline__ int real_bin(const gs_binner &b, 
  * static shared memory; its own launch bounds, so that the binning and the
  * loads in flight need no spills (the generic shared kernel, 1024 x 2 at 32
  * registers, spilled on floats). */
-template <class T, bool F32, int SHIFT, int THREADS, int MINB, int U, bool STREAM>
+template <class T, int MODE, int SHIFT, int THREADS, int MINB, int U, bool STREAM>
 __global__ void __launch_bounds__(THREADS, MINB)
     hist_real_kernel(gs_binner b, const T *__restrict__ x, int64_t n, unsigned long long *out, int rshift_)
 {
@@ -287,7 +290,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
     gs_bins_prepare(b, sb); /* also the barrier after zeroing */
     unsigned *const mine = hr + (threadIdx.x & (R - 1));
     auto add = [&](T v) {
-        const int k = real_bin<F32>(b, sb, v);
+        const int k = real_bin<MODE>(b, sb, v);
         if (k >= 0)
             atomicAdd_block(mine + (k << rshift), 1u);
     };
@@ -318,13 +321,13 @@ __global__ void __launch_bounds__(THREADS, MINB)
     }
 }
 
-template <class T, bool F32, int THREADS, int MINB, int U>
+template <class T, int MODE, int THREADS, int MINB, int U>
 static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool stream)
 {
-    auto kern = rshift == 5 ? (stream ? hist_real_kernel<T, F32, 5, THREADS, MINB, U, true>
-                                      : hist_real_kernel<T, F32, 5, THREADS, MINB, U, false>)
-                            : (stream ? hist_real_kernel<T, F32, -1, THREADS, MINB, U, true>
-                                      : hist_real_kernel<T, F32, -1, THREADS, MINB, U, false>);
+    auto kern = rshift == 5 ? (stream ? hist_real_kernel<T, MODE, 5, THREADS, MINB, U, true>
+                                      : hist_real_kernel<T, MODE, 5, THREADS, MINB, U, false>)
+                            : (stream ? hist_real_kernel<T, MODE, -1, THREADS, MINB, U, true>
+                                      : hist_real_kernel<T, MODE, -1, THREADS, MINB, U, false>);
     const size_t smem = (size_t)l->binner.nbins << rshift << 2;
     gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
     if (st != GS_OK)
@@ -347,16 +350,17 @@ static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool str
 }
 
 /* GPUSYNC_HIST_REAL_CFG: 0: 512 threads x 2 blocks/SM (64 registers), 4
- * loads in flight; 1: 512 x 3 (42 registers), 3 loads; 2: 512 x 3, 2 loads.
+ * loads in flight; 1: 512 x 3 (42 registers), 3 loads; 2: shape 0 with the
+ * float32 estimate as a subtraction and a multiplication (no FMA).
  * Float32 binning is issue-bound (ncu: 0.88 warps issued per scheduler at
  * 512 x 3 x 2): the 4 loads of shape 0 measured best on the H200 for both
  * dtypes (benchmarks/results/histogram_float_H200.md). */
-template <class T, bool F32> static gs_status launch_real(const gs_hist_launch *l, int rshift, bool stream)
+template <class T, int MODE> static gs_status launch_real(const gs_hist_launch *l, int rshift, bool stream)
 {
     switch (env_int(GS_ENV_HIST_REAL_CFG, 0)) {
-    case 1: return launch_real_shape<T, F32, 512, 3, 3>(l, rshift, stream);
-    case 2: return launch_real_shape<T, F32, 512, 3, 2>(l, rshift, stream);
-    default: return launch_real_shape<T, F32, 512, 2, 4>(l, rshift, stream);
+    case 1: return launch_real_shape<T, MODE, 512, 3, 3>(l, rshift, stream);
+    case 2: return launch_real_shape<T, MODE == 2 ? 1 : MODE, 512, 2, 4>(l, rshift, stream);
+    default: return launch_real_shape<T, MODE, 512, 2, 4>(l, rshift, stream);
     }
 }
 
@@ -415,9 +419,11 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
         if (rshift < 0)
             return 0;
         if (l->xdtype == GS_FLOAT64)
-            *st = launch_real<double, false>(l, rshift, stream);
+            *st = launch_real<double, 0>(l, rshift, stream);
+        else if (!b.edges_f32)
+            *st = launch_real<float, 0>(l, rshift, stream);
         else
-            *st = b.edges_f32 ? launch_real<float, true>(l, rshift, stream) : launch_real<float, false>(l, rshift, stream);
+            *st = b.fma_f ? launch_real<float, 2>(l, rshift, stream) : launch_real<float, 1>(l, rshift, stream);
         return 1;
     }
     if (b.kind != GS_BINS_DIRECT || es > 4 || b.nbins < 1 || b.nbins > (1 << 20))

@@ -91,6 +91,7 @@ template <class T, class O> struct scan_args {
     acc_of<T> *partials;       /* barrier, relaunch: one per block */
     unsigned *groups;          /* barrier: the sense barrier's group counters */
     unsigned long long timeout_ns;
+    int fallback; /* lookback, tests: every tile takes the time-out's path (GPUSYNC_SCAN_FALLBACK) */
 };
 
 __device__ __forceinline__ double &carry_of(scan_ws *ws, double) { return ws->carry.f; }
@@ -208,15 +209,24 @@ __device__ __forceinline__ void store_tile(const items<T, V> (&r)[U], const A (&
     }
 }
 
-/* lookback: one tile per block, tiles numbered by an atomic ticket. */
+/* lookback: one tile per block, tiles numbered by an atomic ticket.  A tile
+ * whose look-back times out (no predecessor published anything for the
+ * spin time-out: a block that holds a ticket is never descheduled for that
+ * long in practice) sums the input before it itself -- a bounded loop --
+ * and publishes its prefix, so the output is always complete and correct
+ * and the host never waits for the kernel to check for a time-out. */
 template <class T, class O>
 __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(scan_args<T, O> s)
 {
     using A = acc_of<T>;
     constexpr int V = shape<T, O>::V, U = shape<T, O>::U;
     __shared__ tile_smem<A> sm;
-    if (threadIdx.x == 0)
+    __shared__ A scratch[32];
+    __shared__ int late; /* this block's time-out word (tile_lookback's *error) */
+    if (threadIdx.x == 0) {
         sm.tile = (long long)atomicAdd(&s.ws->ticket, 1ull);
+        late = 0;
+    }
     __syncthreads();
     const long long t = sm.tile;
     const int64_t base = t * shape<T, O>::TILE;
@@ -232,7 +242,7 @@ __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(s
         } else {
             if (threadIdx.x == 0)
                 gpusync::tile_publish(s.tiles, t, total, gpusync::TILE_AGGREGATE);
-            good = gpusync::tile_lookback(s.tiles, t, &p, &s.ws->error, s.timeout_ns);
+            good = !s.fallback && gpusync::tile_lookback(s.tiles, t, &p, &late, s.timeout_ns);
         }
         if (threadIdx.x == 0) {
             if (good)
@@ -242,8 +252,19 @@ __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(s
         }
     }
     __syncthreads();
-    if (sm.ok)
-        store_tile<T, O>(r, ex, sm, sm.prefix, s.out, base, s.n, s.vec);
+    if (!sm.ok) { /* block-uniform: the time-out's path */
+        A acc = A();
+        for (int64_t i = threadIdx.x; i < base; i += THREADS)
+            acc += cv(s.a[i * s.sa]);
+        acc = gpusync::block_sum(acc, scratch);
+        if (threadIdx.x == 0) {
+            const A p = carry_of(s.ws, A()) + acc;
+            gpusync::tile_publish(s.tiles, t, p + total, gpusync::TILE_PREFIX);
+            sm.prefix = p;
+        }
+        __syncthreads();
+    }
+    store_tile<T, O>(r, ex, sm, sm.prefix, s.out, base, s.n, s.vec);
 }
 
 /* Sum of one block's chunk [lo, hi), valid in thread 0. */
@@ -387,6 +408,7 @@ template <class T, class O> gs_status launch_typed(const scan_plan &p, const voi
     s.vec = sa == 1 && ((uintptr_t)a & 15) == 0 && ((uintptr_t)out & 15) == 0;
     s.ws = p.ws;
     s.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
+    s.fallback = p.strategy == GS_STRATEGY_LOOKBACK && gs_env_number(GS_ENV_SCAN_FALLBACK, 0, NULL) != 0;
     void *args[] = {&s};
     if (p.strategy == GS_STRATEGY_LOOKBACK) {
         const int64_t tiles = (n + shape<T, O>::TILE - 1) / shape<T, O>::TILE;
@@ -514,9 +536,9 @@ extern "C" gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strateg
             return ls;
         }));
     }
-    /* lookback and barrier spin: a time-out leaves the output unwritten.  One tile of lookback waits for
-     * nothing (no spin, no flag to read: no wait for the stream) */
-    if (strategy != GS_STRATEGY_LOOKBACK || a->length > (int64_t)THREADS * GS_SCAN_ITEMS)
+    /* barrier spins, and a time-out leaves the output unwritten: read its flag.  lookback finishes the
+     * output on a time-out (above) and relaunch never spins: no wait for the stream */
+    if (strategy == GS_STRATEGY_BARRIER)
         st = gs_cuda_check_deadlock(&p.ws->error, s, "cumsum", strategy, "a block", "another block");
 fail:
     if (mem)
