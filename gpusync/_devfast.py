@@ -147,14 +147,14 @@ def _ready(a):
     return None if v is None else (h, v)
 
 
-def _note(op, n, dt, in_bytes, out_bytes, used):
+def _note(op, n, dt, in_bytes, out_bytes, used, strategy="auto"):
     from . import _dispatch
 
     name = _names.get(dt)
     if name is None:
         name = _names[dt] = str(dt)
     shape = _costmodel.Shape(op, n, in_bytes, out_bytes, 0, True, "device")
-    _dispatch._tls.plan = ({"op": op, "place": "device", "n": n, "dtype": name, "engine": "cuda", "strategy": "auto",
+    _dispatch._tls.plan = ({"op": op, "place": "device", "n": n, "dtype": name, "engine": "cuda", "strategy": strategy,
                             "strategy_used": used, "threads": 0, "split": None, "predicted_ms": shape,
                             "forced": None, "notes": ["the device fast path"]}, None, _core.plan_seq())
 
@@ -252,19 +252,19 @@ def histogram_(a, bins_desc, edges_desc, edges_host):
     return counts, edges
 
 
-def cumsum_(a, out_dtype_of):
+def cumsum_(a, out_dtype_of, strategy="auto"):
     """gs.cumsum(a) (axis None: the flattened scan) of a device array: a 1-D
-    array of NumPy's cumsum dtype (the core waits for the stream: it checks
-    the look-back's spin time-out, as the general path does)."""
+    array of NumPy's cumsum dtype, on the input's stream (no wait: the
+    look-back completes its output even after a spin time-out)."""
     r = _ready(a)
     if r is None:
         return NotImplemented
     h, (ptr, n, dt, code, dev) = r
     odt = out_dtype_of(dt)
     res, optr = h.out((n,), odt, dev)
-    used = _core.cumsum("cuda", (ptr, n, 1, code, dev), (optr, n, 1, _arrays._DTYPE_CODES[odt], dev), "auto",
+    used = _core.cumsum("cuda", (ptr, n, 1, code, dev), (optr, n, 1, _arrays._DTYPE_CODES[odt], dev), strategy,
                         h.stream(dev))
-    _note("cumsum", n, dt, dt.itemsize, odt.itemsize * n, used)
+    _note("cumsum", n, dt, dt.itemsize, odt.itemsize * n, used, strategy)
     return res
 
 

@@ -65,14 +65,19 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
         the same with kernel boundaries instead of the barrier (three kernels).
 
     Host input gives a NumPy array; CuPy / PyTorch / Numba input an array of
-    that library on its device and stream.  The call waits for the stream to
-    check the spin loops' time-out flag (a :class:`gpusync.DeadlockError`).
+    that library on its device and stream.  ``"barrier"`` waits for the
+    stream to check its spin time-out flag (a :class:`gpusync.DeadlockError`);
+    ``"lookback"`` and ``"relaunch"`` return without waiting (a look-back that
+    times out sums the input before its tile itself, so the output is always
+    complete).
     """
-    if stream is None and axis is None and dtype is None and out is None and strategy == "auto":
-        r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
-        if r is not NotImplemented:
-            return r
-        r = _devfast.cumsum_(a, _cumsum_dtype)  # device arrays' fast path
+    if stream is None and axis is None and dtype is None and out is None:
+        if strategy == "auto":
+            r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+            if r is not NotImplemented:
+                return r
+        # device arrays' fast path, every strategy (each runs on the GPU as named)
+        r = _devfast.cumsum_(a, _cumsum_dtype, _dispatch.check_strategy("cumsum", strategy))
         if r is not NotImplemented:
             return r
     _dispatch.check_strategy("cumsum", strategy)

@@ -74,6 +74,23 @@ def test_fast_path_equals_numpy_and_general_path(lib, dtype, n):
         assert predicted_ms_ok(gs.last_plan())
 
 
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("strategy", ["lookback", "barrier", "relaunch"])
+def test_cumsum_strategies_take_the_fast_path(lib, strategy):
+    """A named cumsum strategy on a device array runs through the device fast path (no general-path
+    Python), as that strategy, with NumPy's result; a bad name still raises NumPy-style."""
+    _warm()
+    h = np.arange(1, 100_001, dtype=np.int32) % 7
+    d = _to_dev(lib, h)
+    r = gs.cumsum(d, strategy=strategy)
+    plan = gs.last_plan()
+    assert "the device fast path" in plan["notes"] and plan["strategy"] == strategy, plan
+    assert plan["strategy_used"] == strategy, plan
+    np.testing.assert_array_equal(_host(r), np.cumsum(h))
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        gs.cumsum(d, strategy="bogus")
+
+
 def predicted_ms_ok(plan):
     return set(plan["predicted_ms"]) == {"cuda"}
 
