@@ -254,8 +254,9 @@ def histogram_(a, bins_desc, edges_desc, edges_host):
 
 def cumsum_(a, out_dtype_of, strategy="auto"):
     """gs.cumsum(a) (axis None: the flattened scan) of a device array: a 1-D
-    array of NumPy's cumsum dtype, on the input's stream (no wait: the
-    look-back completes its output even after a spin time-out)."""
+    array of NumPy's cumsum dtype, on the input's stream, by `strategy`
+    (lookback and relaunch do not wait: the look-back completes its output
+    even after a spin time-out; barrier waits to read its time-out flag)."""
     r = _ready(a)
     if r is None:
         return NotImplemented

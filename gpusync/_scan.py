@@ -65,11 +65,13 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
         the same with kernel boundaries instead of the barrier (three kernels).
 
     Host input gives a NumPy array; CuPy / PyTorch / Numba input an array of
-    that library on its device and stream.  ``"barrier"`` waits for the
-    stream to check its spin time-out flag (a :class:`gpusync.DeadlockError`);
-    ``"lookback"`` and ``"relaunch"`` return without waiting (a look-back that
-    times out sums the input before its tile itself, so the output is always
-    complete).
+    that library on its device and stream.  On the GPU, ``"barrier"`` waits
+    for the stream to check its spin time-out flag (a
+    :class:`gpusync.DeadlockError`); ``"lookback"`` and ``"relaunch"`` return
+    without waiting (a GPU look-back that times out sums the input before its
+    tile itself, so the output is always complete).  On CPU threads every
+    strategy returns when the output is written, and a spin time-out raises
+    :class:`gpusync.DeadlockError`.
     """
     if stream is None and axis is None and dtype is None and out is None:
         if strategy == "auto":

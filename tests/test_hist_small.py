@@ -217,6 +217,19 @@ def test_float_equal_width_bins(dtype, n, off, lib, cfg, monkeypatch):
         assert np.array_equal(to_np(e), ref_e)
 
 
+@pytest.mark.parametrize("replicas", ["1", "4", "16"])
+def test_float_equal_width_fewer_replicas(replicas, monkeypatch):
+    """Fewer than 32 replicas (GPUSYNC_HIST_REPLICAS: the run-time replica shift of hist_real_kernel)."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("GPUSYNC_HIST_REPLICAS", replicas)
+    rng = np.random.default_rng(int(replicas))
+    for dtype in (np.float32, np.float64):
+        for n, off in ((4099, 1), (1_000_003, 0)):
+            a = float_data(dtype, n + off, -1.0, 1.0, 100, rng)
+            h, _ = gs.histogram(cp.asarray(a)[off:], bins=100, range=(-1, 1))
+            assert np.array_equal(h.get(), np.histogram(a[off:], bins=100, range=(-1, 1))[0]), (dtype, n)
+
+
 @pytest.mark.parametrize("dist", ["normal", "same", "sorted"])
 def test_float_equal_width_distributions(dist):
     cp = pytest.importorskip("cupy")

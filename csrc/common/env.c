@@ -28,8 +28,9 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_SPIN_TIMEOUT_MS] = {.name = "GPUSYNC_SPIN_TIMEOUT_MS", .type = "float", .fallback = "1000",
                                 .lo = GS_SPIN_TIMEOUT_MIN_MS, .hi = 86400000.0,
                                 .meaning = "how long a spin loop (mutex, grid barrier, look-back, CPU spin barrier) "
-                                           "may see no progress before it raises DeadlockError; smaller values "
-                                           "are raised to the minimum with a warning"},
+                                           "may see no progress before it raises DeadlockError (the GPU look-back "
+                                           "of cumsum sums its prefix itself instead); smaller values are raised "
+                                           "to the minimum with a warning"},
     [GS_ENV_NUM_THREADS] = {.name = "GPUSYNC_NUM_THREADS", .type = "int", .fallback = "",
                             .lo = 1, .hi = 256, .meaning = "CPU backend threads (default: the online CPUs, at most 256)"},
     [GS_ENV_DEBUG] = {.name = "GPUSYNC_DEBUG", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,

@@ -383,7 +383,8 @@ static int replica_shift(const gs_hist_launch *l)
 } // namespace
 
 /* The fast paths above, when they apply to this launch (unweighted,
- * contiguous, integer data, few unit-width bins): 1 and *st set; else 0. */
+ * contiguous; 8-bit data, integers on few unit-width bins, or floats on
+ * equal-width bins whose edges fit shared memory): 1 and *st set; else 0. */
 int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
 {
     const int on = env_int(GS_ENV_HIST_SMALL, 1);

@@ -264,8 +264,13 @@ typedef struct gs_backend_ops {
      * (NumPy's int64 / uint64 results).  Strategies: lookback (single pass,
      * decoupled look-back), barrier (one persistent kernel with a grid
      * barrier; on CPU threads, a spin barrier), relaunch (kernel boundaries;
-     * on CPU, thread joins).  A time-out is GS_ERR_DEADLOCK.  Synchronizes
-     * with the stream (the time-out flag is read back). */
+     * on CPU, thread joins).  a and out must not overlap.  CPU backend: a
+     * time-out is GS_ERR_DEADLOCK; returns when out is written.  CUDA
+     * backend: barrier reads its time-out flag back (synchronizes with the
+     * stream; a time-out is GS_ERR_DEADLOCK); lookback and relaunch return
+     * once the kernels are enqueued (out is written when the stream gets
+     * there) -- a look-back that times out sums the input before its tile
+     * itself, so the output is always complete. */
     gs_status (*cumsum)(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
 
     /* Order `consumer` after the work enqueued so far on `producer` (both
