@@ -73,16 +73,16 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
     strategy returns when the output is written, and a spin time-out raises
     :class:`gpusync.DeadlockError`.
     """
+    if strategy != "auto":  # "auto" is always valid: the per-call fast paths skip the check
+        _dispatch.check_strategy("cumsum", strategy)
     if stream is None and axis is None and dtype is None and out is None:
         if strategy == "auto":
             r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
             if r is not NotImplemented:
                 return r
-        # device arrays' fast path, every strategy (each runs on the GPU as named)
-        r = _devfast.cumsum_(a, _cumsum_dtype, _dispatch.check_strategy("cumsum", strategy))
+        r = _devfast.cumsum_(a, _cumsum_dtype, strategy)  # device arrays, every strategy (run as named)
         if r is not NotImplemented:
             return r
-    _dispatch.check_strategy("cumsum", strategy)
     with _arrays.call_stream(stream, a):  # NumPy's axis / dtype / out rules: _axis.cumsum
         return _nd.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
 

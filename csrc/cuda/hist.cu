@@ -36,6 +36,20 @@ int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads)
     return g < 0x7fffffff ? g : 0x7fffffff;
 }
 
+int gs_hist_replica_shift(const gs_hist_launch *l)
+{
+    int R = gs_hist_replicas(l->binner.nbins, l->w != NULL, l->dev->shared_memory_per_block_optin);
+    if (R == 0)
+        return -1;
+    const int cap = (int)gs_env_number(GS_ENV_HIST_REPLICAS, 0, NULL); /* tuning sweeps (scripts/tune_small.py) */
+    while (cap > 0 && R > cap)
+        R /= 2;
+    int rshift = 0;
+    while ((1 << rshift) < R)
+        rshift++;
+    return rshift;
+}
+
 static gs_status run_strategy(gs_strategy s, const gs_hist_launch *l)
 {
     switch (s) {

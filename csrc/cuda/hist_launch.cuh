@@ -39,6 +39,11 @@ int64_t gs_hist_cluster_max_bins(const gs_device_info *dev, int weighted);
  * than GS_HIST_MAX_ELEMS_PER_BLOCK elements (32-bit shared counters). */
 int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads);
 
+/* log2 of the replicas of the launch's bins in one block's shared memory
+ * (R copies laid out [bin][R], as many as GS_HIST_SMEM_BUDGET holds, capped
+ * by GPUSYNC_HIST_REPLICAS); -1 when not even one copy fits. */
+int gs_hist_replica_shift(const gs_hist_launch *l);
+
 /*
  * Per-block bin tables in shared memory, filled once at kernel start by
  * gs_bins_prepare(): the 8-bit lookup table, or the edges (as double and as
@@ -109,33 +114,23 @@ __device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
  * from an integer, floor(f) is the bin (the host bounded the estimate's
  * error and the edges' offsets from their ideal positions); near an integer
  * (rare) the edges in shared memory settle it.  floor() by adding 2^23
- * (2^52) rounding down: no conversion instruction on the common path. */
+ * (2^52) rounding down: no conversion instruction on the common path.
+ * FMA: the estimate as one fused multiply-add x * scale + (-lo * scale)
+ * (b.fma_f: the host widened the margin for the rounding of -lo * scale);
+ * one instruction less per element where binning is issue-bound
+ * (hist_small.cu). */
+template <bool FMA = false>
 __device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs_smem_bins &s, float x)
 {
     const int n = (int)b.nbins;
     /* fast path without a range test: x below e(0) gives k < 0, above e(n)
      * k >= n, NaN fails every comparison -- all go to the checked path */
-    const float f = (x - b.lo_f) * b.scale_f;
+    const float f = FMA ? __fmaf_rn(x, b.scale_f, b.off_f) : (x - b.lo_f) * b.scale_f;
+    const float &m = FMA ? b.margin_fma_f : b.margin_f;
     const float t = __fadd_rd(f, 8388608.0f);
     const int k = __float_as_int(t) - 0x4B000000;
     const float fr = f - (t - 8388608.0f);
-    if ((unsigned)k < (unsigned)n && fr > b.margin_f && fr < 1.0f - b.margin_f)
-        return k;
-    if (!(x >= b.lo_f && x <= b.stop_f))
-        return -1;
-    return gs_correct(s.ef, n, x, k);
-}
-/* The same with the estimate as one fused multiply-add (b.fma_f: the host
- * widened the margin for the rounding of -lo * scale); one instruction less
- * per element where binning is issue-bound (hist_small.cu). */
-__device__ __forceinline__ int64_t gs_bin_uniform_f_fma(const gs_binner &b, const gs_smem_bins &s, float x)
-{
-    const int n = (int)b.nbins;
-    const float f = __fmaf_rn(x, b.scale_f, b.off_f);
-    const float t = __fadd_rd(f, 8388608.0f);
-    const int k = __float_as_int(t) - 0x4B000000;
-    const float fr = f - (t - 8388608.0f);
-    if ((unsigned)k < (unsigned)n && fr > b.margin_fma_f && fr < 1.0f - b.margin_fma_f)
+    if ((unsigned)k < (unsigned)n && fr > m && fr < 1.0f - m)
         return k;
     if (!(x >= b.lo_f && x <= b.stop_f))
         return -1;

@@ -76,6 +76,70 @@ __device__ __forceinline__ void pipelined(const int4 *__restrict__ xv, int64_t n
     }
 }
 
+/* Every element of x[0, n) this thread owns: the misaligned head and the
+ * tail one at a time, the 16-byte vectors between them pipelined (U loads in
+ * flight).  add(value) for each. */
+template <class T, int U, bool STREAM, class F>
+__device__ __forceinline__ void each_element(const T *__restrict__ x, int64_t n, int64_t tid, int64_t nth, F &&add)
+{
+    constexpr int V = 16 / sizeof(T);
+    int64_t head = (int64_t)(((16 - ((uintptr_t)x & 15)) & 15) / sizeof(T));
+    if (head > n)
+        head = n;
+    const int4 *xv = reinterpret_cast<const int4 *>(x + head);
+    const int64_t nv = (n - head) / V, done = head + nv * V;
+    pipelined<U, STREAM>(xv, nv, tid, nth, [&](const int4 &v) {
+        gs_vec<T> r;
+        r.v = v;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            add(r.e[e]);
+    });
+    if (tid < head)
+        add(x[tid]);
+    if (tid < n - done)
+        add(x[done + tid]);
+}
+
+/* After the block's last update: the 1 << rshift replicas of nb bins
+ * (layout [bin][replica]) summed and added to the global counts. */
+template <int THREADS>
+__device__ __forceinline__ void merge_replicas(const unsigned *h, int nb, int rshift, unsigned long long *out)
+{
+    const int R = 1 << rshift;
+    __syncthreads();
+    for (int k = threadIdx.x; k < nb; k += THREADS) {
+        unsigned acc = 0;
+        for (int r = 0; r < R; r++) /* rotate the start so a warp reads 32 banks */
+            acc += h[(k << rshift) + ((r + k) & (R - 1))];
+        if (acc != 0)
+            atomicAdd(out + k, (unsigned long long)acc);
+    }
+}
+
+/* Blocks for one of these kernels: the resident count (occupancy API; a
+ * kernel with dynamic shared memory may use up to the device's opt-in), no
+ * more than the work needs (`vectors` / (threads x U)) unless
+ * GPUSYNC_HIST_GRID forces the grid, within gs_hist_grid's bounds. */
+static gs_status small_grid(const gs_hist_launch *l, const void *kern, int threads, size_t smem, int64_t vectors,
+                            int u, int64_t *grid)
+{
+    gs_status st = smem > 0 ? gs_cuda_allow_smem(kern, l->dev) : GS_OK;
+    int64_t resident = 0;
+    if (st == GS_OK)
+        st = gs_cuda_resident_blocks(kern, threads, smem, l->dev, &resident);
+    if (st != GS_OK)
+        return st;
+    const int64_t work = (vectors + (int64_t)threads * u - 1) / ((int64_t)threads * u);
+    int64_t g = gs_hist_grid(l, resident, threads);
+    int forced = 0;
+    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
+    if (!forced && g > work)
+        g = work > 0 ? work : 1;
+    *grid = g;
+    return GS_OK;
+}
+
 /* ---------------------------------------------------------------- 8-bit */
 
 constexpr int U8_R = 32;
@@ -151,18 +215,10 @@ template <int THREADS, int MINB, int U>
 static gs_status launch_u8_shape(const gs_hist_launch *l, bool stream, int mode)
 {
     auto kern = stream ? hist_u8_kernel<THREADS, MINB, U, true> : hist_u8_kernel<THREADS, MINB, U, false>;
-    int64_t resident = 0;
-    gs_status st = gs_cuda_resident_blocks((const void *)kern, THREADS, 0, l->dev, &resident);
+    int64_t g = 0;
+    const gs_status st = small_grid(l, (const void *)kern, THREADS, 0, l->n >> 4, U, &g);
     if (st != GS_OK)
         return st;
-    /* work: vectors / (threads x U); at least half the SMs' worth of blocks
-     * when there is enough input for them */
-    int64_t work = ((l->n >> 4) + (int64_t)THREADS * U - 1) / ((int64_t)THREADS * U);
-    int64_t g = gs_hist_grid(l, resident, THREADS);
-    int forced = 0;
-    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
-    if (!forced && g > work)
-        g = work > 0 ? work : 1;
     kern<<<(unsigned)g, THREADS, 0, l->stream>>>(l->binner, (const uint8_t *)l->x, l->n,
                                                  (unsigned long long *)l->out, mode);
     GS_CUDA_CHECK(cudaGetLastError());
@@ -183,7 +239,6 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
                     unsigned long long *out, int rshift)
 {
     using I = typename int_math<T>::I;
-    constexpr int V = 16 / sizeof(T);
     extern __shared__ __align__(16) unsigned hs[];
     const int R = 1 << rshift;
     for (int i = threadIdx.x; i < (nb << rshift); i += GS_HIST_BLOCK_THREADS)
@@ -198,32 +253,9 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
         if (d < (UI)lim)
             atomicAdd_block(mine + (min((unsigned)d, last) << rshift), 1u);
     };
-    const int64_t tid = (int64_t)blockIdx.x * GS_HIST_BLOCK_THREADS + threadIdx.x;
-    const int64_t nth = (int64_t)gridDim.x * GS_HIST_BLOCK_THREADS;
-    int64_t head = (int64_t)(((16 - ((uintptr_t)x & 15)) & 15) / sizeof(T));
-    if (head > n)
-        head = n;
-    const int4 *xv = reinterpret_cast<const int4 *>(x + head);
-    const int64_t nv = (n - head) / V, done = head + nv * V;
-    pipelined<U, STREAM>(xv, nv, tid, nth, [&](const int4 &v) {
-        gs_vec<T> r;
-        r.v = v;
-#pragma unroll
-        for (int e = 0; e < V; e++)
-            add(r.e[e]);
-    });
-    if (tid < head)
-        add(x[tid]);
-    if (tid < n - done)
-        add(x[done + tid]);
-    __syncthreads();
-    for (int k = threadIdx.x; k < nb; k += GS_HIST_BLOCK_THREADS) {
-        unsigned acc = 0;
-        for (int r = 0; r < R; r++)
-            acc += hs[(k << rshift) + ((r + k) & (R - 1))];
-        if (acc != 0)
-            atomicAdd(out + k, (unsigned long long)acc);
-    }
+    each_element<T, U, STREAM>(x, n, (int64_t)blockIdx.x * GS_HIST_BLOCK_THREADS + threadIdx.x,
+                               (int64_t)gridDim.x * GS_HIST_BLOCK_THREADS, add);
+    merge_replicas<GS_HIST_BLOCK_THREADS>(hs, nb, rshift, out);
 }
 
 template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshift, bool stream)
@@ -231,20 +263,11 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
     constexpr int U = 2;
     auto kern = stream ? hist_int_kernel<T, U, true> : hist_int_kernel<T, U, false>;
     const size_t smem = (size_t)l->binner.nbins << rshift << 2;
-    gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    int64_t g = 0;
+    const gs_status st =
+        small_grid(l, (const void *)kern, GS_HIST_BLOCK_THREADS, smem, l->n / (16 / (int)sizeof(T)), U, &g);
     if (st != GS_OK)
         return st;
-    int64_t resident = 0;
-    st = gs_cuda_resident_blocks((const void *)kern, GS_HIST_BLOCK_THREADS, smem, l->dev, &resident);
-    if (st != GS_OK)
-        return st;
-    const int V = 16 / (int)sizeof(T);
-    const int64_t work = (l->n / V + (int64_t)GS_HIST_BLOCK_THREADS * U - 1) / ((int64_t)GS_HIST_BLOCK_THREADS * U);
-    int64_t g = gs_hist_grid(l, resident, GS_HIST_BLOCK_THREADS);
-    int forced = 0;
-    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
-    if (!forced && g > work)
-        g = work > 0 ? work : 1;
     kern<<<(unsigned)g, GS_HIST_BLOCK_THREADS, smem, l->stream>>>(
         (const T *)l->x, l->n, (long long)l->binner.offset, (int)l->binner.nbins, l->binner.closed_top,
         (unsigned long long *)l->out, rshift);
@@ -263,9 +286,9 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
  * generic kernel on float32). */
 template <int MODE> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, float v)
 {
-    if (MODE == 2)
-        return (int)gs_bin_uniform_f_fma(b, sb, v);
-    return (int)(MODE == 1 ? gs_bin_uniform_f(b, sb, v) : gs_bin_uniform_d(b, sb, (double)v));
+    if (MODE == 0)
+        return (int)gs_bin_uniform_d(b, sb, (double)v);
+    return (int)gs_bin_uniform_f<MODE == 2>(b, sb, v);
 }
 template <int MODE> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, double v)
 {
@@ -280,7 +303,6 @@ template <class T, int MODE, int SHIFT, int THREADS, int MINB, int U, bool STREA
 __global__ void __launch_bounds__(THREADS, MINB)
     hist_real_kernel(gs_binner b, const T *__restrict__ x, int64_t n, unsigned long long *out, int rshift_)
 {
-    constexpr int V = 16 / sizeof(T);
     extern __shared__ __align__(16) unsigned hr[];
     __shared__ gs_smem_bins sb;
     const int rshift = SHIFT >= 0 ? SHIFT : rshift_; /* 32 replicas: a constant shift (one instruction less) */
@@ -294,31 +316,8 @@ __global__ void __launch_bounds__(THREADS, MINB)
         if (k >= 0)
             atomicAdd_block(mine + (k << rshift), 1u);
     };
-    const int64_t tid = (int64_t)blockIdx.x * THREADS + threadIdx.x, nth = (int64_t)gridDim.x * THREADS;
-    int64_t head = (int64_t)(((16 - ((uintptr_t)x & 15)) & 15) / sizeof(T));
-    if (head > n)
-        head = n;
-    const int4 *xv = reinterpret_cast<const int4 *>(x + head);
-    const int64_t nv = (n - head) / V, done = head + nv * V;
-    pipelined<U, STREAM>(xv, nv, tid, nth, [&](const int4 &v) {
-        gs_vec<T> r;
-        r.v = v;
-#pragma unroll
-        for (int e = 0; e < V; e++)
-            add(r.e[e]);
-    });
-    if (tid < head)
-        add(x[tid]);
-    if (tid < n - done)
-        add(x[done + tid]);
-    __syncthreads();
-    for (int k = threadIdx.x; k < nb; k += THREADS) {
-        unsigned acc = 0;
-        for (int r = 0; r < R; r++) /* rotate the start so a warp reads 32 banks */
-            acc += hr[(k << rshift) + ((r + k) & (R - 1))];
-        if (acc != 0)
-            atomicAdd(out + k, (unsigned long long)acc);
-    }
+    each_element<T, U, STREAM>(x, n, (int64_t)blockIdx.x * THREADS + threadIdx.x, (int64_t)gridDim.x * THREADS, add);
+    merge_replicas<THREADS>(hr, nb, rshift, out);
 }
 
 template <class T, int MODE, int THREADS, int MINB, int U>
@@ -329,20 +328,10 @@ static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool str
                             : (stream ? hist_real_kernel<T, MODE, -1, THREADS, MINB, U, true>
                                       : hist_real_kernel<T, MODE, -1, THREADS, MINB, U, false>);
     const size_t smem = (size_t)l->binner.nbins << rshift << 2;
-    gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    int64_t g = 0;
+    const gs_status st = small_grid(l, (const void *)kern, THREADS, smem, l->n / (16 / (int)sizeof(T)), U, &g);
     if (st != GS_OK)
         return st;
-    int64_t resident = 0;
-    st = gs_cuda_resident_blocks((const void *)kern, THREADS, smem, l->dev, &resident);
-    if (st != GS_OK)
-        return st;
-    constexpr int V = 16 / (int)sizeof(T);
-    const int64_t work = (l->n / V + (int64_t)THREADS * U - 1) / ((int64_t)THREADS * U);
-    int64_t g = gs_hist_grid(l, resident, THREADS);
-    int forced = 0;
-    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
-    if (!forced && g > work)
-        g = work > 0 ? work : 1;
     kern<<<(unsigned)g, THREADS, smem, l->stream>>>(l->binner, (const T *)l->x, l->n, (unsigned long long *)l->out,
                                                     rshift);
     GS_CUDA_CHECK(cudaGetLastError());
@@ -362,22 +351,6 @@ template <class T, int MODE> static gs_status launch_real(const gs_hist_launch *
     case 2: return launch_real_shape<T, MODE == 2 ? 1 : MODE, 512, 2, 4>(l, rshift, stream);
     default: return launch_real_shape<T, MODE, 512, 2, 4>(l, rshift, stream);
     }
-}
-
-/* log2 of the replicas of an unweighted launch's bins (capped by
- * GPUSYNC_HIST_REPLICAS), -1 when one copy does not fit shared memory. */
-static int replica_shift(const gs_hist_launch *l)
-{
-    int R = gs_hist_replicas(l->binner.nbins, 0, l->dev->shared_memory_per_block_optin);
-    if (R == 0)
-        return -1;
-    const int cap = env_int(GS_ENV_HIST_REPLICAS, 0);
-    while (cap > 0 && R > cap)
-        R /= 2;
-    int rshift = 0;
-    while ((1 << rshift) < R)
-        rshift++;
-    return rshift;
 }
 
 } // namespace
@@ -416,7 +389,7 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
     const bool real = (l->xdtype == GS_FLOAT32 || l->xdtype == GS_FLOAT64) && b.kind == GS_BINS_UNIFORM &&
                       gs_edges_in_smem(b) && b.nbins >= 1;
     if (real) {
-        const int rshift = replica_shift(l);
+        const int rshift = gs_hist_replica_shift(l);
         if (rshift < 0)
             return 0;
         if (l->xdtype == GS_FLOAT64)
@@ -434,7 +407,7 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
     const int64_t lo_ok = es <= 2 ? -(int64_t(1) << 30) : -(int64_t(1) << 40);
     if (b.offset < lo_ok || b.offset > -lo_ok)
         return 0;
-    const int rshift = replica_shift(l);
+    const int rshift = gs_hist_replica_shift(l);
     if (rshift < 0)
         return 0;
     switch (l->xdtype) {

@@ -147,15 +147,10 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     if (gs_hist_small_try(l, &small_st))
         return small_st;
     const int W = l->w != NULL;
-    int R = gs_hist_replicas(l->binner.nbins, W, l->dev->shared_memory_per_block_optin);
-    if (R == 0)
+    const int rshift = gs_hist_replica_shift(l);
+    if (rshift < 0)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "too many bins for strategy 'shared'");
-    const int cap = (int)gs_env_number(GS_ENV_HIST_REPLICAS, 0, NULL); /* tuning sweeps (scripts/tune_small.py) */
-    while (cap > 0 && R > cap)
-        R /= 2;
-    int rshift = 0;
-    while ((1 << rshift) < R)
-        rshift++;
+    const int R = 1 << rshift;
     const size_t smem = (size_t)l->binner.nbins * R * (W ? 8 : 4);
     const int threads = GS_HIST_BLOCK_THREADS;
     auto kern = W ? hist_shared_kernel<T, true> : hist_shared_kernel<T, false>;
