@@ -130,6 +130,19 @@ def hist2d(cp, rng, q, gpu, host, torch, fh, bh, read):
 
     gpu(case, "gpusync:histogram2d", lambda: gs.histogram2d(x, y, 256, rg), nbytes, read, check_h2d)
     gpu(case, "cupy.histogram2d", lambda: cp.histogram2d(x, y, 256, rg), nbytes, read)
+    # other bin counts (16- or 32-bit shared counters, a cluster's shared memory) and weights, same points
+    w = rng.random(n, dtype=cp.float64)
+    for nb in (64, 128, 512):
+        gpu(f"hist2d-f32-{nb}x{nb}-100M", "gpusync:histogram2d", lambda nb=nb: gs.histogram2d(x, y, nb, rg),
+            nbytes, read, lambda nb=nb: bool(cp.array_equal(gs.histogram2d(x, y, nb, rg)[0],
+                                                            cp.histogram2d(x, y, nb, rg)[0])))
+        gpu(f"hist2d-f32-{nb}x{nb}-100M", "cupy.histogram2d", lambda nb=nb: cp.histogram2d(x, y, nb, rg), nbytes, read)
+    wcase = "hist2d-f32-256x256-weighted-100M"
+    gpu(wcase, "gpusync:histogram2d", lambda: gs.histogram2d(x, y, 256, rg, weights=w), nbytes + 8 * n, read,
+        lambda: bool(cp.allclose(gs.histogram2d(x, y, 256, rg, weights=w)[0],
+                                 cp.histogram2d(x, y, 256, rg, weights=w)[0], rtol=1e-9)))
+    gpu(wcase, "cupy.histogram2d", lambda: cp.histogram2d(x, y, 256, rg, weights=w), nbytes + 8 * n, read)
+    del w
     if torch is not None:
         tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
         gpu(case, "torch.histogramdd (cpu only)", lambda: torch.histogramdd(

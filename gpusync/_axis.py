@@ -17,7 +17,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from . import _arrays, _backend, _core
+from . import _arrays, _backend, _core, _dispatch
 from ._arrays import DeviceArray, Lib
 
 # reduce_axis's operations: the codes of gpusync.h's GS_AXIS_*, exported by the binding
@@ -271,6 +271,7 @@ def _write_out(res, out, x):
 
 def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True):
     """sum / count_nonzero of `a` along `axis` by NumPy's rules."""
+    _dispatch.fast_ready()  # the next call of a device array may take _devfast.reduce_axis_
     x = nd_input(a, func)
     ndim = len(x.shape)
     out = _out_obj(out)

@@ -264,6 +264,14 @@ def _packbits_impl(a, bitorder="big", threshold=None):
 
 
 @_arrays.takes_stream
+def _intp_of(dt):
+    """count_nonzero's result dtype along an axis: intp, whatever the input."""
+    return _INTP
+
+
+_INTP = np.dtype(np.intp)
+
+
 def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
     """``np.count_nonzero(a, axis, keepdims=keepdims)`` -- or of
     ``a > threshold`` (gpusync's; compares as in :func:`packbits`) -- over
@@ -277,6 +285,10 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
         if r is not NotImplemented:
             return np.intp(r) if type(r) is int else r  # NumPy 2 gives an intp scalar (the fast path: int for 0-d)
         r = _devfast.count_nonzero_(a)  # device arrays' fast path
+        if r is not NotImplemented:
+            return r
+    elif axis is not None and not keepdims and stream is None and threshold is None:
+        r = _devfast.reduce_axis_(a, axis, _axis.COUNT_NONZERO, _intp_of, "count_nonzero")  # one axis, device
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):

@@ -196,6 +196,7 @@ def dot_(a, b, out_dtype_of):
 
 
 _INT64 = np.dtype(np.int64)
+_AXIS_SUM = _core.AXIS_OPS["sum"]
 _UINT8 = np.dtype(np.uint8)
 
 
@@ -209,6 +210,41 @@ def count_nonzero_(a):
     _core.count_nonzero("cuda", (ptr, n, 1, code, dev), None, (optr, 1, 1, _arrays._DTYPE_CODES[_INT64], dev),
                         h.stream(dev))
     _note("count_nonzero", n, dt, dt.itemsize, 8, "ballot")
+    return res
+
+
+def reduce_axis_(a, axis, op, out_dtype_of, name):
+    """gs.sum(a, axis) / gs.count_nonzero(a, axis) (`op`: _core.AXIS_OPS) of
+    a C-contiguous N-D device array along one int axis, with NumPy's other
+    defaults: the segmented kernel (outer, len, inner) straight into a result
+    of the input's library, shape `a.shape` less the axis, dtype
+    `out_dtype_of(a.dtype)`.  Bool input (NumPy casts it to the sum's
+    integer loop), empty arrays and an axis out of range take the general
+    path."""
+    if type(axis) is not int:
+        return NotImplemented
+    r = _ready(a)
+    if r is None:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    shape = tuple(a.shape)
+    nd = len(shape)
+    if n == 0 or not -nd <= axis < nd or dt.kind == "b":
+        return NotImplemented
+    odt = out_dtype_of(dt)
+    if op == _AXIS_SUM and (odt.kind == "f") != (dt.kind == "f"):
+        return NotImplemented
+    ax = axis % nd
+    outer = inner = 1
+    for k in shape[:ax]:
+        outer *= k
+    for k in shape[ax + 1:]:
+        inner *= k
+    length = shape[ax]
+    res, optr = h.out(shape[:ax] + shape[ax + 1:], odt, dev)
+    _core.reduce_axis("cuda", (ptr, 1, 1, code, dev), (outer, length, inner), (length * inner, inner, 1), op,
+                      (optr, outer * inner, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
+    _note(name, n, dt, dt.itemsize, odt.itemsize * outer * inner, "segmented")
     return res
 
 

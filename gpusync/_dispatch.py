@@ -287,6 +287,13 @@ def fast_sync() -> None:
     _fast["synced"] = True
 
 
+def fast_ready() -> None:
+    """fast_sync() unless the fast paths already have the current state: every
+    general call (the 1-D ones here, the axis ones in _axis) starts with it."""
+    if not _fast["synced"]:
+        fast_sync()
+
+
 def fast_invalidate() -> None:
     """The state the limits came from changed: off until the next general call."""
     _fast["synced"] = False
@@ -401,8 +408,7 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
 
 def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n):
     """run() without a cached plan."""
-    if not _fast["synced"]:
-        fast_sync()
+    fast_ready()
     names = names or [f"in{i}" for i in range(len(ins))]
     place, lead = _place(op, ins, names)
     forced = _backend.forced()

@@ -92,6 +92,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         r = _devfast.sum_(a, _sum_dtype)  # device arrays' fast path
         if r is not NotImplemented:
             return r
+    elif (axis is not None and dtype is None and out is None and not keepdims and where is True
+          and type(initial) is int and initial == 0 and stream is None and strategy == "auto" and not deterministic):
+        r = _devfast.reduce_axis_(a, axis, _axis.SUM, _sum_dtype, "sum")  # one axis of a device array
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         if plain:
             return _sum_impl(a, strategy=strategy, deterministic=deterministic)

@@ -176,3 +176,34 @@ def test_bincount_fast_path(lib, dtype, n, top, minlength):
     w = gs.bincount(d, weights=d)  # weights: the general path
     assert "the device fast path" not in gs.last_plan()["notes"]
     np.testing.assert_allclose(_host(w), np.bincount(h, weights=h))
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int64", "float16", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(7,), (33, 5), (4, 1, 9), (3, 65, 2, 3)])
+def test_axis_fast_path_equals_numpy(lib, dtype, shape):
+    """gs.sum / gs.count_nonzero of a C-contiguous device array along one int
+    axis (negative too): NumPy's values, shape and dtype, the input's library,
+    and the fast path's plan from the second call on (an axis call alone
+    turns the fast paths on); bool sums take the general path (NumPy casts
+    them to its integer loop) with the same result."""
+    rng = np.random.default_rng(len(shape))
+    h = (rng.random(shape) * 3).astype(dtype)
+    d = _to_dev(lib, h)
+    _dispatch.fast_invalidate()
+    for axis in range(-len(shape), len(shape)):
+        for name, fn, ref in (("sum", lambda x: gs.sum(x, axis=axis), np.sum(h, axis=axis)),
+                              ("count_nonzero", lambda x: gs.count_nonzero(x, axis=axis),
+                               np.count_nonzero(h, axis=axis))):
+            fn(d)
+            gs.sum(np.ones(3))  # a host plan in between: the last plan below is this call's own
+            r = fn(d)
+            assert type(r) is type(d), name
+            got = _host(r)
+            assert got.shape == np.shape(ref) and got.dtype == np.asarray(ref).dtype, (name, axis, got.dtype)
+            if h.dtype.kind == "f":
+                np.testing.assert_allclose(got, ref, rtol=1e-2 if dtype == "float16" else 1e-6)
+            else:
+                np.testing.assert_array_equal(got, ref)
+            fast = "the device fast path" in gs.last_plan()["notes"]
+            assert fast == (dtype != "bool"), (name, axis, gs.last_plan())

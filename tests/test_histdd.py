@@ -181,3 +181,50 @@ def test_vector_loads_tails_and_many_bins(backend, kind, dtype, n):
                 got = gs.histogram2d(xd[sl], yd[sl], bins, [[0, 1], [0, 1]], None,
                                      None if weights is None else wd[sl])
                 _check2d(got, ref)
+
+
+@pytest.mark.parametrize("edges", ["float32-exact", "float64-only"])
+def test_float32_edges_and_their_neighbours(backend, kind, edges):
+    """float32 coordinates against edges that are all float32 values (binned in
+    float32 on the GPU) and against edges that are not (float64): every edge
+    itself, its float32 neighbours, the closed last edge, out of range, NaN
+    and infinities land where NumPy puts them."""
+    hi = 1.0 if edges == "float32-exact" else 0.3
+    e = np.linspace(0, hi, 257)
+    e32 = e.astype(np.float32)
+    pts = np.concatenate([e32, np.nextafter(e32, np.float32(-1)), np.nextafter(e32, np.float32(2)),
+                          np.float32([np.nan, np.inf, -np.inf, -0.0, 2 * hi, -hi])])
+    rng = np.random.default_rng(3)
+    x = rng.permutation(np.tile(pts, 3)).astype(np.float32)
+    y = rng.permutation(np.tile(pts, 3)).astype(np.float32)
+    for bins in (256, [256, 16], [e, 7]):
+        ref = np.histogram2d(x, y, bins, [[0, hi], [0, hi]])
+        _check2d(gs.histogram2d(to_kind(x, kind), to_kind(y, kind), bins, [[0, hi], [0, hi]]), ref)
+    s = np.stack([x, y, x[::-1]], 1)
+    ref_h, _ = np.histogramdd(s, [64, 8, 32], [(0, hi)] * 3)
+    np.testing.assert_array_equal(to_host(gs.histogramdd(to_kind(s, kind), [64, 8, 32], [(0, hi)] * 3)[0]), ref_h)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("counter", ["0", "16", "32", "1"])
+@pytest.mark.parametrize("bins", [(64, 64), (181, 181), (256, 256), (300, 301)])
+def test_counter_widths_and_crowded_bins(monkeypatch, counter, bins):
+    """Unweighted device counts in 16-bit shared halves (their 0x8000 moves
+    to the result many times per block here: ten million points in one bin),
+    32-bit shared counters, the automatic choice, and the overflow recount
+    (GPUSYNC_HISTDD_COUNTER=1 raises every block's flag): NumPy's counts."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
+    rng = np.random.default_rng(sum(bins))
+    spread_x, spread_y = rng.random(300_001).astype(np.float32), rng.random(300_001).astype(np.float32)
+    crowd = 10_000_000
+    x = cp.concatenate([cp.asarray(spread_x), cp.full(crowd, 0.3, cp.float32), cp.full(7, 0.999, cp.float32)])
+    y = cp.concatenate([cp.asarray(spread_y), cp.full(crowd, 0.7, cp.float32), cp.full(7, 0.001, cp.float32)])
+    ref = np.histogram2d(np.concatenate([spread_x, np.float32([0.3, 0.999])]),
+                         np.concatenate([spread_y, np.float32([0.7, 0.001])]), bins, [[0, 1], [0, 1]],
+                         weights=np.concatenate([np.ones(300_001), [crowd, 7]]))[0]
+    h = gs.histogram2d(x, y, bins, [[0, 1], [0, 1]])[0]
+    assert h.dtype == np.float64
+    np.testing.assert_array_equal(cp.asnumpy(h), ref)
+    hd = gs.histogramdd(cp.stack([x, y], 1), bins, [[0, 1], [0, 1]])[0]  # strided columns: scalar loads
+    np.testing.assert_array_equal(cp.asnumpy(hd), ref)

@@ -102,6 +102,10 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_SCAN_FALLBACK] = {.name = "GPUSYNC_SCAN_FALLBACK", .type = "flag", .fallback = "0", .lo = 0, .hi = 1,
                               .meaning = "tests: 1 makes every tile of cumsum's lookback strategy take the "
                                          "time-out's path (sum the input before it itself)"},
+    [GS_ENV_HISTDD_COUNTER] = {.name = "GPUSYNC_HISTDD_COUNTER", .type = "int", .fallback = "0", .lo = 0, .hi = 32,
+                               .meaning = "tuning: the shared-memory counter width of unweighted histogram2d / "
+                                          "histogramdd (16 or 32 bits; 0: the one that keeps more threads per SM; 1, for tests: "
+                                          "16 bits with the overflow recount forced)"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

@@ -29,9 +29,11 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
 {
     const int threads = GS_HIST_GLOBAL_THREADS;
     auto kern = l->w ? hist_global_kernel<T, true> : hist_global_kernel<T, false>;
-    int per_sm = 0;
-    GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, 0));
-    const int64_t grid = gs_hist_grid(l, (int64_t)per_sm * l->dev->multiprocessors, threads);
+    int64_t resident = 0;
+    const gs_status st = gs_cuda_resident_blocks((const void *)kern, threads, 0, l->dev, &resident);
+    if (st != GS_OK)
+        return st;
+    const int64_t grid = gs_hist_grid(l, resident, threads);
     kern<<<(unsigned)grid, threads, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, l->w,
                                                      l->wstride, l->wdtype, l->out);
     GS_CUDA_CHECK(cudaGetLastError());

@@ -154,12 +154,12 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     const size_t smem = (size_t)l->binner.nbins * R * (W ? 8 : 4);
     const int threads = GS_HIST_BLOCK_THREADS;
     auto kern = W ? hist_shared_kernel<T, true> : hist_shared_kernel<T, false>;
-    const gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    int64_t resident = 0;
+    if (st == GS_OK)
+        st = gs_cuda_resident_blocks((const void *)kern, threads, smem, l->dev, &resident);
     if (st != GS_OK)
         return st;
-    int per_sm = 0;
-    GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
-    const int64_t resident = (int64_t)per_sm * l->dev->multiprocessors;
     int64_t grid = gs_hist_grid(l, resident, threads);
     int forced = 0;
     gs_env_number(GS_ENV_HIST_GRID, 0, &forced);

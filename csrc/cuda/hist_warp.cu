@@ -87,12 +87,13 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     const size_t smem = in_smem ? (size_t)l->binner.nbins * (W ? 8 : 4) : 0;
     auto kern = W ? (in_smem ? hist_warp_kernel<T, true, true> : hist_warp_kernel<T, true, false>)
                   : (in_smem ? hist_warp_kernel<T, false, true> : hist_warp_kernel<T, false, false>);
-    const gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    int64_t resident = 0;
+    if (st == GS_OK)
+        st = gs_cuda_resident_blocks((const void *)kern, threads, smem, l->dev, &resident);
     if (st != GS_OK)
         return st;
-    int per_sm = 0;
-    GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
-    const int64_t grid = gs_hist_grid(l, (int64_t)per_sm * l->dev->multiprocessors, threads);
+    const int64_t grid = gs_hist_grid(l, resident, threads);
     kern<<<(unsigned)grid, threads, smem, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, l->w,
                                                         l->wstride, l->wdtype, l->out);
     GS_CUDA_CHECK(cudaGetLastError());

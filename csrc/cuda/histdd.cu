@@ -10,15 +10,31 @@
  *            (uint32 counts, or float64 weight sums) next to the edges, and
  *            adds its non-zero bins to the result at the end; used when the
  *            bins (and edges) fit in a block's opt-in shared memory;
+ *   shared16 unweighted counts as two 16-bit halves of a 32-bit word: twice
+ *            the bins a block holds (65,536 bins in 128 KiB: a 256 x 256
+ *            histogram2d stays in one block's shared memory).  The add that
+ *            takes a half from 0x7fff to 0x8000 -- exactly one add sees the
+ *            old value 0x7fff -- moves 0x8000 of it to the result, so a half
+ *            stays far below 0x10000.  An add that sees 0xffff (a half about
+ *            to carry into its neighbour: 32,768 adds to one bin while one
+ *            thread went from its add to its subtraction -- never seen, but
+ *            not excluded by any bound) raises a flag, and a one-block
+ *            kernel after the count recounts everything with global atomics
+ *            when it is set;
  *   cluster  (sm_90+) when the bins do not fit one block: a thread-block
  *            cluster of C blocks holds them, each block a power-of-two slice
  *            in its shared memory, and every block adds to any bin through
  *            distributed shared memory (cluster.map_shared_rank);
  *   global   otherwise: one global atomic per counted point.
  *
- * Edges live in shared memory when there are at most EDGES_SMEM of them.
- * Grids are bounded so that no block counts 2^32 points (32-bit shared
- * counters cannot wrap).
+ * Edges live in shared memory when there are at most EDGES_SMEM of them --
+ * as float32 when the coordinates are float32 and every edge is a float32
+ * value (np.linspace(0, 1, 257) is): a float32 comparison with such an edge
+ * is the float64 one, so the bin is NumPy's, at float32's speed.  The bin
+ * is guessed from the equal-width formula and checked against its two
+ * edges; a failed check (out of range, NaN, the closed last edge, uneven
+ * edges) takes gs_histdd_bin on the float64 edges.  The 32-bit shared and
+ * cluster kernels bound their grids so that no block counts 2^32 points.
  */
 #include "elements.cuh"
 #include "stage.cuh"
@@ -26,6 +42,7 @@
 
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
+#include <math.h>
 #include <string.h>
 #include <type_traits>
 
@@ -37,8 +54,8 @@ namespace cg = cooperative_groups;
 
 namespace {
 
-constexpr int THREADS = 512;          /* the privatized and global kernels */
-constexpr int CLUSTER_THREADS = 1024; /* the cluster kernel: one block of a big slice per SM, so all its threads */
+constexpr int THREADS = 512;      /* the global kernel; the privatized ones when two blocks fit an SM */
+constexpr int MAX_THREADS = 1024; /* a privatized block alone on its SM, the cluster kernel: all its threads */
 constexpr int64_t EDGES_SMEM = 4096;
 
 struct dd_args {
@@ -46,10 +63,16 @@ struct dd_args {
     int64_t cstride[GS_HISTDD_MAX_DIMS]; /* elements */
     int64_t nedges[GS_HISTDD_MAX_DIMS], eoff[GS_HISTDD_MAX_DIMS], bstride[GS_HISTDD_MAX_DIMS];
     double scale[GS_HISTDD_MAX_DIMS];
+    /* per dimension: lo (the first edge), scale, mlo, mhi of the guess (bin_of), as float64 and as float32 */
+    double gd[4 * GS_HISTDD_MAX_DIMS];
+    float gf[4 * GS_HISTDD_MAX_DIMS];
     const double *edges; /* device, all dimensions */
     const double *w;
     int64_t wstride, n, nbins, nedges_total;
     int ndim, edges_in_smem;
+    int *overflow; /* shared16: set when a 16-bit half reached 0xffff */
+    int force_recount; /* tests (GPUSYNC_HISTDD_COUNTER=1): every shared16 block raises the flag */
+    int edges_f32; /* every edge is a float32 value */
     int out_f64; /* unweighted counts written as float64 (exact below 2^53: what NumPy returns) */
     void *out;   /* int64 counts or float64 sums / counts */
 };
@@ -81,27 +104,135 @@ template <> struct loader<double, 2> {
     }
 };
 
-/* The linear bins of the U points of group g (-1: a coordinate is dropped).
- * All dimensions' loads of a group are issued before their binning. */
-template <class T, int U> __device__ __forceinline__ void linear_bins(const dd_args &r, const double *edges, int64_t g,
-                                                                      int64_t *at)
+/* The edge type: float for float32 coordinates whose edges are all float32
+ * values (the launch checked), else double. */
+template <class E> __device__ __forceinline__ E to_e(float x) { return (E)x; }
+template <class E, class T> __device__ __forceinline__ E to_e(T x) { return to_d(x); }
+
+/* One dimension's guess in E: t = (v - lo) * scale, k = floor(t). */
+template <class E> struct guess_of;
+template <> struct guess_of<float> {
+    static __device__ __forceinline__ const float *p(const dd_args &r) { return r.gf; }
+    /* k = floor(t) for 0 <= t < 2^23 (else k < 0 or k >= 2^23), fr = t - k exactly */
+    static __device__ __forceinline__ int floor_frac(float t, float *fr)
+    {
+        const float u = __fadd_rd(t, 8388608.0f);
+        *fr = __fsub_rn(t, __fsub_rn(u, 8388608.0f));
+        return __float_as_int(u) - 0x4B000000;
+    }
+    static __device__ __forceinline__ float t(float v, float lo, float scale) { return __fmul_rn(__fsub_rn(v, lo), scale); }
+};
+template <> struct guess_of<double> {
+    static __device__ __forceinline__ const double *p(const dd_args &r) { return r.gd; }
+    static __device__ __forceinline__ int64_t floor_frac(double t, double *fr)
+    {
+        const double u = __dadd_rd(t, 4503599627370496.0);
+        *fr = __dsub_rn(t, __dsub_rn(u, 4503599627370496.0));
+        return __double_as_longlong(u) - 0x4330000000000000ll;
+    }
+    static __device__ __forceinline__ double t(double v, double lo, double scale)
+    {
+        return __dmul_rn(__dsub_rn(v, lo), scale);
+    }
+};
+
+/* k < m1 as the unsigned comparison of k's width (k < 0 fails too). */
+__device__ __forceinline__ bool below(int k, int64_t m1) { return (unsigned)k < (unsigned)m1; } /* m1 < 2^31 */
+__device__ __forceinline__ bool below(int64_t k, int64_t m1) { return (uint64_t)k < (uint64_t)m1; }
+
+/* NumPy's bin of v in dimension d (-1: dropped).  e: that dimension's
+ * edges as E (shared or global memory).  g[4 * d ...]: lo, scale and the
+ * fraction window (mlo, mhi) -- the host computed t at every edge with
+ * these very operations and mlo >= max |t(e[k]) - k|, so mlo < t - k < mhi
+ * means t(e[k]) < t < t(e[k + 1]), i.e. e[k] <= v < e[k + 1] (t is monotone
+ * in v): the bin without reading an edge.  Else the two edges of the guess,
+ * else gs_histdd_bin on the float64 edges. */
+template <class E> __device__ __forceinline__ int64_t bin_of(const dd_args &r, const E *e, int d, E v)
 {
+    const E *g = guess_of<E>::p(r) + 4 * d;
+    const int64_t m1 = r.nedges[d] - 1;
+    E fr;
+    const auto k = guess_of<E>::floor_frac(guess_of<E>::t(v, g[0], g[1]), &fr);
+    if (below(k, m1)) {
+        if (fr > g[2] && fr < g[3])
+            return k;
+        if (e[k] <= v && v < e[k + 1])
+            return k;
+    }
+    return gs_histdd_bin(r.edges + r.eoff[d], m1 + 1, r.scale[d], (double)v);
+}
+
+/* The linear bins of the U points of group g (-1: a coordinate is dropped),
+ * as I (int where the bins fit shared memory).  All dimensions' loads of a
+ * group are issued before their binning.  ND: the dimensions when known at
+ * compile time (2: histogram2d), else 0.  With ND known, every coordinate
+ * first takes only its guess window, the linear bin built by Horner's rule
+ * in unsigned arithmetic; a group with a coordinate outside its window
+ * (rare: near an edge, out of range, NaN) is binned again by bin_of. */
+template <class T, int U, class E, int ND, class I>
+__device__ __forceinline__ void linear_bins(const dd_args &r, const E *edges, int64_t g, I *at)
+{
+    if constexpr (ND > 0) {
+        using UI = typename std::make_unsigned<I>::type;
+        T x[ND][U];
 #pragma unroll
-    for (int j = 0; j < U; j++)
-        at[j] = 0;
-    for (int d = 0; d < r.ndim; d++) {
-        T x[U];
-        loader<T, U>::get(r, d, g, x);
+        for (int d = 0; d < ND; d++)
+            loader<T, U>::get(r, d, g, x[d]);
+        bool fast = true;
 #pragma unroll
         for (int j = 0; j < U; j++) {
-            const int64_t b = gs_histdd_bin(edges + r.eoff[d], r.nedges[d], r.scale[d], to_d(x[j]));
-            at[j] = (at[j] < 0 || b < 0) ? -1 : at[j] + b * r.bstride[d];
+            UI a = 0;
+#pragma unroll
+            for (int d = 0; d < ND; d++) {
+                const E *gw = guess_of<E>::p(r) + 4 * d;
+                const int64_t m1 = r.nedges[d] - 1;
+                E fr;
+                const auto k = guess_of<E>::floor_frac(guess_of<E>::t(to_e<E>(x[d][j]), gw[0], gw[1]), &fr);
+                fast = fast & below(k, m1) & (fr > gw[2]) & (fr < gw[3]);
+                a = a * (UI)m1 + (UI)k;
+            }
+            at[j] = (I)a;
+        }
+        if (fast)
+            return;
+#pragma unroll
+        for (int j = 0; j < U; j++) {
+            I a = 0;
+#pragma unroll
+            for (int d = 0; d < ND; d++) {
+                const I b = (I)bin_of<E>(r, edges + r.eoff[d], d, to_e<E>(x[d][j]));
+                a = (a < 0 || b < 0) ? (I)-1 : a * (I)(r.nedges[d] - 1) + b;
+            }
+            at[j] = a;
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < U; j++)
+            at[j] = 0;
+        for (int d = 0; d < r.ndim; d++) {
+            T x[U];
+            loader<T, U>::get(r, d, g, x);
+            const I stride = (I)r.bstride[d];
+#pragma unroll
+            for (int j = 0; j < U; j++) {
+                const I b = (I)bin_of<E>(r, edges + r.eoff[d], d, to_e<E>(x[j]));
+                at[j] = (at[j] < 0 || b < 0) ? (I)-1 : at[j] + b * stride;
+            }
         }
     }
 }
 
 /* Where a counted point goes. */
-enum { TO_SHARED, TO_GLOBAL };
+enum { TO_SHARED, TO_SHARED16, TO_GLOBAL };
+
+/* v more in result bin k (unweighted: int64 counts, or float64 ones). */
+__device__ __forceinline__ void add_count(const dd_args &r, int64_t k, unsigned v)
+{
+    if (r.out_f64)
+        atomicAdd((double *)r.out + k, (double)v);
+    else
+        atomicAdd((unsigned long long *)r.out + k, (unsigned long long)v);
+}
 
 template <bool WEIGHTED, int DEST> __device__ __forceinline__ void add_point(const dd_args &r, void *bins, int64_t at,
                                                                               int64_t i)
@@ -111,37 +242,70 @@ template <bool WEIGHTED, int DEST> __device__ __forceinline__ void add_point(con
             atomicAdd((double *)bins + at, r.w[i * r.wstride]);
         else
             atomicAdd((unsigned *)bins + at, 1u);
+    } else if (WEIGHTED) {
+        atomicAdd((double *)r.out + at, r.w[i * r.wstride]);
     } else {
-        if (WEIGHTED)
-            atomicAdd((double *)r.out + at, r.w[i * r.wstride]);
-        else if (r.out_f64)
-            atomicAdd((double *)r.out + at, 1.0);
-        else
-            atomicAdd((unsigned long long *)r.out + at, 1ull);
+        add_count(r, at, 1u);
+    }
+}
+
+/* shared16: one more in bin `at` (half at & 1 of word at >> 1); returns
+ * the half's old value for settle16. */
+__device__ __forceinline__ unsigned add16(void *bins, int at)
+{
+    const int sh = (at & 1) * 16;
+    return (atomicAdd((unsigned *)bins + (at >> 1), 1u << sh) >> sh) & 0xffffu;
+}
+/* The add that found 0x7fff moves 0x8000 of the half to the result (no
+ * other add finds 0x7fff before this subtraction); 0xffff: the flag. */
+__device__ __forceinline__ void settle16(const dd_args &r, void *bins, int at, unsigned old, int *s_overflow)
+{
+    if (old == 0x7fffu) {
+        atomicSub((unsigned *)bins + (at >> 1), 0x8000u << ((at & 1) * 16));
+        add_count(r, at, 0x8000u);
+    } else if (old == 0xffffu) {
+        *s_overflow = 1;
     }
 }
 
 /* Every point of [0, n) once over the grid: groups of U, then the n % U
- * last points one per thread. */
-template <class T, int U, bool WEIGHTED, int DEST>
-__device__ __forceinline__ void count_points(const dd_args &r, const double *edges, void *bins)
+ * last points one per thread.  shared16 issues a group's U adds before it
+ * looks at what they returned. */
+template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
+__device__ __forceinline__ void count_points(const dd_args &r, const E *edges, void *bins, int *s_overflow)
 {
+    using I = typename std::conditional<DEST == TO_GLOBAL, int64_t, int>::type; /* shared bins: < 2^31 */
     const int64_t groups = r.n / U, step = (int64_t)gridDim.x * blockDim.x;
     const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     for (int64_t g = tid; g < groups; g += step) {
-        int64_t at[U];
-        linear_bins<T, U>(r, edges, g, at);
+        I at[U];
+        linear_bins<T, U, E, ND>(r, edges, g, at);
+        if (DEST == TO_SHARED16) {
+            unsigned old[U];
 #pragma unroll
-        for (int j = 0; j < U; j++)
-            if (at[j] >= 0)
-                add_point<WEIGHTED, DEST>(r, bins, at[j], g * U + j);
+            for (int j = 0; j < U; j++)
+                old[j] = at[j] >= 0 ? add16(bins, at[j]) : 0u;
+#pragma unroll
+            for (int j = 0; j < U; j++)
+                if (at[j] >= 0)
+                    settle16(r, bins, at[j], old[j], s_overflow);
+        } else {
+#pragma unroll
+            for (int j = 0; j < U; j++)
+                if (at[j] >= 0)
+                    add_point<WEIGHTED, DEST>(r, bins, at[j], g * U + j);
+        }
     }
     if (U > 1 && tid < r.n - groups * U) {
         const int64_t i = groups * U + tid;
-        int64_t at;
-        linear_bins<T, 1>(r, edges, i, &at);
-        if (at >= 0)
-            add_point<WEIGHTED, DEST>(r, bins, at, i);
+        I at;
+        linear_bins<T, 1, E, ND>(r, edges, i, &at);
+        if (at >= 0) {
+            if (DEST == TO_SHARED16)
+                settle16(r, bins, at, add16(bins, at), s_overflow);
+            else
+                add_point<WEIGHTED, DEST>(r, bins, at, i);
+        }
     }
 }
 
@@ -154,61 +318,96 @@ template <bool WEIGHTED> __device__ __forceinline__ void flush(const dd_args &r,
             atomicAdd((double *)r.out + k, v);
     } else {
         const unsigned v = ((const unsigned *)bins)[j];
-        if (!v)
-            return;
-        if (r.out_f64)
-            atomicAdd((double *)r.out + k, (double)v);
-        else
-            atomicAdd((unsigned long long *)r.out + k, (unsigned long long)v);
+        if (v)
+            add_count(r, k, v);
     }
 }
 
-template <class T, int U, bool WEIGHTED, bool SHARED> __global__ void __launch_bounds__(THREADS) histdd_kernel(dd_args r)
+/* The edges a block reads: copied to shared memory as E when they fit. */
+template <class E> __device__ __forceinline__ const E *stage_edges(const dd_args &r, E *s_edges)
+{
+    if (!r.edges_in_smem)
+        return (const E *)r.edges; /* E is double here (the launch checked) */
+    for (int64_t k = threadIdx.x; k < r.nedges_total; k += blockDim.x)
+        s_edges[k] = (E)r.edges[k];
+    return s_edges;
+}
+
+/* The privatized kernels (DEST TO_SHARED, TO_SHARED16) and the global one. */
+template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
+__global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
 {
     extern __shared__ double smem[];
-    double *s_edges = smem;
-    char *s_bins = (char *)(smem + (r.edges_in_smem ? r.nedges_total : 0));
-    if (r.edges_in_smem)
-        for (int64_t k = threadIdx.x; k < r.nedges_total; k += blockDim.x)
-            s_edges[k] = r.edges[k];
-    if (SHARED) {
-        for (int64_t k = threadIdx.x; k < r.nbins; k += blockDim.x) {
+    __shared__ int s_overflow;
+    E *s_edges = (E *)smem;
+    const size_t ebytes = r.edges_in_smem ? ((size_t)r.nedges_total * sizeof(E) + 15) / 16 * 16 : 0;
+    char *s_bins = (char *)smem + ebytes;
+    const int64_t words = DEST == TO_SHARED16 ? (r.nbins + 1) / 2 : r.nbins;
+    if (threadIdx.x == 0)
+        s_overflow = r.force_recount;
+    if (DEST != TO_GLOBAL) {
+        for (int64_t k = threadIdx.x; k < words; k += blockDim.x) {
             if (WEIGHTED)
                 ((double *)s_bins)[k] = 0.0;
             else
                 ((unsigned *)s_bins)[k] = 0u;
         }
     }
+    const E *edges = stage_edges<E>(r, s_edges);
     __syncthreads();
-    const double *edges = r.edges_in_smem ? s_edges : r.edges;
-    count_points<T, U, WEIGHTED, SHARED ? TO_SHARED : TO_GLOBAL>(r, edges, s_bins);
-    if (SHARED) {
+    count_points<T, U, WEIGHTED, DEST, E, ND>(r, edges, s_bins, &s_overflow);
+    if (DEST == TO_SHARED) {
         __syncthreads();
         for (int64_t k = threadIdx.x; k < r.nbins; k += blockDim.x)
             flush<WEIGHTED>(r, k, s_bins, k);
+    } else if (DEST == TO_SHARED16) {
+        __syncthreads();
+        if (threadIdx.x == 0 && s_overflow && r.overflow)
+            atomicExch(r.overflow, 1);
+        for (int64_t k = threadIdx.x; k < r.nbins; k += blockDim.x) {
+            const unsigned v = (((const unsigned *)s_bins)[k >> 1] >> ((int)(k & 1) * 16)) & 0xffffu;
+            if (v)
+                add_count(r, k, v);
+        }
     }
+}
+
+/* After a shared16 count whose flag is set: the counts again, from zero,
+ * with global atomics (one block: this never runs in practice). */
+template <class T, int U, class E, int ND> __global__ void __launch_bounds__(MAX_THREADS) histdd_recount(dd_args r)
+{
+    if (!*(volatile int *)r.overflow)
+        return;
+    for (int64_t k = threadIdx.x; k < r.nbins; k += blockDim.x) {
+        if (r.out_f64)
+            ((double *)r.out)[k] = 0.0;
+        else
+            ((unsigned long long *)r.out)[k] = 0ull;
+    }
+    __syncthreads();
+    extern __shared__ double smem[];
+    const E *edges = stage_edges<E>(r, (E *)smem);
+    __syncthreads();
+    count_points<T, U, false, TO_GLOBAL, E, ND>(r, edges, NULL, NULL);
 }
 
 /* Block r of a cluster keeps bins [r << sshift, (r + 1) << sshift); the
  * first cluster.sync() publishes the zeroed slices, the second makes every
  * block's adds visible before the slices are flushed. */
-template <class T, int U, bool WEIGHTED>
-__global__ void __launch_bounds__(CLUSTER_THREADS) histdd_cluster_kernel(dd_args r, int sshift)
+template <class T, int U, bool WEIGHTED, class E>
+__global__ void __launch_bounds__(MAX_THREADS) histdd_cluster_kernel(dd_args r, int sshift)
 {
 #ifndef GS_HISTDD_NO_CLUSTERS
     using S = typename std::conditional<WEIGHTED, double, unsigned>::type;
     extern __shared__ double smem[];
     const int64_t slice = (int64_t)1 << sshift;
     S *h = (S *)smem;
-    double *s_edges = smem + (slice * sizeof(S) + 7) / 8;
+    E *s_edges = (E *)(smem + (slice * sizeof(S) + 7) / 8);
     cg::cluster_group cl = cg::this_cluster();
     for (int64_t k = threadIdx.x; k < slice; k += blockDim.x)
         h[k] = 0;
-    if (r.edges_in_smem)
-        for (int64_t k = threadIdx.x; k < r.nedges_total; k += blockDim.x)
-            s_edges[k] = r.edges[k];
+    const E *edges = stage_edges<E>(r, s_edges);
     cl.sync();
-    const double *edges = r.edges_in_smem ? s_edges : r.edges;
     const int64_t groups = r.n / U, step = (int64_t)gridDim.x * blockDim.x;
     const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     auto add = [&](int64_t at, int64_t i) {
@@ -220,7 +419,7 @@ __global__ void __launch_bounds__(CLUSTER_THREADS) histdd_cluster_kernel(dd_args
     };
     for (int64_t g = tid; g < groups; g += step) {
         int64_t at[U];
-        linear_bins<T, U>(r, edges, g, at);
+        linear_bins<T, U, E, 0>(r, edges, g, at);
 #pragma unroll
         for (int j = 0; j < U; j++)
             if (at[j] >= 0)
@@ -229,7 +428,7 @@ __global__ void __launch_bounds__(CLUSTER_THREADS) histdd_cluster_kernel(dd_args
     if (U > 1 && tid < r.n - groups * U) { /* the n % U last points */
         const int64_t i = groups * U + tid;
         int64_t at;
-        linear_bins<T, 1>(r, edges, i, &at);
+        linear_bins<T, 1, E, 0>(r, edges, i, &at);
         if (at >= 0)
             add(at, i);
     }
@@ -251,14 +450,24 @@ int cluster_floor()
     return p;
 }
 
+float nextafter_e(float x, float to) { return nextafterf(x, to); }
+double nextafter_e(double x, double to) { return nextafter(x, to); }
+
+/* Bytes of the edges a block keeps in shared memory as E. */
+template <class E> size_t edge_bytes(const dd_args &r) { return r.edges_in_smem ? (size_t)r.nedges_total * sizeof(E) : 0; }
+/* Room for a block's dynamic shared memory: the opt-in less the kernels'
+ * static word (s_overflow) and its alignment. */
+int64_t smem_room(const gs_device_info *dev) { return dev->shared_memory_per_block_optin - 64; }
+
 /* The cluster launch, or GS_ERR_UNSUPPORTED_DEVICE when no cluster shape
  * fits (the caller then counts with global atomics). */
-template <class T, int U, bool WEIGHTED>
-gs_status launch_cluster(dd_args &r, size_t ebytes, const gs_device_info *dev, cudaStream_t s)
+template <class T, int U, bool WEIGHTED, class E>
+gs_status launch_cluster(dd_args &r, const gs_device_info *dev, cudaStream_t s)
 {
     if (dev->major < 9 || !dev->cluster_launch)
         return GS_ERR_UNSUPPORTED_DEVICE;
-    const int64_t cell = WEIGHTED ? 8 : 4, room = dev->shared_memory_per_block_optin - (int64_t)ebytes - 16;
+    const size_t ebytes = edge_bytes<E>(r);
+    const int64_t cell = WEIGHTED ? 8 : 4, room = smem_room(dev) - (int64_t)ebytes;
     int csize = 0, sshift = 0;
     for (int c = cluster_floor(); c <= GS_HIST_CLUSTER_MAX && !csize; c *= 2) {
         int sh = 0;
@@ -269,18 +478,18 @@ gs_status launch_cluster(dd_args &r, size_t ebytes, const gs_device_info *dev, c
     }
     if (!csize)
         return GS_ERR_UNSUPPORTED_DEVICE;
-    auto kern = histdd_cluster_kernel<T, U, WEIGHTED>;
+    auto kern = histdd_cluster_kernel<T, U, WEIGHTED, E>;
     gs_status st = gs_cuda_allow_smem((const void *)kern, dev);
     if (st != GS_OK)
         return st;
     const size_t smem = (((size_t)1 << sshift) * (size_t)cell + 7) / 8 * 8 + ebytes;
-    gs_cluster_config cc((unsigned)csize, CLUSTER_THREADS, smem, s);
+    gs_cluster_config cc((unsigned)csize, MAX_THREADS, smem, s);
     cudaLaunchConfig_t &cfg = cc.cfg;
     int clusters = 0;
     GS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, (void *)kern, &cfg));
     if (clusters < 1)
         return GS_ERR_UNSUPPORTED_DEVICE;
-    const int64_t work = (r.n + CLUSTER_THREADS * 8 - 1) / (CLUSTER_THREADS * 8);
+    const int64_t work = (r.n + MAX_THREADS * 8 - 1) / (MAX_THREADS * 8);
     int64_t grid = (int64_t)clusters * csize < work ? (int64_t)clusters * csize : work;
     const int64_t min_grid = ((r.n >> 31) + 1) * csize; /* < 2^31 points per cluster: 32-bit counters */
     if (grid < min_grid)
@@ -293,45 +502,148 @@ gs_status launch_cluster(dd_args &r, size_t ebytes, const gs_device_info *dev, c
     return GS_OK;
 }
 
-template <class T, int U, bool WEIGHTED, bool SHARED>
-gs_status launch3(dd_args &r, size_t smem, const gs_device_info *dev, cudaStream_t s)
+/* A privatized (or global) kernel's launch: its block size -- all
+ * MAX_THREADS when a block of THREADS would be alone on its SM anyway --
+ * and the blocks resident at once. */
+struct priv_shape {
+    int threads;
+    int64_t resident;
+};
+gs_status shape_of(const void *k, size_t smem, const gs_device_info *dev, priv_shape *sh)
 {
-    const void *k = (const void *)histdd_kernel<T, U, WEIGHTED, SHARED>;
     gs_status st = gs_cuda_allow_smem(k, dev);
     if (st != GS_OK)
         return st;
-    int64_t resident;
-    st = gs_cuda_resident_blocks(k, THREADS, smem, dev, &resident);
+    int64_t res = 0, big = 0;
+    st = gs_cuda_resident_blocks(k, THREADS, smem, dev, &res);
+    if (st == GS_OK && res <= dev->multiprocessors)
+        st = gs_cuda_resident_blocks(k, MAX_THREADS, smem, dev, &big);
     if (st != GS_OK)
         return st;
-    if (resident < 1)
-        resident = 1;
-    const int64_t work = (r.n + THREADS * 8 - 1) / (THREADS * 8);
-    int64_t grid = resident < work ? resident : (work > 0 ? work : 1);
-    const int64_t min_blocks = (r.n >> 31) + 1; /* < 2^31 points per block: 32-bit counters */
-    if (grid < min_blocks)
-        grid = min_blocks;
-    if (grid > 0x7fffffff)
-        return gs_fail(GS_ERR_OVERFLOW, "histogramdd: grid of %lld blocks", (long long)grid);
-    void *args[] = {&r};
-    GS_CUDA_CHECK(cudaLaunchKernel(k, dim3((unsigned)grid), dim3(THREADS), args, smem, s));
+    if (big * MAX_THREADS > res * THREADS)
+        *sh = {MAX_THREADS, big};
+    else
+        *sh = {THREADS, res > 0 ? res : 1};
     return GS_OK;
 }
 
+template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
+const void *priv_kernel()
+{
+    return (const void *)histdd_kernel<T, U, WEIGHTED, DEST, E, ND>;
+}
+
+template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
+gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, cudaStream_t s)
+{
+    const int64_t work = (r.n + sh.threads * 8 - 1) / (sh.threads * 8);
+    int64_t grid = sh.resident < work ? sh.resident : (work > 0 ? work : 1);
+    if (DEST != TO_SHARED16) {
+        const int64_t min_blocks = (r.n >> 31) + 1; /* < 2^31 points per block: 32-bit counters */
+        if (grid < min_blocks)
+            grid = min_blocks;
+    }
+    if (grid > 0x7fffffff)
+        return gs_fail(GS_ERR_OVERFLOW, "histogramdd: grid of %lld blocks", (long long)grid);
+    /* shared16: a half can reach 0xffff only in a block that counts that
+     * many points -- then the flag and the recount behind the count */
+    const int64_t step = grid * sh.threads, groups = r.n / U;
+    const int64_t per_block = (int64_t)sh.threads * (((groups + step - 1) / step) * U + 1);
+    int *d_flag = NULL;
+    gs_status st = GS_OK;
+    r.overflow = NULL;
+    if (DEST == TO_SHARED16 && (per_block >= 0xffff || r.force_recount)) {
+        GS_CUDA_CHECK(gs_malloc_async(&d_flag, sizeof(int), s));
+        GS_CUDA_GOTO(cudaMemsetAsync(d_flag, 0, sizeof(int), s));
+        r.overflow = d_flag;
+    }
+    {
+        void *args[] = {&r};
+        GS_CUDA_GOTO(cudaLaunchKernel(priv_kernel<T, U, WEIGHTED, DEST, E, ND>(), dim3((unsigned)grid),
+                                      dim3(sh.threads), args, smem, s));
+        if (d_flag)
+            GS_CUDA_GOTO(cudaLaunchKernel((const void *)histdd_recount<T, U, E, ND>, dim3(1), dim3(MAX_THREADS), args,
+                                          edge_bytes<E>(r), s));
+    }
+fail:
+    if (d_flag) {
+        cudaError_t e = cudaFreeAsync(d_flag, s);
+        if (e != cudaSuccess && st == GS_OK)
+            st = gs_cuda_fail(e, "cudaFreeAsync", __FILE__, __LINE__);
+    }
+    return st;
+}
+
+/* The counter width of unweighted shared bins: 16 bits when only they fit,
+ * or when they keep more threads resident (GPUSYNC_HISTDD_COUNTER: 16 or
+ * 32 forces one where it fits). */
+template <class T, int U, class E, int ND>
+gs_status launch_counts(dd_args &r, const gs_device_info *dev, cudaStream_t s, bool *done)
+{
+    const size_t eb = (edge_bytes<E>(r) + 15) / 16 * 16;
+    const size_t smem32 = eb + (size_t)r.nbins * 4, smem16 = eb + (size_t)(r.nbins + 1) / 2 * 4;
+    const int64_t room = smem_room(dev);
+    const bool fit32 = (int64_t)smem32 <= room, fit16 = (int64_t)smem16 <= room;
+    *done = fit16;
+    if (!fit16)
+        return GS_OK;
+    const int force = (int)gs_env_number(GS_ENV_HISTDD_COUNTER, 0.0, NULL);
+    priv_shape s16, s32 = {0, 0};
+    gs_status st = shape_of(priv_kernel<T, U, false, TO_SHARED16, E, ND>(), smem16, dev, &s16);
+    if (st == GS_OK && fit32)
+        st = shape_of(priv_kernel<T, U, false, TO_SHARED, E, ND>(), smem32, dev, &s32);
+    if (st != GS_OK)
+        return st;
+    r.force_recount = force == 1;
+    const bool use16 = !fit32 || force == 16 || force == 1 ||
+                       (force != 32 && s16.threads * s16.resident > s32.threads * s32.resident);
+    return use16 ? launch_priv<T, U, false, TO_SHARED16, E, ND>(r, smem16, s16, s)
+                 : launch_priv<T, U, false, TO_SHARED, E, ND>(r, smem32, s32, s);
+}
+
+template <class T, int U, class E, int ND> gs_status launch_e(dd_args &r, const gs_device_info *dev, cudaStream_t s)
+{
+    if (!r.w) {
+        bool done = false;
+        gs_status st = launch_counts<T, U, E, ND>(r, dev, s, &done);
+        if (st != GS_OK || done)
+            return st;
+    } else {
+        const size_t smem = (edge_bytes<E>(r) + 15) / 16 * 16 + (size_t)r.nbins * 8;
+        if ((int64_t)smem <= smem_room(dev)) {
+            priv_shape sh;
+            gs_status st = shape_of(priv_kernel<T, U, true, TO_SHARED, E, ND>(), smem, dev, &sh);
+            return st != GS_OK ? st : launch_priv<T, U, true, TO_SHARED, E, ND>(r, smem, sh, s);
+        }
+    }
+    /* the bins spread over a cluster's shared memory, else global atomics */
+    gs_status st = r.w ? launch_cluster<T, U, true, E>(r, dev, s) : launch_cluster<T, U, false, E>(r, dev, s);
+    if (st != GS_ERR_UNSUPPORTED_DEVICE)
+        return st;
+    const size_t smem = edge_bytes<E>(r);
+    priv_shape sh;
+    st = r.w ? shape_of(priv_kernel<T, U, true, TO_GLOBAL, E, ND>(), smem, dev, &sh)
+             : shape_of(priv_kernel<T, U, false, TO_GLOBAL, E, ND>(), smem, dev, &sh);
+    if (st != GS_OK)
+        return st;
+    return r.w ? launch_priv<T, U, true, TO_GLOBAL, E, ND>(r, smem, sh, s)
+               : launch_priv<T, U, false, TO_GLOBAL, E, ND>(r, smem, sh, s);
+}
+
+/* float32 coordinates binned in float32 when every edge is a float32 value
+ * and they sit in shared memory; float32 / float64 2-D (histogram2d) with
+ * the dimension loop unrolled. */
 template <class T, int U> gs_status launch(dd_args &r, const gs_device_info *dev, cudaStream_t s)
 {
-    const size_t ebytes = r.edges_in_smem ? (size_t)r.nedges_total * 8 : 0;
-    const size_t cell = r.w ? 8 : 4;
-    const size_t smem = ebytes + (size_t)r.nbins * cell;
-    const bool shared = smem <= (size_t)dev->shared_memory_per_block_optin;
-    if (!shared) { /* the bins spread over a cluster's shared memory, else global atomics */
-        gs_status st = r.w ? launch_cluster<T, U, true>(r, ebytes, dev, s) : launch_cluster<T, U, false>(r, ebytes, dev, s);
-        if (st != GS_ERR_UNSUPPORTED_DEVICE)
-            return st;
+    if constexpr (std::is_same<T, float>::value) {
+        if (r.edges_in_smem && r.edges_f32)
+            return r.ndim == 2 ? launch_e<T, U, float, 2>(r, dev, s) : launch_e<T, U, float, 0>(r, dev, s);
     }
-    if (r.w)
-        return shared ? launch3<T, U, true, true>(r, smem, dev, s) : launch3<T, U, true, false>(r, ebytes, dev, s);
-    return shared ? launch3<T, U, false, true>(r, smem, dev, s) : launch3<T, U, false, false>(r, ebytes, dev, s);
+    if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value) {
+        if (r.ndim == 2)
+            return launch_e<T, U, double, 2>(r, dev, s);
+    }
+    return launch_e<T, U, double, 0>(r, dev, s);
 }
 
 /* float32 / float64 coordinates that are contiguous and 16-byte aligned:
@@ -361,6 +673,43 @@ gs_status launch_dtype(gs_dtype dt, dd_args &r, const gs_device_info *dev, cudaS
     case GS_FLOAT64: return vectorizable(r) ? launch<double, 2>(r, dev, s) : launch<double, 1>(r, dev, s);
     default: return gs_fail(GS_ERR_TYPE, "histogramdd: unsupported dtype %d", (int)dt);
     }
+}
+
+/* bin_of's guess for m edges e: lo, scale and the fraction window (mlo,
+ * mhi) in float64 (gd) and, when every edge is a float32 value, float32
+ * (gf) -- t computed at every edge exactly as the kernel computes it (one
+ * rounded subtraction, one rounded product: no contraction on the host
+ * either, x86-64 has no FMA by default and float/double arithmetic is
+ * IEEE), mlo the largest |t(e[k]) - k| (rounded up, and above 0: a t on an
+ * integer is checked against the edges), mhi = 1 - mlo rounded down.  A
+ * window of 0.25 or more (uneven edges) accepts nothing: mlo = 2. */
+template <class E> void window_of(const double *e, int64_t m, E lo, E scale, E *g)
+{
+    double worst = 0;
+    for (int64_t k = 0; k < m && worst < 0.25; k++) {
+        const E diff = (E)e[k] - lo;
+        const E t = diff * scale;
+        const double dev = fabs((double)t - (double)k);
+        worst = dev > worst ? dev : (dev == dev ? worst : 1.0); /* NaN: no window */
+    }
+    g[0] = lo, g[1] = scale;
+    if (!(worst < 0.25)) {
+        g[2] = (E)2, g[3] = (E)-1;
+        return;
+    }
+    E lo_w = (E)worst;
+    if ((double)lo_w < worst || lo_w == 0)
+        lo_w = nextafter_e(lo_w, (E)1);
+    E hi_w = (E)(1.0 - (double)lo_w);
+    if ((double)hi_w > 1.0 - (double)lo_w)
+        hi_w = nextafter_e(hi_w, (E)0);
+    g[2] = lo_w, g[3] = hi_w;
+}
+void guess_window(const double *e, int64_t m, double scale, double *gd, float *gf)
+{
+    window_of<double>(e, m, e[0], scale, gd);
+    if (gf)
+        window_of<float>(e, m, (float)e[0], (float)scale, gf);
 }
 
 } // namespace
@@ -399,6 +748,11 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
         r.bstride[d] = d == ndim - 1 ? 1 : r.bstride[d + 1] * (nedges[d + 1] - 1);
     r.nbins = nbins;
     r.nedges_total = etotal;
+    r.edges_f32 = 1;
+    for (int64_t k = 0; k < etotal && r.edges_f32; k++)
+        r.edges_f32 = (double)(float)edges[k] == edges[k];
+    for (int d = 0; d < ndim; d++)
+        guess_window(edges + r.eoff[d], nedges[d], r.scale[d], r.gd + 4 * d, r.edges_f32 ? r.gf + 4 * d : NULL);
     r.edges_in_smem = etotal <= EDGES_SMEM;
     r.out_f64 = !weights && out->dtype == GS_FLOAT64;
     /* unweighted device counts may be float64 (NumPy's result type: no cast afterwards; exact below 2^53) */

@@ -603,35 +603,11 @@ int64_t pow2_at_least(int64_t n)
     return p;
 }
 
-/* Blocks of `k` (THREADS threads) resident on the whole device; the
- * occupancy query is remembered per kernel and device (host work per call). */
-struct occ_entry {
-    const void *k;
-    int ordinal, per_sm;
-};
-constexpr int OCC_CACHE = 64;
-occ_entry g_occ[OCC_CACHE];
-int g_nocc;
-pthread_mutex_t g_occ_lock = PTHREAD_MUTEX_INITIALIZER;
-
+/* Blocks of `k` (THREADS threads, no dynamic shared memory) resident on
+ * the whole device (the runtime remembers the query). */
 gs_status resident_blocks(const void *k, const gs_device_info *dev, int64_t *out)
 {
-    int per_sm = 0;
-    pthread_mutex_lock(&g_occ_lock);
-    for (int i = 0; i < g_nocc; i++)
-        if (g_occ[i].k == k && g_occ[i].ordinal == dev->ordinal)
-            per_sm = g_occ[i].per_sm;
-    pthread_mutex_unlock(&g_occ_lock);
-    if (per_sm == 0) {
-        GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, THREADS, 0));
-        per_sm = per_sm > 0 ? per_sm : 1;
-        pthread_mutex_lock(&g_occ_lock);
-        if (g_nocc < OCC_CACHE)
-            g_occ[g_nocc++] = occ_entry{.k = k, .ordinal = dev->ordinal, .per_sm = per_sm};
-        pthread_mutex_unlock(&g_occ_lock);
-    }
-    *out = (int64_t)per_sm * dev->multiprocessors;
-    return GS_OK;
+    return gs_cuda_resident_blocks(k, THREADS, 0, dev, out);
 }
 
 /* Column threads per block: a warp's worth (whole rows per load) when the

@@ -170,24 +170,63 @@ gs_status gs_cuda_check_deadlock(const int *d_flag, cudaStream_t s, const char *
     return st;
 }
 
+/* The runtime's answers for a kernel of a loaded module do not change: the
+ * occupancy per (kernel, device, threads, shared bytes) and the opt-in
+ * shared memory already granted per (kernel, device) are remembered, so a
+ * launch does not pay their host calls again (per-call cost, issue 13). */
+struct occ_entry {
+    const void *k;
+    int ordinal, threads;
+    size_t smem;
+    int per_sm; /* -1: the smem attribute entry of (k, ordinal) */
+};
+enum { OCC_CACHE = 512 };
+static occ_entry g_occ[OCC_CACHE];
+static int g_nocc;
+static pthread_mutex_t g_occ_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int occ_find(const void *k, int ordinal, int threads, size_t smem)
+{
+    int v = 0;
+    pthread_mutex_lock(&g_occ_lock);
+    for (int i = 0; i < g_nocc && !v; i++)
+        if (g_occ[i].k == k && g_occ[i].ordinal == ordinal && g_occ[i].threads == threads && g_occ[i].smem == smem)
+            v = g_occ[i].per_sm;
+    pthread_mutex_unlock(&g_occ_lock);
+    return v;
+}
+static void occ_keep(const void *k, int ordinal, int threads, size_t smem, int v)
+{
+    pthread_mutex_lock(&g_occ_lock);
+    if (g_nocc < OCC_CACHE) /* full: answers are asked again (correct, only slower) */
+        g_occ[g_nocc++] = occ_entry{k, ordinal, threads, smem, v};
+    pthread_mutex_unlock(&g_occ_lock);
+}
+
 gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, const gs_device_info *dev,
                                   int64_t *blocks)
 {
-    int per_sm = 0;
-    GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
-    if (per_sm < 1)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "a block of %d threads with %zu bytes of shared memory does not fit "
-                       "one multiprocessor of %s", threads, smem, dev->name);
+    int per_sm = occ_find(kernel, dev->ordinal, threads, smem);
+    if (per_sm == 0) {
+        GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+        if (per_sm < 1)
+            return gs_fail(GS_ERR_INVALID_ARGUMENT, "a block of %d threads with %zu bytes of shared memory does not "
+                           "fit one multiprocessor of %s", threads, smem, dev->name);
+        occ_keep(kernel, dev->ordinal, threads, smem, per_sm);
+    }
     *blocks = (int64_t)per_sm * dev->multiprocessors;
     return GS_OK;
 }
 
 gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev)
 {
+    if (occ_find(kernel, dev->ordinal, 0, 0) == -1)
+        return GS_OK;
     cudaFuncAttributes fa;
     GS_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
     GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)(dev->shared_memory_per_block_optin - (int64_t)fa.sharedSizeBytes)));
+    occ_keep(kernel, dev->ordinal, 0, 0, -1);
     return GS_OK;
 }
 
