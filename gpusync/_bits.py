@@ -263,7 +263,6 @@ def _packbits_impl(a, bitorder="big", threshold=None):
     return out
 
 
-@_arrays.takes_stream
 def _intp_of(dt):
     """count_nonzero's result dtype along an axis: intp, whatever the input."""
     return _INTP
@@ -272,6 +271,7 @@ def _intp_of(dt):
 _INTP = np.dtype(np.intp)
 
 
+@_arrays.takes_stream
 def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
     """``np.count_nonzero(a, axis, keepdims=keepdims)`` -- or of
     ``a > threshold`` (gpusync's; compares as in :func:`packbits`) -- over
