@@ -228,3 +228,17 @@ def test_counter_widths_and_crowded_bins(monkeypatch, counter, bins):
     np.testing.assert_array_equal(cp.asnumpy(h), ref)
     hd = gs.histogramdd(cp.stack([x, y], 1), bins, [[0, 1], [0, 1]])[0]  # strided columns: scalar loads
     np.testing.assert_array_equal(cp.asnumpy(hd), ref)
+
+
+def test_values_on_uneven_float64_edges(backend, kind):
+    """float64 coordinates exactly on the edges of ranges whose linspace edges
+    are not dyadic (the guess window's bound must hold there: a product
+    rounded before the subtraction, on any host compiler), and their
+    neighbours: NumPy's bins."""
+    rng = np.random.default_rng(17)
+    for lo, hi, nb in [(6.158815794729875, 57.69185657338303, 27), (-3.7, 2.1, 100), (0.1, 0.7, 13)]:
+        e = np.linspace(lo, hi, nb + 1)
+        x = np.concatenate([e, np.nextafter(e, -np.inf), np.nextafter(e, np.inf), rng.uniform(lo, hi, 500)])
+        y = rng.permutation(x)
+        ref = np.histogram2d(x, y, nb, [[lo, hi], [lo, hi]])
+        _check2d(gs.histogram2d(to_kind(x, kind), to_kind(y, kind), nb, [[lo, hi], [lo, hi]]), ref)

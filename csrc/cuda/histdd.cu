@@ -681,14 +681,17 @@ gs_status launch_dtype(gs_dtype dt, dd_args &r, const gs_device_info *dev, cudaS
  * rounded subtraction, one rounded product: no contraction on the host
  * either, x86-64 has no FMA by default and float/double arithmetic is
  * IEEE), mlo the largest |t(e[k]) - k| (rounded up, and above 0: a t on an
- * integer is checked against the edges), mhi = 1 - mlo rounded down.  A
+ * integer is checked against the edges), mhi = 1 - mlo rounded down (t is
+ * stored through a volatile: a host compiler that contracts a * b - c into
+ * an FMA -- GCC does in C++ where FMA exists, e.g. aarch64 -- must not skip
+ * the product's rounding).  A
  * window of 0.25 or more (uneven edges) accepts nothing: mlo = 2. */
 template <class E> void window_of(const double *e, int64_t m, E lo, E scale, E *g)
 {
     double worst = 0;
     for (int64_t k = 0; k < m && worst < 0.25; k++) {
         const E diff = (E)e[k] - lo;
-        const E t = diff * scale;
+        const volatile E t = diff * scale; /* rounded here: the host compiler may not fuse it with "- k" below */
         const double dev = fabs((double)t - (double)k);
         worst = dev > worst ? dev : (dev == dev ? worst : 1.0); /* NaN: no window */
     }
