@@ -298,7 +298,10 @@ class BuildExt(build_ext):
         gencode.append(f"-gencode=arch=compute_{ptx},code=compute_{ptx}")
         sources = sorted(glob(os.path.join(CSRC, "cuda", "*.cu")))
         inc = os.path.join(CSRC, "include")
-        base = [nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-I", inc, "--expt-relaxed-constexpr", *gencode]
+        # the host pass as the C sources: no contraction of a * b + c into an FMA (host-side bin bounds, e.g.
+        # histdd.cu's guess window, rely on each product being rounded); device code keeps nvcc's --fmad
+        base = [nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-Xcompiler", "-ffp-contract=off", "-I", inc,
+                "--expt-relaxed-constexpr", *gencode]
         if os.environ.get("GPUSYNC_PTXAS_VERBOSE"):
             base.append("-Xptxas=-v")
         key = repr((base[1:], tool_version([nvcc]), tool_version(["gcc"]),
