@@ -166,8 +166,22 @@ def _launch(x, shape3, strides3, op, out_dtype, nout):
     return _launch_host(be, x, op, out_dtype, nout, shape3, strides3)
 
 
+_OP_NAMES = {SUM: "sum", COUNT_NONZERO: "count_nonzero", CUMSUM: "cumsum"}
+
+
 def _launch_host(be, x, op, out_dtype, nout, shape3, strides3):
-    if be == "cuda" and tuple(strides3) != (shape3[1] * shape3[2], shape3[2], 1):
+    c_order = tuple(strides3) == (shape3[1] * shape3[2], shape3[2], 1)
+    if c_order and x.flags.c_contiguous and x.flags.aligned and x.dtype.isnative:
+        # a C-contiguous view: the dispatcher picks the engine (the calling thread, the CPU pool or the
+        # GPU, by the cost model of the op on as many elements), records the plan and caches it
+        shape3, strides3 = tuple(int(v) for v in shape3), tuple(int(v) for v in strides3)
+
+        def call(backend, ins, outs, strategy, stream):
+            _core.reduce_axis(backend, _base_desc(ins[0]), shape3, strides3, op, outs[0], stream)
+            return "segmented"
+
+        return _dispatch.run(_OP_NAMES[op], [x.reshape(-1)], [(nout, out_dtype)], call)[0]
+    if be == "cuda" and not c_order:
         # the CUDA backend stages a host view as one block: make it C-contiguous
         # and, since (outer, len, inner) then merges, describe it afresh
         x = np.ascontiguousarray(x)
@@ -267,6 +281,35 @@ def _write_out(res, out, x):
     else:
         out[...] = res.reshape(out.shape)
     return out
+
+
+def host_axis(a, axis, op, out_dtype_of):
+    """sum / count_nonzero (`op`) of a C-contiguous NumPy array along one int
+    axis with NumPy's other defaults: NumPy's result dtype
+    (`out_dtype_of(a.dtype)`), shape and scalar for a 1-D input, through the
+    dispatcher's engine choice -- without reduce()'s argument checks, which
+    such a call cannot fail.  Anything else (bool sums, which NumPy casts to
+    its integer loop; empty arrays; an axis out of range: NumPy's error)
+    returns NotImplemented: reduce() takes it."""
+    if type(a) is not np.ndarray or type(axis) is not int:
+        return NotImplemented
+    nd = a.ndim
+    dt = a.dtype
+    if (nd == 0 or a.size == 0 or not -nd <= axis < nd or not (a.flags.c_contiguous and a.flags.aligned)
+            or not dt.isnative or dt not in _arrays._DTYPE_CODES or (op == SUM and dt.kind == "b")):
+        return NotImplemented
+    odt = out_dtype_of(dt)
+    if op == SUM and (odt.kind == "f") != (dt.kind == "f"):
+        return NotImplemented
+    _dispatch.fast_ready()
+    ax = axis % nd
+    shape = a.shape
+    outer = math.prod(shape[:ax])
+    length = shape[ax]
+    inner = math.prod(shape[ax + 1:])
+    res = _launch_host(None, a, op, odt, outer * inner, (outer, length, inner), (length * inner, inner, 1))
+    res = res.reshape(shape[:ax] + shape[ax + 1:])
+    return res[()] if res.ndim == 0 else res
 
 
 def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True):

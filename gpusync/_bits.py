@@ -291,6 +291,9 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
         r = _devfast.reduce_axis_(a, axis, _axis.COUNT_NONZERO, _intp_of, "count_nonzero")  # one axis, device
         if r is not NotImplemented:
             return r
+        r = _axis.host_axis(a, axis, _axis.COUNT_NONZERO, _intp_of)  # one axis of a NumPy array
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         if axis is None and not keepdims:
             return _count_nonzero_impl(a, threshold=threshold)

@@ -97,6 +97,9 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         r = _devfast.reduce_axis_(a, axis, _axis.SUM, _sum_dtype, "sum")  # one axis of a device array
         if r is not NotImplemented:
             return r
+        r = _axis.host_axis(a, axis, _axis.SUM, _sum_dtype)  # one axis of a NumPy array
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         if plain:
             return _sum_impl(a, strategy=strategy, deterministic=deterministic)

@@ -154,11 +154,12 @@ static void run_items(void *vc, int tid, int64_t begin, int64_t end)
         const int64_t o = item / c->nchunks, i0 = (item % c->nchunks) * CHUNK;
         const int w = (int)(c->inner - i0 < CHUNK ? c->inner - i0 : CHUNK);
         const int64_t k0 = c->len * part / c->kparts, k1 = c->len * (part + 1) / c->kparts;
+        /* only the w accumulators this item uses (a short row must not pay for CHUNK) */
         if (c->is_float && c->len > 0) /* -0.0 + x == x for every x: NumPy's sum of {-0.0} is -0.0 */
-            for (int j = 0; j < CHUNK; j++)
+            for (int j = 0; j < w; j++)
                 acc.f[j] = -0.0;
         else
-            memset(&acc, 0, sizeof acc);
+            memset(&acc, 0, (size_t)w * sizeof acc.u[0]);
         add_rows(c, o, i0, w, k0, k1, &acc);
         if (c->op == GS_AXIS_CUMSUM)
             continue;
