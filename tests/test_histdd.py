@@ -166,15 +166,17 @@ def test_cached_plan_gives_fresh_edges(backend):
 @pytest.mark.parametrize("n", [1, 7, 4099, 65_539])
 def test_vector_loads_tails_and_many_bins(backend, kind, dtype, n):
     """16-byte loads (contiguous, aligned), their n % 4 tail, unaligned views
-    (scalar loads), and 256 x 256 bins (a cluster's shared memory on sm_90,
-    global atomics elsewhere), weighted and not: NumPy's counts exactly."""
+    (scalar loads), and many bins: 256 x 256 (unweighted: 16-bit shared
+    counts; weighted: a cluster's shared memory on sm_90, global atomics
+    elsewhere) and 512 x 512 (unweighted too: a cluster, or global atomics),
+    weighted and not: NumPy's counts exactly."""
     rng = np.random.default_rng(n)
     x = rng.random(n + 1).astype(dtype)
     y = (rng.random(n + 1) * 1.2 - 0.1).astype(dtype)
     w = rng.integers(0, 5, n + 1).astype(np.float64)
     xd, yd, wd = to_kind(x, kind), to_kind(y, kind), to_kind(w, kind)
     for sl in (slice(0, n), slice(1, n + 1)):  # aligned, then one element in: 4-byte / 8-byte aligned
-        for bins in (16, 256):
+        for bins in (16, 256, 512):
             for weights in (None, w):
                 ref = np.histogram2d(x[sl], y[sl], bins, [[0, 1], [0, 1]], None,
                                      None if weights is None else weights[sl])
