@@ -17,7 +17,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from . import _arrays, _backend, _core, _dispatch
+from . import _arrays, _backend, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 
 # reduce_axis's operations: the codes of gpusync.h's GS_AXIS_*, exported by the binding
@@ -288,27 +288,18 @@ def host_axis(a, axis, op, out_dtype_of):
     axis with NumPy's other defaults: NumPy's result dtype
     (`out_dtype_of(a.dtype)`), shape and scalar for a 1-D input, through the
     dispatcher's engine choice -- without reduce()'s argument checks, which
-    such a call cannot fail.  Anything else (bool sums, which NumPy casts to
-    its integer loop; empty arrays; an axis out of range: NumPy's error)
-    returns NotImplemented: reduce() takes it."""
-    if type(a) is not np.ndarray or type(axis) is not int:
+    such a call cannot fail.  What _devfast.one_axis leaves to the general
+    path (and a view that is not C-contiguous, aligned and native) returns
+    NotImplemented: reduce() takes it."""
+    if type(a) is not np.ndarray or not (a.flags.c_contiguous and a.flags.aligned) or not a.dtype.isnative \
+            or a.dtype not in _arrays._DTYPE_CODES:
         return NotImplemented
-    nd = a.ndim
-    dt = a.dtype
-    if (nd == 0 or a.size == 0 or not -nd <= axis < nd or not (a.flags.c_contiguous and a.flags.aligned)
-            or not dt.isnative or dt not in _arrays._DTYPE_CODES or (op == SUM and dt.kind == "b")):
+    plan = _devfast.one_axis(a.shape, axis, a.dtype, op, out_dtype_of)
+    if plan is None:
         return NotImplemented
-    odt = out_dtype_of(dt)
-    if op == SUM and (odt.kind == "f") != (dt.kind == "f"):
-        return NotImplemented
-    _dispatch.fast_ready()
-    ax = axis % nd
-    shape = a.shape
-    outer = math.prod(shape[:ax])
-    length = shape[ax]
-    inner = math.prod(shape[ax + 1:])
+    (outer, length, inner), res_shape, odt = plan
     res = _launch_host(None, a, op, odt, outer * inner, (outer, length, inner), (length * inner, inner, 1))
-    res = res.reshape(shape[:ax] + shape[ax + 1:])
+    res = res.reshape(res_shape)
     return res[()] if res.ndim == 0 else res
 
 

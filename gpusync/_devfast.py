@@ -213,6 +213,28 @@ def count_nonzero_(a):
     return res
 
 
+def one_axis(shape, axis, dt, op, out_dtype_of):
+    """The segmented kernel's view of a C-contiguous array of `shape` reduced
+    along one int `axis` with NumPy's other defaults: ((outer, len, inner),
+    result shape, result dtype), or None where the general path decides --
+    an axis out of range (NumPy's error), empty input, bool (NumPy casts a
+    bool sum to its integer loop), a sum whose result dtype is of the other
+    kind (integer vs float) than the input's."""
+    nd = len(shape)
+    if type(axis) is not int or not -nd <= axis < nd or dt.kind == "b" or 0 in shape:
+        return None
+    odt = out_dtype_of(dt)
+    if op == _AXIS_SUM and (odt.kind == "f") != (dt.kind == "f"):
+        return None
+    ax = axis % nd
+    outer = inner = 1
+    for k in shape[:ax]:
+        outer *= k
+    for k in shape[ax + 1:]:
+        inner *= k
+    return (outer, shape[ax], inner), shape[:ax] + shape[ax + 1:], odt
+
+
 def reduce_axis_(a, axis, op, out_dtype_of, name):
     """gs.sum(a, axis) / gs.count_nonzero(a, axis) (`op`: _core.AXIS_OPS) of
     a C-contiguous N-D device array along one int axis, with NumPy's other
@@ -227,21 +249,11 @@ def reduce_axis_(a, axis, op, out_dtype_of, name):
     if r is None:
         return NotImplemented
     h, (ptr, n, dt, code, dev) = r
-    shape = tuple(a.shape)
-    nd = len(shape)
-    if n == 0 or not -nd <= axis < nd or dt.kind == "b":
+    plan = one_axis(tuple(a.shape), axis, dt, op, out_dtype_of)
+    if plan is None:
         return NotImplemented
-    odt = out_dtype_of(dt)
-    if op == _AXIS_SUM and (odt.kind == "f") != (dt.kind == "f"):
-        return NotImplemented
-    ax = axis % nd
-    outer = inner = 1
-    for k in shape[:ax]:
-        outer *= k
-    for k in shape[ax + 1:]:
-        inner *= k
-    length = shape[ax]
-    res, optr = h.out(shape[:ax] + shape[ax + 1:], odt, dev)
+    (outer, length, inner), res_shape, odt = plan
+    res, optr = h.out(res_shape, odt, dev)
     _core.reduce_axis("cuda", (ptr, 1, 1, code, dev), (outer, length, inner), (length * inner, inner, 1), op,
                       (optr, outer * inner, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
     _note(name, n, dt, dt.itemsize, odt.itemsize * outer * inner, "segmented")

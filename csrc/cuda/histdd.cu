@@ -566,11 +566,7 @@ gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, cudaStream_
                                           edge_bytes<E>(r), s));
     }
 fail:
-    if (d_flag) {
-        cudaError_t e = cudaFreeAsync(d_flag, s);
-        if (e != cudaSuccess && st == GS_OK)
-            st = gs_cuda_fail(e, "cudaFreeAsync", __FILE__, __LINE__);
-    }
+    gs_free_async(d_flag, s, &st);
     return st;
 }
 

@@ -42,7 +42,6 @@
 #include "../common/convert.h"
 
 #include <cuda_fp16.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <type_traits>
@@ -603,13 +602,6 @@ int64_t pow2_at_least(int64_t n)
     return p;
 }
 
-/* Blocks of `k` (THREADS threads, no dynamic shared memory) resident on
- * the whole device (the runtime remembers the query). */
-gs_status resident_blocks(const void *k, const gs_device_info *dev, int64_t *out)
-{
-    return gs_cuda_resident_blocks(k, THREADS, 0, dev, out);
-}
-
 /* Column threads per block: a warp's worth (whole rows per load) when the
  * columns allow, fewer for narrow views so the rest of the block splits
  * the rows. */
@@ -745,7 +737,7 @@ template <class T> gs_status launch(ax_args &r, int op, const gs_device_info *de
     /* split the axis when the blocks cannot fill the GPU (one wave at most) */
     r.kparts = 1;
     int64_t resident;
-    gs_status st = resident_blocks(k, dev, &resident);
+    gs_status st = gs_cuda_resident_blocks(k, THREADS, 0, dev, &resident); /* remembered by the runtime */
     if (st != GS_OK)
         return st;
     if (blocks < 2 * resident && r.len >= 2 * len_min)
@@ -766,11 +758,7 @@ template <class T> gs_status launch(ax_args &r, int op, const gs_device_info *de
         GS_CUDA_GOTO(cudaLaunchKernel(fk, dim3((unsigned)g), dim3(THREADS), args, 0, s));
     }
 fail:
-    if (d_part) {
-        cudaError_t e = cudaFreeAsync(d_part, s);
-        if (e != cudaSuccess && st == GS_OK)
-            st = gs_cuda_fail(e, "cudaFreeAsync", __FILE__, __LINE__);
-    }
+    gs_free_async(d_part, s, &st);
     return st;
 }
 

@@ -203,6 +203,15 @@ static void occ_keep(const void *k, int ordinal, int threads, size_t smem, int v
     pthread_mutex_unlock(&g_occ_lock);
 }
 
+void gs_free_async(void *p, cudaStream_t s, gs_status *st)
+{
+    if (!p)
+        return;
+    const cudaError_t e = cudaFreeAsync(p, s);
+    if (e != cudaSuccess && *st == GS_OK)
+        *st = gs_cuda_fail(e, "cudaFreeAsync", __FILE__, __LINE__);
+}
+
 gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, const gs_device_info *dev,
                                   int64_t *blocks)
 {

@@ -57,6 +57,9 @@ template <typename T> inline cudaError_t gs_malloc_async(T **p, size_t bytes, cu
 {
     return gs_cuda_pool_alloc((void **)p, bytes, s);
 }
+/* cudaFreeAsync(p, s) for p from gs_malloc_async (NULL: nothing); a failure
+ * becomes *st unless *st already holds an earlier error. */
+void gs_free_async(void *p, cudaStream_t s, gs_status *st);
 
 /* Cached per-device facts (filled once per device, thread-safe). */
 gs_status gs_cuda_device(int ordinal, const gs_device_info **info);
