@@ -154,7 +154,7 @@ def _gib(n):
     return f"{g:g}" if g >= 1 else f"{g:.3g}"
 
 
-def run_case(client, k, n, chunk, names, reps, batch, cpu, suffix, ref):
+def run_case(client, k, n, chunk, names, reps, batch, cpu, suffix, ref, peer_reps):
     import dask
     x = _data(client, n, chunk, cpu)
     rows = []
@@ -172,7 +172,7 @@ def run_case(client, k, n, chunk, names, reps, batch, cpu, suffix, ref):
             bms = _time_batch(ours, batch, reps)
             rows.append({"op": f"dask-{op}", "case": case, "impl": f"gpusync.dask(x{batch})", "ms": round(bms, 4),
                          "gbps": round(n * (2 if op == "dot" else 1) / bms / 1e6, 1), "correct": correct})
-            pms, pgot = _time(peer, reps)
+            pms, pgot = _time(peer, peer_reps)
             pgot = _host(pgot)
             pcorrect = bool(np.array_equal(pgot.astype(got.dtype) if op != "dot" else pgot, got)) if op != "dot" \
                 else bool(pgot.astype(np.uint8) == got.astype(np.uint8))
@@ -237,6 +237,7 @@ def main(argv=None):
     ap.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default 1..all)")
     ap.add_argument("--ops", default="bincount,histogram,sum,dot")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--peer-reps", type=int, default=None, help="reps of the dask.array peer (default --reps)")
     ap.add_argument("--batch", type=int, default=8, help="results per compute of the batched rows")
     ap.add_argument("--cluster", choices=("auto", "dask-cuda", "spec", "local"), default="auto",
                     help="dask-cuda's LocalCUDACluster (auto on GPUs; 'spec' when dask_cuda cannot be imported: "
@@ -271,7 +272,8 @@ def main(argv=None):
         print(f"{k} worker(s) up in {time.perf_counter() - t0:.1f} s", flush=True)
         try:
             for n, chunk, suffix in cases:
-                rows += run_case(client, k, n, chunk, names, args.reps, args.batch, cpu, suffix, ref)
+                rows += run_case(client, k, n, chunk, names, args.reps, args.batch, cpu, suffix, ref,
+                                 args.peer_reps or args.reps)
         finally:
             client.close()
             cluster.close()

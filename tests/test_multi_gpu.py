@@ -137,3 +137,47 @@ def test_dask_cuda_local_cluster():
         rh, re = np.histogram(whole.astype(np.float32), bins=100)
         np.testing.assert_array_equal(hh.get(), rh)
         np.testing.assert_array_equal(ee.get(), re)
+
+
+def _kill_once_gpu(block, marker):
+    """Kill this dask-cuda worker the first time (the marker is created
+    atomically, so exactly one worker dies); never the test process."""
+    from distributed import get_worker
+    try:
+        get_worker()
+    except ValueError:
+        return block
+    if block.size:
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return block
+        os._exit(1)
+    return block
+
+
+def test_dask_cuda_worker_killed_mid_computation(tmp_path):
+    """A dask-cuda worker dies inside a task: its nanny restarts it on the
+    same GPU, Dask reruns the lost tasks (chunks included: they are pure) and
+    the results are still exact."""
+    dask_cuda = pytest.importorskip("dask_cuda")
+    distributed = pytest.importorskip("distributed")
+    import dask
+    import dask.array as da
+    import gpusync.dask as gsd
+
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    n, k = 1 << 20, 8
+    marker = str(tmp_path / "killed")
+    with dask_cuda.LocalCUDACluster(n_workers=2, dashboard_address=None) as lc, distributed.Client(lc) as client:
+        x = da.map_blocks(_random_chunk, chunks=((n,) * k,), dtype=np.uint8, meta=cp.empty(0, cp.uint8))
+        y = x.map_blocks(_kill_once_gpu, marker, meta=cp.empty(0, cp.uint8))
+        with dask.config.set(scheduler=client):
+            b, s, (h, e) = dask.compute(gsd.bincount(y, minlength=256), gsd.sum(y),
+                                        gsd.histogram(y, bins=256, range=(0, 256)))
+        assert os.path.exists(marker)  # a worker did die
+    whole = np.concatenate([cp.random.default_rng(i).integers(0, 256, n, dtype=cp.uint8).get() for i in range(k)])
+    np.testing.assert_array_equal(cp.asnumpy(b), np.bincount(whole, minlength=256))
+    assert int(s) == whole.sum(dtype=np.uint64)
+    np.testing.assert_array_equal(cp.asnumpy(h), np.histogram(whole, 256, (0, 256))[0])
