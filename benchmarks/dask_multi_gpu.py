@@ -234,6 +234,9 @@ def main(argv=None):
     ap.add_argument("--chunk-mib", type=float, default=1024, help="chunk size of the main case")
     ap.add_argument("--small-gib", type=float, default=16.0, help="bytes of the small-chunk case (0: skip)")
     ap.add_argument("--small-chunk-mib", type=float, default=256)
+    ap.add_argument("--cases", default=None,
+                    help="GiB:chunk-MiB pairs, e.g. 64:2048,16:256 (instead of --gib/--chunk-mib/--small-*; "
+                         "rows of a chunk size other than 1024 MiB get the -<chunk>MiB suffix)")
     ap.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default 1..all)")
     ap.add_argument("--ops", default="bincount,histogram,sum,dot")
     ap.add_argument("--reps", type=int, default=5)
@@ -261,10 +264,16 @@ def main(argv=None):
         name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     counts = [int(c) for c in args.gpus.split(",")] if args.gpus else list(range(1, ngpu + 1))
     names = args.ops.split(",")
-    cases = [(int(args.gib * 2**30), int(args.chunk_mib * 2**20), "")]
-    if args.small_gib > 0:
-        cases.append((int(args.small_gib * 2**30), int(args.small_chunk_mib * 2**20),
-                      f"-{args.small_chunk_mib:g}MiB"))
+    if args.cases and not cpu:
+        cases = []
+        for pair in args.cases.split(","):
+            gib, mib = (float(v) for v in pair.split(":"))
+            cases.append((int(gib * 2**30), int(mib * 2**20), "" if mib == 1024 else f"-{mib:g}MiB"))
+    else:
+        cases = [(int(args.gib * 2**30), int(args.chunk_mib * 2**20), "")]
+        if args.small_gib > 0:
+            cases.append((int(args.small_gib * 2**30), int(args.small_chunk_mib * 2**20),
+                          f"-{args.small_chunk_mib:g}MiB"))
     rows, ref = [], {}
     for k in counts:
         t0 = time.perf_counter()

@@ -107,11 +107,15 @@ def _meta(x, ndim, dtype):
     return meta_from_array(x._meta, ndim=ndim, dtype=dtype)
 
 
+def _check_split_every(split_every):
+    if not isinstance(split_every, int) or split_every < 2:
+        raise ValueError(f"split_every must be an integer of at least 2; got {split_every!r}")
+
+
 def _tree(layer, name, parts, combine, split_every):
     """Add tasks to `layer` that combine the partials under keys `parts`,
     `split_every` at a time, level by level; return the root's key."""
-    if not isinstance(split_every, int) or split_every < 2:
-        raise ValueError(f"split_every must be an integer of at least 2; got {split_every!r}")
+    _check_split_every(split_every)
     level, depth = list(parts), 0
     while len(level) > 1:
         nxt = []
@@ -142,6 +146,89 @@ def _per_chunk(layer, name, func, *arrays, extra=()):
         layer[key] = (task, k0) + tuple(k[i] if k is not None else None for k in keys[1:]) + tuple(extra)
         out.append(key)
     return out
+
+
+def _placement(x):
+    """(the worker holding each chunk of x, each worker's thread count) when
+    x is persisted on a dask.distributed cluster -- every chunk a finished
+    Future of one synchronous client -- else None (a graph still to run, a
+    local scheduler).  Metadata only: one who_has query, nothing computed."""
+    try:
+        from distributed import Future
+    except ImportError:
+        return None
+    graph, keys = x.__dask_graph__(), _keys(x)
+    futures = []
+    for k in keys:
+        f = graph.get(k)
+        if not isinstance(f, Future) or f.status != "finished":
+            return None
+        futures.append(f)
+    client = futures[0].client if futures else None
+    if client is None or client.asynchronous or any(f.client is not client for f in futures):
+        return None
+    try:
+        who, threads = client.who_has(futures), client.nthreads()
+    except Exception:  # noqa: BLE001 - a placement hint only; one task per chunk without it
+        return None
+    where = []
+    for k in keys:
+        holders = who.get(k) or who.get(str(k))
+        if not holders:
+            return None
+        where.append(sorted(holders)[0])
+    return where, threads
+
+
+def _groups(x):
+    """The chunk indices of each partial's task.  One task per chunk, except
+    for an array persisted on a dask.distributed cluster: there each worker's
+    chunks go in as many tasks as the worker has threads (one per GPU under
+    dask-cuda).  The distributed scheduler costs about a millisecond per task
+    (docs/dask.md), more than a GPU takes to read a 1 GiB chunk, and one
+    task that reads its worker's chunks back to back costs that once."""
+    n = len(_keys(x))
+    placed = _placement(x) if n > 1 else None
+    if placed is None:
+        return [[i] for i in range(n)]
+    where, threads = placed
+    mine = {}
+    for i, w in enumerate(where):
+        mine.setdefault(w, []).append(i)
+    groups = []
+    for w, idx in mine.items():
+        t = builtins.max(1, builtins.min(int(threads.get(w, 1)), len(idx)))
+        groups += [list(g) for g in np.array_split(np.asarray(idx), t)]
+    return sorted(groups, key=lambda g: g[0])
+
+
+def _run_group(func, combine, chunks, *extra):
+    """func over the chunks of one task (each a list of the arrays' blocks),
+    each on its block's device, the partials combined as they come."""
+    acc = None
+    for blocks in chunks:
+        p = _at(func, *blocks, *extra)
+        acc = p if acc is None else combine(acc, p)
+    return acc
+
+
+def _reduce_chunks(layer, name, func, combine, split_every, *arrays, extra=()):
+    """The partials of func over the blocks of arrays[0] (the others chunked
+    alike, or None), combined by a tree of `combine` tasks: the root's key,
+    or None for an array with no blocks."""
+    _check_split_every(split_every)
+    groups = _groups(arrays[0])
+    if builtins.all(len(g) == 1 for g in groups):
+        parts = _per_chunk(layer, name, func, *arrays, extra=extra)
+    else:
+        keys = [_keys(a) if a is not None else None for a in arrays]
+        task = functools.partial(_run_group, func, combine)
+        parts = []
+        for j, g in enumerate(groups):
+            key = (f"{name}-group", j)
+            layer[key] = (task, [[k[i] if k is not None else None for k in keys] for i in g]) + tuple(extra)
+            parts.append(key)
+    return _tree(layer, name, parts, combine, split_every) if parts else None
 
 
 def _const(value):
@@ -235,9 +322,8 @@ def _minmax_combine(*parts):
 
 
 def _minmax_tree(layer, name, x, split_every, lib, argname, columns=False):
-    parts = _per_chunk(layer, name + "-mm", functools.partial(_minmax_part, lib=lib, name=argname,
-                                                              columns=columns), x)
-    return _tree(layer, name + "-mm", parts, _minmax_combine, split_every)
+    return _reduce_chunks(layer, name + "-mm", functools.partial(_minmax_part, lib=lib, name=argname, columns=columns),
+                          _minmax_combine, split_every, x)
 
 
 # --------------------------------------------------------------------------
@@ -389,13 +475,13 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
     layer = {}
     if estimator:
         keep = None if range is None else _np_hist()._get_outer_edges(np.empty(0, dt), range)
-        est = _per_chunk(layer, name + "-est", functools.partial(_est_part, lib=lib, keep=keep, as_uint8=as_uint8),
-                         x)
-        if not est:
-            est = [_put(layer, (name + "-est-empty",), (0, None, None))]
+        est = _reduce_chunks(layer, name + "-est",
+                             functools.partial(_est_part, lib=lib, keep=keep, as_uint8=as_uint8), _est_combine,
+                             split_every, x)
+        if est is None:
+            est = _put(layer, (name + "-est-empty",), (0, None, None))
         plan = (name + "-plan",)
-        layer[plan] = (functools.partial(_est_plan, dt=dt, bins=bins, range=range),
-                       _tree(layer, name + "-est", est, _est_combine, split_every))
+        layer[plan] = (functools.partial(_est_plan, dt=dt, bins=bins, range=range), est)
     elif np.ndim(bins) == 0 and range is None and x.size:
         mm = _minmax_tree(layer, name, x, split_every, lib, "a")
         plan = (name + "-plan",)
@@ -403,12 +489,11 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
     else:
         plan = _put(layer, (name + "-plan",), static)
     part = functools.partial(_hist_part, lib=lib, bins=bins, range=range, strategy=strategy, as_uint8=as_uint8)
-    parts = _per_chunk(layer, name, part, x, w, extra=(plan,))
+    root = _reduce_chunks(layer, name, part, _add, split_every, x, w, extra=(plan,))
     acc = np.dtype(np.float64 if w is not None else np.int64)
     out_dtype = np.dtype(w.dtype) if w is not None else acc
-    if not parts:  # an array with no blocks
-        parts = [_put(layer, (name + "-empty",), np.zeros(0 if estimator else nbins, acc))]
-    root = _tree(layer, name, parts, _add, split_every)
+    if root is None:  # an array with no blocks
+        root = _put(layer, (name + "-empty",), np.zeros(0 if estimator else nbins, acc))
     layer[(name, 0)] = (functools.partial(_hist_final, out_dtype=out_dtype, density=density), root, plan)
     hist = _array(name, layer, [x, w], ((nbins,),),
                   _meta(x, 1, np.float64 if density else out_dtype))
@@ -513,10 +598,9 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, stra
     else:
         plan = _put(layer, (name + "-plan",), static)
     part = functools.partial(_dd_part, lib=lib, strategy=strategy, nbin=nbin)
-    parts = _per_chunk(layer, name, part, x, w, extra=(plan,))
-    if not parts:
-        parts = [_put(layer, (name + "-empty",), np.zeros(int(np.prod(nbin)), np.int64))]
-    root = _tree(layer, name, parts, _add, split_every)
+    root = _reduce_chunks(layer, name, part, _add, split_every, x, w, extra=(plan,))
+    if root is None:
+        root = _put(layer, (name + "-empty",), np.zeros(int(np.prod(nbin)), np.int64))
     layer[(name,) + (0,) * D] = (functools.partial(_dd_final, nbin=nbin, density=density), root, plan)
     hist = _array(name, layer, [x, w], tuple((n - 2,) for n in nbin), _meta(x, D, np.float64))
     edges = []
@@ -579,12 +663,12 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto", split_every=8):
     lib = _lib(v)
     name = _name("bincount", v, w, minlength, strategy, split_every)
     layer = {}
-    parts = _per_chunk(layer, name,
-                       functools.partial(_bincount_part, lib=lib, minlength=minlength, strategy=strategy), v, w)
+    root = _reduce_chunks(layer, name,
+                          functools.partial(_bincount_part, lib=lib, minlength=minlength, strategy=strategy),
+                          _add_padded, split_every, v, w)
     out_dtype = np.float64 if w is not None else np.int64
-    if not parts:
-        parts = [_put(layer, (name + "-empty",), np.zeros(minlength, out_dtype))]
-    root = _tree(layer, name, parts, _add_padded, split_every)
+    if root is None:
+        root = _put(layer, (name + "-empty",), np.zeros(minlength, out_dtype))
     layer[(name, 0)] = (_const, root)
     return _array(name, layer, [v, w], ((np.nan,),), _meta(v, 1, out_dtype))
 
@@ -634,10 +718,9 @@ def _scalar_final(total, *, out_dtype):
 
 def _one_element(name, func, out_dtype, x, y=None, split_every=8, final=None):
     layer = {}
-    parts = _per_chunk(layer, name, func, *([x] if y is None else [x, y]))
-    if not parts:
-        parts = [_put(layer, (name + "-empty",), np.zeros(1, _acc_dtype(out_dtype)))]
-    root = _tree(layer, name, parts, _add, split_every)
+    root = _reduce_chunks(layer, name, func, _add, split_every, *([x] if y is None else [x, y]))
+    if root is None:
+        root = _put(layer, (name + "-empty",), np.zeros(1, _acc_dtype(out_dtype)))
     layer[(name,)] = (final or functools.partial(_scalar_final, out_dtype=out_dtype), root)
     return _array(name, layer, [x, y], (), _meta(x, 0, out_dtype))
 

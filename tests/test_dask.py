@@ -3,6 +3,7 @@ call on the concatenated array (and NumPy / SciPy), on the synchronous
 scheduler and on dask.distributed (a LocalCluster of two worker processes:
 real scheduler, workers, serialization; workers here have no GPU, so NumPy
 chunks run on the CPU engine)."""
+import builtins
 import os
 import warnings
 
@@ -370,6 +371,44 @@ def test_worker_killed_mid_computation_result_still_exact(cluster, tmp_path):
     assert os.path.exists(marker)  # a worker did die
     _eq(h, gs.histogram(a, bins=256, range=(0, 256))[0])
     assert s == a.sum(dtype=np.uint64)
+
+
+def test_persisted_chunks_are_read_one_task_per_worker_thread(cluster):
+    """A persisted array: each worker's chunks are reduced in one task per
+    worker thread (the scheduler's per-task cost paid per worker, not per
+    chunk); results equal the single call's, weights and the data-dependent
+    edges' min/max pass included."""
+    import distributed
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 256, 300_007).astype(np.uint8)
+    f = rng.standard_normal(300_007)
+    x = cluster.persist(da.from_array(a, chunks=10_000))
+    fx = cluster.persist(da.from_array(f, chunks=10_000))
+    w = da.from_array(f, chunks=7_000)  # not persisted: its blocks follow x's groups
+    for fut in distributed.futures_of([x, fx]):  # persisted: every chunk held by a worker
+        fut.result()
+    nthreads = builtins.sum(cluster.nthreads().values())
+    s = gsd.sum(x)
+    groups = {k[0] for k in dict(s.__dask_graph__()) if isinstance(k, tuple) and "-group" in k[0]}
+    nparts = [k for k in dict(s.__dask_graph__()) if isinstance(k, tuple) and "-group" in k[0]]
+    assert len(groups) == 1 and 1 < len(nparts) <= nthreads  # 31 chunks, a few tasks
+    with dask.config.set(scheduler=cluster):
+        got = dask.compute(s, gsd.bincount(x, minlength=300), gsd.dot(fx, fx), gsd.count_nonzero(x),
+                           *gsd.histogram(fx, bins=37), gsd.histogram(x, bins=16, range=(0, 256), weights=w)[0],
+                           *gsd.histogram(fx, bins="rice"), gsd.histogram2d(fx, fx * 2, bins=7)[0])
+    s, b, d, c, h, e, hw, hr, er, h2 = got
+    assert s == a.sum(dtype=np.uint64)
+    _eq(b, np.bincount(a, minlength=300))
+    assert d == pytest.approx(float(np.dot(f, f)), rel=1e-12)
+    assert c == np.count_nonzero(a)
+    rh, re = np.histogram(f, bins=37)
+    _eq(h, rh)
+    _eq(e, re)
+    np.testing.assert_allclose(hw, np.histogram(a, bins=16, range=(0, 256), weights=f)[0], rtol=1e-12, atol=1e-9)
+    rh, re = np.histogram(f, bins="rice")
+    _eq(hr, rh)
+    _eq(er, re)
+    _eq(h2, np.histogram2d(f, f * 2, bins=7)[0])
 
 
 def test_workers_without_gpu_use_the_cpu_engine(cluster):
