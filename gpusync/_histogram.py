@@ -587,19 +587,32 @@ def _bincount_small(xa, xin, x_dtype, minlength, strategy, device):
     can hold in one pass -- no separate pass for the maximum -- then check
     for negatives and cut NumPy's length from the counts.
     # synchronize! (device input: the counts are read back)"""
+    full = _bincount_full(xa, xin, x_dtype, strategy, device)
+    out = _bincount_cut(Lib.of(xa.lib).to_host(full) if device else full, xa.dtype, minlength)
+    return Lib.of(xa.lib).from_host(out, xa.device) if device else out
+
+
+def _bincount_full(xa, xin, x_dtype, strategy, device):
+    """The count of every value xa's dtype can hold, in the core's order
+    (8-bit data: by raw byte), where xa lives; no synchronization."""
     dt = np.dtype(np.uint8) if xa.dtype == np.bool_ else np.dtype(xa.dtype)
     info = np.iinfo(dt)
-    span = int(info.max) - int(info.min) + 1
     if dt.itemsize == 1:  # the core bins 8-bit data by their raw byte: count bytes, then order by value
         if device:
             x_dtype = np.dtype(np.uint8)
         else:
             xin = xin.view(np.uint8)
-        full, _ = _run("bincount", xin, None, 256, _bins_tuple(_DIRECT, 256, offset=0, closed=0), strategy, x_dtype)
-    else:
-        full, _ = _run("bincount", xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0),
-                       strategy, x_dtype)
-    counts = Lib.of(xa.lib).to_host(full) if device else full
+        return _run("bincount", xin, None, 256, _bins_tuple(_DIRECT, 256, offset=0, closed=0), strategy, x_dtype)[0]
+    span = int(info.max) - int(info.min) + 1
+    return _run("bincount", xin, None, span, _bins_tuple(_DIRECT, span, offset=int(info.min), closed=0),
+                strategy, x_dtype)[0]
+
+
+def _bincount_cut(counts, dtype, minlength):
+    """NumPy's bincount from _bincount_full's host counts of data of `dtype`:
+    negatives refused, length max(x) + 1 or minlength."""
+    dt = np.dtype(np.uint8) if dtype == np.bool_ else np.dtype(dtype)
+    info = np.iinfo(dt)
     if dt == np.int8:  # raw bytes 0x80..0xff are -128..-1
         counts = np.concatenate((counts[128:], counts[:128]))
     neg = -int(info.min)
@@ -611,4 +624,4 @@ def _bincount_small(xa, xin, x_dtype, minlength, strategy, device):
     out = np.zeros(nbins, np.int64)
     keep = min(nbins, pos.size)
     out[:keep] = pos[:keep]
-    return Lib.of(xa.lib).from_host(out, xa.device) if device else out
+    return out

@@ -635,6 +635,21 @@ def _bincount_part(c, wc, *, lib, minlength, strategy):
     return _histogram._bincount_impl(c, wc, minlength, strategy)
 
 
+def _bincount_full_part(c, wc, *, lib, strategy):
+    """The count of every value of an 8-bit chunk (no read-back: the chunks'
+    counts are added where they are, the length is cut once at the end)."""
+    c = _check_chunk(c, lib, "x")
+    xa = _arrays.as_input(c.reshape(-1), "x")
+    device = isinstance(xa, DeviceArray)
+    if xa.size == 0:
+        return _like(np.zeros(256, np.int64), c)
+    return _histogram._bincount_full(xa, xa if device else _histogram._flat_host(xa), None, strategy, device)
+
+
+def _bincount_cut_final(total, *, dtype, minlength):
+    return _like(_histogram._bincount_cut(_to_host(total), dtype, minlength), total)
+
+
 def _add_padded(*parts):
     """Sum of bincounts of different lengths (each max + 1 of its chunk)."""
     parts = _gather(parts)
@@ -663,13 +678,20 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto", split_every=8):
     lib = _lib(v)
     name = _name("bincount", v, w, minlength, strategy, split_every)
     layer = {}
-    root = _reduce_chunks(layer, name,
-                          functools.partial(_bincount_part, lib=lib, minlength=minlength, strategy=strategy),
-                          _add_padded, split_every, v, w)
     out_dtype = np.float64 if w is not None else np.int64
+    if w is None and np.dtype(v.dtype).itemsize == 1:  # every value's count, added; NumPy's length cut once
+        root = _reduce_chunks(layer, name, functools.partial(_bincount_full_part, lib=lib, strategy=strategy),
+                              _add, split_every, v, w)
+        final = functools.partial(_bincount_cut_final, dtype=np.dtype(v.dtype), minlength=minlength)
+    else:
+        root = _reduce_chunks(layer, name,
+                              functools.partial(_bincount_part, lib=lib, minlength=minlength, strategy=strategy),
+                              _add_padded, split_every, v, w)
+        final = _const
     if root is None:
         root = _put(layer, (name + "-empty",), np.zeros(minlength, out_dtype))
-    layer[(name, 0)] = (_const, root)
+        final = _const
+    layer[(name, 0)] = (final, root)
     return _array(name, layer, [v, w], ((np.nan,),), _meta(v, 1, out_dtype))
 
 
