@@ -157,10 +157,13 @@ def _placement(x):
         from distributed import Future
     except ImportError:
         return None
-    graph, keys = x.__dask_graph__(), _keys(x)
-    futures = []
+    graph = x.__dask_graph__()
+    layer = getattr(graph, "layers", {}).get(x.name)
+    if layer is None or type(layer).__name__ != "MaterializedLayer":
+        return None  # a graph still to run (a layer is not materialized to look)
+    keys, futures = _keys(x), []
     for k in keys:
-        f = graph.get(k)
+        f = layer.get(k)
         if not isinstance(f, Future) or f.status != "finished":
             return None
         futures.append(f)
