@@ -174,12 +174,14 @@ def _placement(x):
         who, threads = client.who_has(futures), client.nthreads()
     except Exception:  # noqa: BLE001 - a placement hint only; one task per chunk without it
         return None
-    where = []
+    where, load = [], {}
     for k in keys:
         holders = who.get(k) or who.get(str(k))
         if not holders:
             return None
-        where.append(sorted(holders)[0])
+        w = builtins.min(sorted(holders), key=lambda h: load.get(h, 0))  # replicas: the least loaded holder
+        load[w] = load.get(w, 0) + 1
+        where.append(w)
     return where, threads
 
 
@@ -225,6 +227,10 @@ def _reduce_chunks(layer, name, func, combine, split_every, *arrays, extra=()):
         parts = _per_chunk(layer, name, func, *arrays, extra=extra)
     else:
         keys = [_keys(a) if a is not None else None for a in arrays]
+        # the grouping is part of the keys: a grouped and a per-chunk graph of
+        # the same call (placement known or not) never share a key
+        from dask.base import tokenize
+        name = f"{name}-g{tokenize(groups)}"
         task = functools.partial(_run_group, func, combine)
         parts = []
         for j, g in enumerate(groups):
