@@ -615,6 +615,8 @@ def _bincount_cut(counts, dtype, minlength):
     info = np.iinfo(dt)
     if dt == np.int8:  # raw bytes 0x80..0xff are -128..-1
         counts = np.concatenate((counts[128:], counts[:128]))
+    elif np.dtype(dtype) == np.bool_:  # every nonzero byte is True: NumPy counts it as 1
+        counts = np.array([counts[0], counts[1:].sum()], counts.dtype)
     neg = -int(info.min)
     if neg and counts[:neg].any():
         raise ValueError("'list' argument must have no negative elements")

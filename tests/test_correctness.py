@@ -91,6 +91,18 @@ def test_bincount_int8_counts_by_value(backend, lib):
     np.testing.assert_array_equal(host(gs.bincount(to_lib(x, lib))), np.bincount(x))
 
 
+def test_bincount_bool_bytes_other_than_0_and_1(backend, lib):
+    """A bool array may hold any nonzero byte as True (a view of raw
+    memory): NumPy counts each as 1."""
+    raw = np.random.default_rng(3).integers(0, 256, 100_003, dtype=np.uint8)
+    raw[::7] = 0
+    b = raw.view(np.bool_)
+    for minlength in (0, 1, 5):
+        ref = np.bincount(b, minlength=minlength)
+        np.testing.assert_array_equal(host(gs.bincount(to_lib(b, lib), minlength=minlength)), ref)
+    assert host(gs.bincount(to_lib(np.frombuffer(b"\x00\x02\x01", np.bool_), lib))).tolist() == [1, 2]
+
+
 def test_bincount_empty_weighted_is_int64(backend):
     ref = np.bincount(np.array([], int), weights=np.array([]), minlength=3)
     got = gs.bincount(np.array([], int), weights=np.array([]), minlength=3)

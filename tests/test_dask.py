@@ -156,6 +156,8 @@ def test_bincount(scheduler):
     np.testing.assert_allclose(got, np.bincount(b, weights=ww), rtol=1e-12)
     u8 = rng.integers(0, 200, 100_000).astype(np.uint8)
     _eq(gsd.bincount(da.from_array(u8, chunks=9_000)).compute(), np.bincount(u8))
+    raw = u8.view(np.bool_)  # bytes other than 0 and 1 are True: counted as 1
+    _eq(gsd.bincount(da.from_array(raw, chunks=9_000)).compute(), np.bincount(raw))
 
 
 def test_bincount_negative_int8_row2(scheduler):

@@ -1290,7 +1290,8 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     if (!fast_on(FAST_BINCOUNT) || !fast_input(ao, FAST_BINCOUNT, 1, &a) || a.length == 0 || minlength < 0 ||
         a.dtype == GS_FLOAT16 || a.dtype == GS_FLOAT32 || a.dtype == GS_FLOAT64)
         Py_RETURN_NOTIMPLEMENTED;
-    if (a.dtype == GS_BOOL)
+    const int is_bool = a.dtype == GS_BOOL;
+    if (is_bool)
         a.dtype = GS_UINT8;
     const gs_backend_ops *ops = gs_cpu_backend();
     int64_t lo, hi;
@@ -1299,7 +1300,8 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     if (!range)
         Py_RETURN_NOTIMPLEMENTED;
-    if (lo < 0 || hi > 4 * a.length + 65536)
+    /* a bool byte other than 0 or 1 is True, counted as 1: the general path folds those bytes */
+    if (lo < 0 || hi > 4 * a.length + 65536 || (is_bool && hi > 1))
         Py_RETURN_NOTIMPLEMENTED;
     const int64_t nbins = hi + 1 > minlength ? hi + 1 : minlength;
     PyArrayObject *r = fast_new(nbins, NPY_INT64, &out);
