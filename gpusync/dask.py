@@ -134,11 +134,12 @@ def _at(func, c, *rest):
         return func(c, *rest)
 
 
-def _per_chunk(layer, name, func, *arrays, extra=()):
+def _per_chunk(layer, name, func, *arrays, extra=(), keys=None):
     """One task per block of arrays[0] (the others chunked alike, or None):
     func(block, other blocks..., *extra) on the block's device.  Returns the
-    tasks' keys."""
-    keys = [_keys(a) if a is not None else None for a in arrays]
+    tasks' keys.  keys: the arrays' block keys, when the caller has them."""
+    if keys is None:
+        keys = [_keys(a) if a is not None else None for a in arrays]
     task = functools.partial(_at, func)
     out = []
     for i, k0 in enumerate(keys[0]):
@@ -148,7 +149,7 @@ def _per_chunk(layer, name, func, *arrays, extra=()):
     return out
 
 
-def _placement(x):
+def _placement(x, keys):
     """(the worker holding each chunk of x, each worker's thread count) when
     x is persisted on a dask.distributed cluster -- every chunk a finished
     Future of one synchronous client -- else None (a graph still to run, a
@@ -161,7 +162,7 @@ def _placement(x):
     layer = getattr(graph, "layers", {}).get(x.name)
     if layer is None or type(layer).__name__ != "MaterializedLayer":
         return None  # a graph still to run (a layer is not materialized to look)
-    keys, futures = _keys(x), []
+    futures = []
     for k in keys:
         f = layer.get(k)
         if not isinstance(f, Future) or f.status != "finished":
@@ -185,15 +186,23 @@ def _placement(x):
     return where, threads
 
 
-def _groups(x):
-    """The chunk indices of each partial's task.  One task per chunk, except
-    for an array persisted on a dask.distributed cluster: there each worker's
-    chunks go in as many tasks as the worker has threads (one per GPU under
-    dask-cuda).  The distributed scheduler costs about a millisecond per task
-    (docs/dask.md), more than a GPU takes to read a 1 GiB chunk, and one
-    task that reads its worker's chunks back to back costs that once."""
-    n = len(_keys(x))
-    placed = _placement(x) if n > 1 else None
+def _groups(arrays, keys):
+    """The chunk indices of each partial's task (keys: the arrays' block keys).  One
+    task per chunk, except for arrays persisted on a dask.distributed
+    cluster, every one placed alike (weights or a second operand still to
+    compute would be gathered a worker's share at a time): there each
+    worker's chunks go in as many tasks as the worker has threads (one per
+    GPU under dask-cuda).  The distributed scheduler costs about a
+    millisecond per task (docs/dask.md), more than a GPU takes to read a
+    1 GiB chunk, and one task that reads its worker's chunks back to back
+    costs that once."""
+    x, n = arrays[0], len(keys[0])
+    placed = _placement(x, keys[0]) if n > 1 else None
+    for a, k in zip(arrays[1:], keys[1:]):
+        if placed is not None and a is not None and a is not x:
+            other = _placement(a, k)
+            if other is None or other[0] != placed[0]:
+                placed = None
     if placed is None:
         return [[i] for i in range(n)]
     where, threads = placed
@@ -222,11 +231,11 @@ def _reduce_chunks(layer, name, func, combine, split_every, *arrays, extra=()):
     alike, or None), combined by a tree of `combine` tasks: the root's key,
     or None for an array with no blocks."""
     _check_split_every(split_every)
-    groups = _groups(arrays[0])
+    keys = [_keys(a) if a is not None else None for a in arrays]
+    groups = _groups(arrays, keys)
     if builtins.all(len(g) == 1 for g in groups):
-        parts = _per_chunk(layer, name, func, *arrays, extra=extra)
+        parts = _per_chunk(layer, name, func, *arrays, extra=extra, keys=keys)
     else:
-        keys = [_keys(a) if a is not None else None for a in arrays]
         # the grouping is part of the keys: a grouped and a per-chunk graph of
         # the same call (placement known or not) never share a key
         from dask.base import tokenize

@@ -394,6 +394,11 @@ def test_persisted_chunks_are_read_one_task_per_worker_thread(cluster):
     groups = {k[0] for k in dict(s.__dask_graph__()) if isinstance(k, tuple) and "-group" in k[0]}
     nparts = [k for k in dict(s.__dask_graph__()) if isinstance(k, tuple) and "-group" in k[0]]
     assert len(groups) == 1 and 1 <= len(nparts) <= nthreads  # 31 chunks, at most one task per worker thread
+    def grouped(arr):
+        return any(isinstance(k, tuple) and "-group" in k[0] for k in dict(arr.__dask_graph__()))
+    assert grouped(gsd.dot(fx, fx))  # both operands placed alike
+    # weights still to compute: one task per chunk (a group would gather a worker's share of them at once)
+    assert not grouped(gsd.histogram(x, bins=16, range=(0, 256), weights=w)[0])
     with dask.config.set(scheduler=cluster):
         got = dask.compute(s, gsd.bincount(x, minlength=300), gsd.dot(fx, fx), gsd.count_nonzero(x),
                            *gsd.histogram(fx, bins=37), gsd.histogram(x, bins=16, range=(0, 256), weights=w)[0],
