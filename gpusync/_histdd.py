@@ -228,6 +228,13 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
             lib = Lib.of(cols[0].lib)
             hist = lib.from_host(hist, cols[0].device)
             edges_out = [lib.from_host(e, cols[0].device) for e in edges]
+    on_gpu = be == "cuda"
+    t = 0 if on_gpu else _core.cpu_last_threads()
+    _dispatch.record("histogramdd", engine="cuda" if on_gpu else "cpu" if t > 1 else "caller", strategy="auto",
+                     used="privatized", n=n, dtype=cols[0].dtype, place="device" if device else "host", threads=t,
+                     notes=["one fused kernel over all dimensions (its own launch: the cost model does not choose "
+                            "its engine)"] + (["device input counted on the CPU engine (forced): copied there and "
+                                              "back"] if device and not on_gpu else []))
     if density:
         s = hist.sum()
         for i in np.arange(d):

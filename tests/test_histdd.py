@@ -244,3 +244,20 @@ def test_values_on_uneven_float64_edges(backend, kind):
         y = rng.permutation(x)
         ref = np.histogram2d(x, y, nb, [[lo, hi], [lo, hi]])
         _check2d(gs.histogram2d(to_kind(x, kind), to_kind(y, kind), nb, [[lo, hi], [lo, hi]]), ref)
+
+
+def test_plan_records_histogramdd(backend, kind):
+    """gs.last_plan() after histogram2d / histogramdd names them and the
+    engine that counted (it used to show the thread's previous call)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.random(50_000), rng.random(50_000)
+    gs.sum(np.ones(3))  # a different previous call
+    gs.histogram2d(to_kind(x, kind), to_kind(y, kind), 8, [[0, 1], [0, 1]])
+    plan = gs.last_plan()
+    assert plan["op"] == "histogramdd" and plan["n"] == 50_000
+    assert plan["place"] == ("host" if kind == "numpy" else "device")
+    assert plan["engine"] == ("cuda" if backend == "cuda" else plan["engine"])
+    assert plan["engine"] in (("cuda",) if backend == "cuda" else ("caller", "cpu"))
+    assert plan["threads"] >= (0 if backend == "cuda" else 1)
+    gs.histogramdd(to_kind(np.stack([x, y, x], 1), kind), 4)
+    assert gs.last_plan()["op"] == "histogramdd"

@@ -106,6 +106,10 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                .meaning = "tuning: the shared-memory counter width of unweighted histogram2d / "
                                           "histogramdd (16 or 32 bits; 0: the one that keeps more threads per SM; 1, for tests: "
                                           "16 bits with the overflow recount forced)"},
+    [GS_ENV_HISTDD_RING] = {.name = "GPUSYNC_HISTDD_RING", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
+                            .meaning = "tuning: 0 keeps unweighted histogram2d's 16-bit shared count from "
+                                       "copying its coordinates ahead into a cp.async ring (one group ahead "
+                                       "in registers instead)"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

@@ -72,6 +72,21 @@ typedef struct {
 #define PW_ACC 32
 #define PW_BLOCK (8 * PW_ACC)
 #define PW_PREFETCH 2048 /* bytes ahead */
+/* r[j] += r[j + w] for w = 16, 8, 4, 2, 1: the accumulators' tree, each
+ * level a loop of constant trip count the compiler unrolls (a loop over w
+ * around them was kept as a loop: as slow as the block's own 256 terms). */
+#define PW_FOLD(r)                                                                                            \
+    do {                                                                                                      \
+        _Static_assert(PW_ACC == 32, "PW_FOLD folds 32 accumulators");                                        \
+        for (int j = 0; j < 16; j++)                                                                          \
+            r[j] += r[j + 16];                                                                                \
+        for (int j = 0; j < 8; j++)                                                                           \
+            r[j] += r[j + 8];                                                                                 \
+        for (int j = 0; j < 4; j++)                                                                           \
+            r[j] += r[j + 4];                                                                                 \
+        r[0] += r[2], r[1] += r[3];                                                                           \
+        r[0] += r[1];                                                                                         \
+    } while (0)
 #define PAIRWISE(NAME, T, TERM)                                                                               \
     GS_CLONES static double NAME(const T *a, const T *b, int64_t n)                                           \
     {                                                                                                         \
@@ -87,9 +102,7 @@ typedef struct {
             for (int t = 0; t < PW_BLOCK; t += PW_ACC)                                                        \
                 for (int j = 0; j < PW_ACC; j++)                                                              \
                     r[j] += TERM(i + t + j);                                                                  \
-            for (int w = PW_ACC / 2; w >= 1; w /= 2)                                                          \
-                for (int j = 0; j < w; j++)                                                                   \
-                    r[j] += r[j + w];                                                                         \
+            PW_FOLD(r);                                                                                       \
             stack[depth++] = r[0];                                                                            \
             for (uint64_t m = blk + 1; !(m & 1); m >>= 1, depth--)                                            \
                 stack[depth - 2] += stack[depth - 1];                                                         \

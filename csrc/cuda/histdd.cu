@@ -75,6 +75,7 @@ struct dd_args {
     int edges_f32; /* every edge is a float32 value */
     int out_f64; /* unweighted counts written as float64 (exact below 2^53: what NumPy returns) */
     void *out;   /* int64 counts or float64 sums / counts */
+    int64_t ring_off; /* > 0: the byte offset of the block's load ring in its dynamic shared memory (ring_loads) */
 };
 
 __device__ __forceinline__ double to_d(gs_bool8 x) { return x.v != 0; }
@@ -147,14 +148,15 @@ __device__ __forceinline__ bool below(int64_t k, int64_t m1) { return (uint64_t)
  * means t(e[k]) < t < t(e[k + 1]), i.e. e[k] <= v < e[k + 1] (t is monotone
  * in v): the bin without reading an edge.  Else the two edges of the guess,
  * else gs_histdd_bin on the float64 edges. */
-template <class E> __device__ __forceinline__ int64_t bin_of(const dd_args &r, const E *e, int d, E v)
+template <class E, bool WINDOW = true>
+__device__ __forceinline__ int64_t bin_of(const dd_args &r, const E *e, int d, E v)
 {
     const E *g = guess_of<E>::p(r) + 4 * d;
     const int64_t m1 = r.nedges[d] - 1;
     E fr;
     const auto k = guess_of<E>::floor_frac(guess_of<E>::t(v, g[0], g[1]), &fr);
     if (below(k, m1)) {
-        if (fr > g[2] && fr < g[3])
+        if (WINDOW && fr > g[2] && fr < g[3])
             return k;
         if (e[k] <= v && v < e[k + 1])
             return k;
@@ -168,16 +170,27 @@ template <class E> __device__ __forceinline__ int64_t bin_of(const dd_args &r, c
  * compile time (2: histogram2d), else 0.  With ND known, every coordinate
  * first takes only its guess window, the linear bin built by Horner's rule
  * in unsigned arithmetic; a group with a coordinate outside its window
- * (rare: near an edge, out of range, NaN) is binned again by bin_of. */
-template <class T, int U, class E, int ND, class I>
-__device__ __forceinline__ void linear_bins(const dd_args &r, const E *edges, int64_t g, I *at)
-{
-    if constexpr (ND > 0) {
-        using UI = typename std::make_unsigned<I>::type;
-        T x[ND][U];
+ * (rare: near an edge, out of range, NaN) is binned again by bin_of,
+ * without the window (the group failed it: checking it again only made the
+ * compiler keep every comparison's result in a register bit for the rare
+ * path -- 20 instructions a group of four). */
+template <class T, int U, int ND> struct group {
+    T x[ND][U];
+    __device__ __forceinline__ void load(const dd_args &r, int64_t g)
+    {
 #pragma unroll
         for (int d = 0; d < ND; d++)
             loader<T, U>::get(r, d, g, x[d]);
+    }
+};
+
+/* The linear bins of a loaded group (ND known). */
+template <class T, int U, class E, int ND, class I>
+__device__ __forceinline__ void group_bins(const dd_args &r, const E *edges, const group<T, U, ND> &q, I *at)
+{
+    const auto &x = q.x;
+    {
+        using UI = typename std::make_unsigned<I>::type;
         bool fast = true;
 #pragma unroll
         for (int j = 0; j < U; j++) {
@@ -200,11 +213,21 @@ __device__ __forceinline__ void linear_bins(const dd_args &r, const E *edges, in
             I a = 0;
 #pragma unroll
             for (int d = 0; d < ND; d++) {
-                const I b = (I)bin_of<E>(r, edges + r.eoff[d], d, to_e<E>(x[d][j]));
+                const I b = (I)bin_of<E, false>(r, edges + r.eoff[d], d, to_e<E>(x[d][j]));
                 a = (a < 0 || b < 0) ? (I)-1 : a * (I)(r.nedges[d] - 1) + b;
             }
             at[j] = a;
         }
+    }
+}
+
+template <class T, int U, class E, int ND, class I>
+__device__ __forceinline__ void linear_bins(const dd_args &r, const E *edges, int64_t g, I *at)
+{
+    if constexpr (ND > 0) {
+        group<T, U, ND> q;
+        q.load(r, g);
+        group_bins<T, U, E, ND, I>(r, edges, q, at);
     } else {
 #pragma unroll
         for (int j = 0; j < U; j++)
@@ -222,6 +245,16 @@ __device__ __forceinline__ void linear_bins(const dd_args &r, const E *edges, in
     }
 }
 
+/* The privatized bins: the first bytes of the block's dynamic shared
+ * memory (the edges follow them).  Addressed through this array rather than
+ * a pointer: a generic pointer made every add convert it (the CTA id read
+ * and the shared window's base: five instructions a point). */
+__device__ __forceinline__ unsigned *bin_words()
+{
+    extern __shared__ unsigned dd_words[];
+    return dd_words;
+}
+
 /* Where a counted point goes. */
 enum { TO_SHARED, TO_SHARED16, TO_GLOBAL };
 
@@ -237,11 +270,12 @@ __device__ __forceinline__ void add_count(const dd_args &r, int64_t k, unsigned 
 template <bool WEIGHTED, int DEST> __device__ __forceinline__ void add_point(const dd_args &r, void *bins, int64_t at,
                                                                               int64_t i)
 {
+    (void)bins;
     if (DEST == TO_SHARED) {
         if (WEIGHTED)
-            atomicAdd((double *)bins + at, r.w[i * r.wstride]);
+            atomicAdd((double *)bin_words() + at, r.w[i * r.wstride]);
         else
-            atomicAdd((unsigned *)bins + at, 1u);
+            atomicAdd(bin_words() + at, 1u);
     } else if (WEIGHTED) {
         atomicAdd((double *)r.out + at, r.w[i * r.wstride]);
     } else {
@@ -249,51 +283,135 @@ template <bool WEIGHTED, int DEST> __device__ __forceinline__ void add_point(con
     }
 }
 
+/* Bytes the bins take ahead of the edges (16-byte aligned). */
+__host__ __device__ constexpr size_t bin_bytes(int64_t bytes) { return ((size_t)bytes + 15) / 16 * 16; }
+
 /* shared16: one more in bin `at` (half at & 1 of word at >> 1); returns
- * the half's old value for settle16. */
-__device__ __forceinline__ unsigned add16(void *bins, int at)
+ * the word's old value shifted down to that half (the bits above it are
+ * the neighbour's): near16 / settle16 look at it. */
+__device__ __forceinline__ unsigned add16(int at)
 {
     const int sh = (at & 1) * 16;
-    return (atomicAdd((unsigned *)bins + (at >> 1), 1u << sh) >> sh) & 0xffffu;
+    return atomicAdd(bin_words() + (at >> 1), 1u << sh) >> sh;
 }
+/* The half was 0x7fff or 0xffff (one LOP3 and a branch on the common path). */
+__device__ __forceinline__ bool near16(unsigned old) { return (~old & 0x7fffu) == 0; }
 /* The add that found 0x7fff moves 0x8000 of the half to the result (no
  * other add finds 0x7fff before this subtraction); 0xffff: the flag. */
-__device__ __forceinline__ void settle16(const dd_args &r, void *bins, int at, unsigned old, int *s_overflow)
+__device__ __forceinline__ void settle16(const dd_args &r, int at, unsigned old, int *s_overflow)
 {
-    if (old == 0x7fffu) {
-        atomicSub((unsigned *)bins + (at >> 1), 0x8000u << ((at & 1) * 16));
+    if ((old & 0xffffu) == 0x7fffu) {
+        atomicSub(bin_words() + (at >> 1), 0x8000u << ((at & 1) * 16));
         add_count(r, at, 0x8000u);
-    } else if (old == 0xffffu) {
+    } else {
         *s_overflow = 1;
+    }
+}
+
+/* The load ring (shared16, where the block's shared memory has room for
+ * it: a 256 x 256 count leaves 96 KiB): each thread copies the 16-byte
+ * coordinate loads of its groups RING - 1 iterations ahead with cp.async
+ * into its own slots (slot s of dimension d at ring[(s * ND + d) *
+ * blockDim.x + threadIdx.x]) and reads them back when their turn comes.
+ * Three groups of loads in flight a thread instead of one: the registers
+ * held one prefetched group, and the SM's warps still spent half their
+ * cycles waiting on memory (ncu r30).  A thread reads only what it copied,
+ * so cp.async.wait_group is all the synchronization there is. */
+constexpr int RING = 3;
+__device__ __forceinline__ void ring_copy(uint4 *dst, const void *src)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(src) : "memory");
+}
+__device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+template <class T, int U, int ND>
+__device__ __forceinline__ void ring_issue(const dd_args &r, uint4 *ring, int slot, int64_t g, int64_t groups)
+{
+    static_assert(sizeof(T) * U == 16, "the ring holds 16-byte groups");
+    if (g < groups) {
+#pragma unroll
+        for (int d = 0; d < ND; d++)
+            ring_copy(ring + ((int64_t)(slot * ND + d) * blockDim.x + threadIdx.x), (const uint4 *)r.coord[d] + g);
+    }
+    ring_commit(); /* (an empty group past the end keeps the count of groups in flight) */
+}
+template <class T, int U, int ND>
+__device__ __forceinline__ void ring_read(const uint4 *ring, int slot, group<T, U, ND> &q)
+{
+#pragma unroll
+    for (int d = 0; d < ND; d++) {
+        const uint4 v = ring[(int64_t)(slot * ND + d) * blockDim.x + threadIdx.x];
+        memcpy(q.x[d], &v, 16);
     }
 }
 
 /* Every point of [0, n) once over the grid: groups of U, then the n % U
  * last points one per thread.  shared16 issues a group's U adds before it
- * looks at what they returned. */
+ * looks at what they returned.  With ND known and 16-byte loads, a thread
+ * loads its next group before it bins the current one: the loads are in
+ * flight while it computes (without that the SM's warps all waited on
+ * memory at once -- half the issue slots idle, ncu r26). */
 template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
 __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, void *bins, int *s_overflow)
 {
     using I = typename std::conditional<DEST == TO_GLOBAL, int64_t, int>::type; /* shared bins: < 2^31 */
     const int64_t groups = r.n / U, step = (int64_t)gridDim.x * blockDim.x;
     const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (int64_t g = tid; g < groups; g += step) {
-        I at[U];
-        linear_bins<T, U, E, ND>(r, edges, g, at);
+    auto count = [&](const I (&at)[U], int64_t g) {
         if (DEST == TO_SHARED16) {
             unsigned old[U];
 #pragma unroll
             for (int j = 0; j < U; j++)
-                old[j] = at[j] >= 0 ? add16(bins, at[j]) : 0u;
+                old[j] = at[j] >= 0 ? add16(at[j]) : 0u;
 #pragma unroll
             for (int j = 0; j < U; j++)
-                if (at[j] >= 0)
-                    settle16(r, bins, at[j], old[j], s_overflow);
+                if (near16(old[j])) /* (a dropped point's 0 is not) */
+                    settle16(r, at[j], old[j], s_overflow);
         } else {
 #pragma unroll
             for (int j = 0; j < U; j++)
                 if (at[j] >= 0)
                     add_point<WEIGHTED, DEST>(r, bins, at[j], g * U + j);
+        }
+    };
+    if constexpr (ND > 0 && U > 1 && sizeof(E) == sizeof(T) && DEST != TO_GLOBAL) { /* (else it spilled) */
+        if (r.ring_off > 0) {
+            uint4 *ring = (uint4 *)((char *)bin_words() + r.ring_off);
+#pragma unroll
+            for (int k = 0; k < RING - 1; k++)
+                ring_issue<T, U, ND>(r, ring, k, tid + k * step, groups);
+            int slot = 0;
+            for (int64_t g = tid; g < groups; g += step) {
+                const int ahead = slot == 0 ? RING - 1 : slot - 1; /* (slot + RING - 1) % RING: read last turn */
+                ring_issue<T, U, ND>(r, ring, ahead, g + (RING - 1) * step, groups);
+                ring_wait<RING - 1>(); /* this turn's group is in */
+                group<T, U, ND> cur;
+                ring_read<T, U, ND>(ring, slot, cur);
+                I at[U];
+                group_bins<T, U, E, ND, I>(r, edges, cur, at);
+                count(at, g);
+                slot = slot == RING - 1 ? 0 : slot + 1;
+            }
+            ring_wait<0>();
+        } else {
+            group<T, U, ND> cur, next;
+            if (tid < groups)
+                cur.load(r, tid);
+            for (int64_t g = tid; g < groups; g += step) {
+                if (g + step < groups)
+                    next.load(r, g + step);
+                I at[U];
+                group_bins<T, U, E, ND, I>(r, edges, cur, at);
+                count(at, g);
+                cur = next; /* (two buffers taking turns instead, unrolled by two, spilled and measured no faster) */
+            }
+        }
+    } else {
+        for (int64_t g = tid; g < groups; g += step) {
+            I at[U];
+            linear_bins<T, U, E, ND>(r, edges, g, at);
+            count(at, g);
         }
     }
     if (U > 1 && tid < r.n - groups * U) {
@@ -301,10 +419,13 @@ __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, v
         I at;
         linear_bins<T, 1, E, ND>(r, edges, i, &at);
         if (at >= 0) {
-            if (DEST == TO_SHARED16)
-                settle16(r, bins, at, add16(bins, at), s_overflow);
-            else
+            if (DEST == TO_SHARED16) {
+                const unsigned old = add16(at);
+                if (near16(old))
+                    settle16(r, at, old, s_overflow);
+            } else {
                 add_point<WEIGHTED, DEST>(r, bins, at, i);
+            }
         }
     }
 }
@@ -320,6 +441,31 @@ template <bool WEIGHTED> __device__ __forceinline__ void flush(const dd_args &r,
         const unsigned v = ((const unsigned *)bins)[j];
         if (v)
             add_count(r, k, v);
+    }
+}
+
+/* shared16: the block's non-zero halves added to the result.  A warp's
+ * adds go to consecutive bins (32 consecutive float64 / int64 results: a
+ * few L2 sectors an add -- lanes four bins apart measured 1.6x slower, ncu
+ * r29), and a thread reads its next FLUSH_UNROLL bins before it adds them:
+ * one bin at a time left it waiting on shared-memory latency 64 times in a
+ * row (a third of a 20M-point 256 x 256 count, ncu r27). */
+constexpr int FLUSH_UNROLL = 4;
+__device__ __forceinline__ void flush16(const dd_args &r)
+{
+    const unsigned *w = bin_words();
+    const int64_t span = (int64_t)FLUSH_UNROLL * blockDim.x;
+    for (int64_t k0 = threadIdx.x; k0 < r.nbins; k0 += span) {
+        unsigned v[FLUSH_UNROLL];
+#pragma unroll
+        for (int j = 0; j < FLUSH_UNROLL; j++) {
+            const int64_t k = k0 + (int64_t)j * blockDim.x;
+            v[j] = k < r.nbins ? (w[k >> 1] >> ((int)(k & 1) * 16)) & 0xffffu : 0u;
+        }
+#pragma unroll
+        for (int j = 0; j < FLUSH_UNROLL; j++)
+            if (v[j])
+                add_count(r, k0 + (int64_t)j * blockDim.x, v[j]);
     }
 }
 
@@ -339,10 +485,9 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
 {
     extern __shared__ double smem[];
     __shared__ int s_overflow;
-    E *s_edges = (E *)smem;
-    const size_t ebytes = r.edges_in_smem ? ((size_t)r.nedges_total * sizeof(E) + 15) / 16 * 16 : 0;
-    char *s_bins = (char *)smem + ebytes;
-    const int64_t words = DEST == TO_SHARED16 ? (r.nbins + 1) / 2 : r.nbins;
+    const int64_t words = DEST == TO_GLOBAL ? 0 : DEST == TO_SHARED16 ? (r.nbins + 1) / 2 : r.nbins;
+    char *s_bins = (char *)smem; /* bin_words() */
+    E *s_edges = (E *)(s_bins + bin_bytes(words * (WEIGHTED ? 8 : 4)));
     if (threadIdx.x == 0)
         s_overflow = r.force_recount;
     if (DEST != TO_GLOBAL) {
@@ -364,11 +509,7 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
         __syncthreads();
         if (threadIdx.x == 0 && s_overflow && r.overflow)
             atomicExch(r.overflow, 1);
-        for (int64_t k = threadIdx.x; k < r.nbins; k += blockDim.x) {
-            const unsigned v = (((const unsigned *)s_bins)[k >> 1] >> ((int)(k & 1) * 16)) & 0xffffu;
-            if (v)
-                add_count(r, k, v);
-        }
+        flush16(r);
     }
 }
 
@@ -576,8 +717,8 @@ fail:
 template <class T, int U, class E, int ND>
 gs_status launch_counts(dd_args &r, const gs_device_info *dev, cudaStream_t s, bool *done)
 {
-    const size_t eb = (edge_bytes<E>(r) + 15) / 16 * 16;
-    const size_t smem32 = eb + (size_t)r.nbins * 4, smem16 = eb + (size_t)(r.nbins + 1) / 2 * 4;
+    const size_t eb = edge_bytes<E>(r);
+    const size_t smem32 = bin_bytes(r.nbins * 4) + eb, smem16 = bin_bytes((r.nbins + 1) / 2 * 4) + eb;
     const int64_t room = smem_room(dev);
     const bool fit32 = (int64_t)smem32 <= room, fit16 = (int64_t)smem16 <= room;
     *done = fit16;
@@ -593,8 +734,19 @@ gs_status launch_counts(dd_args &r, const gs_device_info *dev, cudaStream_t s, b
     r.force_recount = force == 1;
     const bool use16 = !fit32 || force == 16 || force == 1 ||
                        (force != 32 && s16.threads * s16.resident > s32.threads * s32.resident);
-    return use16 ? launch_priv<T, U, false, TO_SHARED16, E, ND>(r, smem16, s16, s)
-                 : launch_priv<T, U, false, TO_SHARED, E, ND>(r, smem32, s32, s);
+    r.ring_off = 0;
+    if (!use16)
+        return launch_priv<T, U, false, TO_SHARED, E, ND>(r, smem32, s32, s);
+    /* the load ring where the count has it (ND known, 16-byte loads) and a block has room for it beside its
+     * bins and edges -- and its SM holds no second block either way (the ring costs no residency) */
+    size_t smem = smem16;
+    const size_t ring = (size_t)RING * ND * s16.threads * 16;
+    if (ND > 0 && U > 1 && sizeof(E) == sizeof(T) && (int64_t)(bin_bytes((int64_t)smem16) + ring) <= room &&
+        s16.resident <= dev->multiprocessors && gs_env_number(GS_ENV_HISTDD_RING, 1.0, NULL) != 0) {
+        r.ring_off = (int64_t)bin_bytes((int64_t)smem16);
+        smem = (size_t)r.ring_off + ring;
+    }
+    return launch_priv<T, U, false, TO_SHARED16, E, ND>(r, smem, s16, s);
 }
 
 template <class T, int U, class E, int ND> gs_status launch_e(dd_args &r, const gs_device_info *dev, cudaStream_t s)
@@ -605,7 +757,7 @@ template <class T, int U, class E, int ND> gs_status launch_e(dd_args &r, const 
         if (st != GS_OK || done)
             return st;
     } else {
-        const size_t smem = (edge_bytes<E>(r) + 15) / 16 * 16 + (size_t)r.nbins * 8;
+        const size_t smem = bin_bytes(r.nbins * 8) + edge_bytes<E>(r);
         if ((int64_t)smem <= smem_room(dev)) {
             priv_shape sh;
             gs_status st = shape_of(priv_kernel<T, U, true, TO_SHARED, E, ND>(), smem, dev, &sh);

@@ -1359,6 +1359,12 @@ static PyObject *py_plan_seq(PyObject *self, PyObject *noargs)
     return PyLong_FromUnsignedLongLong(++call_seq);
 }
 
+static PyObject *py_cpu_last_threads(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyLong_FromLong(gs_cpu_last_threads());
+}
+
 static PyObject *py_fast_last(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
@@ -1608,6 +1614,7 @@ static PyMethodDef methods[] = {
     {"fast_bincount", (PyCFunction)(void (*)(void))py_fast_bincount, METH_FASTCALL, "fast path: bincount(x, minlength), or NotImplemented"},
     {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order (a limit: n, or (caller alone, fast path))"},
     {"plan_seq", py_plan_seq, METH_NOARGS, "the next number of this thread's call sequence"},
+    {"cpu_last_threads", py_cpu_last_threads, METH_NOARGS, "threads of the CPU engine's last job on this thread"},
     {"fast_last", py_fast_last, METH_NOARGS, "(seq, op, n, dtype, strategy, threads) of this thread's last fast call"},
     {"env_dispatch", py_env_dispatch, METH_NOARGS, "(GPUSYNC_ENGINE, GPUSYNC_CALIBRATE, GPUSYNC_DEBUG) via the table"},
     {"cpu_threads", py_cpu_threads, METH_O,
