@@ -340,3 +340,40 @@ def bincount_(a, minlength, bins_desc_of):
                            bins_desc_of(nbins), "auto", stream)
     _note("bincount", n, dt, dt.itemsize, nbins * 8, used)
     return counts
+
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+def histogram2d_(x, y, plan):
+    """gs.histogram2d(x, y, bins, range) (no weights, no density) of two
+    device arrays of one dtype, length and device whose plan the general
+    path made for the same dtype, bins and range -- ``(e_all, ne, nb,
+    formulas, edges)``: every dimension's edges as one float64 array and
+    their counts (what the fused kernel takes), the bin counts, each
+    dimension's edge formula (for the uniform_edges kernel) and NumPy's
+    edges.  Float64 counts and edge arrays of the inputs' library, written on
+    its stream; the call does not wait."""
+    rx = _ready(x)
+    if rx is None or getattr(x, "ndim", 0) != 1 or getattr(y, "ndim", 0) != 1:
+        return NotImplemented
+    ry = _ready(y)
+    if ry is None or ry[0] is not rx[0]:
+        return NotImplemented
+    h, (px, n, dt, code, dev) = rx
+    _, (py, ny, dty, _, devy) = ry
+    if ny != n or dty != dt or devy != dev or dt.kind == "b":
+        return NotImplemented
+    e_all, ne, nb, formulas, edges_host = plan
+    stream = h.stream(dev)
+    hist, hptr = h.out(nb, _FLOAT64, dev)
+    total = nb[0] * nb[1]
+    _core.histogramdd("cuda", [(px, n, 1, code, dev), (py, n, 1, code, dev)], e_all, ne, None,
+                      (hptr, total, 1, _arrays._DTYPE_CODES[_FLOAT64], dev), stream)
+    edges = []
+    for f, e in zip(formulas, edges_host):
+        out, optr = h.out((len(e),), e.dtype, dev)
+        _core.uniform_edges("cuda", f, (optr, len(e), 1, _arrays._DTYPE_CODES[e.dtype], dev), stream)
+        edges.append(out)
+    _note("histogramdd", n, dt, 2 * dt.itemsize, total * 8, "privatized")
+    return hist, edges[0], edges[1]

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _arrays, _backend, _core, _dispatch
+from . import _arrays, _backend, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._histogram import _edges_for, _minmax
+from ._histogram import _edges_for, _edges_formula, _minmax
 
 
 def _is_device(obj):
@@ -265,10 +265,68 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
     for both or ``[edges_x, edges_y]`` (or mixed); `range` ``[[xmin, xmax],
     [ymin, ymax]]``; `density`; `weights`.  Returns ``(H, xedges,
     yedges)``.  Counted by :func:`histogramdd`'s fused kernel."""
+    fast = None
+    if stream is None and weights is None and not density and type(x) is not np.ndarray:
+        dt = _devfast.numpy_dtype(x)
+        try:
+            fast = None if dt is None else (dt, _key2d(bins), _key2d(range))
+            hit = None if fast is None else _fast2d.get(fast)
+        except TypeError:  # bins / range that are not worth a key
+            fast = hit = None
+        if hit is not None:
+            r = _devfast.histogram2d_(x, y, hit)  # device arrays' fast path
+            if r is not NotImplemented:
+                return r
     # np.histogram2d's own checks and reading of `bins`
     if len(x) != len(y):
         raise ValueError("x and y must have the same length.")
-    bins = _histogram2d_bins(bins)
+    bins2 = _histogram2d_bins(bins)
     with _arrays.call_stream(stream, x if _is_device(x) else None):
-        hist, edges = _histogramdd_impl([x, y], bins, range, density, weights)
+        hist, edges = _histogramdd_impl([x, y], bins2, range, density, weights)
+    if fast is not None and len(_fast2d) < _PLANS_MAX:
+        _remember2d(fast, x, y, bins2, range)
+        _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend or GPUSYNC_DEBUG)
     return hist, edges[0], edges[1]
+
+
+_fast2d: dict = {}  # (dtype, bins key, range key) -> the device fast path's plan (gpusync/_devfast.py)
+_NUM = (int, float)
+
+
+def _key2d(v):
+    """_hkey of `bins` / `range` with the usual forms (an int; [[lo, hi], [lo,
+    hi]] of Python numbers) built without recursion: the fast path's key
+    costs a microsecond, not seven."""
+    t = type(v)
+    if t is int:
+        return (int, v)
+    if (t is list or t is tuple) and len(v) == 2:
+        a, b = v
+        ta, tb = type(a), type(b)
+        if (ta is list or ta is tuple) and (tb is list or tb is tuple) and len(a) == 2 and len(b) == 2:
+            (a0, a1), (b0, b1) = a, b
+            if type(a0) in _NUM and type(a1) in _NUM and type(b0) in _NUM and type(b1) in _NUM:
+                return (t, ((ta, ((type(a0), a0), (type(a1), a1))), (tb, ((type(b0), b0), (type(b1), b1)))))
+    return _hkey(v)
+
+
+def _remember2d(fast, x, y, bins, range):  # noqa: A002
+    """After a general-path histogram2d of device arrays: the fast path's plan
+    of the same dtype, bins and range, when both ranges are given (no data
+    min/max in the edges), the counts ran on the GPU and both dimensions'
+    edges come from a formula (the uniform_edges kernel writes them)."""
+    try:
+        if range is None or len(range) != 2 or any(r is None for r in range):
+            return
+    except TypeError:
+        return
+    if _backend.backend() != "cuda" or _devfast.numpy_dtype(y) != fast[0]:
+        return
+    proxy = np.zeros((2, 2), fast[0])
+    try:
+        plan = _plan([proxy[:, 0], proxy[:, 1]], 2, bins, range)  # the general path's cached plan
+    except (TypeError, ValueError):
+        return
+    formulas = [_edges_formula(e) for e in plan.edges]
+    if len(plan.nb) == 2 and all(f is not None for f in formulas):
+        _fast2d[fast] = (plan.e_all, plan.ne, plan.nb, formulas, plan.edges)
