@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _arrays, _backend, _core, _devfast, _dispatch
+from . import _arrays, _backend, _core, _costmodel, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 from ._histogram import _edges_for, _edges_formula, _minmax
 
@@ -196,6 +196,9 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
                             "according to the rule 'safe'")
     e_all, ne, total = plan.e_all, plan.ne, plan.total
     be = _backend.backend()
+    notes = []
+    if not device and be == "cuda":
+        be, notes = _host_engine(cols, d, n, plan.total)
     if device and be == "cuda":
         lib = Lib.of(cols[0].lib)
         dev = cols[0].device
@@ -232,9 +235,9 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
     t = 0 if on_gpu else _core.cpu_last_threads()
     _dispatch.record("histogramdd", engine="cuda" if on_gpu else "cpu" if t > 1 else "caller", strategy="auto",
                      used="privatized", n=n, dtype=cols[0].dtype, place="device" if device else "host", threads=t,
-                     notes=["one fused kernel over all dimensions (its own launch: the cost model does not choose "
-                            "its engine)"] + (["device input counted on the CPU engine (forced): copied there and "
-                                              "back"] if device and not on_gpu else []))
+                     notes=["one fused kernel over all dimensions"] + notes +
+                     (["device input counted on the CPU engine (forced): copied there and back"]
+                      if device and not on_gpu else []))
     if density:
         s = hist.sum()
         for i in np.arange(d):
@@ -257,6 +260,24 @@ def _histogram2d_bins(bins):
         edges = np.asarray(bins)
         return [edges, edges]
     return bins
+
+
+def _host_engine(cols, d, n, total):
+    """The backend that counts host coordinates on a machine with a usable
+    GPU: the cost model's choice between the CPU engine (the calling thread
+    or the pool: the C engine sizes its threads) and the GPU through PCIe,
+    among the engines the forced backend / GPUSYNC_ENGINE allow (no split:
+    one fused kernel).  The model sees the call as a 1-D histogram of n
+    points of d coordinates' bytes each into `total` bins (one count per
+    point; its rates are per counted element).  Returns (backend, notes)."""
+    allowed, why = _dispatch._allowed(_backend.forced())
+    engines = tuple(e for e in allowed if e in ("caller", "cpu", "cuda"))
+    if "cuda" not in engines or len(engines) == 1:
+        return "cuda" if "cuda" in engines or not engines else "cpu", [why] if why else []
+    shape = _costmodel.Shape("histogram", n, d * np.dtype(cols[0].dtype).itemsize, 8 * total, total, True, "host")
+    ch = _costmodel.choose(_dispatch.machine(), shape, engines)
+    pred = ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in ch.predicted.items())
+    return ("cuda" if ch.engine == "cuda" else "cpu"), [f"the cost model chose {ch.engine} ({pred})"]
 
 
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream=None):  # noqa: A002

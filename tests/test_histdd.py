@@ -298,3 +298,47 @@ def test_histogram2d_device_fast_path(dev_kind, dtype, bins, rng):
         _check2d(gs.histogram2d(x, y, bins, rng, density=True), np.histogram2d(xh, yh, bins, rng, density=True))
         y64 = to_kind(yh.astype(np.float64), dev_kind)  # mixed dtypes: NumPy's result type, general path
         _check2d(gs.histogram2d(x, y64, bins, rng), np.histogram2d(xh, yh.astype(np.float64), bins, rng))
+
+
+@pytest.mark.parametrize("n, slow_cpu, engine", [(100, False, "caller"), (2_000_000, True, "cuda")])
+def test_host_histogram2d_engine_is_the_cost_models(monkeypatch, n, slow_cpu, engine):
+    """Host coordinates on a machine with a GPU: the cost model picks the CPU
+    engine or the GPU (injected constants; the GPU side is simulated by the
+    CPU engine here), the plan says which and why; a forced backend wins."""
+    import dataclasses
+
+    from gpusync import _backend, _costmodel, _dispatch, _histdd
+    real = _histdd._core
+    ran = []
+
+    class Core:
+        def __getattr__(self, k):
+            return getattr(real, k)
+
+        def histogramdd(self, be, *args):
+            ran.append(be)
+            return real.histogramdd("cpu", *args)
+
+    monkeypatch.setattr(_histdd, "_core", Core())
+    monkeypatch.setattr(_backend, "backend", lambda: "cuda")
+    monkeypatch.setattr(_dispatch, "_gpu_usable", lambda: True)
+    m = _costmodel.Machine(cores=4, host_bw=((1, 10e9), (4, 30e9)), gpu=True, gpu_latency=50e-6, h2d_bw=50e9,
+                           handoff=20e-6)
+    if slow_cpu:
+        m = dataclasses.replace(m, cpu_rate=(("histogram", 1e6),))
+    _dispatch.set_machine(m)
+    try:
+        rng = np.random.default_rng(3)
+        x, y = rng.random(n), rng.random(n)
+        ref = np.histogram2d(x, y, 16, [[0, 1], [0, 1]])
+        got = gs.histogram2d(x, y, 16, [[0, 1], [0, 1]])
+        np.testing.assert_array_equal(got[0], ref[0])
+        plan = gs.last_plan()
+        assert ran == ["cuda" if engine == "cuda" else "cpu"]
+        assert (plan["engine"] == "cuda") == (engine == "cuda")
+        assert any(note.startswith(f"the cost model chose {engine}") for note in plan["notes"]), plan["notes"]
+        monkeypatch.setattr(_backend, "forced", lambda: "cuda")
+        gs.histogram2d(x, y, 16, [[0, 1], [0, 1]])
+        assert ran[-1] == "cuda"
+    finally:
+        _dispatch.set_machine(None)
