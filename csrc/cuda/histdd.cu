@@ -318,6 +318,11 @@ __device__ __forceinline__ void settle16(const dd_args &r, int at, unsigned old,
  * cycles waiting on memory (ncu r30).  A thread reads only what it copied,
  * so cp.async.wait_group is all the synchronization there is. */
 constexpr int RING = 3;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800 /* no cp.async (the launch uses no ring there): plain copies */
+__device__ __forceinline__ void ring_copy(uint4 *dst, const void *src) { *dst = __ldg((const uint4 *)src); }
+__device__ __forceinline__ void ring_commit() {}
+template <int N> __device__ __forceinline__ void ring_wait() {}
+#else
 __device__ __forceinline__ void ring_copy(uint4 *dst, const void *src)
 {
     const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
@@ -325,6 +330,7 @@ __device__ __forceinline__ void ring_copy(uint4 *dst, const void *src)
 }
 __device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+#endif
 template <class T, int U, int ND>
 __device__ __forceinline__ void ring_issue(const dd_args &r, uint4 *ring, int slot, int64_t g, int64_t groups)
 {
@@ -741,8 +747,9 @@ gs_status launch_counts(dd_args &r, const gs_device_info *dev, cudaStream_t s, b
      * bins and edges -- and its SM holds no second block either way (the ring costs no residency) */
     size_t smem = smem16;
     const size_t ring = (size_t)RING * ND * s16.threads * 16;
-    if (ND > 0 && U > 1 && sizeof(E) == sizeof(T) && (int64_t)(bin_bytes((int64_t)smem16) + ring) <= room &&
-        s16.resident <= dev->multiprocessors && gs_env_number(GS_ENV_HISTDD_RING, 1.0, NULL) != 0) {
+    if (ND > 0 && U > 1 && sizeof(E) == sizeof(T) && dev->major >= 8 /* cp.async */ &&
+        (int64_t)(bin_bytes((int64_t)smem16) + ring) <= room && s16.resident <= dev->multiprocessors &&
+        gs_env_number(GS_ENV_HISTDD_RING, 1.0, NULL) != 0) {
         r.ring_off = (int64_t)bin_bytes((int64_t)smem16);
         smem = (size_t)r.ring_off + ring;
     }
