@@ -173,18 +173,28 @@ def sum_(a, out_dtype_of):
     return res
 
 
-def dot_(a, b, out_dtype_of):
-    """gs.dot(a, b) of two 1-D device arrays of one dtype and length."""
+def _ready_pair(a, b):
+    """(handler, view of a, pointer of b) when the fast path takes two 1-D
+    arrays of one library, dtype, length and device, else None."""
     ra = _ready(a)
     if ra is None or getattr(a, "ndim", 0) != 1 or getattr(b, "ndim", 0) != 1:
-        return NotImplemented
+        return None
     rb = _ready(b)
     if rb is None or rb[0] is not ra[0]:
+        return None
+    h, va = ra
+    pb, nb, dtb, _, devb = rb[1]
+    if nb != va[1] or dtb != va[2] or devb != va[4]:
+        return None
+    return h, va, pb
+
+
+def dot_(a, b, out_dtype_of):
+    """gs.dot(a, b) of two 1-D device arrays of one dtype and length."""
+    r = _ready_pair(a, b)
+    if r is None:
         return NotImplemented
-    h, (pa, n, dt, code, dev) = ra
-    _, (pb, nb, dtb, _, devb) = rb
-    if nb != n or dtb != dt or devb != dev:
-        return NotImplemented
+    h, (pa, n, dt, code, dev), pb = r
     odt = out_dtype_of(dt, dt)
     if odt != dt:
         return NotImplemented
@@ -354,15 +364,11 @@ def histogram2d_(x, y, plan):
     dimension's edge formula (for the uniform_edges kernel) and NumPy's
     edges.  Float64 counts and edge arrays of the inputs' library, written on
     its stream; the call does not wait."""
-    rx = _ready(x)
-    if rx is None or getattr(x, "ndim", 0) != 1 or getattr(y, "ndim", 0) != 1:
+    r = _ready_pair(x, y)
+    if r is None:
         return NotImplemented
-    ry = _ready(y)
-    if ry is None or ry[0] is not rx[0]:
-        return NotImplemented
-    h, (px, n, dt, code, dev) = rx
-    _, (py, ny, dty, _, devy) = ry
-    if ny != n or dty != dt or devy != dev or dt.kind == "b":
+    h, (px, n, dt, code, dev), py = r
+    if dt.kind == "b":
         return NotImplemented
     e_all, ne, nb, formulas, edges_host = plan
     stream = h.stream(dev)

@@ -465,14 +465,23 @@ def _call_cpu(op, ins, outs_arr, call, strategy, threads, plan):
         _core.cpu_threads(0)
 
 
+def host_engines(allowed, split: bool):
+    """The engines a host-input call chooses among: `allowed` (_allowed) less
+    cpu+cuda where the call cannot be split (the CPU engine when that leaves
+    none), and the CPU engine where the one left is a GPU engine that cannot
+    run here."""
+    if not split:
+        allowed = tuple(e for e in allowed if e != "cpu+cuda") or ("caller", "cpu")
+    if len(allowed) == 1 and allowed[0] in ("cuda", "cpu+cuda") and not _gpu_usable():
+        allowed = ("caller", "cpu")
+    return allowed
+
+
 def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes):
     m = machine()
     if not m.gpu and _stand_in["gpu"] is not None:  # the test hook's "GPU" joins the candidates
         m = m.replace(gpu=True)
-    if not merge or shape.op not in _costmodel.SPLITTABLE:
-        allowed = tuple(e for e in allowed if e != "cpu+cuda") or ("caller", "cpu")
-    if len(allowed) == 1 and allowed[0] in ("cuda", "cpu+cuda") and not _gpu_usable():
-        allowed = ("caller", "cpu")
+    allowed = host_engines(allowed, bool(merge) and shape.op in _costmodel.SPLITTABLE)
     choice = _costmodel.choose(m, shape, allowed)
     plan["predicted_ms"] = {k: v * 1e3 for k, v in choice.predicted.items()}
     engine = choice.engine

@@ -75,9 +75,24 @@ def _minmax_many(cols):
     return [_minmax(c) for c in cols]
 
 
+_NUM = (int, float)
+
+
 def _hkey(v):
     """A cache key for `bins` / `range` that keeps every value's type (NumPy's
-    edges depend on it); TypeError for what is not worth a key."""
+    edges depend on it); TypeError for what is not worth a key.  The usual
+    forms (a number; [[lo, hi], [lo, hi]] of Python numbers) are keyed without
+    recursion: the device fast path of histogram2d keys every call."""
+    t = type(v)
+    if t in _NUM:
+        return (t, v)
+    if (t is list or t is tuple) and len(v) == 2:
+        a, b = v
+        ta, tb = type(a), type(b)
+        if (ta is list or ta is tuple) and (tb is list or tb is tuple) and len(a) == 2 and len(b) == 2:
+            (a0, a1), (b0, b1) = a, b
+            if type(a0) in _NUM and type(a1) in _NUM and type(b0) in _NUM and type(b1) in _NUM:
+                return (t, ((ta, ((type(a0), a0), (type(a1), a1))), (tb, ((type(b0), b0), (type(b1), b1)))))
     if v is None:
         return None
     if isinstance(v, (bool, int, float, np.integer, np.floating)):
@@ -271,13 +286,14 @@ def _host_engine(cols, d, n, total):
     points of d coordinates' bytes each into `total` bins (one count per
     point; its rates are per counted element).  Returns (backend, notes)."""
     allowed, why = _dispatch._allowed(_backend.forced())
-    engines = tuple(e for e in allowed if e in ("caller", "cpu", "cuda"))
-    if "cuda" not in engines or len(engines) == 1:
-        return "cuda" if "cuda" in engines or not engines else "cpu", [why] if why else []
+    engines = _dispatch.host_engines(allowed, split=False)
+    notes = [why] if why else []
+    if engines == ("cuda",) or "cuda" not in engines:
+        return ("cuda" if "cuda" in engines else "cpu"), notes
     shape = _costmodel.Shape("histogram", n, d * np.dtype(cols[0].dtype).itemsize, 8 * total, total, True, "host")
     ch = _costmodel.choose(_dispatch.machine(), shape, engines)
     pred = ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in ch.predicted.items())
-    return ("cuda" if ch.engine == "cuda" else "cpu"), [f"the cost model chose {ch.engine} ({pred})"]
+    return ("cuda" if ch.engine == "cuda" else "cpu"), notes + [f"the cost model chose {ch.engine} ({pred})"]
 
 
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream=None):  # noqa: A002
@@ -290,7 +306,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
     if stream is None and weights is None and not density and type(x) is not np.ndarray:
         dt = _devfast.numpy_dtype(x)
         try:
-            fast = None if dt is None else (dt, _key2d(bins), _key2d(range))
+            fast = None if dt is None else (dt, _hkey(bins), _hkey(range))
             hit = None if fast is None else _fast2d.get(fast)
         except TypeError:  # bins / range that are not worth a key
             fast = hit = None
@@ -305,33 +321,15 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
     with _arrays.call_stream(stream, x if _is_device(x) else None):
         hist, edges = _histogramdd_impl([x, y], bins2, range, density, weights)
     if fast is not None and len(_fast2d) < _PLANS_MAX:
-        _remember2d(fast, x, y, bins2, range)
+        _remember2d(fast, y, bins2, range)
         _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend or GPUSYNC_DEBUG)
     return hist, edges[0], edges[1]
 
 
 _fast2d: dict = {}  # (dtype, bins key, range key) -> the device fast path's plan (gpusync/_devfast.py)
-_NUM = (int, float)
 
 
-def _key2d(v):
-    """_hkey of `bins` / `range` with the usual forms (an int; [[lo, hi], [lo,
-    hi]] of Python numbers) built without recursion: the fast path's key
-    costs a microsecond, not seven."""
-    t = type(v)
-    if t is int:
-        return (int, v)
-    if (t is list or t is tuple) and len(v) == 2:
-        a, b = v
-        ta, tb = type(a), type(b)
-        if (ta is list or ta is tuple) and (tb is list or tb is tuple) and len(a) == 2 and len(b) == 2:
-            (a0, a1), (b0, b1) = a, b
-            if type(a0) in _NUM and type(a1) in _NUM and type(b0) in _NUM and type(b1) in _NUM:
-                return (t, ((ta, ((type(a0), a0), (type(a1), a1))), (tb, ((type(b0), b0), (type(b1), b1)))))
-    return _hkey(v)
-
-
-def _remember2d(fast, x, y, bins, range):  # noqa: A002
+def _remember2d(fast, y, bins, range):  # noqa: A002
     """After a general-path histogram2d of device arrays: the fast path's plan
     of the same dtype, bins and range, when both ranges are given (no data
     min/max in the edges), the counts ran on the GPU and both dimensions'
