@@ -267,10 +267,8 @@ __device__ __forceinline__ void add_count(const dd_args &r, int64_t k, unsigned 
         atomicAdd((unsigned long long *)r.out + k, (unsigned long long)v);
 }
 
-template <bool WEIGHTED, int DEST> __device__ __forceinline__ void add_point(const dd_args &r, void *bins, int64_t at,
-                                                                              int64_t i)
+template <bool WEIGHTED, int DEST> __device__ __forceinline__ void add_point(const dd_args &r, int64_t at, int64_t i)
 {
-    (void)bins;
     if (DEST == TO_SHARED) {
         if (WEIGHTED)
             atomicAdd((double *)bin_words() + at, r.w[i * r.wstride]);
@@ -352,6 +350,15 @@ __device__ __forceinline__ void ring_read(const uint4 *ring, int slot, group<T, 
     }
 }
 
+/* Whether a count loads its next coordinates ahead (registers, or the
+ * ring where the launch gives it room): ND known, 16-byte loads, shared
+ * bins, the edges in the coordinates' type (float32 points on float64
+ * edges, and the global kernel, spilled with it). */
+template <class T, int U, class E, int ND, int DEST> constexpr bool loads_ahead()
+{
+    return ND > 0 && U > 1 && sizeof(E) == sizeof(T) && DEST != TO_GLOBAL;
+}
+
 /* Every point of [0, n) once over the grid: groups of U, then the n % U
  * last points one per thread.  shared16 issues a group's U adds before it
  * looks at what they returned.  With ND known and 16-byte loads, a thread
@@ -359,7 +366,7 @@ __device__ __forceinline__ void ring_read(const uint4 *ring, int slot, group<T, 
  * flight while it computes (without that the SM's warps all waited on
  * memory at once -- half the issue slots idle, ncu r26). */
 template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
-__device__ __forceinline__ void count_points(const dd_args &r, const E *edges, void *bins, int *s_overflow)
+__device__ __forceinline__ void count_points(const dd_args &r, const E *edges, int *s_overflow)
 {
     using I = typename std::conditional<DEST == TO_GLOBAL, int64_t, int>::type; /* shared bins: < 2^31 */
     const int64_t groups = r.n / U, step = (int64_t)gridDim.x * blockDim.x;
@@ -378,10 +385,10 @@ __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, v
 #pragma unroll
             for (int j = 0; j < U; j++)
                 if (at[j] >= 0)
-                    add_point<WEIGHTED, DEST>(r, bins, at[j], g * U + j);
+                    add_point<WEIGHTED, DEST>(r, at[j], g * U + j);
         }
     };
-    if constexpr (ND > 0 && U > 1 && sizeof(E) == sizeof(T) && DEST != TO_GLOBAL) { /* (else it spilled) */
+    if constexpr (loads_ahead<T, U, E, ND, DEST>()) {
         if (r.ring_off > 0) {
             uint4 *ring = (uint4 *)((char *)bin_words() + r.ring_off);
 #pragma unroll
@@ -430,7 +437,7 @@ __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, v
                 if (near16(old))
                     settle16(r, at, old, s_overflow);
             } else {
-                add_point<WEIGHTED, DEST>(r, bins, at, i);
+                add_point<WEIGHTED, DEST>(r, at, i);
             }
         }
     }
@@ -506,7 +513,7 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
     }
     const E *edges = stage_edges<E>(r, s_edges);
     __syncthreads();
-    count_points<T, U, WEIGHTED, DEST, E, ND>(r, edges, s_bins, &s_overflow);
+    count_points<T, U, WEIGHTED, DEST, E, ND>(r, edges, &s_overflow);
     if (DEST == TO_SHARED) {
         __syncthreads();
         for (int64_t k = threadIdx.x; k < r.nbins; k += blockDim.x)
@@ -535,7 +542,7 @@ template <class T, int U, class E, int ND> __global__ void __launch_bounds__(MAX
     extern __shared__ double smem[];
     const E *edges = stage_edges<E>(r, (E *)smem);
     __syncthreads();
-    count_points<T, U, false, TO_GLOBAL, E, ND>(r, edges, NULL, NULL);
+    count_points<T, U, false, TO_GLOBAL, E, ND>(r, edges, NULL);
 }
 
 /* Block r of a cluster keeps bins [r << sshift, (r + 1) << sshift); the
@@ -747,7 +754,7 @@ gs_status launch_counts(dd_args &r, const gs_device_info *dev, cudaStream_t s, b
      * bins and edges -- and its SM holds no second block either way (the ring costs no residency) */
     size_t smem = smem16;
     const size_t ring = (size_t)RING * ND * s16.threads * 16;
-    if (ND > 0 && U > 1 && sizeof(E) == sizeof(T) && dev->major >= 8 /* cp.async */ &&
+    if (loads_ahead<T, U, E, ND, TO_SHARED16>() && dev->major >= 8 /* cp.async */ &&
         (int64_t)(bin_bytes((int64_t)smem16) + ring) <= room && s16.resident <= dev->multiprocessors &&
         gs_env_number(GS_ENV_HISTDD_RING, 1.0, NULL) != 0) {
         r.ring_off = (int64_t)bin_bytes((int64_t)smem16);
