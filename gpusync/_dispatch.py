@@ -166,10 +166,13 @@ def _record(plan: dict, used=None) -> None:
               f"predicted ms: {pm}" + "".join(f"; {n}" for n in plan["notes"]), file=sys.stderr)
 
 
-def record(op, *, engine, strategy, used, n=0, dtype="", place="host", threads=0, notes=()):
-    """Plan record of a call that does not go through :func:`run` (barriers)."""
+def record(op, *, engine, strategy, used, n=0, dtype="", place="host", threads=0, notes=(), predicted=None):
+    """Plan record of a call that does not go through :func:`run` (barriers,
+    histogramdd); `predicted`: the cost model's Choice.predicted (seconds per
+    candidate) when the model chose the engine."""
     _record({"op": op, "place": place, "n": int(n), "dtype": str(dtype), "engine": engine, "strategy": strategy,
-             "strategy_used": used, "threads": threads, "split": None, "predicted_ms": {},
+             "strategy_used": used, "threads": threads, "split": None,
+             "predicted_ms": {k: v * 1e3 for k, v in predicted.items()} if predicted else {},
              "forced": _backend.forced(), "notes": list(notes)})
 
 

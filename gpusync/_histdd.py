@@ -211,9 +211,9 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
                             "according to the rule 'safe'")
     e_all, ne, total = plan.e_all, plan.ne, plan.total
     be = _backend.backend()
-    notes = []
+    notes, pred = (), None
     if not device and be == "cuda":
-        be, notes = _host_engine(cols, d, n, plan.total)
+        be, notes, pred = _host_engine(cols[0].dtype, d, n, total, w is not None)
     if device and be == "cuda":
         lib = Lib.of(cols[0].lib)
         dev = cols[0].device
@@ -238,7 +238,8 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
             hcols = [np.ascontiguousarray(c) for c in hcols]
         if wh is not None:
             wh = np.ascontiguousarray(wh, dtype=np.float64) if be == "cuda" else np.asarray(wh, np.float64)
-        out = np.empty(total, np.float64 if wh is not None else np.int64)
+        # the CPU engine counts in float64 (NumPy's result type: no cast); the CUDA engine stages int64 counts
+        out = np.empty(total, np.float64 if wh is not None or be == "cpu" else np.int64)
         _core.histogramdd(be, list(hcols), e_all, ne, wh, out, _arrays.host_stream())
         hist = out.astype(np.float64, copy=False).reshape(tuple(nb))
         edges_out = [e.copy() for e in edges]  # NumPy's fresh arrays (the plan keeps its own)
@@ -249,10 +250,10 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
     on_gpu = be == "cuda"
     t = 0 if on_gpu else _core.cpu_last_threads()
     _dispatch.record("histogramdd", engine="cuda" if on_gpu else "cpu" if t > 1 else "caller", strategy="auto",
-                     used="privatized", n=n, dtype=cols[0].dtype, place="device" if device else "host", threads=t,
-                     notes=["one fused kernel over all dimensions"] + notes +
-                     (["device input counted on the CPU engine (forced): copied there and back"]
-                      if device and not on_gpu else []))
+                     used="privatized", n=n, dtype=_dtname(cols[0].dtype), place="device" if device else "host",
+                     threads=t, predicted=pred,
+                     notes=_NOTES + notes + (("device input counted on the CPU engine (forced): copied there and "
+                                              "back",) if device and not on_gpu else ()))
     if density:
         s = hist.sum()
         for i in np.arange(d):
@@ -277,23 +278,65 @@ def _histogram2d_bins(bins):
     return bins
 
 
-def _host_engine(cols, d, n, total):
+_NOTES = ("one fused kernel over all dimensions",)
+_DTNAMES: dict = {}
+
+
+def _dtname(dt) -> str:
+    """str(dtype) for the plan, remembered (NumPy's str of a dtype runs
+    Python code: microseconds of a small call)."""
+    name = _DTNAMES.get(dt)
+    if name is None:
+        name = _DTNAMES[dt] = str(np.dtype(dt))
+    return name
+
+
+def _model_shape(itemsize, d, n, total, weighted):
+    """The cost model's view of one histogramdd (csrc/cpu/histdd.c on the
+    CPU, csrc/cuda/histdd.cu on the GPU): n points of d coordinates, each
+    coordinate binned at the model's per-element histogram rate, so n * d
+    elements of `itemsize` bytes (the weights' 8 bytes a point shared among
+    them); the `total` bins come back.  The CPU engine keeps, for every
+    thread beyond the first, a private copy of all the bins -- 32-bit counts,
+    float64 weight sums -- that it zeroes and adds up: the model's
+    private-copy term (_costmodel._cpu_time: `bins` 8-byte cells per extra
+    thread at merge_bw) gets that copy's bytes / 8."""
+    in_bytes = itemsize + (-(-8 // d) if weighted else 0)
+    copy_bytes = total * (8 if weighted else 4)
+    return _costmodel.Shape("histogram", n * d, in_bytes, 8 * total, -(-copy_bytes // 8), True, "host")
+
+
+_choices: dict = {}  # the model's host engine choice per call shape and state (_host_engine)
+
+
+def _host_engine(dtype, d, n, total, weighted):
     """The backend that counts host coordinates on a machine with a usable
     GPU: the cost model's choice between the CPU engine (the calling thread
     or the pool: the C engine sizes its threads) and the GPU through PCIe,
     among the engines the forced backend / GPUSYNC_ENGINE allow (no split:
-    one fused kernel).  The model sees the call as a 1-D histogram of n
-    points of d coordinates' bytes each into `total` bins (one count per
-    point; its rates are per counted element).  Returns (backend, notes)."""
-    allowed, why = _dispatch._allowed(_backend.forced())
+    one fused kernel), for the call described by _model_shape.  Returns
+    (backend, notes, the model's predicted seconds per candidate or None
+    when it did not choose), remembered per shape, state and constants."""
+    m = _dispatch.machine()
+    forced = _backend.forced()
+    key = (np.dtype(dtype).itemsize, d, n, total, weighted, forced, _dispatch.env_engine(), _dispatch._gpu_usable())
+    hit = _choices.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    allowed, why = _dispatch._allowed(forced)
     engines = _dispatch.host_engines(allowed, split=False)
-    notes = [why] if why else []
+    notes = (why,) if why else ()
     if engines == ("cuda",) or "cuda" not in engines:
-        return ("cuda" if "cuda" in engines else "cpu"), notes
-    shape = _costmodel.Shape("histogram", n, d * np.dtype(cols[0].dtype).itemsize, 8 * total, total, True, "host")
-    ch = _costmodel.choose(_dispatch.machine(), shape, engines)
-    pred = ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in ch.predicted.items())
-    return ("cuda" if ch.engine == "cuda" else "cpu"), notes + [f"the cost model chose {ch.engine} ({pred})"]
+        res = ("cuda" if "cuda" in engines else "cpu"), notes, None
+    else:
+        ch = _costmodel.choose(m, _model_shape(np.dtype(dtype).itemsize, d, n, total, weighted), engines)
+        pred = ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in ch.predicted.items())
+        res = ("cuda" if ch.engine == "cuda" else "cpu"), notes + (f"the cost model chose {ch.engine} ({pred})",), \
+            ch.predicted
+    if len(_choices) >= _PLANS_MAX:
+        _choices.clear()
+    _choices[key] = (m, res)
+    return res
 
 
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream=None):  # noqa: A002
@@ -302,6 +345,17 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
     for both or ``[edges_x, edges_y]`` (or mixed); `range` ``[[xmin, xmax],
     [ymin, ymax]]``; `density`; `weights`.  Returns ``(H, xedges,
     yedges)``.  Counted by :func:`histogramdd`'s fused kernel."""
+    host = hit = None
+    if type(x) is np.ndarray and type(y) is np.ndarray and weights is None and not density and stream is None:
+        try:  # NumPy arrays, a repeated bins and range: the host fast path
+            host = (x.dtype, y.dtype, _hkey(bins), _hkey(range))
+            hit = _host2d.get(host)
+        except TypeError:  # bins / range that are not worth a key
+            host = hit = None
+        if hit is not None:
+            r = _host2d_counts(x, y, hit)
+            if r is not None:
+                return r
     fast = None
     if stream is None and weights is None and not density and type(x) is not np.ndarray:
         dt = _devfast.numpy_dtype(x)
@@ -323,7 +377,53 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
     if fast is not None and len(_fast2d) < _PLANS_MAX:
         _remember2d(fast, y, bins2, range)
         _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend or GPUSYNC_DEBUG)
+    if host is not None and hit is None and host[0] == host[1] and host[0].isnative and len(_host2d) < _PLANS_MAX:
+        _remember_host2d(host, bins2, range)
     return hist, edges[0], edges[1]
+
+
+_host2d: dict = {}  # (x dtype, y dtype, bins key, range key) -> the host fast path's plan
+
+
+def _remember_host2d(key, bins, range):  # noqa: A002
+    """After a general-path histogram2d of two NumPy arrays of one native
+    dtype (what the general path hands the engine as they are): the host
+    fast path's plan of the same dtype, bins and range, when both ranges are
+    given (the edges do not depend on the data)."""
+    try:
+        if range is None or len(range) != 2 or any(r is None for r in range):
+            return
+    except TypeError:
+        return
+    proxy = np.zeros((2, 2), key[0])
+    try:
+        plan = _plan([proxy[:, 0], proxy[:, 1]], 2, bins, range)  # the general path's cached plan
+    except (TypeError, ValueError):
+        return
+    if len(plan.nb) == 2:
+        _host2d[key] = plan
+
+
+def _host2d_counts(x, y, plan):
+    """histogram2d of two NumPy arrays of one dtype whose edges are known
+    (_remember_host2d) on the CPU engine, without the general path's
+    per-call work -- the same counts, edges and plan record.  None where the
+    general path decides (not 1-D, lengths that differ, the GPU chosen)."""
+    if x.ndim != 1 or y.ndim != 1 or x.shape[0] != y.shape[0]:
+        return None
+    n = x.shape[0]
+    notes, pred = (), None
+    if _backend.backend() == "cuda":
+        be, notes, pred = _host_engine(x.dtype, 2, n, plan.total, False)
+        if be != "cpu":
+            return None
+    out = np.empty(plan.total, np.float64)
+    _core.histogramdd("cpu", [x, y], plan.e_all, plan.ne, None, out, _arrays.host_stream())
+    t = _core.cpu_last_threads()
+    _dispatch.record("histogramdd", engine="cpu" if t > 1 else "caller", strategy="auto", used="privatized", n=n,
+                     dtype=_dtname(x.dtype), threads=t, notes=_NOTES + notes, predicted=pred)
+    ex, ey = plan.edges
+    return out.reshape(plan.nb), ex.copy(), ey.copy()  # NumPy's fresh arrays (the plan keeps its own)
 
 
 _fast2d: dict = {}  # (dtype, bins key, range key) -> the device fast path's plan (gpusync/_devfast.py)

@@ -342,3 +342,226 @@ def test_host_histogram2d_engine_is_the_cost_models(monkeypatch, n, slow_cpu, en
         assert ran[-1] == "cuda"
     finally:
         _dispatch.set_machine(None)
+
+
+# ---- the CPU engine's threads, private copies and the host fast path (issue 13)
+
+def _points(n, d, seed):
+    """n points of d uniform coordinates in [-0.1, 1.1): some outside [0, 1],
+    some NaN, some on edges (0, 0.5, 1: the last edge is closed)."""
+    rng = np.random.default_rng(seed)
+    s = rng.random((n, d)) * 1.2 - 0.1
+    if n:
+        s[rng.integers(0, n, max(1, n // 50))] = np.nan
+        s[rng.integers(0, n, max(1, n // 50)), -1] = 1.0
+        s[rng.integers(0, n, max(1, n // 50)), 0] = 0.5
+        s[0, 0] = 0.0
+    return s
+
+
+# (GPUSYNC_NUM_THREADS, the dispatcher's request of threads): the engine's own
+# choice, capped; forced pools of more copies than the cores
+THREAD_SETTINGS = [(None, 0), ("1", 0), ("2", 0), ("7", 0), (None, 2), (None, 5), ("3", 7)]
+
+
+@pytest.mark.parametrize("env, request_", THREAD_SETTINGS, ids=lambda v: str(v))
+@pytest.mark.parametrize("n", [0, 1, 999, 100_000])
+def test_host_counts_equal_numpy_for_any_threads(monkeypatch, env, request_, n):
+    """NumPy's counts exactly -- 1, 7 and 256 x 256 bins in 2-D, 3-D bins,
+    NaN and points outside, float32 and float64, weights (integer-valued:
+    exact sums in any order) -- whatever the threads: the engine's choice
+    under GPUSYNC_NUM_THREADS, or the copies a request forces; the plan
+    names the threads that counted."""
+    from gpusync import _core
+    if env is None:
+        monkeypatch.delenv("GPUSYNC_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("GPUSYNC_NUM_THREADS", env)
+    s = _points(n, 3, n + 7)
+    wts = np.random.default_rng(n).integers(-3, 4, n).astype(np.float64)
+    rg2, rg3 = [[0, 1], [0, 1]], [(0, 1), (0, 1), (0, 1)]
+    with gs.use_backend("cpu"):
+        _core.cpu_threads(request_)
+        try:
+            for dt in (np.float64, np.float32):
+                x, y = s[:, 0].astype(dt), s[:, 1].astype(dt)
+                for bins in (1, 7, 256):
+                    for w in (None, wts):
+                        for _ in range(2):  # the general path, then the host fast path
+                            got = gs.histogram2d(x, y, bins, rg2, weights=w)
+                            ref = np.histogram2d(x, y, bins, rg2, weights=w)
+                            for a, b in zip(got, ref):
+                                assert a.dtype == b.dtype and a.shape == b.shape
+                                np.testing.assert_array_equal(a, b)
+                            plan = gs.last_plan()
+                            if request_ and n > 1:  # the request, within GPUSYNC_NUM_THREADS and the points
+                                want = min(request_, int(env) if env else request_, n)
+                                assert plan["threads"] == want, plan
+                            assert plan["engine"] == ("cpu" if plan["threads"] > 1 else "caller")
+                            if env is not None:
+                                assert plan["threads"] <= int(env)
+                s3 = s.astype(dt)
+                for bins in ([5, 6, 7], 16):
+                    for w in (None, wts):
+                        got, edges = gs.histogramdd(s3, bins, rg3, weights=w)
+                        ref, redges = np.histogramdd(s3, bins, rg3, weights=w)
+                        assert got.dtype == ref.dtype and got.shape == ref.shape
+                        np.testing.assert_array_equal(got, ref)
+                        for a, b in zip(edges, redges):
+                            np.testing.assert_array_equal(a, b)
+                finite = np.nan_to_num(s3[:, :2], nan=0.25)  # ranges from the data
+                got, edges = gs.histogramdd(finite, 9)
+                ref, redges = np.histogramdd(finite, 9)
+                np.testing.assert_array_equal(got, ref)
+                for a, b in zip(edges, redges):
+                    np.testing.assert_array_equal(a, b)
+        finally:
+            _core.cpu_threads(0)
+
+
+@pytest.mark.parametrize("request_", [0, 2, 3])
+def test_float_weights_deterministic(request_):
+    """Float weight sums: the copies are added in thread order, so a repeated
+    call gives the same bits; NumPy's sums to rounding."""
+    from gpusync import _core
+    rng = np.random.default_rng(4)
+    x, y, w = rng.random(200_003), rng.random(200_003), rng.standard_normal(200_003)
+    with gs.use_backend("cpu"):
+        _core.cpu_threads(request_)
+        try:
+            first = gs.histogram2d(x, y, 64, [[0, 1], [0, 1]], weights=w)[0]
+            for _ in range(3):
+                assert gs.histogram2d(x, y, 64, [[0, 1], [0, 1]], weights=w)[0].tobytes() == first.tobytes()
+        finally:
+            _core.cpu_threads(0)
+    np.testing.assert_allclose(first, np.histogram2d(x, y, 64, [[0, 1], [0, 1]], weights=w)[0], rtol=1e-9,
+                               atol=1e-9)
+
+
+def test_small_call_with_many_bins_counts_on_the_caller(monkeypatch):
+    """1,000 points into 256 x 256 bins: a thread's private copy of the bins
+    would cost more than its share of the points, so the calling thread
+    counts straight into the result -- the plan says "caller" on 1 thread,
+    through the general path and the host fast path (and under any
+    GPUSYNC_NUM_THREADS)."""
+    rng = np.random.default_rng(8)
+    x, y = rng.random(1000), rng.random(1000)
+    ref = np.histogram2d(x, y, 256, [[0, 1], [0, 1]])
+    with gs.use_backend("cpu"):
+        for env in (None, "16"):
+            if env:
+                monkeypatch.setenv("GPUSYNC_NUM_THREADS", env)
+            for _ in range(3):
+                got = gs.histogram2d(x, y, 256, [[0, 1], [0, 1]])
+                for a, b in zip(got, ref):
+                    np.testing.assert_array_equal(a, b)
+                plan = gs.last_plan()
+                assert plan["op"] == "histogramdd" and plan["n"] == 1000 and plan["dtype"] == "float64"
+                assert plan["engine"] == "caller" and plan["threads"] in (0, 1), plan
+            h, _ = gs.histogramdd(np.stack([x, y, x], 1), 40, [(0, 1)] * 3)  # 64,000 bins
+            np.testing.assert_array_equal(h, np.histogramdd(np.stack([x, y, x], 1), 40, [(0, 1)] * 3)[0])
+            assert gs.last_plan()["engine"] == "caller"
+
+
+def test_plan_threads_are_the_counts(monkeypatch):
+    """Many points into one bin on a pool: the plan's threads are the ones
+    that counted (a one-bin merge runs on the calling thread; it used to
+    report the merge's single thread as the engine)."""
+    from gpusync import _core
+    if _core.cpu_threads_for(1, 1.0)[2] < 2 and "GPUSYNC_NUM_THREADS" not in __import__("os").environ:
+        pass  # one CPU: GPUSYNC_NUM_THREADS=2 below still gives the pool two threads
+    monkeypatch.setenv("GPUSYNC_NUM_THREADS", "2")
+    x = np.random.default_rng(9).random(4_000_000)
+    with gs.use_backend("cpu"):
+        h, _, _ = gs.histogram2d(x, x, 1, [[0, 1], [0, 1]])
+    assert h[0, 0] == 4_000_000
+    plan = gs.last_plan()
+    assert plan["engine"] == "cpu" and plan["threads"] == 2, plan
+
+
+def test_host_plan_has_the_models_predictions(monkeypatch):
+    """Host coordinates on a machine with a GPU (simulated as in
+    test_host_histogram2d_engine_is_the_cost_models): the plan of a call
+    whose engine the cost model chose carries the model's predicted times --
+    general path, host fast path and histogramdd alike; none when a forced
+    backend chose."""
+    from gpusync import _backend, _dispatch, _histdd
+    from gpusync._costmodel import Machine
+    real = _histdd._core
+
+    class Core:
+        def __getattr__(self, k):
+            return getattr(real, k)
+
+        def histogramdd(self, be, *args):
+            return real.histogramdd("cpu", *args)
+
+    monkeypatch.setattr(_histdd, "_core", Core())
+    monkeypatch.setattr(_backend, "backend", lambda: "cuda")
+    monkeypatch.setattr(_dispatch, "_gpu_usable", lambda: True)
+    _dispatch.set_machine(Machine(cores=4, host_bw=((1, 10e9), (4, 30e9)), gpu=True, gpu_latency=50e-6,
+                                  h2d_bw=50e9, handoff=20e-6))
+    try:
+        rng = np.random.default_rng(12)
+        x, y = rng.random(1000), rng.random(1000)
+        for _ in range(3):  # the general path, then the host fast path
+            got = gs.histogram2d(x, y, 256, [[0, 1], [0, 1]])
+            np.testing.assert_array_equal(got[0], np.histogram2d(x, y, 256, [[0, 1], [0, 1]])[0])
+            plan = gs.last_plan()
+            assert set(plan["predicted_ms"]) == {"caller", "cpu", "cuda"}, plan
+            assert all(v > 0 for v in plan["predicted_ms"].values())
+            assert min(plan["predicted_ms"], key=plan["predicted_ms"].get) == "caller"
+            assert plan["engine"] == "caller" and any(t.startswith("the cost model chose caller")
+                                                      for t in plan["notes"])
+        gs.histogramdd(np.stack([x, y, x], 1), 8, weights=y)
+        assert set(gs.last_plan()["predicted_ms"]) == {"caller", "cpu", "cuda"}
+        monkeypatch.setattr(_backend, "forced", lambda: "cpu")  # the CPU engine forced: it sizes its threads
+        gs.histogram2d(x, y, 256, [[0, 1], [0, 1]])
+        assert gs.last_plan()["predicted_ms"] == {} and gs.last_plan()["engine"] == "caller"
+    finally:
+        _dispatch.set_machine(None)
+
+
+def test_model_charges_the_cpu_engines_private_copies():
+    """The cost model's CPU time of a histogramdd includes the private copy
+    of the bins that each pool thread beyond the first zeroes and merges
+    (32-bit counts; float64 weight sums): many bins and few points stay on
+    the calling thread, many points into few bins take the pool."""
+    from gpusync import _costmodel, _histdd
+    m = _costmodel.Machine(cores=16, host_bw=((1, 10e9), (16, 100e9)))
+    many = _histdd._model_shape(8, 2, 1000, 65536, False)
+    assert _costmodel.choose(m, many, ("caller", "cpu")).engine == "caller"
+    assert _costmodel.choose(m, _histdd._model_shape(8, 2, 10_000_000, 16, False), ("caller", "cpu")).engine == "cpu"
+    few = _histdd._model_shape(8, 2, 1000, 16, False)
+    for t in (2, 8, 16):
+        extra = _costmodel._cpu_time(m, many, many.n, t) - _costmodel._cpu_time(m, few, few.n, t)
+        assert extra == pytest.approx((65536 - 16) * 4 * (t - 1) / m.merge_bw, rel=1e-9)
+    w = _histdd._model_shape(8, 2, 1000, 65536, True)
+    extra = _costmodel._cpu_time(m, w, w.n, 4) - _costmodel._cpu_time(m, many, many.n, 4)
+    assert extra >= 65536 * 4 * 3 / m.merge_bw * (1 - 1e-9)  # 8-byte sums: twice the copy
+
+
+def test_host_fast_path_gives_the_general_paths_answers(backend):
+    """Repeated host histogram2d calls (the host fast path from the second
+    on) of every input kind the general path takes -- strided views,
+    byte-swapped, float16, int8, bool, read-only -- NumPy's counts, edges
+    and dtypes each time, and fresh edge arrays."""
+    rng = np.random.default_rng(13)
+    x, y = rng.random(1001) * 1.2 - 0.1, rng.random(1001)
+    ro = x.copy()
+    ro.flags.writeable = False
+    cases = [(x[::2], y[::2]), (x.astype(">f8"), y.astype(">f8")), (x.astype(np.float16), y.astype(np.float16)),
+             ((x * 10).astype(np.int8), (y * 10).astype(np.int8)), (x > 0.5, y > 0.5), (ro, y),
+             (x.astype(np.float32), y)]
+    for xs, ys in cases:
+        for bins, rg in ((7, [[0, 1], [0, 1]]), ([3, 300], ((0, 1), (-1, 2)))):
+            ref = np.histogram2d(xs, ys, bins, rg)
+            seen = []
+            for _ in range(3):
+                got = gs.histogram2d(xs, ys, bins, rg)
+                for a, b in zip(got, ref):
+                    assert a.dtype == b.dtype and a.shape == b.shape
+                    np.testing.assert_array_equal(a, b)
+                seen.append(got[1])
+            seen[0][0] = 12345  # one call's edges are its own
+            assert gs.histogram2d(xs, ys, bins, rg)[1][0] == ref[1][0]

@@ -344,7 +344,7 @@ double gs_cpu_handoff_ns(int nthreads)
     return handoff_lo + f * (handoff_hi - handoff_lo); /* linear in the threads woken */
 }
 
-int gs_cpu_threads_for_cost(int64_t n, double ns_per_item)
+int gs_cpu_threads_for_cost_extra(int64_t n, double ns_per_item, double ns_per_extra_thread)
 {
     const int requested = gs_cpu_requested_threads(n); /* the dispatcher chose (1: the caller alone) */
     if (requested)
@@ -355,12 +355,15 @@ int gs_cpu_threads_for_cost(int64_t n, double ns_per_item)
         most = n > 1 ? (int)n : 1;
     /* below the cheapest hand-off there is, no thread can pay: do not even
      * start the pool */
-    if (most <= 1 || work < 2 * GS_CPU_HANDOFF_MIN_NS)
+    if (most <= 1 || work < 2 * GS_CPU_HANDOFF_MIN_NS + ns_per_extra_thread)
         return 1;
     int best_t = 1;
     double best = work;
     for (int t = 2; t <= most; t++) {
-        const double c = work / t + gs_cpu_handoff_ns(t);
+        const double extra = ns_per_extra_thread * (t - 1);
+        if (extra >= best) /* grows with t: no larger t can win */
+            break;
+        const double c = work / t + gs_cpu_handoff_ns(t) + extra;
         if (c < best) {
             best = c;
             best_t = t;
@@ -368,6 +371,8 @@ int gs_cpu_threads_for_cost(int64_t n, double ns_per_item)
     }
     return best_t;
 }
+
+int gs_cpu_threads_for_cost(int64_t n, double ns_per_item) { return gs_cpu_threads_for_cost_extra(n, ns_per_item, 0); }
 
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
 {

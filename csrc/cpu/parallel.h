@@ -39,6 +39,12 @@ gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx
  *   a few empty jobs; the first call pays it), linear in the threads between
  *   the two counts measured. */
 
+/* gs_cpu_threads_for_cost with a cost that each thread beyond the first
+ * adds (a private copy of the result to zero and merge, say): t minimises
+ * n*ns_per_item/t + handoff(t) + (t-1)*ns_per_extra_thread.  The
+ * dispatcher's request still wins. */
+int gs_cpu_threads_for_cost_extra(int64_t n, double ns_per_item, double ns_per_extra_thread);
+
 /* Between two chunks of a slice: nonzero when the job should stop (an
  * interrupt).  The calling thread, whichever task it runs, asks the binding's hook (a pending
  * SIGINT) once the job has run GS_INTERRUPT_POLL_MS / 5; the others read the
