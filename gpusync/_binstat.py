@@ -294,14 +294,25 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
         xd = np.ascontiguousarray(xv, dtype=work).reshape(-1)
         vd = np.ascontiguousarray(vv, dtype=work).reshape(-1)
 
+    # the privatized kernel reports NaN / inf x as it bins them (SciPy's check without a second read)
+    nf = Lib.of(xv.lib).from_host(np.zeros(1, np.int32), xv.device) if defer else None
+
     def call(be, ins, outs, s, stream):
-        return _core.binned_statistic(be, ins[0], ins[1], e64, top, stat_code, outs[0], outs[1], s, stream)
+        flag = _arrays.as_input(nf, "nonfinite").desc() if nf is not None and be == "cuda" else None
+        return _core.binned_statistic(be, ins[0], ins[1], e64, top, stat_code, outs[0], outs[1], flag, s, stream)
 
     result, binnumber = _dispatch.run("binned_statistic", [xd, vd], [(nb, np.float64), (n, np.int64)], call,
                                       strategy=strategy, names=["x", "values"], bins=nb)
+    plan = _dispatch.last_plan()
+    one_pass = plan["engine"] == "cuda" and plan["strategy_used"] == "privatized"
     if defer:
-        _check_finite(*_minmax(xv), x_dtype)  # synchronize! (after the statistic's launch)
-    if statistic in ("std", "var") and np.dtype(vv.dtype) == np.float64:  # (only float64 can exceed 2^500)
+        if one_pass:
+            _check_nonfinite(int(Lib.of(xv.lib).to_host(nf)[0]), [0])  # synchronize! (after the launch)
+        else:
+            _check_finite(*_minmax(xv), x_dtype)  # synchronize! (after the statistic's launch)
+    # std / var of float64 values: the privatized kernel gives SciPy's inf for a bin of finite values whose
+    # sums overflow (its second pass); the other strategies' Welford update gives NaN there, mended here
+    if statistic in ("std", "var") and np.dtype(vv.dtype) == np.float64 and not one_pass:
         lib = Lib.of(xv.lib) if on_device else None
         rh = lib.to_host(result).reshape(-1) if on_device else result  # synchronize! (the call waits anyway)
         # (empty bins are NaN too: the values come to the host only when some |value| > 2^500)
@@ -329,6 +340,17 @@ def _check_finite(lo, hi, x_dtype):
                          "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError("x contains non-finite values.")
+
+
+def _check_nonfinite(bits, dims):
+    """SciPy's errors for NaN / infinite x from the privatized kernel's
+    report (bit 2d: dimension d holds a NaN, bit 2d + 1: it holds +-inf),
+    dimension by dimension as _check_finite would find them."""
+    for d in dims:
+        if bits >> (2 * d) & 1:
+            _check_finite(np.nan, np.nan, np.float64)
+        if bits >> (2 * d + 1) & 1:
+            _check_finite(0.0, np.inf, np.float64)
 
 
 def _edges_top(xv, bins, range, lohi=None, defer=False):  # noqa: A002

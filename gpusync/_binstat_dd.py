@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _arrays, _backend, _binstat_more, _core, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._binstat import _binned_statistic_impl, _check_finite, _checks_finite, _edges_top, _huge, _overflowed_spread
+from ._binstat import _binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite, _edges_top
 from ._histdd import _minmax_many
 from ._histogram import _edges_for
 
@@ -216,6 +216,9 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
         for k, mm in zip(check, _minmax_many([cvs[k] for k in check])):  # synchronize!
             _check_finite(*mm, cvs[k].dtype)
 
+    # after the launch the kernel's own report replaces the min / max pass (it bins every x anyway)
+    nf = L.from_host(np.zeros(1, np.int32), dev) if check else None
+
     edges, tops = [], []
     try:
         for k, c in enumerate(cvs):
@@ -248,17 +251,17 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
         try:
             _core.binned_statistic_dd("cuda", [c.desc() for c in cw], e_all, ne, tp, vw.desc(), code,
                                       _arrays.as_input(res, "result").desc(),
-                                      _arrays.as_input(flat, "binnumber").desc() if i == 0 else None, stream)
+                                      _arrays.as_input(flat, "binnumber").desc() if i == 0 else None,
+                                      _arrays.as_input(nf, "nonfinite").desc() if i == 0 and check else None,
+                                      stream)
         except _core.UnsupportedDeviceError:  # the bins do not fit a block's shared memory
             return None
-        if statistic == "std" and np.dtype(v.dtype) == np.float64:  # (only float64 can exceed 2^500)
-            rh = L.to_host(res).reshape(-1)
-            if not (rh >= 0).all() and _huge(v):  # (empty bins are NaN too)
-                vh = v.to_host()
-                res = L.from_host(_overflowed_spread(rh, vh, _inner_plus1(L.to_host(flat), nb), inner), dev)
+        # (std of float64 values whose sums overflow: the kernel's second pass gives SciPy's inf)
         results.append(res)
+    _dispatch.record("binned_statistic_dd", engine="cuda", strategy="auto", used="privatized", n=n,
+                     dtype=work, place="device", notes=["one fused kernel over all dimensions per values row"])
     if check:
-        check_finite()  # (after the launches)
+        _check_nonfinite(int(L.to_host(nf)[0]), check)  # synchronize! (after the launches)
     if statistic == "count" and rows.shape[0] > 1:
         results = results * rows.shape[0]
     shape = tuple(input_shape[:-1] + nb)
@@ -273,18 +276,6 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
     # equal-width edges written on the device by their formula (no host copy, no wait)
     return BinnedStatisticddResult(result, [_edges_for(cvs[0], e, np.ndim(bins[k]) == 0)
                                             for k, e in enumerate(edges)], binnumber)
-
-
-def _inner_plus1(flat, nb):
-    """Host flat bin numbers (outlier bins included) as 1 + the inner C-order
-    bin, 0 for points outside."""
-    idx = np.unravel_index(flat, [b + 2 for b in nb])
-    inside = np.ones(flat.shape, bool)
-    inner = np.zeros(flat.shape, np.int64)
-    for k, b in enumerate(nb):
-        inside &= (idx[k] >= 1) & (idx[k] <= b)
-        inner = inner * b + (idx[k] - 1)
-    return np.where(inside, inner + 1, 0)
 
 
 def _concat_outliers(res, lib):

@@ -225,7 +225,7 @@ def test_cpu_fused_op_equals_scipy_bit_for_bit(stat, dtype):
     ne = np.array([len(ex), len(ey)], np.int64)
     res = np.empty(8 * 5)
     flat = np.empty(n, np.int64)
-    _core.binned_statistic_dd("cpu", [x, y], e_all, ne, tops, v, _core.STATISTICS[stat], res, flat, 0)
+    _core.binned_statistic_dd("cpu", [x, y], e_all, ne, tops, v, _core.STATISTICS[stat], res, flat, None, 0)
     with np.errstate(all="ignore"):
         ref = scipy.stats.binned_statistic_2d(np.where(np.isnan(x), np.inf, x), y, v,
                                               "std" if stat == "var" else stat, [ex, ey])
@@ -235,3 +235,57 @@ def test_cpu_fused_op_equals_scipy_bit_for_bit(stat, dtype):
         np.testing.assert_allclose(res.reshape(8, 5), want, rtol=1e-14, equal_nan=True)
     else:
         np.testing.assert_array_equal(res.reshape(8, 5), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_nonfinite_x_is_reported_by_the_kernel(kind, dtype, monkeypatch):
+    """bins a number with range given: SciPy's check that x is finite comes
+    from the privatized kernel's own report (no min / max pass over x), with
+    the errors of the min / max check, dimension by dimension."""
+    from gpusync import _binstat, _binstat_dd
+
+    if kind == "numpy":
+        pytest.skip("host x is checked on the host")
+    rng = np.random.default_rng(12)
+    n = 50_003
+    x, y = rng.random((2, n)).astype(dtype)
+    v = rng.standard_normal(n).astype(dtype)
+    dv = to_kind(v, kind)
+
+    def no_pass(*a, **k):
+        raise AssertionError("a min / max pass ran")
+
+    def want(*cols):  # the min / max check's first error
+        try:
+            for c in cols:
+                _binstat._check_finite(c.min(), c.max(), c.dtype)
+        except ValueError as e:
+            return str(e)
+        return None
+
+    for where, val in (("x", np.nan), ("x", np.inf), ("x", -np.inf), ("y", np.nan), ("y", -np.inf), (None, 0)):
+        xx, yy = x.copy(), y.copy()
+        if where == "x":
+            xx[n // 3] = val
+        elif where == "y":
+            yy[7] = val
+            xx[n - 1] = np.inf  # then x's error comes first
+        calls = [((xx,), lambda a: gs.binned_statistic(a[0], dv, "mean", 16, (0, 1)),
+                  lambda: gs.binned_statistic(xx, v, "mean", 16, (0, 1))),
+                 ((xx, yy), lambda a: gs.binned_statistic_2d(a[0], a[1], dv, "mean", 8, [(0, 1), (0, 1)]),
+                  lambda: scipy.stats.binned_statistic_2d(xx, yy, v, "mean", 8, [(0, 1), (0, 1)]))]
+        for cols, fn, host in calls:
+            w = want(*cols)
+            ref = host() if w is None else None
+            with monkeypatch.context() as mp:
+                mp.setattr(_binstat, "_minmax", no_pass)
+                mp.setattr(_binstat_dd, "_minmax_many", no_pass)
+                if w is None:
+                    got = fn([to_kind(c, kind) for c in cols])
+                    assert gs.last_plan()["strategy_used"] == "privatized"
+                    np.testing.assert_allclose(to_host(got.statistic), ref.statistic, rtol=1e-6,
+                                               equal_nan=True)
+                else:
+                    with pytest.raises(ValueError) as e:
+                        fn([to_kind(c, kind) for c in cols])
+                    assert str(e.value) == w

@@ -11,7 +11,7 @@ gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_
                         void *stream, gs_strategy *used);
 gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
                                   double top, int statistic, gs_array *result, gs_array *binnumber,
-                                  gs_strategy strategy, void *stream, gs_strategy *used);
+                                  gs_array *nonfinite, gs_strategy strategy, void *stream, gs_strategy *used);
 gs_status gs_cpu_counter(int kind, int64_t blocks, int threads, int64_t *value, double *ms);
 gs_status gs_cpu_test_deadlock(int64_t timeout_ns);
 gs_status gs_cpu_packbits(const gs_array *a, const double *thr, int little, gs_array *out, void *stream);
@@ -88,7 +88,7 @@ gs_status gs_cpu_histogramdd(const gs_array *coords, int ndim, const double *edg
 gs_status gs_cpu_unpackbits(const gs_array *a, int little, gs_array *out, void *stream);
 gs_status gs_cpu_binned_statistic_dd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                                      const double *tops, const gs_array *values, int statistic, gs_array *result,
-                                     gs_array *binnumber, void *stream);
+                                     gs_array *binnumber, gs_array *nonfinite, void *stream);
 
 static const gs_backend_ops cpu_ops = {
     .name = "cpu",

@@ -135,9 +135,9 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
 
 gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
                                   double top, int statistic, gs_array *result, gs_array *binnumber,
-                                  gs_strategy strategy, void *stream, gs_strategy *used)
+                                  gs_array *nonfinite, gs_strategy strategy, void *stream, gs_strategy *used)
 {
-    (void)stream;
+    (void)stream, (void)nonfinite; /* (no one-pass report here: the caller checks x itself) */
     if (statistic < 0 || statistic >= GS_STAT_KINDS)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "unknown statistic %d", statistic);
     if (nbins < 1)

@@ -37,9 +37,9 @@ static double dd_ld(const gs_array *a, int64_t i)
 
 gs_status gs_cpu_binned_statistic_dd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                                      const double *tops, const gs_array *values, int statistic, gs_array *result,
-                                     gs_array *binnumber, void *stream)
+                                     gs_array *binnumber, gs_array *nonfinite, void *stream)
 {
-    (void)stream;
+    (void)stream, (void)nonfinite; /* (no one-pass report here: the caller checks x itself) */
     if (statistic < 0 || statistic >= GS_STAT_KINDS)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "unknown statistic %d", statistic);
     if (ndim < 1 || ndim > GS_HISTDD_MAX_DIMS)

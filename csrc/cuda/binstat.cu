@@ -31,7 +31,7 @@ extern "C" int gs_cuda_binstat_priv_fits(int ndim, const int64_t *nedges, int st
 extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, const double *edges,
                                           const int64_t *nedges, const double *tops, const gs_array *values,
                                           int statistic, gs_array *result, gs_array *binnumber,
-                                          const gs_device_info *dev, void *stream);
+                                          gs_array *nonfinite, const gs_device_info *dev, void *stream);
 
 namespace {
 
@@ -279,8 +279,8 @@ int replicas_for(int64_t nbins, int64_t optin)
 
 extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array *values, const double *edges,
                                               int64_t nbins, double top, int statistic, gs_array *result,
-                                              gs_array *binnumber, gs_strategy strategy, void *stream,
-                                              gs_strategy *used)
+                                              gs_array *binnumber, gs_array *nonfinite, gs_strategy strategy,
+                                              void *stream, gs_strategy *used)
 {
     const int on_host = x->device == GS_HOST;
     if (statistic < 0 || statistic >= GS_STAT_KINDS)
@@ -309,7 +309,8 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     if (strategy == GS_STRATEGY_PRIVATIZED ||
         (strategy == GS_STRATEGY_AUTO && gs_cuda_binstat_priv_fits(1, &nedges1, statistic, x->dtype, dev))) {
         *used = GS_STRATEGY_PRIVATIZED;
-        return gs_cuda_binstat_priv(x, 1, edges, &nedges1, &top, values, statistic, result, binnumber, dev, stream);
+        return gs_cuda_binstat_priv(x, 1, edges, &nedges1, &top, values, statistic, result, binnumber, nonfinite, dev,
+                                    stream);
     }
     const int replicas = replicas_for(nbins, dev->shared_memory_per_block_optin);
     const size_t smem = shared_bytes((int)nbins, replicas > 0 ? replicas : 1);

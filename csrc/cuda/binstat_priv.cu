@@ -96,6 +96,9 @@ struct priv_args {
     double *g_mean, *g_m2;
     int *g_flag;
     int *g_nflag;
+    /* NULL or one word: bit 2d set when dimension d holds a NaN, bit 2d + 1
+     * when it holds +-inf (SciPy's check that x is finite, made in the pass) */
+    unsigned *nonfinite;
 };
 
 /* Shared layout of one copy of the partials (bytes), per kind and key width. */
@@ -127,7 +130,11 @@ layout layout_for(int kind, int nbins, size_t keybytes)
     return L;
 }
 
-__host__ __device__ __forceinline__ size_t edge_bytes(int nedges) { return ((size_t)nedges * 8 + 15) & ~(size_t)15; }
+/* The edges in shared memory, in the coordinates' precision. */
+__host__ __device__ __forceinline__ size_t edge_bytes(int nedges, size_t es)
+{
+    return ((size_t)nedges * es + 15) & ~(size_t)15;
+}
 
 template <class T> struct key_of;
 template <> struct key_of<float> {
@@ -171,36 +178,87 @@ __device__ __forceinline__ double dec(unsigned long long k)
     return __longlong_as_double((long long)u);
 }
 
-/* SciPy's bin of x in one dimension: 0 below, 1..nb inside, nb + 1 above or
- * NaN (np.digitize, then [e[nb], top] into bin nb). */
-__device__ __forceinline__ int sbin(const double *e, int nb, double scale, double top, double x)
+/* One dimension's binning in the coordinates' precision T.  A float32 x is
+ * compared with float32 edges -- each float64 edge rounded up, `top` rounded
+ * down -- which decides every comparison exactly as float64 does (x >= e
+ * holds for a float32 x exactly when x >= e rounded up to a float32; x <= top
+ * when x <= top rounded down), without converting x. */
+template <class T> __device__ __forceinline__ T round_up(double v);
+template <> __device__ __forceinline__ float round_up<float>(double v) { return __double2float_ru(v); }
+template <> __device__ __forceinline__ double round_up<double>(double v) { return v; }
+template <class T> __device__ __forceinline__ T round_down(double v);
+template <> __device__ __forceinline__ float round_down<float>(double v) { return __double2float_rd(v); }
+template <> __device__ __forceinline__ double round_down<double>(double v) { return v; }
+
+template <class T> struct dimp {
+    const T *e;          /* the edges (e[0] .. e[nb]) */
+    T lo, hi, scale, top; /* e[0], e[nb], the equal-width guess's nb / (e[nb] - e[0]) or 0, top */
+    int nb;
+};
+
+/* Dimension d's constants; e: every dimension's edges in precision T. */
+template <class T> __device__ __forceinline__ dimp<T> dim_of(const priv_args &r, const T *e, int d)
 {
-    if (!(x >= e[0]))
-        return x != x ? nb + 1 : 0;
-    if (x >= e[nb])
-        return x <= top ? nb : nb + 1;
-    /* e[0] <= x < e[nb] */
-    if (scale > 0) {
-        const double t = (x - e[0]) * scale;
-        const int b = t < (double)(nb - 1) ? (int)t : nb - 1;
-        if (e[b] <= x) {
-            if (x < e[b + 1])
-                return b + 1;
-            if (b + 2 <= nb && x < e[b + 2])
-                return b + 2;
-        } else if (b > 0 && e[b - 1] <= x) {
-            return b;
+    dimp<T> p;
+    p.e = e + r.eoff[d];
+    p.nb = r.nb[d];
+    p.lo = p.e[0];
+    p.hi = p.e[p.nb];
+    /* (a float32 guess whose scale overflows would be inf * 0: no guess then) */
+    p.scale = sizeof(T) == 4 && !(r.scale[d] < 1e30) ? (T)0 : (T)r.scale[d];
+    p.top = round_down<T>(r.top[d]);
+    return p;
+}
+
+/* The rare cases of sbin: x outside [e[0], e[nb]) (NaN / +-inf x set bit
+ * 2d / 2d + 1 of `bad`), or an equal-width guess b that missed (a binary
+ * search on the side the check leaves). */
+template <class T> __device__ __forceinline__ int sbin_rare(const dimp<T> &p, T x, int b, unsigned &bad, int d)
+{
+    if (!(x >= p.lo)) {
+        if (x != x) {
+            bad |= 1u << (2 * d);
+            return p.nb + 1;
         }
+        if (isinf(x))
+            bad |= 2u << (2 * d);
+        return 0;
     }
-    int lo = 0, hi = nb; /* e[lo] <= x < e[hi] */
+    if (x >= p.hi) {
+        if (isinf(x))
+            bad |= 2u << (2 * d);
+        return x <= p.top ? p.nb : p.nb + 1;
+    }
+    int lo, hi; /* e[lo] <= x < e[hi] */
+    if (p.e[b] <= x) {
+        lo = b + 1;
+        hi = p.nb;
+    } else {
+        lo = 0;
+        hi = b;
+    }
     while (hi - lo > 1) {
         const int mid = (lo + hi) >> 1;
-        if (e[mid] <= x)
+        if (p.e[mid] <= x)
             lo = mid;
         else
             hi = mid;
     }
     return lo + 1;
+}
+
+/* SciPy's bin of x in one dimension: 0 below, 1..nb inside, nb + 1 above or
+ * NaN (np.digitize, then [e[nb], top] into bin nb).  The common case
+ * without a branch: an equal-width guess b, clamped, whose two edges
+ * e[b] <= x < e[b + 1] confirm it (x outside [e[0], e[nb]) fails the check
+ * too); anything else takes sbin_rare. */
+template <class T> __device__ __forceinline__ int sbin(const dimp<T> &p, T x, unsigned &bad, int d)
+{
+    const T t = (x - p.lo) * p.scale;
+    const int b = t > (T)0 ? (t < (T)(p.nb - 1) ? (int)t : p.nb - 1) : 0; /* (NaN t: 0) */
+    if (p.e[b] <= x && x < p.e[b + 1])
+        return b + 1;
+    return sbin_rare(p, x, b, bad, d);
 }
 
 template <class T> __device__ __forceinline__ double wsum(double v)
@@ -305,9 +363,33 @@ template <class T, int VEC> __device__ __forceinline__ void load(const void *p, 
     }
 }
 
+/* The bin numbers and the partials of VEC points whose bins are known:
+ * inner[j] (< 0: outside) and flat[j] (SciPy's number); vs: their values. */
 template <class T, int KIND, int VEC>
-__device__ __forceinline__ void elements(const priv_args &r, const double *e, char *copy, const layout &L,
-                                         int64_t first, bool ok, int lane)
+__device__ __forceinline__ void finish(const priv_args &r, char *copy, const layout &L, int64_t first, bool ok,
+                                       const int *inner, const int64_t *flat, const T *vs, int lane)
+{
+    if (ok && r.binnumber) {
+        if (VEC == 4) {
+            longlong2 *o = (longlong2 *)(r.binnumber + first);
+            o[0] = make_longlong2(flat[0], flat[1 % VEC]);
+            o[1] = make_longlong2(flat[2 % VEC], flat[3 % VEC]);
+        } else if (VEC == 2) {
+            *(longlong2 *)(r.binnumber + first) = make_longlong2(flat[0], flat[1 % VEC]);
+        } else {
+            r.binnumber[first] = flat[0];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        accum<T, KIND, true>(copy, L, inner[j], (double)vs[j], lane);
+}
+
+/* VEC points from `first`, any number of dimensions (r.ndim), each
+ * dimension loaded as it is binned. */
+template <class T, int KIND, int VEC>
+__device__ __forceinline__ void elements(const priv_args &r, const T *e, char *copy, const layout &L, int64_t first,
+                                         bool ok, int lane, unsigned &bad)
 {
     int inner[VEC];
     int64_t flat[VEC];
@@ -324,23 +406,12 @@ __device__ __forceinline__ void elements(const priv_args &r, const double *e, ch
 #pragma unroll
             for (int j = 0; j < VEC; j++)
                 xs[j] = 0;
-        const int nb = r.nb[d];
+        const dimp<T> p = dim_of<T>(r, e, d);
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
-            const int b = sbin(e + r.eoff[d], nb, r.scale[d], r.top[d], (double)xs[j]);
+            const int b = sbin(p, xs[j], bad, d);
             flat[j] += (int64_t)b * r.fstride[d];
-            inner[j] = (inner[j] >= 0 && b >= 1 && b <= nb) ? inner[j] + (b - 1) * r.istride[d] : -1;
-        }
-    }
-    if (ok && r.binnumber) {
-        if (VEC == 4) {
-            longlong2 *o = (longlong2 *)(r.binnumber + first);
-            o[0] = make_longlong2(flat[0], flat[1 % VEC]);
-            o[1] = make_longlong2(flat[2 % VEC], flat[3 % VEC]);
-        } else if (VEC == 2) {
-            *(longlong2 *)(r.binnumber + first) = make_longlong2(flat[0], flat[1 % VEC]);
-        } else {
-            r.binnumber[first] = flat[0];
+            inner[j] = (inner[j] >= 0 && b >= 1 && b <= p.nb) ? inner[j] + (b - 1) * r.istride[d] : -1;
         }
     }
     T vs[VEC];
@@ -349,21 +420,68 @@ __device__ __forceinline__ void elements(const priv_args &r, const double *e, ch
         vs[j] = 0;
     if (KIND != K_COUNT && ok)
         load<T, VEC>(r.v, first, r.vstride, vs);
-#pragma unroll
-    for (int j = 0; j < VEC; j++)
-        accum<T, KIND, true>(copy, L, inner[j], (double)vs[j], lane);
+    finish<T, KIND, VEC>(r, copy, L, first, ok, inner, flat, vs, lane);
 }
 
+/* ND (compile-time) dimensions: every coordinate and the values of one
+ * group of VEC points, loaded together (the next group's loads are issued
+ * before this group is binned). */
+template <class T, int KIND, int VEC, int ND> struct group {
+    T x[ND][VEC];
+    T v[VEC];
+    __device__ __forceinline__ void fetch(const priv_args &r, int64_t first, bool ok)
+    {
+#pragma unroll
+        for (int d = 0; d < ND; d++) {
+            if (ok)
+                load<T, VEC>(r.coord[d], first, 1, x[d]);
+            else
+#pragma unroll
+                for (int j = 0; j < VEC; j++)
+                    x[d][j] = 0;
+        }
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            v[j] = 0;
+        if (KIND != K_COUNT && ok)
+            load<T, VEC>(r.v, first, 1, v);
+    }
+    __device__ __forceinline__ void bin(const priv_args &r, const dimp<T> *P, char *copy, const layout &L,
+                                        int64_t first, bool ok, int lane, unsigned &bad) const
+    {
+        int inner[VEC];
+        int64_t flat[VEC];
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            inner[j] = ok ? 0 : -1;
+            flat[j] = 0;
+        }
+#pragma unroll
+        for (int d = 0; d < ND; d++) {
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                const int b = sbin(P[d], x[d][j], bad, d);
+                flat[j] += (int64_t)b * r.fstride[d];
+                inner[j] = (inner[j] >= 0 && b >= 1 && b <= P[d].nb) ? inner[j] + (b - 1) * r.istride[d] : -1;
+            }
+        }
+        finish<T, KIND, VEC>(r, copy, L, first, ok, inner, flat, v, lane);
+    }
+};
+
 /* The kernel: partials of elements [0, n) in shared memory, merged into
- * the global partials with atomics. */
-template <class T, int KIND, int VEC> __global__ void __launch_bounds__(THREADS) priv_kernel(priv_args r, layout L)
+ * the global partials with atomics.  ND > 0: that many dimensions, VEC > 1
+ * (contiguous, aligned arrays), loads one group ahead; ND == 0: r.ndim
+ * dimensions, any strides when VEC == 1. */
+template <class T, int KIND, int VEC, int ND>
+__global__ void __launch_bounds__(THREADS, 2) priv_kernel(priv_args r, layout L)
 {
     typedef typename key_of<T>::type K;
     extern __shared__ __align__(16) unsigned char smem[];
-    double *e = (double *)smem;
-    char *copies = (char *)smem + edge_bytes(r.nedges);
+    T *e = (T *)smem;
+    char *copies = (char *)smem + edge_bytes(r.nedges, sizeof(T));
     for (int i = threadIdx.x; i < r.nedges; i += blockDim.x)
-        e[i] = r.edges[i];
+        e[i] = round_up<T>(r.edges[i]);
     {
         const size_t words = L.copy * (size_t)r.replicas / 4;
         unsigned *w = (unsigned *)copies;
@@ -382,13 +500,40 @@ template <class T, int KIND, int VEC> __global__ void __launch_bounds__(THREADS)
     char *copy = copies + (size_t)(warp & (r.replicas - 1)) * L.copy;
     const int64_t nvec = r.n / VEC;
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    unsigned bad = 0;
     /* warp-uniform trips: all 32 lanes reach every accum() together */
-    for (int64_t base = (int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31); base < nvec; base += step) {
-        const int64_t i = base + lane;
-        elements<T, KIND, VEC>(r, e, copy, L, i * VEC, i < nvec, lane);
+    int64_t base = (int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31);
+    if (ND > 0) {
+        constexpr int NG = ND > 0 ? ND : 1;
+        dimp<T> P[NG];
+#pragma unroll
+        for (int d = 0; d < ND; d++)
+            P[d] = dim_of<T>(r, e, d);
+        group<T, KIND, VEC, NG> g;
+        bool ok = base + lane < nvec;
+        g.fetch(r, (base + lane) * VEC, ok);
+        for (; base < nvec; base += step) {
+            const int64_t i = base + lane;
+            group<T, KIND, VEC, NG> next;
+            const bool nok = i + step < nvec;
+            next.fetch(r, (i + step) * VEC, nok);
+            g.bin(r, P, copy, L, i * VEC, ok, lane, bad);
+            g = next;
+            ok = nok;
+        }
+    } else {
+        for (; base < nvec; base += step) {
+            const int64_t i = base + lane;
+            elements<T, KIND, VEC>(r, e, copy, L, i * VEC, i < nvec, lane, bad);
+        }
     }
     if (VEC > 1 && blockIdx.x == 0 && warp == 0) /* the last n % VEC elements, one warp */
-        elements<T, KIND, 1>(r, e, copy, L, nvec * VEC + lane, nvec * VEC + lane < r.n, lane);
+        elements<T, KIND, 1>(r, e, copy, L, nvec * VEC + lane, nvec * VEC + lane < r.n, lane, bad);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        bad |= __shfl_xor_sync(FULL, bad, o);
+    if (lane == 0 && bad && r.nonfinite)
+        atomicOr(r.nonfinite, bad);
     __syncthreads();
     for (int k = threadIdx.x; k < r.nbins; k += blockDim.x) {
         unsigned long long n = 0;
@@ -448,7 +593,10 @@ __global__ void result_kernel(priv_args r, int kind, int var, double *out)
         }
         const double s1 = r.g_s1[k], s2 = r.g_s2[k];
         const double m2 = s2 - s1 * (s1 / n);
-        if (isfinite(s1) && (!isfinite(s2) || !(m2 * STD_COND >= s2))) { /* two-pass for this bin */
+        /* two-pass for this bin: an ill-conditioned one-pass value, or a sum of
+         * squares that overflowed, or a sum that is +-inf (finite values that
+         * overflowed: SciPy's inf; an infinite value: SciPy's NaN) */
+        if (isinf(s1) || (isfinite(s1) && (!isfinite(s2) || !(m2 * STD_COND >= s2)))) {
             r.g_mean[k] = s1 / n;
             r.g_flag[k] = 1;
             atomicAdd(r.g_nflag, 1);
@@ -480,9 +628,10 @@ template <class T> __global__ void __launch_bounds__(256) refine_kernel(priv_arg
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < r.n; i += step) {
         int inner = 0;
+        unsigned bad = 0; /* (the first pass reported it) */
         for (int d = 0; d < r.ndim && inner >= 0; d++) {
             const double x = (double)__ldg((const T *)r.coord[d] + i * r.cstride[d]);
-            const int b = sbin(r.edges + r.eoff[d], r.nb[d], r.scale[d], r.top[d], x);
+            const int b = sbin(dim_of<double>(r, r.edges, d), x, bad, d);
             inner = (b >= 1 && b <= r.nb[d]) ? inner + (b - 1) * r.istride[d] : -1;
         }
         if (inner >= 0 && r.g_flag[inner]) {
@@ -501,20 +650,27 @@ __global__ void refine_result_kernel(priv_args r, int var, double *out)
     out[k] = var ? m2 : sqrt(m2);
 }
 
-template <class T, int KIND> const void *pick(int vec)
+/* The kernel for 16-byte loads (vec) or any strides, with its dimensions
+ * fixed at compile time for 1-D and 2-D. */
+template <class T, int KIND> const void *pick(bool vec, int ndim)
 {
-    return vec > 1 ? (const void *)priv_kernel<T, KIND, 16 / sizeof(T)> : (const void *)priv_kernel<T, KIND, 1>;
+    constexpr int V = 16 / sizeof(T);
+    if (!vec)
+        return (const void *)priv_kernel<T, KIND, 1, 0>;
+    return ndim == 1 ? (const void *)priv_kernel<T, KIND, V, 1>
+         : ndim == 2 ? (const void *)priv_kernel<T, KIND, V, 2>
+                     : (const void *)priv_kernel<T, KIND, V, 0>;
 }
 
-const void *kernel_for(int kind, bool f32, int vec)
+const void *kernel_for(int kind, bool f32, bool vec, int ndim)
 {
     switch (kind) {
-    case K_COUNT: return f32 ? pick<float, K_COUNT>(vec) : pick<double, K_COUNT>(vec);
-    case K_SUM: return f32 ? pick<float, K_SUM>(vec) : pick<double, K_SUM>(vec);
-    case K_MEAN: return f32 ? pick<float, K_MEAN>(vec) : pick<double, K_MEAN>(vec);
-    case K_STD: return f32 ? pick<float, K_STD>(vec) : pick<double, K_STD>(vec);
-    case K_MIN: return f32 ? pick<float, K_MIN>(vec) : pick<double, K_MIN>(vec);
-    default: return f32 ? pick<float, K_MAX>(vec) : pick<double, K_MAX>(vec);
+    case K_COUNT: return f32 ? pick<float, K_COUNT>(vec, ndim) : pick<double, K_COUNT>(vec, ndim);
+    case K_SUM: return f32 ? pick<float, K_SUM>(vec, ndim) : pick<double, K_SUM>(vec, ndim);
+    case K_MEAN: return f32 ? pick<float, K_MEAN>(vec, ndim) : pick<double, K_MEAN>(vec, ndim);
+    case K_STD: return f32 ? pick<float, K_STD>(vec, ndim) : pick<double, K_STD>(vec, ndim);
+    case K_MIN: return f32 ? pick<float, K_MIN>(vec, ndim) : pick<double, K_MIN>(vec, ndim);
+    default: return f32 ? pick<float, K_MAX>(vec, ndim) : pick<double, K_MAX>(vec, ndim);
     }
 }
 
@@ -524,7 +680,7 @@ const void *kernel_for(int kind, bool f32, int vec)
 int replicas_for(int kind, int nbins, int nedges, size_t keybytes, const gs_device_info *dev)
 {
     const layout L = layout_for(kind, nbins, keybytes);
-    const size_t eb = edge_bytes(nedges);
+    const size_t eb = edge_bytes(nedges, keybytes); /* (edges in the coordinates' precision, as the keys) */
     const size_t optin = (size_t)dev->shared_memory_per_block_optin;
     const size_t half = (size_t)dev->shared_memory_per_multiprocessor / 2 - 1024;
     if (eb + L.copy > optin)
@@ -578,7 +734,7 @@ extern "C" int gs_cuda_binstat_priv_fits(int ndim, const int64_t *nedges, int st
 extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, const double *edges,
                                           const int64_t *nedges, const double *tops, const gs_array *values,
                                           int statistic, gs_array *result, gs_array *binnumber,
-                                          const gs_device_info *dev, void *stream)
+                                          gs_array *nonfinite, const gs_device_info *dev, void *stream)
 {
     const int on_host = coords[0].device == GS_HOST;
     const int64_t n = coords[0].length;
@@ -598,7 +754,7 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
                        "binned_statistic: strategy 'privatized' keeps every bin in a block's shared memory; %lld "
                        "bins do not fit (use 'global' or 'auto')", (long long)nb);
     const layout L = layout_for(kind, (int)nb, f32 ? 4 : 8);
-    const size_t smem = edge_bytes((int)ne) + L.copy * (size_t)replicas;
+    const size_t smem = edge_bytes((int)ne, es) + L.copy * (size_t)replicas;
     cudaStream_t s = (cudaStream_t)stream;
 
     priv_args r;
@@ -607,6 +763,11 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
     r.nedges = (int)ne;
     r.nbins = (int)nb;
     r.replicas = replicas;
+    if (nonfinite && (on_host || nonfinite->device != coords[0].device || nonfinite->dtype != GS_INT32 ||
+                      nonfinite->length < 1))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                       "binned_statistic: nonfinite must be one int32 on the coordinates' device");
+    r.nonfinite = nonfinite ? (unsigned *)nonfinite->data : NULL;
     {
         int64_t eo = 0;
         for (int d = 0; d < ndim; d++) {
@@ -691,7 +852,7 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
             vec = vec && r.cstride[d] == 1 && ((uintptr_t)r.coord[d] & 15) == 0;
         if (kind == K_COUNT)
             r.vstride = 1, r.v = r.coord[0];
-        const void *kern = kernel_for(kind, f32, vec ? 2 : 1);
+        const void *kern = kernel_for(kind, f32, vec, ndim);
         GS_GOTO(gs_cuda_allow_smem(kern, dev));
         int64_t resident = 0;
         GS_GOTO(gs_cuda_resident_blocks(kern, THREADS, smem, dev, &resident));
@@ -769,7 +930,8 @@ fail:
 /* binned_statistic_dd's fused path (ops->binned_statistic_dd). */
 extern "C" gs_status gs_cuda_binned_statistic_dd(const gs_array *coords, int ndim, const double *edges,
                                                  const int64_t *nedges, const double *tops, const gs_array *values,
-                                                 int statistic, gs_array *result, gs_array *binnumber, void *stream)
+                                                 int statistic, gs_array *result, gs_array *binnumber,
+                                                 gs_array *nonfinite, void *stream)
 {
     if (statistic < 0 || statistic >= GS_STAT_KINDS)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "unknown statistic %d", statistic);
@@ -802,5 +964,6 @@ extern "C" gs_status gs_cuda_binned_statistic_dd(const gs_array *coords, int ndi
     if (!gs_cuda_binstat_priv_fits(ndim, nedges, statistic, values->dtype, dev))
         return gs_fail(GS_ERR_UNSUPPORTED_DEVICE,
                        "binned_statistic_dd: %lld bins do not fit a block's shared memory", (long long)nb);
-    return gs_cuda_binstat_priv(coords, ndim, edges, nedges, tops, values, statistic, result, binnumber, dev, stream);
+    return gs_cuda_binstat_priv(coords, ndim, edges, nedges, tops, values, statistic, result, binnumber, nonfinite, dev,
+                                stream);
 }

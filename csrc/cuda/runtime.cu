@@ -401,7 +401,7 @@ gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs
                          int deterministic, void *stream, gs_strategy *used);
 gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
                                    double top, int statistic, gs_array *result, gs_array *binnumber,
-                                   gs_strategy strategy, void *stream, gs_strategy *used);
+                                   gs_array *nonfinite, gs_strategy strategy, void *stream, gs_strategy *used);
 gs_status gs_cuda_packbits(const gs_array *a, const double *thr, int little, gs_array *out, void *stream);
 gs_status gs_cuda_count_nonzero(const gs_array *a, const double *thr, gs_array *out, void *stream);
 gs_status gs_cuda_kernel_names(char *buf, size_t len);
@@ -417,7 +417,7 @@ gs_status gs_cuda_unpackbits(const gs_array *a, int little, gs_array *out, void 
 gs_status gs_cuda_minmax_many(const gs_array *xs, int k, void *out, void *stream);
 gs_status gs_cuda_binned_statistic_dd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                                       const double *tops, const gs_array *values, int statistic, gs_array *result,
-                                      gs_array *binnumber, void *stream);
+                                      gs_array *binnumber, gs_array *nonfinite, void *stream);
 }
 
 static const gs_backend_ops cuda_ops = {

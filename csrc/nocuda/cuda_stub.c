@@ -48,10 +48,10 @@ static gs_status stub_reduce(const gs_array *a, const gs_array *b, gs_array *out
     return NO_CUDA;
 }
 static gs_status stub_binned_statistic(const gs_array *x, const gs_array *v, const double *e, int64_t nb, double top,
-                                       int stat, gs_array *res, gs_array *bn, gs_strategy s, void *stream,
-                                       gs_strategy *used)
+                                       int stat, gs_array *res, gs_array *bn, gs_array *nf, gs_strategy s,
+                                       void *stream, gs_strategy *used)
 {
-    (void)x, (void)v, (void)e, (void)nb, (void)top, (void)stat, (void)res, (void)bn, (void)s, (void)stream,
+    (void)x, (void)v, (void)e, (void)nb, (void)top, (void)stat, (void)res, (void)bn, (void)nf, (void)s, (void)stream,
         (void)used;
     return NO_CUDA;
 }
@@ -139,9 +139,9 @@ static gs_status stub_stream_wait(int device, void *consumer, void *producer)
 static gs_status stub_empty_cache(void) { return GS_OK; /* nothing cached */ }
 static gs_status stub_binned_statistic_dd(const gs_array *c, int nd, const double *e, const int64_t *ne,
                                           const double *tops, const gs_array *v, int stat, gs_array *res,
-                                          gs_array *bn, void *stream)
+                                          gs_array *bn, gs_array *nf, void *stream)
 {
-    (void)c, (void)nd, (void)e, (void)ne, (void)tops, (void)v, (void)stat, (void)res, (void)bn, (void)stream;
+    (void)c, (void)nd, (void)e, (void)ne, (void)tops, (void)v, (void)stat, (void)res, (void)bn, (void)nf, (void)stream;
     return NO_CUDA;
 }
 

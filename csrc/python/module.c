@@ -468,15 +468,21 @@ static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
 {
     (void)self;
     const gs_backend_ops *ops;
-    gs_arg x = {.what = "x"}, v = {.what = "values"}, r = {.what = "result"}, bn = {.what = "binnumber"};
+    gs_arg x = {.what = "x"}, v = {.what = "values"}, r = {.what = "result"}, bn = {.what = "binnumber"},
+           nf = {.what = "nonfinite"};
     PyObject *eo;
     double top;
     int stat;
     gs_strategy strategy, used = GS_STRATEGY_AUTO;
     void *stream;
-    if (!PyArg_ParseTuple(args, "O&O&O&OdiO&O&O&O&", conv_backend, &ops, conv_array, &x, conv_array, &v, &eo, &top,
-                          &stat, conv_array, &r, conv_array_opt, &bn, conv_strategy, &strategy, conv_stream, &stream))
+    if (!PyArg_ParseTuple(args, "O&O&O&OdiO&O&O&O&O&", conv_backend, &ops, conv_array, &x, conv_array, &v, &eo, &top,
+                          &stat, conv_array, &r, conv_array_opt, &bn, conv_array_opt, &nf, conv_strategy, &strategy,
+                          conv_stream, &stream))
         return NULL;
+    if (nf.present && !nf.writable) {
+        PyErr_SetString(PyExc_ValueError, "nonfinite: array is read-only");
+        return NULL;
+    }
     PyArrayObject *edges = (PyArrayObject *)PyArray_FROM_OTF(eo, NPY_DOUBLE, NPY_ARRAY_IN_ARRAY);
     if (!edges)
         return NULL;
@@ -489,7 +495,7 @@ static PyObject *py_binned_statistic(PyObject *self, PyObject *args)
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
     st = ops->binned_statistic(&x.a, &v.a, (const double *)PyArray_DATA(edges), nbins, top, stat, &r.a, GS_OPT(bn),
-                               strategy, stream, &used);
+                               GS_OPT(nf), strategy, stream, &used);
     Py_END_ALLOW_THREADS
     Py_DECREF(edges);
     if (!gs_done(st))
@@ -874,18 +880,19 @@ static PyObject *py_histogramdd(PyObject *self, PyObject *args)
 
 /* binned_statistic_dd(backend, [coords], edges (float64, all dimensions'),
  * nedges (int64), tops (float64, one per dimension), values, stat, result,
- * binnumber or None, stream): the fused privatized statistic (issues 14, 15) */
+ * binnumber or None, nonfinite or None, stream): the fused privatized
+ * statistic (issues 14, 15) */
 static PyObject *py_binned_statistic_dd(PyObject *self, PyObject *args)
 {
     (void)self;
     const gs_backend_ops *ops;
     PyObject *co, *eo, *no, *to;
-    gs_arg v = {.what = "values"}, r = {.what = "result"}, bn = {.what = "binnumber"};
+    gs_arg v = {.what = "values"}, r = {.what = "result"}, bn = {.what = "binnumber"}, nf = {.what = "nonfinite"};
     int stat;
     void *stream;
-    if (!PyArg_ParseTuple(args, "O&OO!O!O!O&iO&O&O&", conv_backend, &ops, &co, &PyArray_Type, &eo, &PyArray_Type, &no,
-                          &PyArray_Type, &to, conv_array, &v, &stat, conv_out, &r, conv_array_opt, &bn, conv_stream,
-                          &stream))
+    if (!PyArg_ParseTuple(args, "O&OO!O!O!O&iO&O&O&O&", conv_backend, &ops, &co, &PyArray_Type, &eo, &PyArray_Type,
+                          &no, &PyArray_Type, &to, conv_array, &v, &stat, conv_out, &r, conv_array_opt, &bn,
+                          conv_array_opt, &nf, conv_stream, &stream))
         return NULL;
     if (!ops->binned_statistic_dd) {
         PyErr_SetString(PyExc_NotImplementedError, "binned_statistic_dd: not in this backend");
@@ -901,14 +908,15 @@ static PyObject *py_binned_statistic_dd(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "binned_statistic_dd: tops must be one float64 per dimension");
         return NULL;
     }
-    if (bn.present && !bn.writable) {
-        PyErr_SetString(PyExc_ValueError, "binnumber: array is read-only");
+    if ((bn.present && !bn.writable) || (nf.present && !nf.writable)) {
+        PyErr_SetString(PyExc_ValueError, bn.present && !bn.writable ? "binnumber: array is read-only"
+                                                                     : "nonfinite: array is read-only");
         return NULL;
     }
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
     st = ops->binned_statistic_dd(coords, ndim, (const double *)PyArray_DATA(ea), ne,
-                                  (const double *)PyArray_DATA(ta), &v.a, stat, &r.a, GS_OPT(bn), stream);
+                                  (const double *)PyArray_DATA(ta), &v.a, stat, &r.a, GS_OPT(bn), GS_OPT(nf), stream);
     Py_END_ALLOW_THREADS
     if (st != GS_OK)
         return gs_raise(st);
@@ -1628,7 +1636,8 @@ static PyMethodDef methods[] = {
     {"reduce", py_reduce, METH_VARARGS,
      "reduce(backend, a, b or None, out, strategy, deterministic, stream) -> strategy used"},
     {"binned_statistic", py_binned_statistic, METH_VARARGS,
-     "binned_statistic(backend, x, values, edges, top, stat, result, binnumber or None, strategy, stream)"},
+     "binned_statistic(backend, x, values, edges, top, stat, result, binnumber or None, nonfinite or None, strategy, "
+     "stream)"},
     {"counter", py_counter, METH_VARARGS, "counter(backend, kind, blocks, threads) -> (value, ms)"},
     {"_test_deadlock", py_test_deadlock, METH_VARARGS,
      "test hook: wait on a lock that is never released for `ms`; raises DeadlockError"},
@@ -1655,7 +1664,8 @@ static PyMethodDef methods[] = {
      "histogramdd(backend, [coords], edges, nedges, weights or None, out, stream): numpy.histogramdd's counts"},
     {"unpackbits", py_unpackbits, METH_VARARGS, "unpackbits(backend, a, little, out, stream)"},
     {"binned_statistic_dd", py_binned_statistic_dd, METH_VARARGS,
-     "binned_statistic_dd(backend, [coords], edges, nedges, tops, values, stat, result, binnumber or None, stream)"},
+     "binned_statistic_dd(backend, [coords], edges, nedges, tops, values, stat, result, binnumber or None, "
+     "nonfinite or None, stream)"},
     {"_raise_status", py_raise_status, METH_VARARGS, "test hook: raise the exception for a status code"},
     {NULL, NULL, 0, NULL},
 };

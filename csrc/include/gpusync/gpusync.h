@@ -228,10 +228,15 @@ typedef struct gs_backend_ops {
      * memory); a value x lands in bin k (0-based) when edges[k] <= x <
      * edges[k+1], or in the last bin when edges[nbins] <= x <= top.
      * result: nbins float64; binnumber: NULL or n int64 (SciPy's numbering:
-     * 0 below, 1..nbins, nbins + 1 above or NaN).  Synchronizes. */
+     * 0 below, 1..nbins, nbins + 1 above or NaN).  nonfinite: NULL or one
+     * int32 on x's device, into which a strategy that bins x in one pass
+     * (CUDA's "privatized") ORs bit 0 when x holds a NaN and bit 1 when it
+     * holds +-inf (SciPy's check that x is finite, without a second read);
+     * other strategies leave it as it is (*used tells which ran).
+     * Synchronizes. */
     gs_status (*binned_statistic)(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
                                   double top, int statistic, gs_array *result, gs_array *binnumber,
-                                  gs_strategy strategy, void *stream, gs_strategy *used);
+                                  gs_array *nonfinite, gs_strategy strategy, void *stream, gs_strategy *used);
 
     /* np.packbits(a != 0) -- or of a > *threshold when threshold is not NULL
      * (compared as double; the caller rounds it to a's precision) -- into out
@@ -329,10 +334,13 @@ typedef struct gs_backend_ops {
      * largest x SciPy puts into the last bin of dimension d.  result:
      * prod(nedges[d] - 1) float64, C order, the inner bins; binnumber: NULL
      * or n int64, SciPy's flat bin numbers (one outlier bin on each side of
-     * every dimension).  Asynchronous for device arrays. */
+     * every dimension).  nonfinite: NULL or one int32 on the coordinates'
+     * device (CUDA; the CPU backend leaves it untouched): bit 2d is ORed in when
+     * dimension d holds a NaN, bit 2d + 1 when it holds +-inf.
+     * Asynchronous for device arrays. */
     gs_status (*binned_statistic_dd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                                      const double *tops, const gs_array *values, int statistic, gs_array *result,
-                                     gs_array *binnumber, void *stream);
+                                     gs_array *binnumber, gs_array *nonfinite, void *stream);
 
     /* minmax of k device arrays of one dtype and device (histogramdd and
      * binned_statistic_dd read every dimension's range): out gets 2 k host
