@@ -16,9 +16,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _arrays, _binstat_more, _core, _dispatch
+from . import _arrays, _backend, _binstat_more, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._histogram import _edges_for, _minmax
+from ._histdd import _hkey  # (one key function for every cached plan)
+from ._histogram import _edges_for, _edges_formula, _minmax
 
 STATISTICS = tuple(sorted(_core.STATISTICS, key=_core.STATISTICS.get))  # codes defined once in C
 STRATEGIES = _dispatch.STRATEGIES["binned_statistic"]
@@ -31,6 +32,8 @@ def _edges(xmin, xmax, x_dtype, bins, range_):
     """SciPy's _bin_edges for one dimension."""
     edges_dtype = x_dtype if np.issubdtype(x_dtype, np.floating) else np.dtype(float)
     if np.ndim(bins) != 0:
+        if type(bins) is not np.ndarray and hasattr(bins, "__cuda_array_interface__"):
+            bins = _arrays.as_input(bins, "bins").to_host()  # device edges (CuPy / PyTorch): read once
         return np.asarray(bins, edges_dtype)
     if range_ is None:
         smin, smax = float(xmin), float(xmax)
@@ -215,12 +218,54 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     check), and with the mutex strategies (their time-out flag); the
     privatized strategy with explicit edges returns without waiting.
     """
+    fast = None
+    if stream is None and strategy == "auto" and type(x) is not np.ndarray and type(statistic) is str:
+        dt = _devfast.numpy_dtype(x)
+        try:
+            fast = None if dt is None else (dt, statistic, _hkey(bins), _hkey(range))
+            hit = None if fast is None else _fast1d.get(fast)
+        except TypeError:  # bins / range that are not worth a key
+            fast = hit = None
+        if hit is not None:
+            r = _devfast.binned_statistic_(x, values, hit)  # device arrays' fast path
+            if r is not NotImplemented:
+                return r
     with _arrays.call_stream(stream, x):
         if isinstance(statistic, str) and statistic == "median" or statistic is np.median:
             return _median(x, values, bins, range, strategy)
         if callable(statistic):
             return _callable(x, values, statistic, bins, range)
-        return _binned_statistic_impl(x, values, statistic, bins, range, strategy=strategy)
+        res = _binned_statistic_impl(x, values, statistic, bins, range, strategy=strategy)
+    if fast is not None and fast not in _fast1d and len(_fast1d) < _FAST_MAX:
+        _remember1d(fast, values, bins, range)
+    return res
+
+
+_FAST_MAX = 256
+_fast1d: dict = {}  # (dtype, statistic, bins key, range key) -> the device fast path's plan (gpusync/_devfast.py)
+
+
+def _remember1d(fast, values, bins, range):  # noqa: A002
+    """After a general-path binned_statistic of device arrays that ran the
+    privatized kernel: the fast path's plan of the same dtype, statistic,
+    bins and range, when bins is a number and range is given (no data
+    min/max in the edges: the kernel's report checks that x is finite) and
+    values have x's float dtype."""
+    dt, statistic = fast[0], fast[1]
+    if (np.ndim(bins) != 0 or range is None or dt.kind != "f" or dt.itemsize not in (4, 8)
+            or _devfast.numpy_dtype(values) != dt or _backend.backend() != "cuda" or statistic not in STATISTICS):
+        return
+    plan = _dispatch.last_plan()
+    if plan is None or plan["engine"] != "cuda" or plan["strategy_used"] != "privatized":
+        return
+    try:
+        edges, top = _edges_top(np.zeros(1, dt), bins, range, defer=True)
+    except (TypeError, ValueError):
+        return
+    formula = _edges_formula(edges)  # (None: no formula gives NumPy's edges; copied per call)
+    _fast1d[fast] = (dt, np.ascontiguousarray(edges, dtype=np.float64), top, _core.STATISTICS[statistic],
+                     [(formula, edges)])
+    _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend or GPUSYNC_DEBUG)
 
 
 def _median(x, values, bins, range, strategy):  # noqa: A002
@@ -295,7 +340,7 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
         vd = np.ascontiguousarray(vv, dtype=work).reshape(-1)
 
     # the privatized kernel reports NaN / inf x as it bins them (SciPy's check without a second read)
-    nf = Lib.of(xv.lib).from_host(np.zeros(1, np.int32), xv.device) if defer else None
+    nf = Lib.of(xv.lib).empty(1, np.int32, xv.device) if defer else None
 
     def call(be, ins, outs, s, stream):
         flag = _arrays.as_input(nf, "nonfinite").desc() if nf is not None and be == "cuda" else None

@@ -25,17 +25,17 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _arrays, _backend, _binstat_more, _core, _dispatch
+from . import _arrays, _backend, _binstat_more, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 from ._binstat import _binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite, _edges_top
-from ._histdd import _minmax_many
-from ._histogram import _edges_for
+from ._histdd import _hkey, _minmax_many
+from ._histogram import _edges_for, _edges_formula
 
 BinnedStatisticddResult = namedtuple("BinnedStatisticddResult", ("statistic", "bin_edges", "binnumber"))
 BinnedStatistic2dResult = namedtuple("BinnedStatistic2dResult", ("statistic", "x_edge", "y_edge", "binnumber"))
 
-_KNOWN = ("mean", "median", "count", "sum", "std", "min", "max")
-_FUSED = ("mean", "count", "sum", "std", "min", "max")  # one kernel on the GPU (csrc/cuda/binstat_priv.cu)
+_KNOWN = (*_core.STATISTICS, "median")  # the kernel's statistics (codes defined once in C) and the median
+_FUSED = tuple(_core.STATISTICS)  # one kernel on the GPU (csrc/cuda/binstat_priv.cu): all of the kernel's statistics
 _FUSED_MAXD = 8
 
 
@@ -76,7 +76,8 @@ def binned_statistic_dd(sample, values, statistic="mean", bins=10, range=None,  
 
     SciPy's parameters: `sample` (N, D) or D arrays of length N; `values`
     (N,) or several (V, N); `statistic` ``"count"``, ``"sum"``, ``"mean"``,
-    ``"std"``, ``"median"``, ``"min"``, ``"max"`` or a callable (SciPy's own
+    ``"std"``, ``"median"``, ``"min"``, ``"max"``, ``"var"`` (the square of
+    ``"std"``; not in SciPy) or a callable (SciPy's own
     code on the host, with a one-time warning); `bins` an int, or one int
     or edge array per dimension; `range` one ``(lower, upper)`` per
     dimension; `expand_binnumbers` returns (D, N) per-dimension bin numbers
@@ -217,7 +218,7 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
             _check_finite(*mm, cvs[k].dtype)
 
     # after the launch the kernel's own report replaces the min / max pass (it bins every x anyway)
-    nf = L.from_host(np.zeros(1, np.int32), dev) if check else None
+    nf = L.empty(1, np.int32, dev) if check else None
 
     edges, tops = [], []
     try:
@@ -306,6 +307,60 @@ def binned_statistic_2d(x, y, values, statistic="mean", bins=10, range=None,  # 
     ``[x, y]``; `bins` an int, ``[nx, ny]``, one edge array for both or
     ``[x_edge, y_edge]``.  Returns ``(statistic, x_edge, y_edge,
     binnumber)``."""
+    fast = None
+    if (stream is None and strategy == "auto" and not expand_binnumbers and type(x) is not np.ndarray
+            and type(statistic) is str):
+        dt = _devfast.numpy_dtype(x)
+        try:
+            fast = None if dt is None else (dt, statistic, _hkey(bins), _hkey(range))
+            hit = None if fast is None else _fast2d.get(fast)
+        except TypeError:  # bins / range that are not worth a key
+            fast = hit = None
+        if hit is not None:
+            r = _devfast.binned_statistic_2d_(x, y, values, hit)  # device arrays' fast path
+            if r is not NotImplemented:
+                return r
+    res = _binned_statistic_2d(x, y, values, statistic, bins, range, expand_binnumbers, strategy, stream)
+    if fast is not None and fast not in _fast2d and len(_fast2d) < _FAST_MAX:
+        _remember2d(fast, y, values, bins, range)
+    return res
+
+
+_FAST_MAX = 256
+_fast2d: dict = {}  # (dtype, statistic, bins key, range key) -> the device fast path's plan (gpusync/_devfast.py)
+
+
+def _remember2d(fast, y, values, bins, range):  # noqa: A002
+    """After a general-path binned_statistic_2d of device arrays that ran the
+    fused privatized kernel: the fast path's plan of the same dtype,
+    statistic, bins and range, when both dimensions' bins are numbers and
+    both ranges are given (no data min/max in the edges) and y and values
+    have x's float dtype."""
+    dt, statistic = fast[0], fast[1]
+    plan = _dispatch.last_plan()
+    if (plan is None or plan["op"] != "binned_statistic_dd" or plan["engine"] != "cuda"
+            or plan["strategy_used"] != "privatized" or dt.kind != "f" or dt.itemsize not in (4, 8)
+            or _devfast.numpy_dtype(y) != dt or _devfast.numpy_dtype(values) != dt
+            or statistic not in _core.STATISTICS):
+        return
+    try:
+        b2 = [bins, bins] if np.ndim(bins) == 0 else list(bins)
+        if len(b2) != 2 or any(np.ndim(b) != 0 for b in b2) or range is None or len(range) != 2:
+            return
+        et = [_edges_top(np.zeros(1, dt), b2[k], range[k], defer=True) for k in (0, 1)]
+    except (TypeError, ValueError):
+        return
+    formulas = [_edges_formula(e) for e, _ in et]  # (None: no formula gives NumPy's edges; copied per call)
+    e_all = np.ascontiguousarray(np.concatenate([np.asarray(e, np.float64) for e, _ in et]))
+    ne = np.array([len(e) for e, _ in et], np.int64)
+    tops = np.array([t for _, t in et], np.float64)
+    _fast2d[fast] = (dt, e_all, ne, tops, _core.STATISTICS[statistic], (len(et[0][0]) - 1, len(et[1][0]) - 1),
+                     [(f, e) for f, (e, _) in zip(formulas, et)])
+    _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend or GPUSYNC_DEBUG)
+
+
+def _binned_statistic_2d(x, y, values, statistic, bins, range, expand_binnumbers, strategy, stream):  # noqa: A002
+    """binned_statistic_2d's general path."""
     try:  # SciPy's own reading of `bins`
         nb = len(bins)
     except TypeError:

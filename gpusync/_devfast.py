@@ -65,6 +65,10 @@ class _Cupy:
         r = self.empty(shape, dt)
         return r, r.data.ptr
 
+    def word(self, a):
+        """The first element of a small device array, on the host (waits)."""
+        return int(a.get()[0])
+
 
 class _Torch:
     lib = "torch"
@@ -106,6 +110,10 @@ class _Torch:
             d = self.devices[dev] = self.torch.device("cuda", dev)
         r = self.empty(shape, dtype=self.to_torch[dt], device=d)
         return r, r.data_ptr()
+
+    def word(self, a):
+        """The first element of a small device array, on the host (waits)."""
+        return int(a[0].item())
 
 
 def _handler(a):
@@ -383,3 +391,91 @@ def histogram2d_(x, y, plan):
         edges.append(out)
     _note("histogramdd", n, dt, 2 * dt.itemsize, total * 8, "privatized")
     return hist, edges[0], edges[1]
+
+
+_INT32 = np.dtype(np.int32)
+_INT64 = np.dtype(np.int64)
+
+
+def _edges_out(h, plan_edges, dev, stream):
+    """Equal-width edges of the inputs' library, written by the uniform_edges
+    kernel from their formulas ((formula, NumPy's edges) per dimension);
+    copied from the host where no formula reproduces NumPy's edges."""
+    out = []
+    for f, e in plan_edges:
+        if f is None:
+            out.append(_arrays.Lib.of(h.lib).from_host(e, dev))
+            continue
+        a, ptr = h.out((len(e),), e.dtype, dev)
+        _core.uniform_edges("cuda", f, (ptr, len(e), 1, _arrays._DTYPE_CODES[e.dtype], dev), stream)
+        out.append(a)
+    return out
+
+
+def binned_statistic_(x, v, plan):
+    """gs.binned_statistic(x, values, statistic, bins, range) of two 1-D
+    device arrays of one float dtype, length and device, whose plan the
+    general path made for the same dtype, statistic, bins and range with the
+    privatized kernel -- ``(dtype, e64, top, code, edges)``: the float64
+    edges, SciPy's top, the statistic's code and ``[(formula, NumPy's
+    edges)]``.  SciPy's check that x is finite comes from the kernel's report
+    (one wait).  Returns ``(statistic, edges, binnumber)`` of the inputs'
+    library, or NotImplemented."""
+    r = _ready_pair(x, v)
+    if r is None:
+        return NotImplemented
+    h, (px, n, dt, code, dev), pv = r
+    pdt, e64, top, stat, edges = plan
+    if dt != pdt or n == 0:
+        return NotImplemented
+    stream = h.stream(dev)
+    nb = len(e64) - 1
+    res, rptr = h.out((nb,), _FLOAT64, dev)
+    bn, bptr = h.out((n,), _INT64, dev)
+    nf, nptr = h.out((1,), _INT32, dev)
+    used = _core.binned_statistic("cuda", (px, n, 1, code, dev), (pv, n, 1, code, dev), e64, top, stat,
+                                  (rptr, nb, 1, _arrays._DTYPE_CODES[_FLOAT64], dev),
+                                  (bptr, n, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                                  (nptr, 1, 1, _arrays._DTYPE_CODES[_INT32], dev), "auto", stream)
+    if used != "privatized":  # (another device whose shared memory the bins do not fit: the general path)
+        return NotImplemented
+    (e_out,) = _edges_out(h, edges, dev, stream)
+    from ._binstat import BinnedStatisticResult, _check_nonfinite
+
+    _check_nonfinite(h.word(nf), (0,))  # synchronize! (SciPy's check that x is finite)
+    _note("binned_statistic", n, dt, 2 * dt.itemsize, 8 * nb + 8 * n, used)
+    return BinnedStatisticResult(res, e_out, bn)
+
+
+def binned_statistic_2d_(x, y, v, plan):
+    """gs.binned_statistic_2d(x, y, values, statistic, bins, range) of three
+    1-D device arrays of one float dtype, length and device, whose plan the
+    general path made (the fused privatized kernel) -- ``(dtype, e_all, ne,
+    tops, code, nb, edges)``.  Returns ``(statistic, x_edge, y_edge,
+    binnumber)`` of the inputs' library, or NotImplemented."""
+    r = _ready_pair(x, y)
+    if r is None:
+        return NotImplemented
+    h, (px, n, dt, code, dev), py = r
+    rv = _ready(v)
+    pdt, e_all, ne, tops, stat, nb, edges = plan
+    if rv is None or rv[0] is not h or getattr(v, "ndim", 0) != 1 or dt != pdt or n == 0:
+        return NotImplemented
+    pv, nv, dtv, _, devv = rv[1]
+    if nv != n or dtv != dt or devv != dev:
+        return NotImplemented
+    stream = h.stream(dev)
+    res, rptr = h.out(nb, _FLOAT64, dev)
+    bn, bptr = h.out((n,), _INT64, dev)
+    nf, nptr = h.out((1,), _INT32, dev)
+    _core.binned_statistic_dd("cuda", [(px, n, 1, code, dev), (py, n, 1, code, dev)], e_all, ne, tops,
+                              (pv, n, 1, code, dev), stat, (rptr, nb[0] * nb[1], 1, _arrays._DTYPE_CODES[_FLOAT64], dev),
+                              (bptr, n, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                              (nptr, 1, 1, _arrays._DTYPE_CODES[_INT32], dev), stream)
+    ex, ey = _edges_out(h, edges, dev, stream)
+    from ._binstat import _check_nonfinite
+    from ._binstat_dd import BinnedStatistic2dResult
+
+    _check_nonfinite(h.word(nf), (0, 1))  # synchronize! (SciPy's check that the sample is finite)
+    _note("binned_statistic_dd", n, dt, 3 * dt.itemsize, 8 * nb[0] * nb[1] + 8 * n, "privatized")
+    return BinnedStatistic2dResult(res, ex, ey, bn)

@@ -289,3 +289,103 @@ def test_nonfinite_x_is_reported_by_the_kernel(kind, dtype, monkeypatch):
                     with pytest.raises(ValueError) as e:
                         fn([to_kind(c, kind) for c in cols])
                     assert str(e.value) == w
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("stat", ["mean", "std", "count", "min", "var"])
+def test_device_fast_paths(kind, dtype, stat):
+    """A repeated device binned_statistic / binned_statistic_2d with bins
+    numbers and range given takes the device fast path (its plan says so)
+    with the general path's results: SciPy's statistic, edges and bin
+    numbers as fresh arrays of the input's library, and SciPy's error for
+    NaN / inf x; what it does not take (other dtypes, expanded bin numbers,
+    a strategy) gets the same answers from the general path."""
+    if kind == "numpy":
+        pytest.skip("the device fast path")
+    rng = np.random.default_rng(21)
+    n = 100_003
+    xh, yh = (rng.random((2, n)) * 1.2 - 0.1).astype(dtype)
+    vh = rng.standard_normal(n).astype(dtype)
+    xh[::997] = 0.5  # values on edges
+    x, y, v = (to_kind(a, kind) for a in (xh, yh, vh))
+    sstat = "std" if stat == "var" else stat
+
+    def close(got, want):
+        got = to_host(got)
+        want = want ** 2 if stat == "var" else want
+        if stat in ("count", "min"):
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+    ref1 = scipy.stats.binned_statistic(xh, vh, sstat, 50, (0, 1))
+    ref2 = scipy.stats.binned_statistic_2d(xh, yh, vh, sstat, [40, 30], [(0, 1), (0.1, 0.9)])
+    seen = []
+    for k in range(3):
+        g1 = gs.binned_statistic(x, v, stat, 50, (0, 1))
+        assert gs.last_plan()["op"] == "binned_statistic"
+        if k:
+            assert "the device fast path" in gs.last_plan()["notes"]
+        g2 = gs.binned_statistic_2d(x, y, v, stat, [40, 30], [(0, 1), (0.1, 0.9)])
+        assert gs.last_plan()["op"] == "binned_statistic_dd"
+        if k:
+            assert "the device fast path" in gs.last_plan()["notes"]
+        assert type(g1.statistic) is type(x) and type(g2.x_edge) is type(x) and type(g2.binnumber) is type(x)
+        close(g1.statistic, ref1.statistic)
+        np.testing.assert_array_equal(to_host(g1.bin_edges), ref1.bin_edges)
+        np.testing.assert_array_equal(to_host(g1.binnumber), ref1.binnumber)
+        close(g2.statistic, ref2.statistic)
+        np.testing.assert_array_equal(to_host(g2.x_edge), ref2.x_edge)
+        np.testing.assert_array_equal(to_host(g2.y_edge), ref2.y_edge)
+        np.testing.assert_array_equal(to_host(g2.binnumber), ref2.binnumber)
+        seen.append(g1.bin_edges)
+    seen[0][0] = 12345  # fresh edges each call
+    np.testing.assert_array_equal(to_host(gs.binned_statistic(x, v, stat, 50, (0, 1)).bin_edges), ref1.bin_edges)
+    bad = xh.copy()
+    bad[77] = np.inf
+    for f in (lambda a: gs.binned_statistic(a, v, stat, 50, (0, 1)),
+              lambda a: gs.binned_statistic_2d(a, y, v, stat, [40, 30], [(0, 1), (0.1, 0.9)])):
+        with pytest.raises(ValueError, match="non-finite"):
+            f(to_kind(bad, kind))
+    # the general path's cases: mixed dtypes, expanded bin numbers, a strategy
+    v2 = to_kind(vh.astype(np.float64 if dtype == np.float32 else np.float32), kind)
+    close(gs.binned_statistic(x, v2, stat, 50, (0, 1)).statistic,
+          scipy.stats.binned_statistic(xh, to_host(v2), sstat, 50, (0, 1)).statistic)
+    e = gs.binned_statistic_2d(x, y, v, stat, [40, 30], [(0, 1), (0.1, 0.9)], expand_binnumbers=True)
+    np.testing.assert_array_equal(to_host(e.binnumber), scipy.stats.binned_statistic_2d(
+        xh, yh, vh, sstat, [40, 30], [(0, 1), (0.1, 0.9)], expand_binnumbers=True).binnumber)
+    assert "the device fast path" not in gs.last_plan()["notes"]
+    close(gs.binned_statistic(x, v, stat, 50, (0, 1), strategy="privatized").statistic, ref1.statistic)
+    assert "the device fast path" not in gs.last_plan()["notes"]
+
+
+def test_device_edges_are_taken(kind):
+    """Edges given as a device array of the input's library (CuPy / PyTorch
+    users keep their edges there): read once, the same answers as NumPy edges."""
+    if kind == "numpy":
+        pytest.skip("device edges")
+    rng = np.random.default_rng(5)
+    xh, vh = rng.random(10_000), rng.standard_normal(10_000)
+    e = np.array([0, 0.1, 0.25, 0.5, 0.9, 1.0])
+    ref = scipy.stats.binned_statistic(xh, vh, "mean", e)
+    got = gs.binned_statistic(to_kind(xh, kind), to_kind(vh, kind), "mean", to_kind(e, kind))
+    np.testing.assert_allclose(to_host(got.statistic), ref.statistic, rtol=1e-12)
+    np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_var_in_n_dimensions(kind, d):
+    """``"var"`` (gpusync's square of SciPy's std) in binned_statistic_dd and
+    binned_statistic_2d as in binned_statistic: std squared, NaN where empty."""
+    rng = np.random.default_rng(d)
+    sample = rng.random((2_001, d))
+    v = rng.standard_normal(2_001)
+    want = scipy.stats.binned_statistic_dd(sample, v, "std", 4).statistic ** 2
+    got = gs.binned_statistic_dd([to_kind(sample[:, k].copy(), kind) for k in range(d)], to_kind(v, kind), "var", 4)
+    np.testing.assert_allclose(to_host(got.statistic), want, rtol=1e-9, atol=1e-15, equal_nan=True)
+    if d == 2:
+        got = gs.binned_statistic_2d(to_kind(sample[:, 0].copy(), kind), to_kind(sample[:, 1].copy(), kind),
+                                     to_kind(v, kind), "var", [3, 5], [(0, 1), (0.1, 0.9)])
+        want = scipy.stats.binned_statistic_2d(sample[:, 0], sample[:, 1], v, "std", [3, 5],
+                                               [(0, 1), (0.1, 0.9)]).statistic ** 2
+        np.testing.assert_allclose(to_host(got.statistic), want, rtol=1e-9, atol=1e-15, equal_nan=True)

@@ -799,6 +799,8 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
     const int64_t maxn = n < chunk ? n : chunk;
     GS_CUDA_GOTO(gs_malloc_async(&g, gbytes, s));
     GS_CUDA_GOTO(cudaMemsetAsync(g, 0, gbytes, s));
+    if (r.nonfinite)
+        GS_CUDA_GOTO(cudaMemsetAsync(r.nonfinite, 0, sizeof(unsigned), s));
     GS_CUDA_GOTO(cudaMemcpyAsync(g, edges, (size_t)ne * 8, cudaMemcpyHostToDevice, s));
     r.edges = (const double *)g;
     r.g_cnt = (unsigned long long *)(g + (size_t)ne * 8);

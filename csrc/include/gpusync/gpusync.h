@@ -229,9 +229,9 @@ typedef struct gs_backend_ops {
      * edges[k+1], or in the last bin when edges[nbins] <= x <= top.
      * result: nbins float64; binnumber: NULL or n int64 (SciPy's numbering:
      * 0 below, 1..nbins, nbins + 1 above or NaN).  nonfinite: NULL or one
-     * int32 on x's device, into which a strategy that bins x in one pass
-     * (CUDA's "privatized") ORs bit 0 when x holds a NaN and bit 1 when it
-     * holds +-inf (SciPy's check that x is finite, without a second read);
+     * int32 on x's device, which a strategy that bins x in one pass (CUDA's
+     * "privatized") sets to bit 0 when x holds a NaN, bit 1 when it holds
+     * +-inf, else 0 (SciPy's check that x is finite, without a second read);
      * other strategies leave it as it is (*used tells which ran).
      * Synchronizes. */
     gs_status (*binned_statistic)(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
@@ -315,7 +315,8 @@ typedef struct gs_backend_ops {
      * of edges <= v, less one when v equals the last edge; it is counted
      * when 1 <= c <= nedges[d] - 1, in bin c - 1 (NaN and values outside
      * are dropped).  out (prod(nedges[d] - 1) elements, C order, contiguous,
-     * on the coords' device) is zeroed and gets int64 counts, or with
+     * on the coords' device) is zeroed and gets the counts -- int64, or
+     * float64 (NumPy's result type, exact below 2^53 points) -- or with
      * weights (float64, n elements) float64 sums.  Asynchronous for device
      * arrays. */
     gs_status (*histogramdd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
@@ -335,8 +336,8 @@ typedef struct gs_backend_ops {
      * prod(nedges[d] - 1) float64, C order, the inner bins; binnumber: NULL
      * or n int64, SciPy's flat bin numbers (one outlier bin on each side of
      * every dimension).  nonfinite: NULL or one int32 on the coordinates'
-     * device (CUDA; the CPU backend leaves it untouched): bit 2d is ORed in when
-     * dimension d holds a NaN, bit 2d + 1 when it holds +-inf.
+     * device (CUDA; the CPU backend leaves it untouched), set to bit 2d when
+     * dimension d holds a NaN and bit 2d + 1 when it holds +-inf, else 0.
      * Asynchronous for device arrays. */
     gs_status (*binned_statistic_dd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                                      const double *tops, const gs_array *values, int statistic, gs_array *result,
