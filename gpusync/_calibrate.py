@@ -244,15 +244,26 @@ def _cache_bytes() -> int:
 
 @contextlib.contextmanager
 def _forced(engine, threads=None):
-    """Calls through the public path with the engine (and pool size) forced."""
+    """Calls through the public path with the engine (and pool size) forced.
+
+    A backend the user forced (``use_backend``, ``GPUSYNC_BACKEND``) is
+    lifted for the block: the constants are often measured lazily inside a
+    ``with gs.use_backend("cpu")`` block, and a GPU curve measured there ran
+    on the CPU (a host-input GPU call of ~1 us: every later auto call went to
+    the GPU)."""
     from . import _dispatch
 
+    previous = (_backend.backend(), _backend.forced())
+    if previous[1] is not None:
+        _backend._set("cuda" if _backend.cuda_available() else "cpu", None)
     _dispatch._override["engine"], _dispatch._override["threads"] = engine, threads
     _dispatch.fast_invalidate()  # the C fast path's limits came from the unforced state
     try:
         yield
     finally:
         _dispatch._override["engine"], _dispatch._override["threads"] = None, None
+        if previous[1] is not None:
+            _backend._set(*previous)
         _dispatch.fast_invalidate()
 
 
@@ -362,7 +373,8 @@ def _gpu(m: Machine, quick: bool, verbose) -> Machine:
     out = np.empty(1, np.float64)
     tiny = np.ones(128, np.float64)
     latency = _best(lambda: _core.reduce("cuda", tiny, None, out, "auto", False, 0), 20, 0.2)
-    curve, prev = [], 0.0
+    # (a host-input call through the public path includes the bare launch + sync: never below it)
+    curve, prev = [], max(1e-6, latency)
     for lg in range(10, (27 if quick else 29), 2):
         a = np.ones((1 << lg) // 8, np.float64)
         with _forced("cuda"):

@@ -184,3 +184,49 @@ def test_uniform_histogram_fast_path_matches_numpy_on_edges(cpu, dtype, bins, lo
                         np.array([np.nan, np.inf, -np.inf], dtype)])
     x = np.tile(rng.permutation(x), 3)
     assert np.array_equal(gs.histogram(x, bins, range=(lo, hi))[0], np.histogram(x, bins, range=(lo, hi))[0])
+
+
+def _pairwise_reference(t):
+    """csrc/cpu/reduce.c's pairwise sum of float64 terms `t`, step for step:
+    blocks of 256 terms into 32 accumulators (8 terms each, in order), the
+    accumulators' tree (r[j] += r[j + w], w = 16, 8, 4, 2, 1), the block sums
+    merged by a binary counter, the tail added term by term, then the stack."""
+    t = np.asarray(t, np.float64)
+    nb = len(t) // 256
+    stack, s = [], 0.0
+    for k in range(nb):
+        r = np.zeros(32)
+        for step in range(8):
+            r = r + t[k * 256 + step * 32:k * 256 + step * 32 + 32]
+        for w in (16, 8, 4, 2, 1):
+            r[:w] = r[:w] + r[w:2 * w]
+        stack.append(r[0])
+        m = k + 1
+        while not m & 1:
+            b = stack.pop()
+            stack[-1] = stack[-1] + b
+            m >>= 1
+    for v in t[nb * 256:]:
+        s += v
+    while stack:
+        s += stack.pop()
+    return s
+
+
+@pytest.mark.parametrize("n", [255, 256, 4_099, 65_536])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_pairwise_kernel_is_bit_exact_on_one_thread(monkeypatch, cpu, n, dtype):
+    """Whatever clone the CPU runs (baseline, AVX2, AVX-512), the one-thread
+    sum and dot are the same operations in the same order: bit-identical to
+    the reference of the algorithm (products of float32 exact in float64)."""
+    monkeypatch.setenv("GPUSYNC_NUM_THREADS", "1")
+    rng = np.random.default_rng(n)
+    a = (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 9, n)).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    want_sum = _pairwise_reference(a.astype(np.float64))
+    want_dot = _pairwise_reference(a.astype(np.float64) * b.astype(np.float64))
+    got_sum, got_dot = gs.sum(a), gs.dot(a, b)
+    if dtype == np.float64:
+        assert float(got_sum) == want_sum and float(got_dot) == want_dot
+    else:  # the float64 result rounded once
+        assert got_sum == np.float32(want_sum) and got_dot == np.float32(want_dot)

@@ -4,6 +4,7 @@ split (the CPU engine standing in for the GPU half), fall-backs, threads,
 environment variables and the calibration cache.  Asserts on which engine
 ran, never on timings."""
 import json
+import os
 import threading
 import warnings
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import gpusync as gs
-from gpusync import _calibrate, _core, _costmodel, _dispatch
+from gpusync import _backend, _calibrate, _core, _costmodel, _dispatch
 from gpusync._costmodel import Machine, Shape
 
 # A 16-core host with a slow memory system and a PCIe-fast GPU.
@@ -255,6 +256,19 @@ def test_quick_measurement_gives_sane_constants():
     assert _costmodel.choose(m, shape("sum", 10)).engine == "caller"
 
 
+def test_measuring_lifts_a_forced_backend():
+    """The constants are often measured on first need, inside a user's
+    ``with gs.use_backend("cpu")``: the measurement's forced engine must not
+    be bent by it (a GPU curve measured there ran on the CPU), and the
+    user's backend is back afterwards."""
+    with gs.use_backend("cpu"):
+        with _calibrate._forced("caller"):
+            assert _backend.forced() is None
+            assert _dispatch.env_engine() == "caller"
+        assert _backend.forced() == "cpu" and _backend.backend() == "cpu"
+    assert _backend.forced() is None or _backend.forced() == os.environ.get("GPUSYNC_BACKEND")
+
+
 # ---- the C fast path
 
 FAST_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
@@ -369,6 +383,21 @@ def test_gpu_split_matches_numpy(monkeypatch):
     assert gs.sum(f32) == pytest.approx(np.sum(f32.astype(np.float64)), rel=2.0**-23)
     assert gs.count_nonzero(x > 0) == np.count_nonzero(x > 0)
     assert gs.dot(x, x) == pytest.approx(np.dot(x, x), rel=1e-12)
+
+
+@pytest.mark.gpu
+def test_constants_measured_under_a_forced_cpu_backend_see_the_gpu(model):
+    """A quick measurement inside ``use_backend("cpu")`` (the lazy first-need
+    one, in a user's block): the GPU's host-input curve is the GPU's (never
+    below its launch + sync), and small host calls stay on the CPU after."""
+    with gs.use_backend("cpu"):
+        m = _calibrate.measure(quick=True)
+    assert m.gpu_host and all(t >= m.gpu_latency for _, t in m.gpu_host)
+    assert m.gpu_host[0][1] > 5e-6  # a staged copy, a launch and a wait: microseconds, not a CPU sum
+    model(m)
+    x = np.random.default_rng(3).random(10_000)
+    gs.dot(x, x)
+    assert gs.last_plan()["engine"] in ("caller", "cpu")
 
 
 @pytest.mark.gpu

@@ -3,12 +3,16 @@
  *
  * A job is `nthreads` tasks: task t is slice t of [0, n) and runs as thread
  * id t (the callers' per-thread partials stay indexed by it, and the results
- * do not depend on which thread ran which task).  The caller and the woken
- * workers claim tasks from one word (`claim`: the job's sequence number, its
- * task count and the next task) until none is left, so a worker that the OS
- * has not scheduled yet -- another library's threads still spinning on every
- * core after its own call, say -- holds up nothing: the threads that run take
- * its task.  A worker that wakes after the job finds nothing to claim.
+ * do not depend on which thread ran which task).  Each task has a claim word
+ * (the sequence number of the last job that claimed it); the caller claims
+ * task 0 first and worker w task w + 1 -- the same slice of the same input
+ * on the same thread call after call, so a repeated call finds its slice in
+ * that core's own cache (16 threads reading a 16 MB input held in their L2s
+ * instead of all of it through L3) -- then every thread claims what is left,
+ * so a worker that the OS has not scheduled yet -- another library's threads
+ * still spinning on every core after its own call, say -- holds up nothing:
+ * the threads that run take its task.  A worker that wakes after the job
+ * finds nothing to claim (every task's word already holds the job's number).
  *
  * Worker w owns one slot: a `go` word the caller bumps to hand it the current
  * job, and a `sleeping` word it raises before it parks on a futex, so that
@@ -71,19 +75,20 @@ typedef struct {
 static struct {
     atomic_int busy;  /* a caller holds the pool */
     int nworkers;     /* started (slots 0..nworkers-1) */
-    gs_range_fn fn;   /* the current job, written before `claim` publishes it; read after a claim */
+    gs_range_fn fn;   /* the current job, written before `job` publishes it; read after a claim */
     void *ctx;
     int64_t n;
     _Atomic int64_t last_end; /* now_ns() when the last pool job ended: its workers spin until + SPIN_US */
-    _Alignas(64) _Atomic uint64_t claim; /* job sequence << 32 | tasks << 16 | next task */
+    _Alignas(64) _Atomic uint64_t job;   /* the current job: sequence number << 16 | tasks */
     _Alignas(64) atomic_uint done;       /* tasks of the current job finished */
+    _Alignas(64) _Atomic uint64_t claimed[GS_CPU_MAX_THREADS]; /* task t: the last job that claimed it */
     slot slots[GS_CPU_MAX_THREADS];
 } pool;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static double handoff_lo = -1, handoff_hi = 0; /* ns: 2 threads, handoff_at threads */
 static int handoff_at = 2;
-static unsigned job_seq; /* the pool holder's */
+static uint64_t job_seq; /* the pool holder's (64 bits: never wraps) */
 static _Thread_local int64_t job_start;
 static _Thread_local int is_caller; /* this thread called gs_cpu_parallel_for (it polls for interrupts) */
 static _Thread_local int last_threads = 1;
@@ -96,24 +101,28 @@ static void run_slice(gs_range_fn fn, void *ctx, int64_t n, int nthreads, int ti
 }
 
 /* Claim tasks of the published job and run them until none is left (`one`:
- * at most one).  The job's fields are read after a successful claim: the job
- * cannot end -- and the next one overwrite them -- before that task is done. */
-static void run_tasks(int one)
+ * at most one): task `own` first (this thread's slice of the last call too),
+ * then the others from there on.  A task is claimed by moving its word from
+ * an earlier job's number to this job's; the job's fields are read after a
+ * successful claim: the job cannot end -- and the next one overwrite them --
+ * before that task is done.  A thread with a stale snapshot of `job` fails
+ * every claim: each task of that job already holds its number. */
+static void run_tasks(unsigned own, int one)
 {
-    uint64_t c = atomic_load_explicit(&pool.claim, memory_order_acquire);
-    for (;;) {
-        const unsigned tasks = (unsigned)(c >> 16) & 0xffffu, next = (unsigned)c & 0xffffu;
-        if (next >= tasks)
-            return;
-        if (!atomic_compare_exchange_weak_explicit(&pool.claim, &c, c + 1, memory_order_acq_rel,
-                                                   memory_order_acquire))
-            continue;
-        run_slice(pool.fn, pool.ctx, pool.n, (int)tasks, (int)next);
+    const uint64_t j = atomic_load_explicit(&pool.job, memory_order_acquire);
+    const uint64_t seq = j >> 16;
+    const unsigned tasks = (unsigned)(j & 0xffffu);
+    for (unsigned k = 0; k < tasks; k++) {
+        const unsigned t = (own + k) % tasks;
+        uint64_t w = atomic_load_explicit(&pool.claimed[t], memory_order_relaxed);
+        if (w >= seq || !atomic_compare_exchange_strong_explicit(&pool.claimed[t], &w, seq, memory_order_acq_rel,
+                                                                 memory_order_relaxed))
+            continue; /* (a failed CAS: another thread took it) */
+        run_slice(pool.fn, pool.ctx, pool.n, (int)tasks, (int)t);
         if (atomic_fetch_add_explicit(&pool.done, 1, memory_order_acq_rel) + 1 == tasks && !is_caller)
             futex_wake(&pool.done, 1);
         if (one)
             return;
-        c = atomic_load_explicit(&pool.claim, memory_order_acquire);
     }
 }
 
@@ -137,7 +146,7 @@ static void *worker(void *arg)
             atomic_store(&s->sleeping, 0);
         }
         seen = atomic_load_explicit(&s->go, memory_order_acquire);
-        run_tasks(0);
+        run_tasks((unsigned)w + 1, 0);
     }
     return NULL;
 }
@@ -147,8 +156,10 @@ static void after_fork_child(void)
 {
     atomic_store(&pool.busy, 0);
     pool.nworkers = 0;
-    atomic_store(&pool.claim, 0);
+    atomic_store(&pool.job, 0);
     atomic_store(&pool.done, 0);
+    for (int i = 0; i < GS_CPU_MAX_THREADS; i++)
+        atomic_store(&pool.claimed[i], 0);
     for (int i = 0; i < GS_CPU_MAX_THREADS; i++) {
         atomic_store(&pool.slots[i].go, 0);
         atomic_store(&pool.slots[i].sleeping, 0);
@@ -247,14 +258,14 @@ static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx, int one
     pool.n = n;
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
     job_seq++;
-    atomic_store_explicit(&pool.claim, (uint64_t)job_seq << 32 | (uint64_t)nthreads << 16, memory_order_release);
+    atomic_store_explicit(&pool.job, job_seq << 16 | (uint64_t)nthreads, memory_order_release);
     for (int w = 0; w < nthreads - 1; w++) {
         slot *s = &pool.slots[w];
         atomic_fetch_add(&s->go, 1); /* seq_cst: pairs with the worker's `sleeping` */
         if (atomic_load(&s->sleeping))
             futex_wake(&s->go, 1);
     }
-    run_tasks(one);
+    run_tasks(0, one);
     wait_workers((unsigned)nthreads);
     atomic_store_explicit(&pool.last_end, now_ns(), memory_order_relaxed);
 }

@@ -51,10 +51,12 @@ int gs_cpu_threads_for_cost_extra(int64_t n, double ns_per_item, double ns_per_e
  * process-wide flag (one relaxed load). */
 int gs_cpu_stop(int tid);
 
-/* An AVX2 clone of a hot loop beside the baseline one, picked at run time
- * where the CPU has AVX2 (the build itself stays baseline x86-64). */
+/* AVX-512 and AVX2 clones of a hot loop beside the baseline one, the widest
+ * the CPU has picked at run time (the build itself stays baseline x86-64).
+ * H100 host (Xeon, 16 cores): `gs.dot` of 1M float32 0.040-0.056 ->
+ * 0.032-0.034 ms with the AVX-512 clone and the vector fold (reduce.c). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define GS_CLONES __attribute__((target_clones("avx2", "default")))
+#define GS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define GS_CLONES
 #endif
