@@ -93,3 +93,15 @@ def test_property(x, minlength, strategy):
     got = gs.bincount(x, minlength=minlength, strategy=strategy)
     np.testing.assert_array_equal(got, np.bincount(x, minlength=minlength))
     assert got.sum() == x.size
+
+
+def test_fast_path_zeroes_the_bins_past_the_maximum():
+    """The C fast path zeroes only the bins past the maximum (the engine
+    writes the others): memory freed by an earlier result with counts in it
+    comes back as a later result and must read as NumPy's zeros."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        big = rng.integers(0, 3000, 50_000)
+        small = rng.integers(0, 10, int(rng.integers(1, 2_000)))
+        for x, m in ((big, 0), (small, 3000), (small, 0), (big, 4000)):
+            np.testing.assert_array_equal(gs.bincount(x, minlength=m), np.bincount(x, minlength=m))

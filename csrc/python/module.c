@@ -1241,16 +1241,7 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
 #define FAST_RANGE(T)                                                                                         \
     do {                                                                                                      \
         T v[2];                                                                                               \
-        if (inline_loop) {                                                                                    \
-            const T *p = (const T *)a->data;                                                                  \
-            v[0] = v[1] = p[0];                                                                               \
-            for (int64_t i = 1; i < a->length; i++) {                                                         \
-                v[0] = p[i] < v[0] ? p[i] : v[0];                                                             \
-                v[1] = p[i] > v[1] ? p[i] : v[1];                                                             \
-            }                                                                                                 \
-        } else {                                                                                              \
-            memcpy(v, buf, sizeof v);                                                                         \
-        }                                                                                                     \
+        memcpy(v, buf, sizeof v);                                                                             \
         if ((uint64_t)v[1] > (uint64_t)INT64_MAX / 2 && (T)-1 > 0)                                            \
             return 0;                                                                                         \
         *lo = (int64_t)v[0];                                                                                  \
@@ -1260,13 +1251,12 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
 static int fast_int_range(const gs_backend_ops *ops, const gs_array *a, int64_t *lo, int64_t *hi)
 {
     char buf[16];
-    const int inline_loop = a->length <= fast_caller[FAST_BINCOUNT]; /* small: no engine call at all */
-    if (!inline_loop) {
-        gs_status st;
-        FAST_RUN(FAST_BINCOUNT, a->length, st, ops->minmax(a, buf, NULL));
-        if (!gs_done(st)) /* an interrupt: raised */
-            return -1;
-    }
+    /* the engine's minmax at any size: its loop is vectorized (AVX-512 / AVX2
+     * clones); a scalar loop here took 40% of a 10k-element bincount */
+    gs_status st;
+    FAST_RUN(FAST_BINCOUNT, a->length, st, ops->minmax(a, buf, NULL));
+    if (!gs_done(st)) /* an interrupt: raised */
+        return -1;
     switch (a->dtype) {
     case GS_INT8: FAST_RANGE(int8_t); return 1;
     case GS_UINT8: FAST_RANGE(uint8_t); return 1;
@@ -1319,8 +1309,8 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     memset(&bins, 0, sizeof bins);
     bins.kind = GS_BINS_DIRECT;
     bins.nbins = hi + 1;
-    out.length = hi + 1; /* the bins past the maximum (minlength) are zero */
-    memset(PyArray_DATA(r), 0, (size_t)nbins * 8);
+    out.length = hi + 1; /* the engine writes every one of these; the bins past the maximum (minlength) are zero */
+    memset((int64_t *)PyArray_DATA(r) + hi + 1, 0, (size_t)(nbins - hi - 1) * 8);
     gs_strategy used = GS_STRATEGY_AUTO;
     gs_status st;
     FAST_RUN(FAST_BINCOUNT, a.length, st, ops->histogram(&a, NULL, &bins, &out, GS_STRATEGY_AUTO, NULL, &used));
