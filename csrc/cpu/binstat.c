@@ -23,7 +23,7 @@ typedef struct {
     int f32;
     const double *e;
     int64_t nb;
-    double top;
+    double top, scale; /* scale: nb / (e[nb] - e[0]) for the guess, 0 when not finite */
     int stat;
     int64_t *binnumber;
     bstate *g;
@@ -32,19 +32,41 @@ typedef struct {
     int64_t timeout;
 } bctx;
 
-static int64_t bin_number(const double *e, int64_t nb, double top, double x)
+/* SciPy's bin number of x: the count of edges <= x (0 below, NaN nb + 1), a
+ * value at or past the last edge in bin nb when x <= top.  The lower edge's
+ * index is guessed from the equal-width formula and checked against the
+ * edges themselves (e[g] <= x < e[g + 1] names one bin for any
+ * non-decreasing edges): equal-width edges take one or two comparisons, any
+ * other edges the binary search when the guess and its neighbours miss. */
+static int64_t bin_number(const bctx *c, double x)
 {
+    const double *e = c->e;
+    const int64_t nb = c->nb;
     if (x != x)
         return nb + 1;
-    int64_t lo = 0, hi = nb + 1;
-    while (lo < hi) {
-        const int64_t mid = (lo + hi) >> 1;
+    if (x < e[0])
+        return 0;
+    if (x >= e[nb])
+        return x <= c->top ? nb : nb + 1;
+    const double f = (x - e[0]) * c->scale; /* in [0, nb] up to rounding; 0 when the scale is unusable */
+    int64_t g = f < (double)nb ? (int64_t)f : nb - 1;
+    if (e[g] <= x) {
+        if (x < e[g + 1])
+            return g + 1;
+        if (g + 2 <= nb && x < e[g + 2])
+            return g + 2;
+    } else if (g > 0 && e[g - 1] <= x) {
+        return g;
+    }
+    int64_t lo = 0, hi = nb; /* e[lo] <= x < e[hi] */
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
         if (e[mid] <= x)
-            lo = mid + 1;
+            lo = mid;
         else
             hi = mid;
     }
-    return (lo == nb + 1 && x <= top) ? nb : lo;
+    return lo + 1;
 }
 
 static void update(bstate *s, int stat, double v)
@@ -106,21 +128,24 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
         atomic_store(&c->error, 2);
         return;
     }
-    for (int64_t i = lo; i < hi; i++) {
-        if ((i - lo) % (GS_CPU_CHUNK / 16) == 0 && gs_cpu_stop(tid)) /* edges: a binary search each */
+    for (int64_t b = lo; b < hi; b += GS_CPU_CHUNK / 16) {
+        if (gs_cpu_stop(tid))
             break; /* an interrupt: the merge below still runs, the caller discards it */
-        const double x = c->f32 ? (double)((const float *)c->x)[i * c->sx] : ((const double *)c->x)[i * c->sx];
-        const int64_t k = bin_number(c->e, c->nb, c->top, x);
-        if (c->binnumber)
-            c->binnumber[i] = k;
-        if (k < 1 || k > c->nb)
-            continue;
-        const double v = c->f32 ? (double)((const float *)c->v)[i * c->sv] : ((const double *)c->v)[i * c->sv];
-        if (mine) {
-            update(&mine[k - 1], c->stat, v);
-        } else if (gs_spin_lock(&c->locks[k - 1], &c->error, c->timeout)) {
-            update(&c->g[k - 1], c->stat, v);
-            gs_spin_unlock(&c->locks[k - 1]);
+        const int64_t end = hi - b < GS_CPU_CHUNK / 16 ? hi : b + GS_CPU_CHUNK / 16;
+        for (int64_t i = b; i < end; i++) {
+            const double x = c->f32 ? (double)((const float *)c->x)[i * c->sx] : ((const double *)c->x)[i * c->sx];
+            const int64_t k = bin_number(c, x);
+            if (c->binnumber)
+                c->binnumber[i] = k;
+            if (k < 1 || k > c->nb)
+                continue;
+            const double v = c->f32 ? (double)((const float *)c->v)[i * c->sv] : ((const double *)c->v)[i * c->sv];
+            if (mine) {
+                update(&mine[k - 1], c->stat, v);
+            } else if (gs_spin_lock(&c->locks[k - 1], &c->error, c->timeout)) {
+                update(&c->g[k - 1], c->stat, v);
+                gs_spin_unlock(&c->locks[k - 1]);
+            }
         }
     }
     if (mine) {
@@ -164,6 +189,10 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
     c.e = edges;
     c.nb = nbins;
     c.top = top;
+    {
+        const double span = edges[nbins] - edges[0], sc = (double)nbins / span;
+        c.scale = span > 0 && sc > 0 && sc < 1e300 ? sc : 0.0;
+    }
     c.stat = statistic;
     c.binnumber = binnumber ? (int64_t *)binnumber->data : NULL;
     c.shared = strategy == GS_STRATEGY_SHARED;
