@@ -244,27 +244,24 @@ def _cache_bytes() -> int:
 
 @contextlib.contextmanager
 def _forced(engine, threads=None):
-    """Calls through the public path with the engine (and pool size) forced.
-
-    A backend the user forced (``use_backend``, ``GPUSYNC_BACKEND``) is
-    lifted for the block: the constants are often measured lazily inside a
-    ``with gs.use_backend("cpu")`` block, and a GPU curve measured there ran
-    on the CPU (a host-input GPU call of ~1 us: every later auto call went to
-    the GPU)."""
+    """Calls through the public path with the engine (and pool size) forced,
+    on the calling thread alone (the dispatcher's thread-local override; the
+    C fast path steps aside on this thread).  A backend the user forced
+    (``use_backend``, ``GPUSYNC_BACKEND``) does not bend it: the constants are
+    often measured lazily inside a ``with gs.use_backend("cpu")`` block, and
+    a GPU curve measured there once ran on the CPU (a host-input GPU call of
+    ~1 us: every later auto call went to the GPU).  Other threads' calls and
+    their forced backends are untouched."""
     from . import _dispatch
 
-    previous = (_backend.backend(), _backend.forced())
-    if previous[1] is not None:
-        _backend._set("cuda" if _backend.cuda_available() else "cpu", None)
-    _dispatch._override["engine"], _dispatch._override["threads"] = engine, threads
-    _dispatch.fast_invalidate()  # the C fast path's limits came from the unforced state
+    saved = (_dispatch._override.engine, _dispatch._override.threads)
+    _dispatch._override.engine, _dispatch._override.threads = engine, threads
+    was_off = _core.fast_thread_off(True)
     try:
         yield
     finally:
-        _dispatch._override["engine"], _dispatch._override["threads"] = None, None
-        if previous[1] is not None:
-            _backend._set(*previous)
-        _dispatch.fast_invalidate()
+        _dispatch._override.engine, _dispatch._override.threads = saved
+        _core.fast_thread_off(was_off)
 
 
 def measure(quick: bool = False, verbose: bool = False) -> Machine:

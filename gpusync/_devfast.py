@@ -468,10 +468,14 @@ def binned_statistic_2d_(x, y, v, plan):
     res, rptr = h.out(nb, _FLOAT64, dev)
     bn, bptr = h.out((n,), _INT64, dev)
     nf, nptr = h.out((1,), _INT32, dev)
-    _core.binned_statistic_dd("cuda", [(px, n, 1, code, dev), (py, n, 1, code, dev)], e_all, ne, tops,
-                              (pv, n, 1, code, dev), stat, (rptr, nb[0] * nb[1], 1, _arrays._DTYPE_CODES[_FLOAT64], dev),
-                              (bptr, n, 1, _arrays._DTYPE_CODES[_INT64], dev),
-                              (nptr, 1, 1, _arrays._DTYPE_CODES[_INT32], dev), stream)
+    try:
+        _core.binned_statistic_dd("cuda", [(px, n, 1, code, dev), (py, n, 1, code, dev)], e_all, ne, tops,
+                                  (pv, n, 1, code, dev), stat,
+                                  (rptr, nb[0] * nb[1], 1, _arrays._DTYPE_CODES[_FLOAT64], dev),
+                                  (bptr, n, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                                  (nptr, 1, 1, _arrays._DTYPE_CODES[_INT32], dev), stream)
+    except _core.UnsupportedDeviceError:  # (a device whose shared memory the bins do not fit: the general path)
+        return NotImplemented
     ex, ey = _edges_out(h, edges, dev, stream)
     from ._binstat import _check_nonfinite
     from ._binstat_dd import BinnedStatistic2dResult

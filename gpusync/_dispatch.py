@@ -76,13 +76,30 @@ def engine_strategy(op: str, strategy: str, engine: str):
 # (csrc/common/env.c: one parse, one warning naming an invalid variable)
 
 ENGINES = ("auto", "caller", "cpu", "cuda", "cpu+cuda")
-# calibrate's own runs: an engine (and pool size) forced, whatever the environment
-_override = {"engine": None, "threads": None}
+
+
+class _Override(threading.local):
+    """calibrate's own runs: an engine (and pool size) forced on the calling
+    thread, whatever the environment and a backend the user forced (the
+    measurement often runs lazily inside ``with gs.use_backend("cpu")``);
+    other threads' calls are untouched."""
+
+    engine = None
+    threads = None
+
+
+_override = _Override()
 
 
 def env_engine() -> str:
     """GPUSYNC_ENGINE: force the engine of host-input calls (default auto)."""
-    return _override["engine"] or _core.env_dispatch()[0]
+    return _override.engine or _core.env_dispatch()[0]
+
+
+def forced_backend():
+    """The backend forced for this thread's calls: use_backend() /
+    GPUSYNC_BACKEND's, or None while calibrate forces an engine here."""
+    return None if _override.engine is not None else _backend.forced()
 
 
 def aux_threads() -> int:
@@ -90,8 +107,8 @@ def aux_threads() -> int:
     choice (a bincount's min/max, a histogram's autodetected range): the
     calling thread alone when the caller engine is forced, the forced pool
     size, else 0 (the engine's own choice)."""
-    if _override["threads"]:
-        return int(_override["threads"])
+    if _override.threads:
+        return int(_override.threads)
     return 1 if env_engine() == "caller" else 0
 
 
@@ -118,12 +135,12 @@ def _fast_plan(rec):
              + ("on the calling thread" if threads <= 1 else f"on {threads} pool threads")]
     in_bytes = np.dtype(dtype).itemsize * (2 if op == "dot" else 1)
     shape = _costmodel.Shape(op, n, in_bytes, 8, 0, True, "host")
-    pred = _costmodel.choose(machine(), shape, _allowed(_backend.forced())[0]).predicted
+    pred = _costmodel.choose(machine(), shape, _allowed(forced_backend())[0]).predicted
     return {"op": op, "place": "host", "n": n, "dtype": str(dtype), "engine": "caller" if threads <= 1 else "cpu",
             "strategy": "auto", "strategy_used": used if used != "auto" else "", "threads": max(1, threads),
             "split": None,
             "predicted_ms": {k: v * 1e3 for k, v in pred.items()},
-            "forced": _backend.forced(), "notes": notes}
+            "forced": forced_backend(), "notes": notes}
 
 
 def last_plan() -> dict | None:
@@ -173,7 +190,7 @@ def record(op, *, engine, strategy, used, n=0, dtype="", place="host", threads=0
     _record({"op": op, "place": place, "n": int(n), "dtype": str(dtype), "engine": engine, "strategy": strategy,
              "strategy_used": used, "threads": threads, "split": None,
              "predicted_ms": {k: v * 1e3 for k, v in predicted.items()} if predicted else {},
-             "forced": _backend.forced(), "notes": list(notes)})
+             "forced": forced_backend(), "notes": list(notes)})
 
 
 # ---- the machine constants the model runs with
@@ -276,7 +293,7 @@ _limits_memo: dict = {}  # (id(machine), allowed) -> (machine, limits): the bise
 
 def fast_sync() -> None:
     """Give the C fast path its per-op limits for the current state."""
-    allowed, _ = _allowed(_backend.forced()) if env_engine() == "auto" else (("cuda",), "")
+    allowed, _ = _allowed(forced_backend()) if env_engine() == "auto" else (("cuda",), "")
     m = machine()
     key = (id(m), tuple(allowed))
     hit = _limits_memo.get(key)
@@ -286,14 +303,16 @@ def fast_sync() -> None:
     _core.fast_config(hit[1])
     # device arrays: the cuda engine, unless the cpu backend is forced (then
     # they go to the host) or plans are logged (the general path logs them)
-    _devfast.enable(_backend.forced() != "cpu" and not env_debug() and _override["engine"] is None)
+    _devfast.enable(_backend.forced() != "cpu" and not env_debug())
     _fast["synced"] = True
 
 
 def fast_ready() -> None:
     """fast_sync() unless the fast paths already have the current state: every
-    general call (the 1-D ones here, the axis ones in _axis) starts with it."""
-    if not _fast["synced"]:
+    general call (the 1-D ones here, the axis ones in _axis) starts with it.
+    Not on a thread that calibrate's forced engine steers: the limits are the
+    process's, and that thread's C fast path is off anyway."""
+    if not _fast["synced"] and _override.engine is None:
         fast_sync()
 
 
@@ -385,13 +404,13 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
     input's library on its device for device input.
     """
     if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
-        key = (op, strategy, bins, merge, _backend._state["forced"], env_engine(), _core.cpu_pool_warm(),
+        key = (op, strategy, bins, merge, forced_backend(), env_engine(), _core.cpu_pool_warm(),
                _stand_in["gpu"], id(_machine["m"]), tuple(None if a is None else (a.size, a.dtype) for a in ins))
         hit = _plans.get(key)
         if hit is not None:
             plan, threads, used_strategy = hit
             res = [np.empty(L, d) for L, d in outs]
-            _core.cpu_threads(_override["threads"] or threads)
+            _core.cpu_threads(_override.threads or threads)
             try:
                 used = call("cpu", ins, res, used_strategy, _arrays.host_stream())
             finally:
@@ -414,7 +433,7 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
     fast_ready()
     names = names or [f"in{i}" for i in range(len(ins))]
     place, lead = _place(op, ins, names)
-    forced = _backend.forced()
+    forced = forced_backend()
     first = next(a for a in ins if a is not None)
     n = int(first.size if n is None else n)
     dtype = first.dtype
@@ -461,7 +480,7 @@ def _call_cpu(op, ins, outs_arr, call, strategy, threads, plan):
     used, note = engine_strategy(op, strategy, "caller")
     if note:
         plan["notes"].append(note)
-    _core.cpu_threads(_override["threads"] or threads)
+    _core.cpu_threads(_override.threads or threads)
     try:
         return call("cpu", ins, outs_arr, used, _arrays.host_stream())
     finally:

@@ -259,14 +259,30 @@ def test_quick_measurement_gives_sane_constants():
 def test_measuring_lifts_a_forced_backend():
     """The constants are often measured on first need, inside a user's
     ``with gs.use_backend("cpu")``: the measurement's forced engine must not
-    be bent by it (a GPU curve measured there ran on the CPU), and the
-    user's backend is back afterwards."""
+    be bent by it (a GPU curve measured there ran on the CPU).  The override
+    is the measuring thread's alone: another thread keeps its own engine and
+    the forced backend, during and after."""
+    seen = {}
+
+    def other():
+        seen["engine"], seen["forced"] = _dispatch.env_engine(), _dispatch.forced_backend()
+        with gs.use_backend("cpu"):  # (use_backend's state is the process's)
+            seen["inner"] = _dispatch.forced_backend()
+
     with gs.use_backend("cpu"):
         with _calibrate._forced("caller"):
-            assert _backend.forced() is None
-            assert _dispatch.env_engine() == "caller"
-        assert _backend.forced() == "cpu" and _backend.backend() == "cpu"
-    assert _backend.forced() is None or _backend.forced() == os.environ.get("GPUSYNC_BACKEND")
+            assert _dispatch.forced_backend() is None and _dispatch.env_engine() == "caller"
+            x = np.arange(100_000, dtype=np.float64)
+            for _ in range(3):  # (a repeated call too: the C fast path steps aside on this thread)
+                assert gs.sum(x) == x.sum() and gs.last_plan()["engine"] == "caller"
+                assert not any("C fast path" in t for t in gs.last_plan()["notes"])
+            t = threading.Thread(target=other)
+            t.start()
+            t.join()
+        assert _dispatch.forced_backend() == "cpu" and _backend.backend() == "cpu"
+        assert _dispatch.env_engine() != "caller" or os.environ.get("GPUSYNC_ENGINE") == "caller"
+    assert seen["forced"] == "cpu" and seen["inner"] == "cpu" and seen["engine"] != "caller"
+    assert _backend.forced() == os.environ.get("GPUSYNC_BACKEND") or _backend.forced() is None
 
 
 # ---- the C fast path
@@ -551,12 +567,12 @@ def test_split_runs_with_the_crew_request(model):
     x = np.random.default_rng(3).random(2_000_000)
     with gs.use_backend("cpu"):
         pass
-    _dispatch._override["engine"] = "cpu+cuda"
+    _dispatch._override.engine = "cpu+cuda"
     _dispatch.fast_invalidate()
     try:
         h, _ = gs.histogram(x, 100, (0, 1))
     finally:
-        _dispatch._override["engine"] = None
+        _dispatch._override.engine = None
         _dispatch.fast_invalidate()
     p = gs.last_plan()
     assert p["engine"] == "cpu+cuda" and p["split"]["cuda"] + p["split"]["cpu"] == x.size and "crew" in p["split"]

@@ -48,15 +48,17 @@ static int64_t bin_number(const bctx *c, double x)
         return 0;
     if (x >= e[nb])
         return x <= c->top ? nb : nb + 1;
-    const double f = (x - e[0]) * c->scale; /* in [0, nb] up to rounding; 0 when the scale is unusable */
-    int64_t g = f < (double)nb ? (int64_t)f : nb - 1;
-    if (e[g] <= x) {
-        if (x < e[g + 1])
-            return g + 1;
-        if (g + 2 <= nb && x < e[g + 2])
-            return g + 2;
-    } else if (g > 0 && e[g - 1] <= x) {
-        return g;
+    if (c->scale > 0.0) { /* (0: no usable scale -- an infinite edge, say -- the guess would miss) */
+        const double f = (x - e[0]) * c->scale; /* in [0, nb] up to rounding */
+        const int64_t g = f < (double)nb ? (int64_t)f : nb - 1;
+        if (e[g] <= x) {
+            if (x < e[g + 1])
+                return g + 1;
+            if (g + 2 <= nb && x < e[g + 2])
+                return g + 2;
+        } else if (g > 0 && e[g - 1] <= x) {
+            return g;
+        }
     }
     int64_t lo = 0, hi = nb; /* e[lo] <= x < e[hi] */
     while (hi - lo > 1) {

@@ -81,14 +81,16 @@ static struct {
     _Atomic int64_t last_end; /* now_ns() when the last pool job ended: its workers spin until + SPIN_US */
     _Alignas(64) _Atomic uint64_t job;   /* the current job: sequence number << 16 | tasks */
     _Alignas(64) atomic_uint done;       /* tasks of the current job finished */
-    _Alignas(64) _Atomic uint64_t claimed[GS_CPU_MAX_THREADS]; /* task t: the last job that claimed it */
+    struct {
+        _Alignas(64) _Atomic uint64_t job; /* the last job that claimed this task (a line each: claims do not contend) */
+    } claimed[GS_CPU_MAX_THREADS];
     slot slots[GS_CPU_MAX_THREADS];
 } pool;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static double handoff_lo = -1, handoff_hi = 0; /* ns: 2 threads, handoff_at threads */
 static int handoff_at = 2;
-static uint64_t job_seq; /* the pool holder's (64 bits: never wraps) */
+static uint64_t job_seq; /* the pool holder's (the job word keeps 48 bits: 2^48 jobs) */
 static _Thread_local int64_t job_start;
 static _Thread_local int is_caller; /* this thread called gs_cpu_parallel_for (it polls for interrupts) */
 static _Thread_local int last_threads = 1;
@@ -114,8 +116,8 @@ static void run_tasks(unsigned own, int one)
     const unsigned tasks = (unsigned)(j & 0xffffu);
     for (unsigned k = 0; k < tasks; k++) {
         const unsigned t = (own + k) % tasks;
-        uint64_t w = atomic_load_explicit(&pool.claimed[t], memory_order_relaxed);
-        if (w >= seq || !atomic_compare_exchange_strong_explicit(&pool.claimed[t], &w, seq, memory_order_acq_rel,
+        uint64_t w = atomic_load_explicit(&pool.claimed[t].job, memory_order_relaxed);
+        if (w >= seq || !atomic_compare_exchange_strong_explicit(&pool.claimed[t].job, &w, seq, memory_order_acq_rel,
                                                                  memory_order_relaxed))
             continue; /* (a failed CAS: another thread took it) */
         run_slice(pool.fn, pool.ctx, pool.n, (int)tasks, (int)t);
@@ -159,7 +161,7 @@ static void after_fork_child(void)
     atomic_store(&pool.job, 0);
     atomic_store(&pool.done, 0);
     for (int i = 0; i < GS_CPU_MAX_THREADS; i++)
-        atomic_store(&pool.claimed[i], 0);
+        atomic_store(&pool.claimed[i].job, 0);
     for (int i = 0; i < GS_CPU_MAX_THREADS; i++) {
         atomic_store(&pool.slots[i].go, 0);
         atomic_store(&pool.slots[i].sleeping, 0);

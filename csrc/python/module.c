@@ -991,9 +991,13 @@ static _Thread_local int fast_threads; /* of the last FAST_RUN */
 /* Whether the fast path is on for `op` now: configured, and neither
  * GPUSYNC_ENGINE nor GPUSYNC_DEBUG=1 set (they steer or log the plan: the
  * general path reads them). */
+/* The calling thread measures the machine constants with an engine forced
+ * (gpusync/_calibrate.py): the fast path steps aside on that thread alone. */
+static _Thread_local int fast_off_here;
+
 static int fast_on(int op)
 {
-    if (fast_limit[op] <= 0)
+    if (fast_limit[op] <= 0 || fast_off_here)
         return 0;
     return gs_env_choice(GS_ENV_ENGINE) <= 0 && gs_env_number(GS_ENV_DEBUG, 0, NULL) == 0;
 }
@@ -1234,8 +1238,8 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
 
 /* The minimum and maximum of a contiguous integer array (bincount's
  * argument check, as NumPy's own bincount makes it in C), from the CPU
- * engine's minmax on the pool's threads above fast_caller (csrc/cpu/minmax.c),
- * a loop here below; 0 when they do not fit int64 (uint64
+ * engine's vectorized minmax (csrc/cpu/minmax.c: the calling thread up to
+ * fast_caller, the pool above); 0 when they do not fit int64 (uint64
  * above 2^62: no fast path), -1 with the exception set when the engine
  * failed (an interrupt). */
 #define FAST_RANGE(T)                                                                                         \
@@ -1315,6 +1319,19 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     gs_status st;
     FAST_RUN(FAST_BINCOUNT, a.length, st, ops->histogram(&a, NULL, &bins, &out, GS_STRATEGY_AUTO, NULL, &used));
     return fast_finish(r, st, FAST_BINCOUNT, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+}
+
+/* fast_thread_off(flag): the C fast path off (True) or on (False) for the
+ * calling thread; returns the previous setting. */
+static PyObject *py_fast_thread_off(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    const int was = fast_off_here;
+    fast_off_here = on;
+    return PyBool_FromLong(was);
 }
 
 /* fast_config(limits): the element limit of each op (a tuple in fast_names'
@@ -1610,6 +1627,7 @@ static PyMethodDef methods[] = {
     {"fast_cumsum", py_fast_cumsum, METH_O, "fast path: cumsum(a) flattened, or NotImplemented"},
     {"fast_histogram", (PyCFunction)(void (*)(void))py_fast_histogram, METH_FASTCALL, "fast path: counts of a with a bins description"},
     {"fast_bincount", (PyCFunction)(void (*)(void))py_fast_bincount, METH_FASTCALL, "fast path: bincount(x, minlength), or NotImplemented"},
+    {"fast_thread_off", py_fast_thread_off, METH_O, "fast_thread_off(flag) -> previous: the C fast path off for this thread"},
     {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order (a limit: n, or (caller alone, fast path))"},
     {"plan_seq", py_plan_seq, METH_NOARGS, "the next number of this thread's call sequence"},
     {"cpu_last_threads", py_cpu_last_threads, METH_NOARGS, "threads of the CPU engine's last job on this thread"},
