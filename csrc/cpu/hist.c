@@ -193,13 +193,17 @@ ESTIMATE(estimate_f32, float, )
 ESTIMATE512(estimate_f64_avx512, double, LOAD8_F64)
 ESTIMATE512(estimate_f32_avx512, float, LOAD8_F32)
 
-/* 1 where the AVX-512 estimate runs (asked once; GPUSYNC tests read it through hist_est_wide). */
+/* 1 where the AVX-512 estimate runs: the CPU asked once (threads racing to
+ * ask store the same answer). */
 static int est_wide(void)
 {
-    static int w = -1;
-    if (w < 0)
-        w = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-    return w;
+    static _Atomic int w = -1;
+    int v = atomic_load_explicit(&w, memory_order_relaxed);
+    if (v < 0) {
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+        atomic_store_explicit(&w, v, memory_order_relaxed);
+    }
+    return v;
 }
 #endif
 
