@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _arrays, _backend, _binstat_more, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._histdd import _hkey  # (one key function for every cached plan)
+from ._histdd import DEVICE_PLANS_MAX, device_plan  # (one lookup for every device fast path)
 from ._histogram import _edges_for, _edges_formula, _minmax
 
 STATISTICS = tuple(sorted(_core.STATISTICS, key=_core.STATISTICS.get))  # codes defined once in C
@@ -219,13 +219,8 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     privatized strategy with explicit edges returns without waiting.
     """
     fast = None
-    if stream is None and strategy == "auto" and type(x) is not np.ndarray and type(statistic) is str:
-        dt = _devfast.numpy_dtype(x)
-        try:
-            fast = None if dt is None else (dt, statistic, _hkey(bins), _hkey(range))
-            hit = None if fast is None else _fast1d.get(fast)
-        except TypeError:  # bins / range that are not worth a key
-            fast = hit = None
+    if stream is None and strategy == "auto" and type(statistic) is str:
+        fast, hit = device_plan(_fast1d, x, bins, range, statistic)
         if hit is not None:
             r = _devfast.binned_statistic_(x, values, hit)  # device arrays' fast path
             if r is not NotImplemented:
@@ -236,12 +231,11 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
         if callable(statistic):
             return _callable(x, values, statistic, bins, range)
         res = _binned_statistic_impl(x, values, statistic, bins, range, strategy=strategy)
-    if fast is not None and fast not in _fast1d and len(_fast1d) < _FAST_MAX:
+    if fast is not None and fast not in _fast1d and len(_fast1d) < DEVICE_PLANS_MAX:
         _remember1d(fast, values, bins, range)
     return res
 
 
-_FAST_MAX = 256
 _fast1d: dict = {}  # (dtype, statistic, bins key, range key) -> the device fast path's plan (gpusync/_devfast.py)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from . import _arrays, _backend, _binstat_more, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 from ._binstat import _binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite, _edges_top
-from ._histdd import _hkey, _minmax_many
+from ._histdd import DEVICE_PLANS_MAX, _minmax_many, device_plan
 from ._histogram import _edges_for, _edges_formula
 
 BinnedStatisticddResult = namedtuple("BinnedStatisticddResult", ("statistic", "bin_edges", "binnumber"))
@@ -308,25 +308,18 @@ def binned_statistic_2d(x, y, values, statistic="mean", bins=10, range=None,  # 
     ``[x_edge, y_edge]``.  Returns ``(statistic, x_edge, y_edge,
     binnumber)``."""
     fast = None
-    if (stream is None and strategy == "auto" and not expand_binnumbers and type(x) is not np.ndarray
-            and type(statistic) is str):
-        dt = _devfast.numpy_dtype(x)
-        try:
-            fast = None if dt is None else (dt, statistic, _hkey(bins), _hkey(range))
-            hit = None if fast is None else _fast2d.get(fast)
-        except TypeError:  # bins / range that are not worth a key
-            fast = hit = None
+    if stream is None and strategy == "auto" and not expand_binnumbers and type(statistic) is str:
+        fast, hit = device_plan(_fast2d, x, bins, range, statistic)
         if hit is not None:
             r = _devfast.binned_statistic_2d_(x, y, values, hit)  # device arrays' fast path
             if r is not NotImplemented:
                 return r
     res = _binned_statistic_2d(x, y, values, statistic, bins, range, expand_binnumbers, strategy, stream)
-    if fast is not None and fast not in _fast2d and len(_fast2d) < _FAST_MAX:
+    if fast is not None and fast not in _fast2d and len(_fast2d) < DEVICE_PLANS_MAX:
         _remember2d(fast, y, values, bins, range)
     return res
 
 
-_FAST_MAX = 256
 _fast2d: dict = {}  # (dtype, statistic, bins key, range key) -> the device fast path's plan (gpusync/_devfast.py)
 
 

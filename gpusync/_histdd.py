@@ -104,6 +104,28 @@ def _hkey(v):
     raise TypeError
 
 
+def device_plan(table, x, bins, range, *head):  # noqa: A002
+    """The device fast path's lookup, one for every op that keeps one: (key,
+    plan) for a device array `x` of a dtype the fast path reads -- key
+    (x's NumPy dtype, *head, bins key, range key), plan table's entry or
+    None -- else (None, None) (a NumPy array, another dtype, bins / range
+    not worth a key).  The caller stores a plan under the key after a
+    general call (at most DEVICE_PLANS_MAX per table)."""
+    if type(x) is np.ndarray:
+        return None, None
+    dt = _devfast.numpy_dtype(x)
+    if dt is None:
+        return None, None
+    try:
+        key = (dt, *head, _hkey(bins), _hkey(range))
+        return key, table.get(key)
+    except TypeError:  # bins / range that are not worth a key
+        return None, None
+
+
+DEVICE_PLANS_MAX = 256
+
+
 class _Plan:
     """NumPy's edges of one (dtype, bins, range, data min/max) and what the
     kernel takes: every dimension's edges as one float64 array, their counts."""
@@ -357,13 +379,8 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
             if r is not None:
                 return r
     fast = None
-    if stream is None and weights is None and not density and type(x) is not np.ndarray:
-        dt = _devfast.numpy_dtype(x)
-        try:
-            fast = None if dt is None else (dt, _hkey(bins), _hkey(range))
-            hit = None if fast is None else _fast2d.get(fast)
-        except TypeError:  # bins / range that are not worth a key
-            fast = hit = None
+    if stream is None and weights is None and not density:
+        fast, hit = device_plan(_fast2d, x, bins, range)
         if hit is not None:
             r = _devfast.histogram2d_(x, y, hit)  # device arrays' fast path
             if r is not NotImplemented:
@@ -374,7 +391,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
     bins2 = _histogram2d_bins(bins)
     with _arrays.call_stream(stream, x if _is_device(x) else None):
         hist, edges = _histogramdd_impl([x, y], bins2, range, density, weights)
-    if fast is not None and len(_fast2d) < _PLANS_MAX:
+    if fast is not None and len(_fast2d) < DEVICE_PLANS_MAX:
         _remember2d(fast, y, bins2, range)
         _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend or GPUSYNC_DEBUG)
     if host is not None and hit is None and host[0] == host[1] and host[0].isnative and len(_host2d) < _PLANS_MAX:

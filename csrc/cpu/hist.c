@@ -231,24 +231,19 @@ static int real_slice(const gs_binner *b, const gs_array *x, const gs_array *w, 
     if (b->kind != GS_BINS_UNIFORM && b->kind != GS_BINS_EDGES)
         return 0; /* DIRECT, and EDGES_INT (exact 64-bit integer search): gs_bin_of's loop */
     if (!wsum && s == 1 && b->kind == GS_BINS_UNIFORM && b->nbins < INT32_MAX) {
+        /* the estimate of one block of HB elements: AVX-512 where the CPU has it */
+        void (*est64)(const double *restrict, int, const gs_binner *, int32_t *restrict) = estimate_f64;
+        void (*est32)(const float *restrict, int, const gs_binner *, int32_t *restrict) = estimate_f32;
 #ifdef GS_EST_AVX512
-        if (est_wide()) {
-            if (x->dtype == GS_FLOAT64) {
-                UNIFORM_BLOCKED(double, estimate_f64_avx512);
-                return 1;
-            }
-            if (x->dtype == GS_FLOAT32) {
-                UNIFORM_BLOCKED(float, estimate_f32_avx512);
-                return 1;
-            }
-        }
+        if (est_wide())
+            est64 = estimate_f64_avx512, est32 = estimate_f32_avx512;
 #endif
         if (x->dtype == GS_FLOAT64) {
-            UNIFORM_BLOCKED(double, estimate_f64);
+            UNIFORM_BLOCKED(double, est64);
             return 1;
         }
         if (x->dtype == GS_FLOAT32) {
-            UNIFORM_BLOCKED(float, estimate_f32);
+            UNIFORM_BLOCKED(float, est32);
             return 1;
         }
     }
