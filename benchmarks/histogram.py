@@ -526,6 +526,122 @@ def float_sweep(args):
         sys.exit(1)
 
 
+def many_bins_sweep(args):
+    """Histograms of 65,536 bins and more (issue 14: >= 2x the best of CUB and torch.bincount) and
+    16-bit bincounts (at histogram speed; one pass over the dtype's range): the 16-bit shared halves
+    (strategy shared / auto) against the cluster and global strategies, CUB, torch and CuPy in the
+    same run; writes <out>/histogram_manybins_<GPU>.md."""
+    import cupy as cp
+
+    from benchmarks.common import short_device
+
+    try:
+        import torch
+    except Exception:  # pragma: no cover
+        torch = None
+    info, timer = cuda_start(cp)
+    dev = short_device(info["name"])
+    cub = build_peers()
+    ceiling = fresh_read_ceiling(cp, timer, info)
+    rs = cp.random.RandomState(13)
+    rows, lines = [], []
+    n16, n32 = (1 << 24, 1 << 23) if args.quick else (1 << 28, 1 << 27)
+
+    def one(case, impl, fn, nbytes, ref=None, graph=False):
+        try:
+            ok = None
+            if ref is not None:
+                got = fn()
+                got = got[0] if isinstance(got, tuple) else got
+                ok = bool(np.array_equal(cp.asnumpy(cp.asarray(got)) if not hasattr(got, "cpu") else
+                                         got.cpu().numpy(), ref))
+            ms = timer.graph(fn, reps=7, inner=3) if graph else timer.gpu(fn, reps=7, inner=3)
+        except Exception as e:  # a peer that cannot run this case is reported, not fatal
+            print(f"  {case} {impl}: {type(e).__name__}: {e}", flush=True)
+            return None
+        row = {"op": "bincount" if "bincount" in case else "histogram", "case": case, "impl": impl,
+               "ms": round(ms, 5), "gbps": round(nbytes / ms / 1e6, 1)}
+        if ok is not None:
+            row["correct"] = ok
+        rows.append(row)
+        lines.append(f"| {case} | {impl}{'' if ok is not False else ' **WRONG**'} | {ms * 1e3:.1f} | "
+                     f"{100 * nbytes / ms / 1e6 / ceiling:.1f}% |")
+        print(lines[-1], flush=True)
+        return ms
+
+    def peers_bincount(case, x, minlength):
+        one(case, "cupy:bincount", lambda: cp.bincount(x, minlength=minlength), x.nbytes)
+        if torch is not None:
+            t = torch.as_tensor(x if x.dtype != cp.uint16 else x.astype(cp.int32), device="cuda")
+            one(case, "torch:bincount" + (" (int32 copy)" if x.dtype == cp.uint16 else ""),
+                lambda: torch.bincount(t, minlength=minlength), x.nbytes)
+
+    # 16-bit bincounts: one pass over the dtype's range, then the nonzero span read back
+    for top, dt, name in ((4096, cp.uint16, "u16"), (65536, cp.uint16, "u16"), (4096, cp.int16, "i16")):
+        x = rs.randint(0, top, n16, dtype=dt)
+        ref = cp.bincount(x, minlength=top).get()
+        case = f"{name}-bincount-{top}-{n16 >> 20}M"
+        one(case, "gpusync:bincount", lambda: gs.bincount(x, minlength=top), x.nbytes, ref)
+        one(case, "gpusync:bincount (no minlength)", lambda: gs.bincount(x), x.nbytes)
+        if top <= 32768:
+            one(case, "gpusync:histogram (bins given, graph)", lambda: gs.histogram(x, bins=top, range=(0, top)),
+                x.nbytes, ref, graph=True)
+        peers_bincount(case, x, top)
+        x = None
+    # 32-bit values on 65,536 bins: every strategy, and the one-value case (every add to one word)
+    for dist in ("uniform", "same"):
+        x = rs.randint(0, 65536, n32, dtype=cp.int32) if dist == "uniform" else cp.full(n32, 12345, cp.int32)
+        ref = cp.bincount(x, minlength=65536).get()
+        case = f"i32-65536-{dist}-{n32 >> 20}M"
+        for s in ("auto", "shared", "cluster", "global"):
+            one(case, f"gpusync:{s} (graph)", lambda s=s: gs.histogram(x, bins=65536, range=(0, 65536), strategy=s),
+                x.nbytes, ref, graph=True)
+        one(case, "gpusync:bincount", lambda: gs.bincount(x, minlength=65536), x.nbytes, ref)
+        hout = np.zeros(65536, np.int64)
+        cms = cub.cub_hist_i32(x.data.ptr, x.size, 65536, 0, 65536, hout.ctypes.data, 7)
+        if cms > 0:
+            rows.append({"op": "histogram", "case": case, "impl": "cub", "ms": round(cms, 5),
+                         "gbps": round(x.nbytes / cms / 1e6, 1)})
+            lines.append(f"| {case} | cub{'' if np.array_equal(hout, ref) else ' **WRONG**'} | {cms * 1e3:.1f} | "
+                         f"{100 * x.nbytes / cms / 1e6 / ceiling:.1f}% |")
+            print(lines[-1], flush=True)
+        peers_bincount(case, x, 65536)
+        x = None
+    # float32 on 65,536 and 100,000 equal-width bins
+    for bins in (65536, 100_000):
+        x = rs.random_sample(n32, dtype=cp.float32)
+        ref = np.histogram(cp.asnumpy(x), bins=bins, range=(0, 1))[0]
+        case = f"f32-{bins}-range-{n32 >> 20}M"
+        for s in ("auto", "cluster", "global"):
+            one(case, f"gpusync:{s} (graph)", lambda s=s: gs.histogram(x, bins=bins, range=(0, 1), strategy=s),
+                x.nbytes, ref, graph=True)
+        hout = np.zeros(bins, np.int64)
+        cms = cub.cub_hist_f32(x.data.ptr, x.size, bins, 0.0, 1.0, hout.ctypes.data, 7)
+        if cms > 0:
+            rows.append({"op": "histogram", "case": case, "impl": "cub", "ms": round(cms, 5),
+                         "gbps": round(x.nbytes / cms / 1e6, 1)})
+            lines.append(f"| {case} | cub | {cms * 1e3:.1f} | {100 * x.nbytes / cms / 1e6 / ceiling:.1f}% |")
+            print(lines[-1], flush=True)
+        if torch is not None:
+            t = torch.as_tensor(x, device="cuda")
+            one(case, "torch:histc", lambda: torch.histc(t, bins=bins, min=0, max=1), x.nbytes)
+            t = None
+        one(case, "cupy:histogram", lambda: cp.histogram(x, bins=bins, range=(0, 1)), x.nbytes)
+        x = None
+        cp.get_default_memory_pool().free_all_blocks()
+    data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
+    text = [f"# histograms of 65,536+ bins and 16-bit bincounts: {info['name']}, {data['date']}", "",
+            f"Read ceiling **{ceiling:.0f} GB/s** (1 GiB, 16-byte loads, same run).  gpusync '(graph)': CUDA-graph "
+            "replay of 3 calls (device time), median of 7; other gpusync rows and the peers: CUDA events around 3 "
+            "back-to-back calls (host work and, for bincount, its one wait included); CUB: events around one call.",
+            "", "| case | impl | us | % of read |", "|---|---|---:|---:|"] + lines
+    with open(os.path.join(args.out, f"histogram_manybins_{dev}.md"), "w") as fh:
+        fh.write("\n".join(text) + "\n")
+    if any(r.get("correct") is False for r in rows):
+        print("WRONG results")
+        sys.exit(1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
@@ -541,7 +657,11 @@ def main():
                     "counts, distributions, kernel shapes) against CUB; writes <out>/histogram_float_<GPU>.md")
     ap.add_argument("--binstat", action="store_true", help="only the binned_statistic rows; writes "
                     "<out>/binstat_<GPU>.md")
+    ap.add_argument("--many-bins", action="store_true", help="only 65,536+ bins and 16-bit bincounts against "
+                    "CUB, torch and CuPy; writes <out>/histogram_manybins_<GPU>.md")
     args = ap.parse_args()
+    if args.many_bins:
+        return many_bins_sweep(args)
     if args.dist:
         return dist_sweep(args)
     if args.float:

@@ -46,8 +46,12 @@ def test_auto_strategy_predicate():
     pick = _core.hist_auto_strategy
     assert pick(1 << 30, 256, **H200) == "shared"
     assert pick(1 << 28, 100, **H200) == "shared"
-    assert pick(1 << 28, 65536, **H200) == "cluster"  # 256 KB of counters: more than one block holds
-    assert pick(1 << 28, 65536, **A100_LIKE) == "global"
+    # 65,536 32-bit counters take 256 KB, more than one block holds; as 16-bit halves they take 128 KB
+    assert pick(1 << 28, 65536, **H200) == "shared"
+    assert pick(1 << 28, 65536, **A100_LIKE) == "shared"
+    assert pick(1 << 28, 65536, weighted=True, **H200) == "cluster"  # float64 sums: no halves
+    assert pick(1 << 28, 120_000, **H200) == "cluster"  # 240 KB of halves: more than one block holds
+    assert pick(1 << 28, 90_000, **A100_LIKE) == "global"  # neither halves nor clusters
     assert pick(1 << 28, 40000, **H200) == "warp"  # one copy fits, replicas do not
     assert pick(1 << 28, 10_000_000, **H200) == "global"
     assert pick(1000, 256, weighted=True, **H200) == "shared"

@@ -35,6 +35,15 @@ extern "C"
     int
     gs_hist_replicas(int64_t nbins, int weighted, int64_t smem_optin);
 
+/* Nonzero when an unweighted histogram of nbins fits one block as 16-bit
+ * halves of 32-bit shared words (strategy `shared` where 32-bit counters do
+ * not fit: csrc/cuda/hist_halves.cu). */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    gs_hist_halves_fit(int64_t nbins, int weighted, int64_t smem_optin);
+
 /* Everything a kernel needs to bin a value, passed by value (1.1 KB). */
 typedef struct gs_binner {
     int32_t kind;

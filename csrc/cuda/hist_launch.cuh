@@ -31,6 +31,8 @@ gs_status gs_hist_global_launch(const gs_hist_launch *l);
 gs_status gs_hist_shared_launch(const gs_hist_launch *l);
 gs_status gs_hist_warp_launch(const gs_hist_launch *l);
 gs_status gs_hist_cluster_launch(const gs_hist_launch *l);
+/* `shared` with 16-bit halves (unweighted; gs_hist_halves_fit): hist_halves.cu */
+gs_status gs_hist_halves_launch(const gs_hist_launch *l);
 /* Largest number of bins the cluster strategy can hold on this device. */
 int64_t gs_hist_cluster_max_bins(const gs_device_info *dev, int weighted);
 

@@ -148,8 +148,8 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
         return small_st;
     const int W = l->w != NULL;
     const int rshift = gs_hist_replica_shift(l);
-    if (rshift < 0)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "too many bins for strategy 'shared'");
+    if (rshift < 0) /* not even one copy of 32-bit counters: 16-bit halves (resolve_strategy checked they fit) */
+        return gs_hist_halves_launch(l);
     const int R = 1 << rshift;
     const size_t smem = (size_t)l->binner.nbins * R * (W ? 8 : 4);
     const int threads = GS_HIST_BLOCK_THREADS;

@@ -12,15 +12,8 @@
  *            bins (and edges) fit in a block's opt-in shared memory;
  *   shared16 unweighted counts as two 16-bit halves of a 32-bit word: twice
  *            the bins a block holds (65,536 bins in 128 KiB: a 256 x 256
- *            histogram2d stays in one block's shared memory).  The add that
- *            takes a half from 0x7fff to 0x8000 -- exactly one add sees the
- *            old value 0x7fff -- moves 0x8000 of it to the result, so a half
- *            stays far below 0x10000.  An add that sees 0xffff (a half about
- *            to carry into its neighbour: 32,768 adds to one bin while one
- *            thread went from its add to its subtraction -- never seen, but
- *            not excluded by any bound) raises a flag, and a one-block
- *            kernel after the count recounts everything with global atomics
- *            when it is set;
+ *            histogram2d stays in one block's shared memory); the carry
+ *            rule, the overflow flag and its recount: count16.cuh;
  *   cluster  (sm_90+) when the bins do not fit one block: a thread-block
  *            cluster of C blocks holds them, each block a power-of-two slice
  *            in its shared memory, and every block adds to any bin through
@@ -36,6 +29,7 @@
  * edges) takes gs_histdd_bin on the float64 edges.  The 32-bit shared and
  * cluster kernels bound their grids so that no block counts 2^32 points.
  */
+#include "count16.cuh"
 #include "elements.cuh"
 #include "stage.cuh"
 #include "../common/histdd.h"
@@ -284,26 +278,12 @@ template <bool WEIGHTED, int DEST> __device__ __forceinline__ void add_point(con
 /* Bytes the bins take ahead of the edges (16-byte aligned). */
 __host__ __device__ constexpr size_t bin_bytes(int64_t bytes) { return ((size_t)bytes + 15) / 16 * 16; }
 
-/* shared16: one more in bin `at` (half at & 1 of word at >> 1); returns
- * the word's old value shifted down to that half (the bits above it are
- * the neighbour's): near16 / settle16 look at it. */
-__device__ __forceinline__ unsigned add16(int at)
-{
-    const int sh = (at & 1) * 16;
-    return atomicAdd(bin_words() + (at >> 1), 1u << sh) >> sh;
-}
-/* The half was 0x7fff or 0xffff (one LOP3 and a branch on the common path). */
-__device__ __forceinline__ bool near16(unsigned old) { return (~old & 0x7fffu) == 0; }
-/* The add that found 0x7fff moves 0x8000 of the half to the result (no
- * other add finds 0x7fff before this subtraction); 0xffff: the flag. */
+/* shared16's counters (count16.cuh) on the bins at the start of the block's
+ * dynamic shared memory: one more in bin `at`, the word's old half back. */
+__device__ __forceinline__ unsigned add16(int at) { return gs_add16(bin_words(), at); }
 __device__ __forceinline__ void settle16(const dd_args &r, int at, unsigned old, int *s_overflow)
 {
-    if ((old & 0xffffu) == 0x7fffu) {
-        atomicSub(bin_words() + (at >> 1), 0x8000u << ((at & 1) * 16));
-        add_count(r, at, 0x8000u);
-    } else {
-        *s_overflow = 1;
-    }
+    gs_settle16(bin_words(), at, old, s_overflow, [&](unsigned v) { add_count(r, at, v); });
 }
 
 /* The load ring (shared16, where the block's shared memory has room for
@@ -379,7 +359,7 @@ __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, i
                 old[j] = at[j] >= 0 ? add16(at[j]) : 0u;
 #pragma unroll
             for (int j = 0; j < U; j++)
-                if (near16(old[j])) /* (a dropped point's 0 is not) */
+                if (gs_near16(old[j])) /* (a dropped point's 0 is not) */
                     settle16(r, at[j], old[j], s_overflow);
         } else {
 #pragma unroll
@@ -434,7 +414,7 @@ __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, i
         if (at >= 0) {
             if (DEST == TO_SHARED16) {
                 const unsigned old = add16(at);
-                if (near16(old))
+                if (gs_near16(old))
                     settle16(r, at, old, s_overflow);
             } else {
                 add_point<WEIGHTED, DEST>(r, at, i);
@@ -457,29 +437,10 @@ template <bool WEIGHTED> __device__ __forceinline__ void flush(const dd_args &r,
     }
 }
 
-/* shared16: the block's non-zero halves added to the result.  A warp's
- * adds go to consecutive bins (32 consecutive float64 / int64 results: a
- * few L2 sectors an add -- lanes four bins apart measured 1.6x slower, ncu
- * r29), and a thread reads its next FLUSH_UNROLL bins before it adds them:
- * one bin at a time left it waiting on shared-memory latency 64 times in a
- * row (a third of a 20M-point 256 x 256 count, ncu r27). */
-constexpr int FLUSH_UNROLL = 4;
+/* shared16: the block's non-zero halves added to the result (count16.cuh). */
 __device__ __forceinline__ void flush16(const dd_args &r)
 {
-    const unsigned *w = bin_words();
-    const int64_t span = (int64_t)FLUSH_UNROLL * blockDim.x;
-    for (int64_t k0 = threadIdx.x; k0 < r.nbins; k0 += span) {
-        unsigned v[FLUSH_UNROLL];
-#pragma unroll
-        for (int j = 0; j < FLUSH_UNROLL; j++) {
-            const int64_t k = k0 + (int64_t)j * blockDim.x;
-            v[j] = k < r.nbins ? (w[k >> 1] >> ((int)(k & 1) * 16)) & 0xffffu : 0u;
-        }
-#pragma unroll
-        for (int j = 0; j < FLUSH_UNROLL; j++)
-            if (v[j])
-                add_count(r, k0 + (int64_t)j * blockDim.x, v[j]);
-    }
+    gs_flush16(bin_words(), r.nbins, [&](int64_t k, unsigned v) { add_count(r, k, v); });
 }
 
 /* The edges a block reads: copied to shared memory as E when they fit. */
@@ -706,7 +667,7 @@ gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, cudaStream_
     int *d_flag = NULL;
     gs_status st = GS_OK;
     r.overflow = NULL;
-    if (DEST == TO_SHARED16 && (per_block >= 0xffff || r.force_recount)) {
+    if (DEST == TO_SHARED16 && (gs_count16_may_overflow(per_block) || r.force_recount)) {
         GS_CUDA_CHECK(gs_malloc_async(&d_flag, sizeof(int), s));
         GS_CUDA_GOTO(cudaMemsetAsync(d_flag, 0, sizeof(int), s));
         r.overflow = d_flag;

@@ -304,3 +304,65 @@ extern "C" gs_status gs_cuda_minmax_many(const gs_array *xs, int k, void *out, v
         return minmax_many_launch<gs_bool_as_u8<GS_TYPE(t)>>(xs, k, out, call.stream, sms);
     });
 }
+
+/* ---- nonzero_span: the first and last nonzero index of an int64 array ----
+ * Each thread keeps the smallest and largest nonzero index it sees, a warp
+ * combines them by shuffles, and lane 0 adds them to two keys with one
+ * atomicMax each: key 0 = n - first (the largest for the first index), key 1
+ * = last + 1; 0 (the memset) means no nonzero element. */
+__global__ void __launch_bounds__(MM_THREADS)
+    nonzero_span_kernel(const long long *__restrict__ a, int64_t n, int64_t s, unsigned long long *keys)
+{
+    unsigned long long kf = 0, kl = 0;
+    const int64_t step = (int64_t)gridDim.x * MM_THREADS;
+    for (int64_t i = (int64_t)blockIdx.x * MM_THREADS + threadIdx.x; i < n; i += step)
+        if (a[i * s] != 0) {
+            const unsigned long long f = (unsigned long long)(n - i), l = (unsigned long long)(i + 1);
+            kf = f > kf ? f : kf;
+            kl = l > kl ? l : kl;
+        }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+        const unsigned long long of = __shfl_xor_sync(0xffffffffu, kf, d), ol = __shfl_xor_sync(0xffffffffu, kl, d);
+        kf = of > kf ? of : kf;
+        kl = ol > kl ? ol : kl;
+    }
+    if ((threadIdx.x & 31) == 0 && kl != 0) {
+        atomicMax(keys, kf);
+        atomicMax(keys + 1, kl);
+    }
+}
+
+extern "C" gs_status gs_cuda_nonzero_span(const gs_array *a, int64_t span[2], void *stream)
+{
+    if (a->device == GS_HOST)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "nonzero_span: the CUDA backend needs a device array");
+    if (a->dtype != GS_INT64)
+        return gs_fail(GS_ERR_TYPE, "nonzero_span takes int64, got %s", gs_dtype_name(a->dtype));
+    span[0] = span[1] = -1;
+    if (a->length <= 0)
+        return GS_OK;
+    gs_cuda_call call(a->device, stream);
+    if (call.status != GS_OK)
+        return call.status;
+    const cudaStream_t s = call.stream;
+    int64_t blocks = (a->length + MM_THREADS - 1) / MM_THREADS;
+    const int64_t cap = (int64_t)call.dev->multiprocessors * 4;
+    blocks = blocks < cap ? blocks : cap;
+    unsigned long long *keys = NULL, host[2] = {0, 0};
+    gs_status st = GS_OK;
+    GS_CUDA_GOTO(gs_malloc_async(&keys, sizeof host, s));
+    GS_CUDA_GOTO(cudaMemsetAsync(keys, 0, sizeof host, s));
+    nonzero_span_kernel<<<(unsigned)blocks, MM_THREADS, 0, s>>>((const long long *)a->data, a->length, a->stride, keys);
+    GS_CUDA_GOTO(cudaGetLastError());
+    GS_CUDA_GOTO(cudaMemcpyAsync(host, keys, sizeof host, cudaMemcpyDeviceToHost, s));
+    if ((st = gs_cuda_wait_stream(s)) != GS_OK)
+        goto fail;
+    if (host[1] != 0) {
+        span[0] = a->length - (int64_t)host[0];
+        span[1] = (int64_t)host[1] - 1;
+    }
+fail:
+    gs_free_async(keys, s, &st);
+    return st;
+}

@@ -1,0 +1,147 @@
+/*
+ * Strategy `shared` with 16-bit counters (issue 14): an unweighted histogram
+ * whose bins do not fit one block's shared memory as 32-bit counters (65,536
+ * bins take 256 KiB; an SM has 227 KiB) but do as 16-bit halves of 32-bit
+ * words (count16.cuh: 65,536 bins in 128 KiB, up to ~116,000 bins on sm_90).
+ * Before, such a histogram went to the cluster strategy (distributed shared
+ * memory atomics, 13% of read at 65,536 bins on the H200) or to global
+ * atomics.  A 16-bit bincount counts its dtype's whole range here in one
+ * pass (no pass for the maximum first).
+ *
+ * One block of HALF_THREADS per SM (its bins take most of the SM's shared
+ * memory), every element binned by the shared binning rules (gs_dbin: the
+ * same bins as every other strategy), a vector's adds issued before their
+ * old values are looked at, and the block's non-zero halves added to the
+ * int64 result at the end.  A half that could carry raises the block's
+ * flag; a one-block recount behind the count (queued only when a block sees
+ * 0xffff elements or more, and a no-op unless a flag is set) then counts
+ * everything again with global atomics.  GPUSYNC_HISTDD_COUNTER=1 raises
+ * the flag in every block (tests).
+ */
+#include "count16.cuh"
+#include "elements.cuh"
+#include "hist_launch.cuh"
+
+namespace {
+
+constexpr int HALF_THREADS = 1024;
+
+/* The halves: the block's dynamic shared memory, through one extern array. */
+__device__ __forceinline__ unsigned *half_words()
+{
+    extern __shared__ unsigned gs_half_words[];
+    return gs_half_words;
+}
+
+template <class T>
+__global__ void __launch_bounds__(HALF_THREADS, 1)
+    hist_halves_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, unsigned long long *out,
+                       int *overflow, int force)
+{
+    __shared__ gs_smem_bins sb;
+    __shared__ int s_over;
+    const int nb = (int)b.nbins, words = (nb + 1) >> 1;
+    for (int i = threadIdx.x; i < words; i += HALF_THREADS)
+        half_words()[i] = 0u;
+    if (threadIdx.x == 0)
+        s_over = force;
+    gs_bins_prepare(b, sb); /* also the barrier after zeroing */
+    auto settle = [&](int k, unsigned old) {
+        gs_settle16(half_words(), k, old, &s_over, [&](unsigned v) { atomicAdd(out + k, (unsigned long long)v); });
+    };
+    auto one = [&](T v, int64_t, bool ok) {
+        const int k = ok ? (int)gs_dbin(b, sb, v) : -1;
+        if (k >= 0) {
+            const unsigned old = gs_add16(half_words(), k);
+            if (gs_near16(old))
+                settle(k, old);
+        }
+    };
+    gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+        constexpr int V = 16 / sizeof(T);
+        int k[V];
+        unsigned old[V];
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            k[e] = ok ? (int)gs_dbin(b, sb, r.e[e]) : -1;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            old[e] = k[e] >= 0 ? gs_add16(half_words(), k[e]) : 0u;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            if (gs_near16(old[e])) /* (a dropped element's 0 is not) */
+                settle(k[e], old[e]);
+    });
+    __syncthreads();
+    if (threadIdx.x == 0 && s_over && overflow)
+        atomicExch(overflow, 1);
+    gs_flush16(half_words(), nb, [&](int64_t k, unsigned v) { atomicAdd(out + k, (unsigned long long)v); });
+}
+
+/* After a count whose flag is set: the counts again, from zero, with global
+ * atomics (one block: this never runs in practice). */
+template <class T>
+__global__ void __launch_bounds__(HALF_THREADS)
+    hist_halves_recount(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, unsigned long long *out,
+                        const int *overflow)
+{
+    __shared__ gs_smem_bins sb;
+    if (!*(volatile const int *)overflow)
+        return; /* (every thread reads the same flag) */
+    for (int64_t k = threadIdx.x; k < b.nbins; k += HALF_THREADS)
+        out[k] = 0ull;
+    gs_bins_prepare(b, sb); /* also orders the zeroing before the adds */
+    for (int64_t i = threadIdx.x; i < n; i += HALF_THREADS) {
+        const int64_t k = gs_dbin(b, sb, x[i * xs]);
+        if (k >= 0)
+            atomicAdd(out + k, 1ull);
+    }
+}
+
+/* Dynamic shared memory of the halves of nbins bins (16-byte multiple). */
+size_t halves_bytes(int64_t nbins) { return (size_t)(((nbins + 1) / 2 * 4 + 15) / 16 * 16); }
+
+template <class T> gs_status launch(const gs_hist_launch *l)
+{
+    auto kern = hist_halves_kernel<T>;
+    const size_t smem = halves_bytes(l->binner.nbins);
+    gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    int64_t resident = 0;
+    if (st == GS_OK)
+        st = gs_cuda_resident_blocks((const void *)kern, HALF_THREADS, smem, l->dev, &resident);
+    if (st != GS_OK)
+        return st;
+    if (resident < 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "histogram: %lld bins do not fit one block's shared memory on %s",
+                       (long long)l->binner.nbins, l->dev->name);
+    const int64_t grid = gs_hist_grid(l, resident, HALF_THREADS);
+    const int force = gs_env_number(GS_ENV_HISTDD_COUNTER, 0, NULL) == 1;
+    /* the most elements one block counts: its grid-stride share of vectors, the head and the tail */
+    const int64_t per_block = (l->n + grid - 1) / grid + 2 * 16;
+    int *d_flag = NULL;
+    st = GS_OK;
+    if (gs_count16_may_overflow(per_block) || force) {
+        GS_CUDA_CHECK(gs_malloc_async(&d_flag, sizeof(int), l->stream));
+        GS_CUDA_GOTO(cudaMemsetAsync(d_flag, 0, sizeof(int), l->stream));
+    }
+    kern<<<(unsigned)grid, HALF_THREADS, smem, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride,
+                                                             (unsigned long long *)l->out, d_flag, force);
+    GS_CUDA_GOTO(cudaGetLastError());
+    if (d_flag) {
+        hist_halves_recount<T><<<1, HALF_THREADS, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride,
+                                                                  (unsigned long long *)l->out, d_flag);
+        GS_CUDA_GOTO(cudaGetLastError());
+    }
+fail:
+    gs_free_async(d_flag, l->stream, &st);
+    return st;
+}
+
+} // namespace
+
+gs_status gs_hist_halves_launch(const gs_hist_launch *l)
+{
+    if (l->w != NULL)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "histogram: 16-bit shared counters count unweighted data only");
+    GS_DISPATCH_DTYPE(l->xdtype, launch, l)
+}

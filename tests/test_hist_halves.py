@@ -1,0 +1,119 @@
+"""Strategy `shared` with 16-bit halves (csrc/cuda/hist_halves.cu): histograms
+whose bins fit one block's shared memory only as 16-bit counters (65,536 and
+100,000 bins), the one-pass bincount of 16-bit device arrays that counts the
+dtype's whole range with it, and nonzero_span, which cuts NumPy's length from
+those counts -- against NumPy, with the overflow recount forced
+(GPUSYNC_HISTDD_COUNTER=1) and with many 0x8000 moves (millions of one value)."""
+import numpy as np
+import pytest
+
+import gpusync as gs
+from gpusync import _core
+
+from test_hist_small import to_lib, to_np
+
+
+def _data(dtype, bins, lo, n, rng):
+    """Values over [lo, lo + bins) and beyond it, a crowd of one value, and
+    (floats) NaN and +-inf."""
+    span = rng.integers(lo - 50, lo + bins + 50, n)
+    crowd = np.full(3_000_000, lo + bins // 3)
+    a = np.concatenate([span, crowd, [lo, lo + bins - 1, lo + bins]])
+    if np.dtype(dtype).kind == "f":
+        a = a.astype(dtype) + np.asarray(0.25, dtype)
+        a[:3] = [np.nan, np.inf, -np.inf]
+        return a
+    info = np.iinfo(dtype)
+    return np.clip(a, info.min, info.max).astype(dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("counter", ["0", "1"])
+@pytest.mark.parametrize("bins", [65_536, 100_000])
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.int32, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_many_bins_in_16bit_halves(dtype, bins, counter, monkeypatch):
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
+    lo = -1000 if np.dtype(dtype).kind in "if" else 0
+    a = _data(dtype, bins, lo, 1_000_003, np.random.default_rng(bins))
+    x = cp.asarray(a)
+    for rng_ in ((lo, lo + bins), (lo + 0.5, lo + bins * 0.75)):  # unit-width (integers: direct) and uneven bins
+        ref = np.histogram(a, bins=bins, range=rng_)[0]
+        for strategy in ("auto", "shared"):
+            h, e = gs.histogram(x, bins=bins, range=rng_, strategy=strategy)
+            np.testing.assert_array_equal(to_np(h), ref, err_msg=f"{strategy} {rng_}")
+            assert gs.last_plan()["strategy_used"] == "shared"
+    h, _ = gs.histogram(x[1::3], bins=bins, range=(lo, lo + bins), strategy="shared")  # strided: scalar loads
+    np.testing.assert_array_equal(to_np(h), np.histogram(a[1::3], bins=bins, range=(lo, lo + bins))[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.sanitizer
+@pytest.mark.parametrize("counter", ["0", "1"])
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+@pytest.mark.parametrize("n", [1, 17, 4099, 200_003])
+def test_16bit_halves_small_inputs_and_torch(n, lib, counter, monkeypatch):
+    monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
+    rng = np.random.default_rng(n)
+    a = rng.integers(-40_000, 40_000, n).astype(np.int32)
+    x = to_lib(lib, a)
+    h, _ = gs.histogram(x, bins=65_536, range=(-32_768, 32_768))
+    np.testing.assert_array_equal(to_np(h), np.histogram(a, bins=65_536, range=(-32_768, 32_768))[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16], ids=lambda d: np.dtype(d).name)
+def test_16bit_bincount_one_pass(dtype, lib):
+    """Every value of the dtype's range, a few values, all zeros, minlength
+    inside and past the range, negatives: NumPy's bincount, read in one pass."""
+    if lib == "torch" and dtype == np.uint16:
+        pytest.skip("torch has no usable uint16")
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(3)
+    cases = [rng.integers(0, int(info.max) + 1, 2_000_003), np.array([0]), np.zeros(1000),
+             np.array([int(info.max)] * 5 + [7]), rng.integers(0, 4096, 300_001)]
+    for v in cases:
+        a = v.astype(dtype)
+        x = to_lib(lib, a)
+        for minlength in (0, 10, 5000, int(info.max) + 1, int(info.max) + 100):
+            got = gs.bincount(x, minlength=minlength)
+            np.testing.assert_array_equal(to_np(got), np.bincount(a, minlength=minlength))
+            assert to_np(got).dtype == np.int64
+        assert gs.last_plan()["op"] == "bincount"
+    if info.min < 0:
+        with pytest.raises(ValueError, match="negative"):
+            gs.bincount(to_lib(lib, np.array([3, -1, 5], dtype)))
+        with pytest.raises(ValueError, match="negative"):
+            gs.bincount(to_lib(lib, np.array([int(info.min)] + [1] * 100, dtype)), minlength=40_000)
+
+
+def _span_ref(a):
+    nz = np.flatnonzero(a)
+    return (int(nz[0]), int(nz[-1])) if nz.size else (-1, -1)
+
+
+@pytest.mark.parametrize("where", ["cpu", "cuda"])
+def test_nonzero_span(where):
+    if where == "cuda":
+        cp = pytest.importorskip("cupy")
+        if not gs.cuda_available():
+            pytest.skip("no GPU")
+    arrays = [np.zeros(0, np.int64), np.zeros(5, np.int64), np.arange(10, dtype=np.int64),
+              np.array([0, 0, 3, 0, 0, 4, 0], np.int64), np.array([9] + [0] * 100_000, np.int64),
+              np.array([0] * 100_000 + [-2], np.int64)]
+    rng = np.random.default_rng(0)
+    sparse = np.zeros(1_000_003, np.int64)
+    sparse[rng.integers(0, sparse.size, 7)] = rng.integers(1, 9, 7)
+    arrays.append(sparse)
+    for a in arrays:
+        for view in (a, a[::3]):
+            if where == "cpu":
+                got = _core.nonzero_span("cpu", view, 0)
+            else:
+                d = cp.asarray(a)[::3] if view is not a else cp.asarray(a)
+                got = _core.nonzero_span("cuda", gs._arrays.as_input(d, "a").desc(), 0)
+            assert tuple(got) == _span_ref(view), (a[:10], view is a)
+    with pytest.raises(TypeError, match="int64"):
+        _core.nonzero_span("cpu", np.zeros(3, np.int32), 0)
