@@ -335,15 +335,12 @@ def cumsum_(a, out_dtype_of, strategy="auto"):
     return res
 
 
-def bincount_(a, minlength, bins_desc_of, view_of):
+def bincount_(a, minlength, bins_desc_of):
     """gs.bincount(a, minlength=) without weights of a 1-D device array of
-    integers of 2 bytes or more, into an int64 array of the input's library,
-    on its stream (the result's length is max + 1: NumPy's rule makes the
-    call wait once).  16-bit data: the counts of the dtype's whole range in
-    one pass, then their nonzero span read back and the result a view of
-    them (view_of: _histogram._bincount_view); wider integers: one minmax
-    read, then the counting kernel on max + 1 bins.  8-bit and bool inputs
-    (counted over the dtype's whole range) take the general path."""
+    integers of 2 bytes or more: one minmax read (the result's length is
+    max + 1: NumPy's rule makes the call wait), then the counting kernel into
+    an int64 array of the input's library, on its stream.  8-bit and bool
+    inputs (counted over the dtype's whole range) take the general path."""
     r = _ready(a)
     if r is None or getattr(a, "ndim", 0) != 1:
         return NotImplemented
@@ -352,16 +349,6 @@ def bincount_(a, minlength, bins_desc_of, view_of):
         return NotImplemented
     stream = h.stream(dev)
     src = (ptr, n, 1, code, dev)
-    if dt.itemsize == 2:
-        span = 65536
-        if minlength > span + int(np.iinfo(dt).min):
-            return NotImplemented  # past the dtype's range: the general path pads
-        full, fptr = h.out((span,), _INT64, dev)
-        fdesc = (fptr, span, 1, _arrays._DTYPE_CODES[_INT64], dev)
-        used = _core.histogram("cuda", src, None, fdesc, bins_desc_of(span, int(np.iinfo(dt).min)), "auto", stream)
-        out = view_of(full, _core.nonzero_span("cuda", fdesc, stream), dt, minlength)  # synchronize!
-        _note("bincount", n, dt, dt.itemsize, span * 8, used)
-        return out
     lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
     if lo < 0:
         raise ValueError("'list' argument must have no negative elements")

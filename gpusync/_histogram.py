@@ -521,7 +521,7 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="auto", stream=None):
         if r is not NotImplemented:
             return r
         if type(x) is not np.ndarray and minlength >= 0:
-            r = _devfast.bincount_(x, minlength, _direct_bins, _bincount_view)  # device arrays' fast path
+            r = _devfast.bincount_(x, minlength, _direct_bins)  # device arrays' fast path
             if r is not NotImplemented:
                 return r
     with _arrays.call_stream(stream, x):
@@ -562,7 +562,7 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
         xin = xin.view(np.uint8)
         x_dtype = None
     isz = np.dtype(xa.dtype).itemsize
-    if not weighted and (isz == 1 or (isz == 2 and strategy == "auto")):
+    if not weighted and (isz == 1 or (isz == 2 and strategy == "auto" and not device)):
         return _bincount_small(xa, xin, x_dtype, minlength, strategy, device)
     # the length NumPy gives the result is max(x) + 1: read min and max on the
     # device first (one read of two values), then count only max + 1 bins --
@@ -576,9 +576,9 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     return out
 
 
-def _direct_bins(nbins, offset=0):
-    """The counting kernel's bins for values offset .. offset + nbins - 1 (bincount)."""
-    return _bins_tuple(_DIRECT, nbins, offset=offset, closed=0)
+def _direct_bins(nbins):
+    """The counting kernel's bins for values 0 .. nbins - 1 (bincount)."""
+    return _bins_tuple(_DIRECT, nbins, offset=0, closed=0)
 
 
 def _bincount_small(xa, xin, x_dtype, minlength, strategy, device):
@@ -586,30 +586,10 @@ def _bincount_small(xa, xin, x_dtype, minlength, strategy, device):
     strategy auto, which can hold 65536 bins): count every value the dtype
     can hold in one pass -- no separate pass for the maximum -- then check
     for negatives and cut NumPy's length from the counts.
-    # synchronize! (device input: the counts, or their nonzero span, are read back)"""
+    # synchronize! (device input: the counts are read back)"""
     full = _bincount_full(xa, xin, x_dtype, strategy, device)
-    if device and np.dtype(xa.dtype).itemsize == 2:
-        lib = Lib.of(xa.lib)
-        desc = _dispatch.new_desc(lib, full, full.shape[0], np.dtype(np.int64), xa.device)
-        out = _bincount_view(full, _core.nonzero_span("cuda", desc, xa.stream), xa.dtype, minlength)
-        if out is not None:
-            return out
     out = _bincount_cut(Lib.of(xa.lib).to_host(full) if device else full, xa.dtype, minlength)
     return Lib.of(xa.lib).from_host(out, xa.device) if device else out
-
-
-def _bincount_view(full, span, dtype, minlength):
-    """NumPy's bincount of 16-bit data as a view of `full` (the counts of the
-    dtype's whole range, raw value - dtype min) from the first and last
-    nonzero index of full; None when minlength reaches past full."""
-    neg = -int(np.iinfo(dtype).min)
-    first, last = span
-    if 0 <= first < neg:
-        raise ValueError("'list' argument must have no negative elements")
-    nbins = max(last - neg + 1 if last >= 0 else 0, minlength)
-    if neg + nbins > full.shape[0]:
-        return None
-    return full[neg:neg + nbins]
 
 
 def _bincount_full(xa, xin, x_dtype, strategy, device):

@@ -1,14 +1,12 @@
 """Strategy `shared` with 16-bit halves (csrc/cuda/hist_halves.cu): histograms
 whose bins fit one block's shared memory only as 16-bit counters (65,536 and
-100,000 bins), the one-pass bincount of 16-bit device arrays that counts the
-dtype's whole range with it, and nonzero_span, which cuts NumPy's length from
-those counts -- against NumPy, with the overflow recount forced
-(GPUSYNC_HISTDD_COUNTER=1) and with many 0x8000 moves (millions of one value)."""
+100,000 bins) and 16-bit bincounts over the dtype's whole range -- against
+NumPy, with the overflow recount forced (GPUSYNC_HISTDD_COUNTER=1) and with
+many 0x8000 moves (millions of one value)."""
 import numpy as np
 import pytest
 
 import gpusync as gs
-from gpusync import _core
 
 from test_hist_small import to_lib, to_np
 
@@ -65,9 +63,10 @@ def test_16bit_halves_small_inputs_and_torch(n, lib, counter, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("lib", ["cupy", "torch"])
 @pytest.mark.parametrize("dtype", [np.uint16, np.int16], ids=lambda d: np.dtype(d).name)
-def test_16bit_bincount_one_pass(dtype, lib):
-    """Every value of the dtype's range, a few values, all zeros, minlength
-    inside and past the range, negatives: NumPy's bincount, read in one pass."""
+def test_16bit_bincount_whole_range(dtype, lib):
+    """Every value of the dtype's range (65,536 bins: the halves), a few
+    values, all zeros, minlength inside and past the range, negatives:
+    NumPy's bincount."""
     if lib == "torch" and dtype == np.uint16:
         pytest.skip("torch has no usable uint16")
     info = np.iinfo(dtype)
@@ -88,32 +87,3 @@ def test_16bit_bincount_one_pass(dtype, lib):
         with pytest.raises(ValueError, match="negative"):
             gs.bincount(to_lib(lib, np.array([int(info.min)] + [1] * 100, dtype)), minlength=40_000)
 
-
-def _span_ref(a):
-    nz = np.flatnonzero(a)
-    return (int(nz[0]), int(nz[-1])) if nz.size else (-1, -1)
-
-
-@pytest.mark.parametrize("where", ["cpu", "cuda"])
-def test_nonzero_span(where):
-    if where == "cuda":
-        cp = pytest.importorskip("cupy")
-        if not gs.cuda_available():
-            pytest.skip("no GPU")
-    arrays = [np.zeros(0, np.int64), np.zeros(5, np.int64), np.arange(10, dtype=np.int64),
-              np.array([0, 0, 3, 0, 0, 4, 0], np.int64), np.array([9] + [0] * 100_000, np.int64),
-              np.array([0] * 100_000 + [-2], np.int64)]
-    rng = np.random.default_rng(0)
-    sparse = np.zeros(1_000_003, np.int64)
-    sparse[rng.integers(0, sparse.size, 7)] = rng.integers(1, 9, 7)
-    arrays.append(sparse)
-    for a in arrays:
-        for view in (a, a[::3]):
-            if where == "cpu":
-                got = _core.nonzero_span("cpu", view, 0)
-            else:
-                d = cp.asarray(a)[::3] if view is not a else cp.asarray(a)
-                got = _core.nonzero_span("cuda", gs._arrays.as_input(d, "a").desc(), 0)
-            assert tuple(got) == _span_ref(view), (a[:10], view is a)
-    with pytest.raises(TypeError, match="int64"):
-        _core.nonzero_span("cpu", np.zeros(3, np.int32), 0)

@@ -56,26 +56,6 @@ static gs_status cpu_minmax_many(const gs_array *xs, int k, void *out, void *str
     return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax of host arrays is NumPy's: the cpu backend has none");
 }
 
-/* The first and last nonzero index of a host int64 array (one pass from
- * each end: the counts it serves are a few thousand elements). */
-static gs_status cpu_nonzero_span(const gs_array *a, int64_t span[2], void *stream)
-{
-    (void)stream;
-    if (a->device != GS_HOST)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "the cpu backend takes host arrays");
-    if (a->dtype != GS_INT64)
-        return gs_fail(GS_ERR_TYPE, "nonzero_span takes int64, got %s", gs_dtype_name(a->dtype));
-    const int64_t *p = (const int64_t *)a->data;
-    int64_t lo = 0, hi = a->length - 1;
-    while (lo < a->length && p[lo * a->stride] == 0)
-        lo++;
-    while (hi > lo && p[hi * a->stride] == 0)
-        hi--;
-    span[0] = lo < a->length ? lo : -1;
-    span[1] = lo < a->length ? hi : -1;
-    return GS_OK;
-}
-
 static gs_status cpu_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
 {
     (void)bins, (void)out, (void)stream;
@@ -133,7 +113,6 @@ static const gs_backend_ops cpu_ops = {
     .unpackbits = gs_cpu_unpackbits,   /* issue 15 */
     .binned_statistic_dd = gs_cpu_binned_statistic_dd, /* issues 14, 15: csrc/cpu/binstat_dd.c */
     .minmax_many = cpu_minmax_many,
-    .nonzero_span = cpu_nonzero_span,
 };
 
 const gs_backend_ops *gs_cpu_backend(void) { return &cpu_ops; }

@@ -415,7 +415,6 @@ gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const double *ed
                               const gs_array *weights, gs_array *out, void *stream);
 gs_status gs_cuda_unpackbits(const gs_array *a, int little, gs_array *out, void *stream);
 gs_status gs_cuda_minmax_many(const gs_array *xs, int k, void *out, void *stream);
-gs_status gs_cuda_nonzero_span(const gs_array *a, int64_t span[2], void *stream);
 gs_status gs_cuda_binned_statistic_dd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                                       const double *tops, const gs_array *values, int statistic, gs_array *result,
                                       gs_array *binnumber, gs_array *nonfinite, void *stream);
@@ -444,7 +443,6 @@ static const gs_backend_ops cuda_ops = {
     .unpackbits = gs_cuda_unpackbits,   /* issue 15 */
     .binned_statistic_dd = gs_cuda_binned_statistic_dd, /* issues 14, 15: csrc/cuda/binstat_priv.cu */
     .minmax_many = gs_cuda_minmax_many,                 /* issues 14, 15: csrc/cuda/minmax.cu */
-    .nonzero_span = gs_cuda_nonzero_span,               /* issue 14: csrc/cuda/minmax.cu */
 };
 
 extern "C" const gs_backend_ops *gs_cuda_backend(void) { return &cuda_ops; }

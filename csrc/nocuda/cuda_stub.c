@@ -36,11 +36,6 @@ static gs_status stub_minmax_many(const gs_array *xs, int k, void *out, void *st
     (void)xs, (void)k, (void)out, (void)stream;
     return NO_CUDA;
 }
-static gs_status stub_nonzero_span(const gs_array *a, int64_t span[2], void *stream)
-{
-    (void)a, (void)span, (void)stream;
-    return NO_CUDA;
-}
 static gs_status stub_uniform_edges(const gs_hist_bins *b, gs_array *out, void *stream)
 {
     (void)b, (void)out, (void)stream;
@@ -173,7 +168,6 @@ static const gs_backend_ops stub_ops = {
     .unpackbits = stub_unpackbits,   /* issue 15 */
     .binned_statistic_dd = stub_binned_statistic_dd, /* issues 14, 15 */
     .minmax_many = stub_minmax_many,
-    .nonzero_span = stub_nonzero_span,
 };
 
 const gs_backend_ops *gs_cuda_backend(void) { return &stub_ops; }

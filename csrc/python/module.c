@@ -386,26 +386,6 @@ static PyObject *py_minmax(PyObject *self, PyObject *args)
     return PyBytes_FromStringAndSize(buf, (Py_ssize_t)(2 * gs_dtype_size(x.a.dtype)));
 }
 
-/* nonzero_span(backend, a, stream) -> (first, last): the first and last
- * index at which the int64 array a is nonzero, (-1, -1) when none. */
-static PyObject *py_nonzero_span(PyObject *self, PyObject *args)
-{
-    (void)self;
-    const gs_backend_ops *ops;
-    gs_arg a = {.what = "a"};
-    void *stream;
-    if (!PyArg_ParseTuple(args, "O&O&O&", conv_backend, &ops, conv_array, &a, conv_stream, &stream))
-        return NULL;
-    int64_t span[2] = {-1, -1};
-    gs_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = ops->nonzero_span(&a.a, span, stream);
-    Py_END_ALLOW_THREADS
-    if (!gs_done(st))
-        return NULL;
-    return Py_BuildValue("(LL)", (long long)span[0], (long long)span[1]);
-}
-
 /* minmax_many(backend, [x, ...], stream) -> bytes of (min, max) of each x in
  * turn (one dtype), one synchronization */
 static PyObject *py_minmax_many(PyObject *self, PyObject *args)
@@ -1658,8 +1638,6 @@ static PyMethodDef methods[] = {
     {"histogram", py_histogram, METH_VARARGS,
      "histogram(backend, x, weights, out, bins, strategy, stream) -> strategy used"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
-    {"nonzero_span", py_nonzero_span, METH_VARARGS,
-     "nonzero_span(backend, a, stream) -> (first, last) nonzero index of int64 a, (-1, -1) when none"},
     {"minmax_many", py_minmax_many, METH_VARARGS,
      "minmax_many(backend, [x, ...], stream) -> bytes of each x's (min, max) in their one dtype"},
     {"uniform_edges", py_uniform_edges, METH_VARARGS, "uniform_edges(backend, bins, out, stream)"},

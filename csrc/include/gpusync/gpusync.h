@@ -348,13 +348,6 @@ typedef struct gs_backend_ops {
      * elements of that dtype, (min, max) of each array in turn.  One
      * synchronization with the stream (k <= 16). */
     gs_status (*minmax_many)(const gs_array *xs, int k, void *out, void *stream);
-
-    /* The first and the last index at which a (int64, any stride, on the
-     * backend's memory) is nonzero, into span[0] and span[1]; -1 and -1 when
-     * a holds no nonzero element (issue 14: a 16-bit bincount counts its
-     * dtype's whole range in one pass and cuts NumPy's length, max + 1,
-     * from the counts).  Synchronizes with the stream. */
-    gs_status (*nonzero_span)(const gs_array *a, int64_t span[2], void *stream);
 } gs_backend_ops;
 
 #define GS_HISTDD_MAX_DIMS 32
