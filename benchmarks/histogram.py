@@ -236,30 +236,71 @@ def issue14_sweeps(cp, timer, rows, ceiling):
         out.append(f"| {n} | " + " | ".join(cells) + " |")
         print(out[-1], flush=True)
 
-    out += ["", "packbits of bytes (graph replay, % of read; before: GPUSYNC_BITS_SIMD=0):", "",
-            "| case | after us | after % | before us | before % | check |", "|---|---:|---:|---:|---:|---|"]
+    return out + bits_table(cp, timer, rows, ceiling)
+
+
+def bits_table(cp, timer, rows, ceiling):
+    """packbits (issue 14: >= 90% of read) and count_nonzero (~100%) of bytes, and count_nonzero of
+    float32: the default against 2 loads in flight (GPUSYNC_BITS_LOADS=2) and, for bytes, the per-element
+    predicates (GPUSYNC_BITS_SIMD=0), graph replay, % of read."""
+    variants = (("", {}), ("(2 loads)", {"GPUSYNC_BITS_LOADS": "2"}), ("(before: per element)",
+                                                                       {"GPUSYNC_BITS_SIMD": "0"}))
+    out = ["", "packbits / count_nonzero (graph replay, % of read; '2 loads': GPUSYNC_BITS_LOADS=2, the kernel "
+           "before 4 loads in flight; 'per element': GPUSYNC_BITS_SIMD=0):", "",
+           "| case | " + " | ".join(f"{t or 'auto'} us | %" for t, _ in variants) + " | check |",
+           "|---|" + "---:|---:|" * len(variants) + "---|"]
     rs = cp.random.RandomState(9)
     for n, label in ((32 << 20, "32MiB"), (256 << 20, "256MiB"), (GIB, "1GiB")):
         u8 = rs.randint(0, 4, n, dtype=cp.uint8) * (rs.randint(0, 2, n, dtype=cp.uint8))
-        for case, fn, reff in ((f"packbits-u8-graph-{label}", lambda: gs.packbits(u8), lambda: cp.packbits(u8)),
-                               (f"packbits-u8-threshold-graph-{label}", lambda: gs.packbits(u8, threshold=1),
-                                lambda: cp.packbits(u8 > 1))):
-            ref = reff().get()
+        f32 = None if n > (256 << 20) else (u8[: n // 4].astype(cp.float32) - 1.5)
+        cases = [(f"packbits-u8-graph-{label}", "packbits", u8, lambda: gs.packbits(u8), lambda: cp.packbits(u8)),
+                 (f"packbits-u8-threshold-graph-{label}", "packbits", u8, lambda: gs.packbits(u8, threshold=1),
+                  lambda: cp.packbits(u8 > 1)),
+                 (f"count_nonzero-u8-graph-{label}", "count_nonzero", u8, lambda: gs.count_nonzero(u8),
+                  lambda: cp.count_nonzero(u8))]
+        if f32 is not None:
+            cases.append((f"count_nonzero-f32-graph-{label}", "count_nonzero", f32, lambda: gs.count_nonzero(f32),
+                          lambda: cp.count_nonzero(f32)))
+        for case, op, x, fn, reff in cases:
+            ref = cp.asnumpy(reff())
             res = []
-            for tag, kv in (("", {}), ("(before)", {"GPUSYNC_BITS_SIMD": "0"})):
+            for tag, kv in variants:
+                if "SIMD" in str(kv) and x.dtype != cp.uint8:
+                    continue
                 with env(**kv):
-                    ok = bool(np.array_equal(fn().get(), ref))
+                    ok = bool(np.array_equal(cp.asnumpy(fn()), ref))
                     ms = timer.graph(fn, reps=7, inner=5)
-                rows.append({"op": "packbits", "case": case, "impl": f"gpusync{tag}(graph)", "ms": round(ms, 5),
-                             "gbps": round(n / ms / 1e6, 1), "correct": ok})
+                rows.append({"op": op, "case": case, "impl": f"gpusync{tag}(graph)", "ms": round(ms, 5),
+                             "gbps": round(x.nbytes / ms / 1e6, 1), "correct": ok})
                 res.append((ms, ok))
-            out.append(f"| {case} | {res[0][0] * 1e3:.1f} | {100 * n / res[0][0] / 1e6 / ceiling:.1f}% | "
-                       f"{res[1][0] * 1e3:.1f} | {100 * n / res[1][0] / 1e6 / ceiling:.1f}% | "
-                       f"{'ok' if res[0][1] and res[1][1] else '**WRONG**'} |")
+            out.append(f"| {case} | " + " | ".join(f"{m * 1e3:.1f} | {100 * x.nbytes / m / 1e6 / ceiling:.1f}%"
+                                                  for m, _ in res)
+                       + " | -" * (len(variants) - len(res)) * 2
+                       + f" | {'ok' if all(k for _, k in res) else '**WRONG**'} |")
             print(out[-1], flush=True)
-        u8 = None
+        u8 = f32 = None
         cp.get_default_memory_pool().free_all_blocks()
     return out
+
+
+def bits_only(args):
+    """--bits: only bits_table; writes <out>/bits_<GPU>.md and its rows into latest.json."""
+    import cupy as cp
+
+    from benchmarks.common import short_device
+
+    info, timer = cuda_start(cp)
+    dev = short_device(info["name"])
+    ceiling = fresh_read_ceiling(cp, timer, info)
+    rows = []
+    lines = bits_table(cp, timer, rows, ceiling)
+    data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
+    with open(os.path.join(args.out, f"bits_{dev}.md"), "w") as fh:
+        fh.write(f"# packbits and count_nonzero: {info['name']}, {data['date']} (read ceiling {ceiling:.0f} GB/s, "
+                 "1 GiB, 16-byte loads, same run)\n" + "\n".join(lines) + "\n")
+    if any(r.get("correct") is False for r in rows):
+        print("WRONG results")
+        sys.exit(1)
 
 
 def binstat_cases(cp, timer, rows, ceiling, torch=None):
@@ -659,7 +700,10 @@ def main():
                     "<out>/binstat_<GPU>.md")
     ap.add_argument("--many-bins", action="store_true", help="only 65,536+ bins and 16-bit bincounts against "
                     "CUB, torch and CuPy; writes <out>/histogram_manybins_<GPU>.md")
+    ap.add_argument("--bits", action="store_true", help="only packbits / count_nonzero; writes <out>/bits_<GPU>.md")
     args = ap.parse_args()
+    if args.bits:
+        return bits_only(args)
     if args.many_bins:
         return many_bins_sweep(args)
     if args.dist:

@@ -182,6 +182,24 @@ def test_packbits_bytes(dtype, n, off, lib):
     assert int(gs.count_nonzero(x)) == int(np.count_nonzero(a[off:]))
 
 
+
+@pytest.mark.parametrize("loads", ["2", "4"])
+@pytest.mark.parametrize("n", [17, 4095, 4097, 1_000_003, 3_000_017])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_packbits_and_count_loads_in_flight(dtype, n, loads, monkeypatch):
+    """The vector loop with 2 or 4 chunks in flight per trip (GPUSYNC_BITS_LOADS; 4 by default): whole
+    trips, a last trip with fewer chunks, and the scalar tail."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("GPUSYNC_BITS_LOADS", loads)
+    rng = np.random.default_rng(n)
+    a = (rng.integers(0, 3, n) * rng.integers(0, 2, n)).astype(dtype)
+    x = cp.asarray(a)
+    for order in ("big", "little"):
+        assert np.array_equal(to_np(gs.packbits(x, bitorder=order)), np.packbits(a != 0, bitorder=order))
+    assert np.array_equal(to_np(gs.packbits(x, threshold=1)), np.packbits(a > 1))
+    assert int(gs.count_nonzero(x)) == int(np.count_nonzero(a))
+    assert int(gs.count_nonzero(x, threshold=1)) == int(np.count_nonzero(a > 1))
+
 def float_data(dtype, n, lo, hi, nbins, rng):
     """Uniform values over a range a little wider than [lo, hi], with exact edges, the top edge, NaN and
     infinities mixed in."""
