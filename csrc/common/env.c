@@ -106,7 +106,7 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                .meaning = "tuning: the shared-memory counter width of unweighted histogram2d / "
                                           "histogramdd (16 or 32 bits; 0: the one that keeps more threads per SM; 1, for tests: "
                                           "16 bits with the overflow recount forced, in histogram's 16-bit halves too)"},
-    [GS_ENV_BITS_LOADS] = {.name = "GPUSYNC_BITS_LOADS", .type = "int", .fallback = "4", .lo = 2, .hi = 4,
+    [GS_ENV_BITS_LOADS] = {.name = "GPUSYNC_BITS_LOADS", .type = "int", .fallback = "2", .lo = 2, .hi = 4,
                            .meaning = "tuning: 16-byte loads in flight per thread in packbits/count_nonzero's vector "
                                       "loop (2 or 4; 3 reads as 4)"},
     [GS_ENV_HISTDD_RING] = {.name = "GPUSYNC_HISTDD_RING", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,

@@ -15,8 +15,12 @@
  *     in registers; for V < 8 (32- and 64-bit types) the bytes straddle lanes,
  *     and V ballots -- ballot k holds predicate k of every lane -- are the
  *     transposition: byte j gathers its 8 bits from them.
- * count_nonzero adds __popc of the ballots (the same in every voting lane)
- * and does one atomicAdd per warp at the end.
+ * count_nonzero: the vector path adds each lane's own predicates (__popc of
+ * its V bits) and the warp sums those lanes' counts by shuffles once, at the
+ * end -- one ballot per element instead made a 1 GiB count of bytes 16
+ * ballots per load and instruction-bound (70-72% of read on the H100, r48);
+ * the scalar path adds __popc of its ballots (the same in every voting
+ * lane).  One atomicAdd per warp at the end.
  */
 #include "dtypes.cuh"
 #include "elements.cuh"
@@ -126,7 +130,7 @@ template <class T, bool COUNT, int U> __global__ void __launch_bounds__(256) bit
     const int lane = threadIdx.x & 31;
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int64_t nwarps = ((int64_t)gridDim.x * blockDim.x) >> 5;
-    unsigned long long cnt = 0;
+    unsigned long long cnt = 0, mine = 0; /* cnt: the warp's count in every lane; mine: this lane's */
     int64_t done = 0;
     if (r.stride == 1 && ((uintptr_t)x & 15) == 0) {
         const int64_t chunks = r.n / (32 * V); /* whole warp-chunks: 32 V elements, 4 V bytes */
@@ -149,10 +153,8 @@ template <class T, bool COUNT, int U> __global__ void __launch_bounds__(256) bit
                 for (int k = 0; k < V; k++)
                     p |= (unsigned)pred(v.e[k], r) << k;
             }
-            if (COUNT) { /* every lane adds the warp's count: ballot k, popcount */
-#pragma unroll
-                for (int k = 0; k < V; k++)
-                    cnt += __popc(__ballot_sync(FULL, (p >> k) & 1u));
+            if (COUNT) { /* this lane's own count (summed over the warp at the end) */
+                mine += (unsigned)__popc(p);
                 return;
             }
             uint8_t *o = r.out + c * 4 * V;
@@ -210,13 +212,21 @@ template <class T, bool COUNT, int U> __global__ void __launch_bounds__(256) bit
         done = chunks * 32 * V;
     }
     cnt += scalar_part<T, COUNT>(x, r, done, warp, nwarps, lane);
+    if (COUNT) { /* the lanes' own counts summed into every lane (every lane of the warp is here) */
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1)
+            mine += __shfl_xor_sync(FULL, mine, d);
+        cnt += mine;
+    }
     if (COUNT && lane == 0 && cnt) /* lane 0 always voted: it holds the warp's total */
         atomicAdd(r.count, cnt);       /* one atomic per warp */
 }
 
 template <class T> gs_status launch(bits_args &r, bool count, const gs_device_info *dev, cudaStream_t s)
 {
-    const bool four = gs_env_number(GS_ENV_BITS_LOADS, 4, NULL) > 2;
+    /* 4 loads in flight measured no faster than 2 (H100, r48: packbits of bytes 84.2 / 84.3% of read at
+     * 1 GiB, 77.1 / 81.4% at 32 MiB; benchmarks/results/bits_H100.md): 2 unless GPUSYNC_BITS_LOADS asks */
+    const bool four = gs_env_number(GS_ENV_BITS_LOADS, 2, NULL) > 2;
     const void *k = count ? (four ? (const void *)bits_kernel<T, true, 4> : (const void *)bits_kernel<T, true, 2>)
                           : (four ? (const void *)bits_kernel<T, false, 4> : (const void *)bits_kernel<T, false, 2>);
     int64_t resident;
