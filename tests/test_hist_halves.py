@@ -87,3 +87,23 @@ def test_16bit_bincount_whole_range(dtype, lib):
         with pytest.raises(ValueError, match="negative"):
             gs.bincount(to_lib(lib, np.array([int(info.min)] + [1] * 100, dtype)), minlength=40_000)
 
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rng_", [(0.0, 1.0), (-3.0, 5.0), (1000.0, 1001.0), (0.1, 0.9)])
+@pytest.mark.parametrize("bins", [65_536, 99_999])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_float_bins_on_and_near_edges(dtype, bins, rng_):
+    """Equal-width float bins too many for shared-memory edges: the estimate
+    alone far from an edge, the exact rule near one -- values on every edge,
+    one ulp either side, the range's ends, NaN and +-inf: NumPy's counts."""
+    cp = pytest.importorskip("cupy")
+    lo, hi = rng_
+    edges = np.histogram_bin_edges(np.zeros(1, dtype), bins, rng_)
+    e = edges.astype(dtype)
+    near = np.concatenate([e, np.nextafter(e, np.inf, dtype=dtype), np.nextafter(e, -np.inf, dtype=dtype)])
+    rand = np.random.default_rng(bins).uniform(lo - 0.1, hi + 0.1, 1_000_003).astype(dtype)
+    a = np.concatenate([near, rand, np.array([np.nan, np.inf, -np.inf, lo, hi], dtype)])
+    h, _ = gs.histogram(cp.asarray(a), bins=bins, range=rng_)
+    np.testing.assert_array_equal(to_np(h), np.histogram(a, bins=bins, range=rng_)[0])
+    assert gs.last_plan()["strategy_used"] == "shared"
