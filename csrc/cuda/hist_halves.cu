@@ -40,30 +40,7 @@ __device__ __forceinline__ unsigned *half_words()
     return gs_half_words;
 }
 
-/* An element's bin.  Equal-width bins of float32 / float64 data (UNIFORM):
- * the estimate alone when it is farther than the margin from every edge,
- * else the exact rule on edges computed from their formula (gs_bin_real) --
- * the bins have too many edges for shared memory, and the generic rule
- * (gs_dbin) took the double path for every element (float32 on 65,536 bins:
- * 28% of read against 56% for integers on direct bins, H100 r47). */
-template <class T, bool UNIFORM> __device__ __forceinline__ int bin_of(const gs_binner &b, const gs_smem_bins &sb, T v)
-{
-    if constexpr (UNIFORM && std::is_same<T, float>::value) {
-        int k;
-        if (b.edges_f32 && gs_uniform_guess_f(b, v, &k)) /* float32-exact edges: the float estimate */
-            return k;
-        return (int)gs_bin_real(&b, (double)v);
-    } else if constexpr (UNIFORM && std::is_same<T, double>::value) {
-        int k;
-        if (v >= b.lo && v <= b.stop && gs_uniform_guess_d(b, v, &k))
-            return k;
-        return (int)gs_bin_real(&b, v);
-    } else {
-        return (int)gs_dbin(b, sb, v);
-    }
-}
-
-template <class T, bool UNIFORM>
+template <class T>
 __global__ void __launch_bounds__(HALF_THREADS, 1)
     hist_halves_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, unsigned long long *out,
                        int *overflow, int force)
@@ -80,7 +57,7 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
         gs_settle16(half_words(), k, old, &s_over, [&](unsigned v) { atomicAdd(out + k, (unsigned long long)v); });
     };
     auto one = [&](T v, int64_t, bool ok) {
-        const int k = ok ? bin_of<T, UNIFORM>(b, sb, v) : -1;
+        const int k = ok ? (int)gs_dbin(b, sb, v) : -1;
         if (k >= 0) {
             const unsigned old = gs_add16(half_words(), k);
             if (gs_near16(old))
@@ -93,7 +70,7 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
         unsigned old[V];
 #pragma unroll
         for (int e = 0; e < V; e++)
-            k[e] = ok ? bin_of<T, UNIFORM>(b, sb, r.e[e]) : -1;
+            k[e] = ok ? (int)gs_dbin(b, sb, r.e[e]) : -1;
 #pragma unroll
         for (int e = 0; e < V; e++)
             old[e] = k[e] >= 0 ? gs_add16(half_words(), k[e]) : 0u;
@@ -133,8 +110,7 @@ size_t halves_bytes(int64_t nbins) { return (size_t)(((nbins + 1) / 2 * 4 + 15) 
 
 template <class T> gs_status launch(const gs_hist_launch *l)
 {
-    constexpr bool real = std::is_same<T, float>::value || std::is_same<T, double>::value;
-    auto kern = real && l->binner.kind == GS_BINS_UNIFORM ? hist_halves_kernel<T, real> : hist_halves_kernel<T, false>;
+    auto kern = hist_halves_kernel<T>;
     const size_t smem = halves_bytes(l->binner.nbins);
     gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
     int64_t resident = 0;

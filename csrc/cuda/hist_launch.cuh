@@ -121,46 +121,35 @@ __device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
  * (b.fma_f: the host widened the margin for the rounding of -lo * scale);
  * one instruction less per element where binning is issue-bound
  * (hist_small.cu). */
-/* The estimate alone: true with *k the bin when it is farther than the
- * margin from every edge (then no edge needs reading); else *k is the
- * estimate to correct.  No range test: x below e(0) gives k < 0, above
- * e(n) k >= n, NaN fails every comparison -- all return false. */
-template <bool FMA = false> __device__ __forceinline__ bool gs_uniform_guess_f(const gs_binner &b, float x, int *k)
-{
-    const float f = FMA ? __fmaf_rn(x, b.scale_f, b.off_f) : (x - b.lo_f) * b.scale_f;
-    const float &m = FMA ? b.margin_fma_f : b.margin_f;
-    const float t = __fadd_rd(f, 8388608.0f);
-    *k = __float_as_int(t) - 0x4B000000;
-    const float fr = f - (t - 8388608.0f);
-    return (unsigned)*k < (unsigned)(int)b.nbins && fr > m && fr < 1.0f - m;
-}
-/* The same in double, for lo <= x <= stop (the caller tested the range). */
-__device__ __forceinline__ bool gs_uniform_guess_d(const gs_binner &b, double x, int *k)
-{
-    const double f = (x - b.lo) * b.scale;
-    const double t = __dadd_rd(f, 4503599627370496.0);
-    *k = (int)(__double_as_longlong(t) - 0x4330000000000000ll);
-    const double fr = f - (t - 4503599627370496.0);
-    return fr > b.margin && fr < 1.0 - b.margin && *k < (int)b.nbins;
-}
 template <bool FMA = false>
 __device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs_smem_bins &s, float x)
 {
-    int k;
-    if (gs_uniform_guess_f<FMA>(b, x, &k))
+    const int n = (int)b.nbins;
+    /* fast path without a range test: x below e(0) gives k < 0, above e(n)
+     * k >= n, NaN fails every comparison -- all go to the checked path */
+    const float f = FMA ? __fmaf_rn(x, b.scale_f, b.off_f) : (x - b.lo_f) * b.scale_f;
+    const float &m = FMA ? b.margin_fma_f : b.margin_f;
+    const float t = __fadd_rd(f, 8388608.0f);
+    const int k = __float_as_int(t) - 0x4B000000;
+    const float fr = f - (t - 8388608.0f);
+    if ((unsigned)k < (unsigned)n && fr > m && fr < 1.0f - m)
         return k;
     if (!(x >= b.lo_f && x <= b.stop_f))
         return -1;
-    return gs_correct(s.ef, (int)b.nbins, x, k);
+    return gs_correct(s.ef, n, x, k);
 }
 __device__ __forceinline__ int64_t gs_bin_uniform_d(const gs_binner &b, const gs_smem_bins &s, double x)
 {
+    const int n = (int)b.nbins;
     if (!(x >= b.lo && x <= b.stop))
         return -1;
-    int k;
-    if (gs_uniform_guess_d(b, x, &k))
+    const double f = (x - b.lo) * b.scale;
+    const double t = __dadd_rd(f, 4503599627370496.0);
+    const int k = (int)(__double_as_longlong(t) - 0x4330000000000000ll);
+    const double fr = f - (t - 4503599627370496.0);
+    if (fr > b.margin && fr < 1.0 - b.margin && k < n)
         return k;
-    return gs_correct(s.e, (int)b.nbins, x, k);
+    return gs_correct(s.e, n, x, k);
 }
 template <class E> __device__ __forceinline__ int64_t gs_bin_search(const E *e, int n, E x)
 {
