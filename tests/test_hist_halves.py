@@ -11,11 +11,23 @@ import gpusync as gs
 from test_hist_small import to_lib, to_np
 
 
+def _halves_fit(bins):
+    """Whether this GPU holds `bins` as 16-bit halves in one block (gs_hist_halves_max: the
+    opt-in shared memory less the kernel's 6,176 static bytes, in 16-byte units of 8 bins)."""
+    optin = gs.device_info()["shared_memory_per_block_optin"]
+    return bins <= (optin - 6176) // 16 * 8
+
+
+def _need_halves(bins):
+    if not _halves_fit(bins):
+        pytest.skip(f"{bins} bins do not fit this GPU's shared memory as 16-bit halves")
+
+
 def _data(dtype, bins, lo, n, rng):
     """Values over [lo, lo + bins) and beyond it, a crowd of one value, and
     (floats) NaN and +-inf."""
     span = rng.integers(lo - 50, lo + bins + 50, n)
-    crowd = np.full(3_000_000, lo + bins // 3)
+    crowd = np.full(12_000_000, lo + bins // 3)  # ~90k a block over 132 blocks: many 0x7fff -> 0x8000 moves
     a = np.concatenate([span, crowd, [lo, lo + bins - 1, lo + bins]])
     if np.dtype(dtype).kind == "f":
         a = a.astype(dtype) + np.asarray(0.25, dtype)
@@ -32,6 +44,7 @@ def _data(dtype, bins, lo, n, rng):
                          ids=lambda d: np.dtype(d).name)
 def test_many_bins_in_16bit_halves(dtype, bins, counter, monkeypatch):
     cp = pytest.importorskip("cupy")
+    _need_halves(bins)
     monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
     lo = -1000 if np.dtype(dtype).kind in "if" else 0
     a = _data(dtype, bins, lo, 1_000_003, np.random.default_rng(bins))
@@ -52,6 +65,7 @@ def test_many_bins_in_16bit_halves(dtype, bins, counter, monkeypatch):
 @pytest.mark.parametrize("lib", ["cupy", "torch"])
 @pytest.mark.parametrize("n", [1, 17, 4099, 200_003])
 def test_16bit_halves_small_inputs_and_torch(n, lib, counter, monkeypatch):
+    _need_halves(65_536)
     monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
     rng = np.random.default_rng(n)
     a = rng.integers(-40_000, 40_000, n).astype(np.int32)
@@ -99,6 +113,7 @@ def test_float_bins_on_and_near_edges(dtype, bins, rng_):
     either side, the range's ends, NaN and +-inf: NumPy's counts, or NumPy's
     error where float32 cannot hold that many finite-sized bins."""
     cp = pytest.importorskip("cupy")
+    _need_halves(bins)
     lo, hi = rng_
     try:
         edges = np.histogram_bin_edges(np.zeros(1, dtype), bins, rng_)
@@ -113,3 +128,18 @@ def test_float_bins_on_and_near_edges(dtype, bins, rng_):
     h, _ = gs.histogram(cp.asarray(a), bins=bins, range=rng_)
     np.testing.assert_array_equal(to_np(h), np.histogram(a, bins=bins, range=rng_)[0])
     assert gs.last_plan()["strategy_used"] == "shared"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("counter", ["0", "1"])
+def test_staged_host_input_over_several_chunks(counter, monkeypatch):
+    """A NumPy input staged to the GPU in 256 MiB chunks, each added into one
+    result: the forced recount (counter 1) restores what earlier chunks
+    counted before it counts its own chunk again."""
+    _need_halves(65_536)
+    monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
+    a = np.random.default_rng(1).integers(0, 65_536, 80_000_003).astype(np.int32)  # 320 MB: two chunks
+    with gs.use_backend("cuda"):
+        h, _ = gs.histogram(a, bins=65_536, range=(0, 65_536))
+        assert gs.last_plan()["strategy_used"] == "shared"
+    np.testing.assert_array_equal(h, np.bincount(a, minlength=65_536))

@@ -187,7 +187,7 @@ def test_packbits_bytes(dtype, n, off, lib):
 @pytest.mark.parametrize("n", [17, 4095, 4097, 1_000_003, 3_000_017])
 @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 def test_packbits_and_count_loads_in_flight(dtype, n, loads, monkeypatch):
-    """The vector loop with 2 or 4 chunks in flight per trip (GPUSYNC_BITS_LOADS; 4 by default): whole
+    """The vector loop with 2 or 4 chunks in flight per trip (GPUSYNC_BITS_LOADS; 2 by default): whole
     trips, a last trip with fewer chunks, and the scalar tail."""
     cp = pytest.importorskip("cupy")
     monkeypatch.setenv("GPUSYNC_BITS_LOADS", loads)

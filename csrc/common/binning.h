@@ -43,6 +43,12 @@ extern "C"
 #endif
     int
     gs_hist_halves_fit(int64_t nbins, int weighted, int64_t smem_optin);
+/* The most bins the 16-bit halves hold in smem_optin bytes. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int64_t
+    gs_hist_halves_max(int64_t smem_optin);
 
 /* Everything a kernel needs to bin a value, passed by value (1.1 KB). */
 typedef struct gs_binner {

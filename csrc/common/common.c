@@ -115,7 +115,15 @@ int gs_hist_replicas(int64_t nbins, int weighted, int64_t smem_optin)
 
 int gs_hist_halves_fit(int64_t nbins, int weighted, int64_t smem_optin)
 {
-    return !weighted && nbins > 0 && ((nbins + 1) / 2 * 4 + 15) / 16 * 16 <= smem_optin - GS_HIST_STATIC_SMEM;
+    return !weighted && nbins > 0 && nbins <= gs_hist_halves_max(smem_optin);
+}
+
+int64_t gs_hist_halves_max(int64_t smem_optin)
+{
+    /* the kernel's static shared memory (its bin tables: GS_HIST_STATIC_SMEM, 6,176 bytes as ptxas lays them
+     * out) rounded up to 16 bytes; the halves in whole 16-byte units of 8 */
+    const int64_t room = smem_optin - (GS_HIST_STATIC_SMEM + 15) / 16 * 16;
+    return room > 0 ? room / 16 * 8 : 0;
 }
 
 gs_strategy gs_hist_auto_strategy(const gs_hist_shape *s)

@@ -312,7 +312,7 @@ extern "C" gs_status gs_cuda_count_nonzero(const gs_array *a, const double *thr,
 
 int gs_bits_refs(gs_kernel_ref *r)
 {
-    r[0] = {"packbits", (const void *)bits_kernel<uint8_t, false, 4>, 256, 0};
-    r[1] = {"count_nonzero", (const void *)bits_kernel<float, true, 4>, 256, 0};
+    r[0] = {"packbits", (const void *)bits_kernel<uint8_t, false, 2>, 256, 0};
+    r[1] = {"count_nonzero", (const void *)bits_kernel<float, true, 2>, 256, 0};
     return 2;
 }

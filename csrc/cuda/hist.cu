@@ -74,7 +74,8 @@ static gs_status resolve_strategy(gs_strategy *s, const gs_hist_bins *bins, int6
     if (*s == GS_STRATEGY_SHARED && gs_hist_replicas(nb, weighted, dev->shared_memory_per_block_optin) == 0 &&
         !gs_hist_halves_fit(nb, weighted, dev->shared_memory_per_block_optin)) {
         /* unweighted: 16-bit halves, two a 32-bit word */
-        int64_t max = (dev->shared_memory_per_block_optin - GS_HIST_STATIC_SMEM) / (weighted ? 8 : 2);
+        int64_t max = weighted ? (dev->shared_memory_per_block_optin - GS_HIST_STATIC_SMEM) / 8
+                               : gs_hist_halves_max(dev->shared_memory_per_block_optin);
         return gs_fail(GS_ERR_INVALID_ARGUMENT,
                        "strategy 'shared' holds at most %lld bins%s in one block's shared memory on %s; got %lld "
                        "(use 'cluster', 'global' or 'auto')",

@@ -2,7 +2,7 @@
  * Strategy `shared` with 16-bit counters (issue 14): an unweighted histogram
  * whose bins do not fit one block's shared memory as 32-bit counters (65,536
  * bins take 256 KiB; an SM has 227 KiB) but do as 16-bit halves of 32-bit
- * words (count16.cuh: 65,536 bins in 128 KiB, up to ~116,000 bins on sm_90).
+ * words (count16.cuh: 65,536 bins in 128 KiB, up to 113,136 bins on sm_90).
  * Before, such a histogram went to the cluster strategy (distributed shared
  * memory atomics, 13% of read at 65,536 bins on the H200) or to global
  * atomics: 65,536 bins of uniform int32 now read at 56% on the H100 against
@@ -21,8 +21,10 @@
  * old values are looked at, and the block's non-zero halves added to the
  * int64 result at the end.  A half that could carry raises the block's
  * flag; a one-block recount behind the count (queued only when a block sees
- * 0xffff elements or more, and a no-op unless a flag is set) then counts
- * everything again with global atomics.  GPUSYNC_HISTDD_COUNTER=1 raises
+ * 0xffff elements or more, and a no-op unless a flag is set) then puts the
+ * result back as it was before the count (a copy taken before it: a staged
+ * host input adds chunk after chunk into one result) and counts this input
+ * again with global atomics.  GPUSYNC_HISTDD_COUNTER=1 raises
  * the flag in every block (tests).
  */
 #include "count16.cuh"
@@ -85,18 +87,19 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
     gs_flush16(half_words(), nb, [&](int64_t k, unsigned v) { atomicAdd(out + k, (unsigned long long)v); });
 }
 
-/* After a count whose flag is set: the counts again, from zero, with global
- * atomics (one block: this never runs in practice). */
+/* After a count whose flag is set: out as it was before the count (`saved`:
+ * a staged host input adds chunk after chunk into out), then this count
+ * again with global atomics (one block: this never runs in practice). */
 template <class T>
 __global__ void __launch_bounds__(HALF_THREADS)
     hist_halves_recount(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, unsigned long long *out,
-                        const int *overflow)
+                        const int *overflow, const unsigned long long *saved)
 {
     __shared__ gs_smem_bins sb;
     if (!*(volatile const int *)overflow)
         return; /* (every thread reads the same flag) */
     for (int64_t k = threadIdx.x; k < b.nbins; k += HALF_THREADS)
-        out[k] = 0ull;
+        out[k] = saved[k];
     gs_bins_prepare(b, sb); /* also orders the zeroing before the adds */
     for (int64_t i = threadIdx.x; i < n; i += HALF_THREADS) {
         const int64_t k = gs_dbin(b, sb, x[i * xs]);
@@ -123,20 +126,27 @@ template <class T> gs_status launch(const gs_hist_launch *l)
                        (long long)l->binner.nbins, l->dev->name);
     const int64_t grid = gs_hist_grid(l, resident, HALF_THREADS);
     const int force = gs_env_number(GS_ENV_HISTDD_COUNTER, 0, NULL) == 1;
-    /* the most elements one block counts: its grid-stride share of vectors, the head and the tail */
-    const int64_t per_block = (l->n + grid - 1) / grid + 2 * 16;
+    /* the most elements one block counts (gs_for_each_vec): each of its threads takes whole vectors of V
+     * grid-stride (or one element a trip, strided), plus the head and the tail (< V each) */
+    constexpr int64_t V = 16 / sizeof(T);
+    const int64_t nth = grid * HALF_THREADS;
+    const int64_t per_block = HALF_THREADS * (V * ((l->n / V + nth - 1) / nth) + 1) + 2 * V;
+    const size_t out_bytes = (size_t)l->binner.nbins * sizeof(unsigned long long);
     int *d_flag = NULL;
+    unsigned long long *saved = NULL;
     st = GS_OK;
-    if (gs_count16_may_overflow(per_block) || force) {
-        GS_CUDA_CHECK(gs_malloc_async(&d_flag, sizeof(int), l->stream));
+    if (gs_count16_may_overflow(per_block) || force) { /* the flag, and out as it was for the recount */
+        GS_CUDA_CHECK(gs_malloc_async(&d_flag, 16 + out_bytes, l->stream));
+        saved = (unsigned long long *)((char *)d_flag + 16);
         GS_CUDA_GOTO(cudaMemsetAsync(d_flag, 0, sizeof(int), l->stream));
+        GS_CUDA_GOTO(cudaMemcpyAsync(saved, l->out, out_bytes, cudaMemcpyDeviceToDevice, l->stream));
     }
     kern<<<(unsigned)grid, HALF_THREADS, smem, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride,
                                                              (unsigned long long *)l->out, d_flag, force);
     GS_CUDA_GOTO(cudaGetLastError());
     if (d_flag) {
         hist_halves_recount<T><<<1, HALF_THREADS, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride,
-                                                                  (unsigned long long *)l->out, d_flag);
+                                                                  (unsigned long long *)l->out, d_flag, saved);
         GS_CUDA_GOTO(cudaGetLastError());
     }
 fail:
