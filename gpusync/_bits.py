@@ -84,13 +84,15 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
     Device arrays give device arrays, enqueued on their stream without
     waiting.
     """
-    if axis is None and stream is None and threshold is None and bitorder == "big":
-        r = _core.fast_packbits(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
+    if axis is None and stream is None and threshold is None and (bitorder == "big" or bitorder == "little"):
+        little = bitorder == "little"
+        r = _core.fast_packbits(a, little)  # the C fast path (_dispatch.py); NotImplemented: the general path
         if r is not NotImplemented:
             return r
-        r = _devfast.packbits_(a)  # device arrays' fast path
-        if r is not NotImplemented:
-            return r
+        if not little:
+            r = _devfast.packbits_(a)  # device arrays' fast path
+            if r is not NotImplemented:
+                return r
     with _arrays.call_stream(stream, a):
         if bitorder not in ("big", "little"):
             raise ValueError("'order' must be either 'little' or 'big'")

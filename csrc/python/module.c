@@ -1176,10 +1176,19 @@ static PyObject *fast_finish(PyArrayObject *r, gs_status st, int op, const gs_ar
     return (PyObject *)r;
 }
 
-static PyObject *py_fast_packbits(PyObject *self, PyObject *ao)
+/* fast_packbits(a[, little]): bit order big, or little when `little` is true. */
+static PyObject *py_fast_packbits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     gs_array a, out;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_packbits takes 1 or 2 arguments");
+        return NULL;
+    }
+    PyObject *ao = args[0];
+    const int little = nargs > 1 ? PyObject_IsTrue(args[1]) : 0;
+    if (little < 0)
+        return NULL;
     if (!fast_on(FAST_PACKBITS) || !fast_input(ao, FAST_PACKBITS, 1, &a))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *r = fast_new((a.length + 7) / 8, NPY_UINT8, &out);
@@ -1187,7 +1196,7 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *ao)
         return NULL;
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
-    FAST_RUN(FAST_PACKBITS, a.length, st, ops->packbits(&a, NULL, 0, &out, NULL));
+    FAST_RUN(FAST_PACKBITS, a.length, st, ops->packbits(&a, NULL, little, &out, NULL));
     return fast_finish(r, st, FAST_PACKBITS, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
 }
 
@@ -1623,7 +1632,8 @@ static PyMethodDef methods[] = {
     {"fast_sum", py_fast_sum, METH_O, "fast path: sum(a) on the calling thread, or NotImplemented"},
     {"fast_dot", (PyCFunction)(void (*)(void))py_fast_dot, METH_FASTCALL, "fast path: dot(a, b) on the calling thread, or NotImplemented"},
     {"fast_count_nonzero", py_fast_count_nonzero, METH_O, "fast path: count_nonzero(a), or NotImplemented"},
-    {"fast_packbits", py_fast_packbits, METH_O, "fast path: packbits(a) (big bit order), or NotImplemented"},
+    {"fast_packbits", (PyCFunction)(void (*)(void))py_fast_packbits, METH_FASTCALL,
+     "fast path: packbits(a[, little]) (big bit order, or little), or NotImplemented"},
     {"fast_cumsum", py_fast_cumsum, METH_O, "fast path: cumsum(a) flattened, or NotImplemented"},
     {"fast_histogram", (PyCFunction)(void (*)(void))py_fast_histogram, METH_FASTCALL, "fast path: counts of a with a bins description"},
     {"fast_bincount", (PyCFunction)(void (*)(void))py_fast_bincount, METH_FASTCALL, "fast path: bincount(x, minlength), or NotImplemented"},
