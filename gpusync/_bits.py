@@ -68,6 +68,8 @@ def _exact_int_mask(x, threshold):
     return np.greater(x, dt.type(t)).reshape(-1)
 
 
+
+
 @_arrays.takes_stream
 def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
     """``np.packbits(a != 0, axis, bitorder)`` for an array of any dtype --
@@ -117,6 +119,10 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big", *, stream=None):
     one store (CUDA; a table lookup on CPU threads).  Device arrays give
     device arrays, enqueued on their stream.
     """
+    if axis is None and count is None and stream is None and (bitorder == "big" or bitorder == "little"):
+        r = _core.fast_unpackbits(a, bitorder == "little")  # the C fast path (_dispatch.py)
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         if not isinstance(bitorder, str) or bitorder[:1] not in ("l", "b"):  # NumPy's rule: the first letter
             raise ValueError("'order' must begin with 'l' or 'b'")
@@ -164,9 +170,15 @@ def _unpack_flat(x, little):
         out = lib.empty(8 * x.length, np.uint8, x.device)
         _core.unpackbits("cuda", x.desc(), little, _arrays.as_input(out, "out").desc(), x.stream)
         return out
+    # a host input runs on the CPU engine unless the cuda backend is forced: the result is 8x the input, so the
+    # GPU road would carry 9 bytes over the bus for every byte the host reads and writes itself
+    be = "cuda" if be == "cuda" and _dispatch.forced_backend() == "cuda" else "cpu"
+    _dispatch.fast_ready()  # the general call configures the C fast path's limits
     src = np.ascontiguousarray(x) if be == "cuda" else x
     out = np.empty(8 * src.shape[0], np.uint8)
     _core.unpackbits(be, src, little, out, _arrays.host_stream())
+    _dispatch.record("unpackbits", engine="cuda" if be == "cuda" else "cpu", strategy="auto", used="",
+                     n=src.shape[0], dtype="uint8")
     return out
 
 

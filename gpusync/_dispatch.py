@@ -134,7 +134,7 @@ def _fast_plan(rec):
     notes = ["the C fast path: a native contiguous NumPy array with default options, "
              + ("on the calling thread" if threads <= 1 else f"on {threads} pool threads")]
     in_bytes = np.dtype(dtype).itemsize * (2 if op == "dot" else 1)
-    shape = _costmodel.Shape(op, n, in_bytes, 8, 0, True, "host")
+    shape = _costmodel.Shape(_COST_OP.get(op, op), n, in_bytes, 8, 0, True, "host")
     pred = _costmodel.choose(machine(), shape, _allowed(forced_backend())[0]).predicted
     return {"op": op, "place": "host", "n": n, "dtype": str(dtype), "engine": "caller" if threads <= 1 else "cpu",
             "strategy": "auto", "strategy_used": used if used != "auto" else "", "threads": max(1, threads),
@@ -254,8 +254,9 @@ def _gpu_usable() -> bool:
 _fast = {"synced": False}
 _FAST_SHAPES = {  # op -> (bytes read per element for 1-byte and 8-byte items, result bytes)
     "sum": ((1, 8), 8), "dot": ((2, 16), 8), "count_nonzero": ((1, 8), 8), "packbits": ((1, 8), 0),
-    "cumsum": ((1, 8), 0), "histogram": ((1, 8), 8), "bincount": ((1, 8), 8),
+    "cumsum": ((1, 8), 0), "histogram": ((1, 8), 8), "bincount": ((1, 8), 8), "unpackbits": ((1,), 0),
 }
+_COST_OP = {"unpackbits": "packbits"}  # the model's nearest op: one pass over bytes (the CPU engine picks threads)
 
 
 def _engine_limit(m, op, allowed, engines) -> int:
@@ -266,7 +267,7 @@ def _engine_limit(m, op, allowed, engines) -> int:
     limit = 1 << 40
     for in_bytes in _FAST_SHAPES[op][0]:
         def ours(n):
-            s = _costmodel.Shape(op, n, in_bytes, _FAST_SHAPES[op][1] or n * 8, 1, True, "host")
+            s = _costmodel.Shape(_COST_OP.get(op, op), n, in_bytes, _FAST_SHAPES[op][1] or n * 8, 1, True, "host")
             return _costmodel.choose(m, s, allowed).engine in engines
         lo, hi = 0, 1 << 34
         if ours(hi):

@@ -516,11 +516,12 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="auto", stream=None):
     as in :func:`histogram`.  Reading the maximum makes the call wait for a
     device input.  # synchronize!
     """
-    if stream is None and weights is None and strategy == "auto" and type(minlength) is int:
-        r = _core.fast_bincount(x, minlength)  # the C fast path (_dispatch.py)
+    if stream is None and strategy == "auto" and type(minlength) is int:
+        # the C fast path (_dispatch.py); float weights too
+        r = _core.fast_bincount(x, minlength) if weights is None else _core.fast_bincount(x, minlength, weights)
         if r is not NotImplemented:
             return r
-        if type(x) is not np.ndarray and minlength >= 0:
+        if weights is None and type(x) is not np.ndarray and minlength >= 0:
             r = _devfast.bincount_(x, minlength, _direct_bins)  # device arrays' fast path
             if r is not NotImplemented:
                 return r

@@ -39,6 +39,9 @@ def _run(func, arrays, out_dtype, strategy, deterministic):
     return _dispatch.scalar(out)
 
 
+_F64 = np.dtype(np.float64)
+
+
 @_arrays.takes_stream
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True, *,  # noqa: A001
         strategy="auto", deterministic=False, stream=None):
@@ -90,6 +93,12 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         if r is not NotImplemented:
             return r
         r = _devfast.sum_(a, _sum_dtype)  # device arrays' fast path
+        if r is not NotImplemented:
+            return r
+    elif (dtype is not None and axis is None and out is None and not keepdims and where is True and type(initial) is int
+          and initial == 0 and stream is None and strategy == "auto" and not deterministic and type(a) is np.ndarray
+          and a.dtype.kind == "f" and _F64 == dtype):
+        r = _core.fast_sum(a, True)  # sum(a, dtype=float64) of a float array: the float64 accumulation itself
         if r is not NotImplemented:
             return r
     elif (axis is not None and dtype is None and out is None and not keepdims and where is True

@@ -659,3 +659,39 @@ def _limits():
     m = _dispatch.machine()
     allowed = _dispatch._allowed(None)[0]
     return [_dispatch._fast_limits(m, op, allowed) for op in _core.fast_config(None)]
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 100_003])
+def test_fast_paths_of_common_options(n):
+    """The C fast path also takes bincount with float weights, sum(dtype=float64) of a float array,
+    packbits(bitorder='little') and unpackbits: NumPy's results, recorded as fast calls."""
+    rng = np.random.default_rng(n)
+    gs.sum(np.ones(3))  # a general call configures the fast paths' limits
+    for dt in (np.int64, np.int32, np.uint16):
+        x = rng.integers(0, 50, n).astype(dt)
+        for wdt in (np.float64, np.float32):
+            w = rng.standard_normal(n).astype(wdt)
+            for minlength in (0, 80):
+                got, ref = gs.bincount(x, weights=w, minlength=minlength), np.bincount(x, w, minlength)
+                assert got.dtype == ref.dtype == np.float64 and got.shape == ref.shape
+                np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+                assert _fast_ran("bincount")
+    got = gs.bincount(x, weights=np.arange(n))  # integer weights: the general path, NumPy's float64 sums
+    np.testing.assert_array_equal(got, np.bincount(x, np.arange(n)))
+    for dt in (np.float32, np.float64, np.float16):
+        a = rng.standard_normal(n).astype(dt)
+        for spelled in (np.float64, "float64", float, "f8"):
+            got, ref = gs.sum(a, dtype=spelled), np.sum(a, dtype=spelled)
+            assert type(got) is type(ref) is np.float64
+            assert got == pytest.approx(ref, rel=1e-12, abs=1e-12)
+        assert _fast_ran("sum")
+    i = rng.integers(-5, 5, n).astype(np.int32)
+    assert gs.sum(i, dtype=np.float64) == np.sum(i, dtype=np.float64)  # an integer array: the general path
+    u8 = (rng.integers(0, 3, n) * rng.integers(0, 2, n)).astype(np.uint8)
+    np.testing.assert_array_equal(gs.packbits(u8, bitorder="little"), np.packbits(u8, bitorder="little"))
+    assert _fast_ran("packbits")
+    for order in ("big", "little"):
+        np.testing.assert_array_equal(gs.unpackbits(u8, bitorder=order), np.unpackbits(u8, bitorder=order))
+        assert _fast_ran("unpackbits")
+    two = u8[: n - n % 2].reshape(2, -1) if n > 1 else u8.reshape(1, 1)
+    np.testing.assert_array_equal(gs.unpackbits(two), np.unpackbits(two))  # any shape, flattened

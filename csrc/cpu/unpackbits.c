@@ -5,21 +5,48 @@
 #include "gpusync/tuning.h"
 #include "parallel.h"
 
+#include <pthread.h>
 #include <string.h>
 
 typedef struct {
     const uint8_t *a;
     int64_t stride;
     uint8_t *out;
-    uint64_t table[256];
+    const uint64_t *table; /* byte -> its 8 output bytes */
 } uctx;
+
+/* Both bit orders' tables, built once (building one per call was most of a
+ * small call: 256 x 8 stores, about 1 us). */
+static uint64_t tables[2][256];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void)
+{
+    for (int little = 0; little < 2; little++)
+        for (int v = 0; v < 256; v++) {
+            uint8_t b[8];
+            for (int k = 0; k < 8; k++)
+                b[k] = (uint8_t)((v >> (little ? k : 7 - k)) & 1);
+            memcpy(&tables[little][v], b, 8);
+        }
+}
 
 static void unpack_slice(void *vc, int tid, int64_t begin, int64_t end)
 {
     (void)tid;
     const uctx *c = (const uctx *)vc;
-    for (int64_t i = begin; i < end; i++)
-        memcpy(c->out + 8 * i, &c->table[c->a[i * c->stride]], 8);
+    /* locals: the byte stores through out may alias *c, which would make every iteration reload it */
+    const uint8_t *a = c->a;
+    const uint64_t *table = c->table;
+    uint8_t *out = c->out;
+    const int64_t s = c->stride;
+    if (s == 1) {
+        for (int64_t i = begin; i < end; i++)
+            memcpy(out + 8 * i, &table[a[i]], 8);
+    } else {
+        for (int64_t i = begin; i < end; i++)
+            memcpy(out + 8 * i, &table[a[i * s]], 8);
+    }
 }
 
 gs_status gs_cpu_unpackbits(const gs_array *a, int little, gs_array *out, void *stream)
@@ -31,14 +58,10 @@ gs_status gs_cpu_unpackbits(const gs_array *a, int little, gs_array *out, void *
         (out->length > 1 && out->stride != 1))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "unpackbits: out must be %lld contiguous uint8 on the host",
                        (long long)(8 * a->length));
+    pthread_once(&tables_once, build_tables);
     uctx local;
     memset(&local, 0, sizeof local);
-    for (int v = 0; v < 256; v++) {
-        uint8_t b[8];
-        for (int k = 0; k < 8; k++)
-            b[k] = (uint8_t)((v >> (little ? k : 7 - k)) & 1);
-        memcpy(&local.table[v], b, 8);
-    }
+    local.table = tables[little != 0];
     local.a = (const uint8_t *)a->data;
     local.stride = a->stride;
     local.out = (uint8_t *)out->data;

@@ -969,11 +969,23 @@ static PyObject *py_raise_status(PyObject *self, PyObject *args)
  * when the calling thread is not a candidate: a forced CUDA backend,
  * GPUSYNC_ENGINE, GPUSYNC_DEBUG).  Each fast call leaves a thread-local record
  * that gs.last_plan() reads. */
-enum { FAST_SUM, FAST_DOT, FAST_COUNT_NONZERO, FAST_PACKBITS, FAST_CUMSUM, FAST_HISTOGRAM, FAST_BINCOUNT, FAST_OPS };
-static const char *const fast_names[FAST_OPS] = {"sum", "dot", "count_nonzero", "packbits", "cumsum", "histogram",
-                                                 "bincount"};
-static int64_t fast_limit[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1};  /* -1: not configured yet */
-static int64_t fast_caller[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1}; /* up to here the calling thread alone */
+enum {
+    FAST_SUM,
+    FAST_DOT,
+    FAST_COUNT_NONZERO,
+    FAST_PACKBITS,
+    FAST_CUMSUM,
+    FAST_HISTOGRAM,
+    FAST_BINCOUNT,
+    FAST_UNPACKBITS,
+    FAST_OPS
+};
+static const char *const fast_names[FAST_OPS] = {
+    [FAST_SUM] = "sum",          [FAST_DOT] = "dot",           [FAST_COUNT_NONZERO] = "count_nonzero",
+    [FAST_PACKBITS] = "packbits", [FAST_CUMSUM] = "cumsum",     [FAST_HISTOGRAM] = "histogram",
+    [FAST_BINCOUNT] = "bincount", [FAST_UNPACKBITS] = "unpackbits"};
+static int64_t fast_limit[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1, -1};  /* -1: not configured yet */
+static int64_t fast_caller[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1, -1}; /* up to here the calling thread alone */
 #define FAST_GIL_RELEASE_MIN 16384                                    /* elements; below, keep the GIL */
 
 typedef struct {
@@ -1057,13 +1069,17 @@ static int fast_sum_type(gs_dtype dt)
     }
 }
 
-static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op)
+/* as_f64: sum(a, dtype=float64) of a float array -- the float64
+ * accumulation itself, not rounded to a's dtype. */
+static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op, int as_f64)
 {
     gs_array a, b, out;
     if (!fast_on(op) || !fast_input(ao, op, op == FAST_DOT, &a) ||
         (bo && (!fast_input(bo, op, 1, &b) || b.dtype != a.dtype || b.length != a.length)))
         Py_RETURN_NOTIMPLEMENTED;
-    const int typenum = bo ? PyArray_TYPE((PyArrayObject *)ao) : fast_sum_type(a.dtype);
+    if (as_f64 && a.dtype != GS_FLOAT16 && a.dtype != GS_FLOAT32 && a.dtype != GS_FLOAT64)
+        Py_RETURN_NOTIMPLEMENTED;
+    const int typenum = as_f64 ? NPY_DOUBLE : bo ? PyArray_TYPE((PyArrayObject *)ao) : fast_sum_type(a.dtype);
     PyArray_Descr *descr = PyArray_DescrFromType(typenum);
     if (!descr)
         return NULL;
@@ -1112,10 +1128,18 @@ static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op)
     return r;
 }
 
-static PyObject *py_fast_sum(PyObject *self, PyObject *a)
+/* fast_sum(a[, as_f64]) */
+static PyObject *py_fast_sum(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    return fast_reduce(a, NULL, FAST_SUM);
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_sum takes 1 or 2 arguments");
+        return NULL;
+    }
+    const int as_f64 = nargs > 1 ? PyObject_IsTrue(args[1]) : 0;
+    if (as_f64 < 0)
+        return NULL;
+    return fast_reduce(args[0], NULL, FAST_SUM, as_f64);
 }
 
 static PyObject *py_fast_dot(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1125,7 +1149,7 @@ static PyObject *py_fast_dot(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_TypeError, "fast_dot takes 2 arguments");
         return NULL;
     }
-    return fast_reduce(args[0], args[1], FAST_DOT);
+    return fast_reduce(args[0], args[1], FAST_DOT, 0);
 }
 
 static PyObject *py_fast_count_nonzero(PyObject *self, PyObject *ao)
@@ -1198,6 +1222,29 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *const *args, Py_ssiz
     const gs_backend_ops *ops = gs_cpu_backend();
     FAST_RUN(FAST_PACKBITS, a.length, st, ops->packbits(&a, NULL, little, &out, NULL));
     return fast_finish(r, st, FAST_PACKBITS, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
+}
+
+/* fast_unpackbits(a, little): np.unpackbits of a C-contiguous uint8 array of any shape, flattened. */
+static PyObject *py_fast_unpackbits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    gs_array a, out;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "fast_unpackbits takes 2 arguments");
+        return NULL;
+    }
+    const int little = PyObject_IsTrue(args[1]);
+    if (little < 0)
+        return NULL;
+    if (!fast_on(FAST_UNPACKBITS) || !fast_input(args[0], FAST_UNPACKBITS, 0, &a) || a.dtype != GS_UINT8)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *r = fast_new(8 * a.length, NPY_UINT8, &out);
+    if (!r)
+        return NULL;
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(FAST_UNPACKBITS, a.length, st, ops->unpackbits(&a, little, &out, NULL));
+    return fast_finish(r, st, FAST_UNPACKBITS, &a, NPY_UINT8, GS_STRATEGY_AUTO);
 }
 
 static PyObject *py_fast_cumsum(PyObject *self, PyObject *ao)
@@ -1289,9 +1336,9 @@ static int fast_int_range(const gs_backend_ops *ops, const gs_array *a, int64_t 
 static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    gs_array a, out;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "fast_bincount takes 2 arguments");
+    gs_array a, w, out;
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "fast_bincount takes 2 or 3 arguments");
         return NULL;
     }
     PyObject *ao = args[0];
@@ -1300,6 +1347,11 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     if (!fast_on(FAST_BINCOUNT) || !fast_input(ao, FAST_BINCOUNT, 1, &a) || a.length == 0 || minlength < 0 ||
         a.dtype == GS_FLOAT16 || a.dtype == GS_FLOAT32 || a.dtype == GS_FLOAT64)
+        Py_RETURN_NOTIMPLEMENTED;
+    /* weights (float32 / float64, one per element): NumPy's float64 sums */
+    const int weighted = nargs == 3;
+    if (weighted && (!fast_input(args[2], FAST_BINCOUNT, 1, &w) || w.length != a.length ||
+                     (w.dtype != GS_FLOAT32 && w.dtype != GS_FLOAT64)))
         Py_RETURN_NOTIMPLEMENTED;
     const int is_bool = a.dtype == GS_BOOL;
     if (is_bool)
@@ -1315,7 +1367,7 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     if (lo < 0 || hi > 4 * a.length + 65536 || (is_bool && hi > 1))
         Py_RETURN_NOTIMPLEMENTED;
     const int64_t nbins = hi + 1 > minlength ? hi + 1 : minlength;
-    PyArrayObject *r = fast_new(nbins, NPY_INT64, &out);
+    PyArrayObject *r = fast_new(nbins, weighted ? NPY_DOUBLE : NPY_INT64, &out);
     if (!r)
         return NULL;
     gs_hist_bins bins;
@@ -1326,7 +1378,8 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     memset((int64_t *)PyArray_DATA(r) + hi + 1, 0, (size_t)(nbins - hi - 1) * 8);
     gs_strategy used = GS_STRATEGY_AUTO;
     gs_status st;
-    FAST_RUN(FAST_BINCOUNT, a.length, st, ops->histogram(&a, NULL, &bins, &out, GS_STRATEGY_AUTO, NULL, &used));
+    FAST_RUN(FAST_BINCOUNT, a.length, st,
+             ops->histogram(&a, weighted ? &w : NULL, &bins, &out, GS_STRATEGY_AUTO, NULL, &used));
     return fast_finish(r, st, FAST_BINCOUNT, &a, PyArray_TYPE((PyArrayObject *)ao), used);
 }
 
@@ -1629,7 +1682,10 @@ static PyMethodDef methods[] = {
     {"_env_table", py_env_table, METH_NOARGS, "the GPUSYNC_* variables: (name, type, default, lo, hi, choices, meaning)"},
     {"env_backend", py_env_backend, METH_NOARGS, "GPUSYNC_BACKEND: 'cpu', 'cuda' or None"},
     {"_env_number", py_env_number, METH_VARARGS, "test hook: a GPUSYNC_* variable as the C side reads it"},
-    {"fast_sum", py_fast_sum, METH_O, "fast path: sum(a) on the calling thread, or NotImplemented"},
+    {"fast_unpackbits", (PyCFunction)(void (*)(void))py_fast_unpackbits, METH_FASTCALL,
+     "fast path: unpackbits(a, little), or NotImplemented"},
+    {"fast_sum", (PyCFunction)(void (*)(void))py_fast_sum, METH_FASTCALL,
+     "fast path: sum(a[, as_f64]) (as_f64: dtype=float64 of a float array), or NotImplemented"},
     {"fast_dot", (PyCFunction)(void (*)(void))py_fast_dot, METH_FASTCALL, "fast path: dot(a, b) on the calling thread, or NotImplemented"},
     {"fast_count_nonzero", py_fast_count_nonzero, METH_O, "fast path: count_nonzero(a), or NotImplemented"},
     {"fast_packbits", (PyCFunction)(void (*)(void))py_fast_packbits, METH_FASTCALL,
