@@ -73,7 +73,7 @@ def half_decades(max_n):
 # threads slowed the next one's by up to 100x in the 2026-11-23 H200 sweep
 # (numpy.dot of 10^5 float64: 8 ms right after torch.dot, 0.007 ms alone).
 QUIET_FROM = 10_000
-QUIET_S = 0.1
+QUIET_S = 0.3  # above Intel OpenMP's 0.2 s block time (0.1 s left OpenBLAS / OpenMP threads spinning into the next row)
 
 
 def timed(fn, budget_s, sync=None, max_reps=200):

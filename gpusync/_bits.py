@@ -302,6 +302,9 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
         if r is not NotImplemented:
             return r
     elif axis is not None and not keepdims and stream is None and threshold is None:
+        r = _core.fast_reduce_axis(a, axis, True)  # the C fast path: one int axis of a NumPy array
+        if r is not NotImplemented:
+            return r
         r = _devfast.reduce_axis_(a, axis, _axis.COUNT_NONZERO, _intp_of, "count_nonzero")  # one axis, device
         if r is not NotImplemented:
             return r

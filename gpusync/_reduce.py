@@ -103,6 +103,9 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
             return r
     elif (axis is not None and dtype is None and out is None and not keepdims and where is True
           and type(initial) is int and initial == 0 and stream is None and strategy == "auto" and not deterministic):
+        r = _core.fast_reduce_axis(a, axis, False)  # the C fast path: one int axis of a NumPy array
+        if r is not NotImplemented:
+            return r
         r = _devfast.reduce_axis_(a, axis, _axis.SUM, _sum_dtype, "sum")  # one axis of a device array
         if r is not NotImplemented:
             return r

@@ -695,3 +695,31 @@ def test_fast_paths_of_common_options(n):
         assert _fast_ran("unpackbits")
     two = u8[: n - n % 2].reshape(2, -1) if n > 1 else u8.reshape(1, 1)
     np.testing.assert_array_equal(gs.unpackbits(two), np.unpackbits(two))  # any shape, flattened
+
+
+@pytest.mark.parametrize("shape", [(100, 10), (10, 100), (3, 4, 5), (1, 7), (7, 1), (300, 1001)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.int64, np.float16],
+                         ids=lambda d: np.dtype(d).name)
+def test_axis_fast_path(shape, dtype):
+    """sum / count_nonzero along one int axis (negative included) of a C-contiguous NumPy array take the C
+    fast path: NumPy's shapes and dtypes, sums accumulated in float64 / 64-bit integers (float32 and float16
+    rounded once: closer to the exact sum than NumPy's, which accumulates in the input's precision along
+    a strided axis), counts exact."""
+    rng = np.random.default_rng(len(shape))
+    x = (rng.random(shape) * 10).astype(dtype)
+    x.flat[::7] = 0
+    gs.sum(np.ones(3))
+    for ax in range(-len(shape), len(shape)):
+        got, ref = gs.sum(x, axis=ax), np.sum(x, axis=ax)
+        assert got.dtype == ref.dtype and got.shape == ref.shape
+        assert _fast_ran("sum")
+        exact = np.sum(x.astype(np.float64), axis=ax)
+        tol = {np.float16: 1e-3, np.float32: 1e-7, np.float64: 1e-13}.get(dtype, 0)
+        np.testing.assert_allclose(got.astype(np.float64), exact.astype(ref.dtype).astype(np.float64), rtol=tol)
+        got, ref = gs.count_nonzero(x, axis=ax), np.count_nonzero(x, axis=ax)
+        assert got.dtype == ref.dtype and got.shape == ref.shape
+        np.testing.assert_array_equal(got, ref)
+        assert _fast_ran("count_nonzero")
+    with pytest.raises(np.exceptions.AxisError):
+        gs.sum(x, axis=len(shape))
+    np.testing.assert_array_equal(gs.sum(x.astype(bool), axis=0), np.sum(x.astype(bool), axis=0))  # general path

@@ -1224,6 +1224,68 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *const *args, Py_ssiz
     return fast_finish(r, st, FAST_PACKBITS, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
 }
 
+/* fast_reduce_axis(a, axis, count): sum (count false) or count_nonzero of a
+ * C-contiguous NumPy array of 2 or more dimensions along one int axis, with
+ * NumPy's other defaults: NumPy's result shape and dtype (the sum's
+ * accumulator type; intp counts).  Empty or bool input, an axis out of
+ * range and 1-D input return NotImplemented (the general path decides). */
+static PyObject *py_fast_reduce_axis(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    gs_array a, out;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "fast_reduce_axis takes 3 arguments");
+        return NULL;
+    }
+    if (!PyLong_CheckExact(args[1]))
+        Py_RETURN_NOTIMPLEMENTED;
+    long ax = PyLong_AsLong(args[1]);
+    if (ax == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    const int count = PyObject_IsTrue(args[2]);
+    if (count < 0)
+        return NULL;
+    const int fop = count ? FAST_COUNT_NONZERO : FAST_SUM;
+    if (!fast_on(fop) || !fast_input(args[0], fop, 0, &a) || a.length == 0 || a.dtype == GS_BOOL)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *arr = (PyArrayObject *)args[0];
+    const int nd = PyArray_NDIM(arr);
+    if (ax < 0)
+        ax += nd;
+    if (nd < 2 || nd > NPY_MAXDIMS || ax < 0 || ax >= nd)
+        Py_RETURN_NOTIMPLEMENTED;
+    const npy_intp *dims = PyArray_DIMS(arr);
+    npy_intp rdims[NPY_MAXDIMS];
+    int64_t outer = 1, inner = 1;
+    for (int k = 0, j = 0; k < nd; k++) {
+        if (k == ax)
+            continue;
+        rdims[j++] = dims[k];
+        if (k < ax)
+            outer *= dims[k];
+        else
+            inner *= dims[k];
+    }
+    const int64_t len = dims[ax];
+    const int64_t shape3[3] = {outer, len, inner}, strides3[3] = {len * inner, inner, 1};
+    const int typenum = count ? NPY_INTP : fast_sum_type(a.dtype);
+    PyArrayObject *r = (PyArrayObject *)PyArray_SimpleNew(nd - 1, rdims, typenum);
+    if (!r)
+        return NULL;
+    out.data = PyArray_DATA(r);
+    out.length = outer * inner;
+    out.stride = 1;
+    out.device = GS_HOST;
+    dtype_from_numpy(typenum, &out.dtype);
+    gs_status st;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(fop, a.length, st,
+             ops->reduce_axis(&a, shape3, strides3, count ? GS_AXIS_COUNT_NONZERO : GS_AXIS_SUM, &out, NULL));
+    return fast_finish(r, st, fop, &a, PyArray_TYPE(arr), GS_STRATEGY_AUTO);
+}
+
 /* fast_unpackbits(a, little): np.unpackbits of a C-contiguous uint8 array of any shape, flattened. */
 static PyObject *py_fast_unpackbits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1682,6 +1744,8 @@ static PyMethodDef methods[] = {
     {"_env_table", py_env_table, METH_NOARGS, "the GPUSYNC_* variables: (name, type, default, lo, hi, choices, meaning)"},
     {"env_backend", py_env_backend, METH_NOARGS, "GPUSYNC_BACKEND: 'cpu', 'cuda' or None"},
     {"_env_number", py_env_number, METH_VARARGS, "test hook: a GPUSYNC_* variable as the C side reads it"},
+    {"fast_reduce_axis", (PyCFunction)(void (*)(void))py_fast_reduce_axis, METH_FASTCALL,
+     "fast path: sum / count_nonzero (count true) along one int axis of a C-contiguous N-d array, or NotImplemented"},
     {"fast_unpackbits", (PyCFunction)(void (*)(void))py_fast_unpackbits, METH_FASTCALL,
      "fast path: unpackbits(a, little), or NotImplemented"},
     {"fast_sum", (PyCFunction)(void (*)(void))py_fast_sum, METH_FASTCALL,
