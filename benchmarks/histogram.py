@@ -475,10 +475,10 @@ def dist_sweep(args):
         sys.exit(1)
 
 
-def float_sweep(args):
-    """float32 / float64 on equal-width bins (issue 14: >= 90% of read and faster than CUB): several sizes,
-    bin counts and distributions; the kernel's launch shapes (GPUSYNC_HIST_REAL_CFG) and the generic shared
-    kernel it replaced (GPUSYNC_HIST_SMALL=0) in the same run; writes <out>/histogram_float_<GPU>.md."""
+
+def _gpu_session():
+    """What every device-only mode starts with: CuPy, PyTorch (None when absent), the device facts and
+    timer, the short device name, the CUB peers and a fresh read ceiling."""
     import cupy as cp
 
     from benchmarks.common import short_device
@@ -488,9 +488,13 @@ def float_sweep(args):
     except Exception:  # pragma: no cover
         torch = None
     info, timer = cuda_start(cp)
-    dev = short_device(info["name"])
-    cub = build_peers()
-    ceiling = fresh_read_ceiling(cp, timer, info)
+    return cp, torch, info, timer, short_device(info["name"]), build_peers(), fresh_read_ceiling(cp, timer, info)
+
+def float_sweep(args):
+    """float32 / float64 on equal-width bins (issue 14: >= 90% of read and faster than CUB): several sizes,
+    bin counts and distributions; the kernel's launch shapes (GPUSYNC_HIST_REAL_CFG) and the generic shared
+    kernel it replaced (GPUSYNC_HIST_SMALL=0) in the same run; writes <out>/histogram_float_<GPU>.md."""
+    cp, torch, info, timer, dev, cub, ceiling = _gpu_session()
     rs = cp.random.RandomState(11)
     rows, lines = [], []
     shapes = {0: "512x2, 4 loads", 1: "512x3, 3 loads", 2: "512x2, 4 loads, no FMA"}
@@ -572,18 +576,7 @@ def many_bins_sweep(args):
     16-bit bincounts (issue 14: at histogram speed): the 16-bit shared halves
     (strategy shared / auto) against the cluster and global strategies, CUB, torch and CuPy in the
     same run; writes <out>/histogram_manybins_<GPU>.md."""
-    import cupy as cp
-
-    from benchmarks.common import short_device
-
-    try:
-        import torch
-    except Exception:  # pragma: no cover
-        torch = None
-    info, timer = cuda_start(cp)
-    dev = short_device(info["name"])
-    cub = build_peers()
-    ceiling = fresh_read_ceiling(cp, timer, info)
+    cp, torch, info, timer, dev, cub, ceiling = _gpu_session()
     rs = cp.random.RandomState(13)
     rows, lines = [], []
     n16, n32 = (1 << 24, 1 << 23) if args.quick else (1 << 28, 1 << 27)
