@@ -172,7 +172,8 @@ def _unpack_flat(x, little):
         return out
     # a host input runs on the CPU engine unless the cuda backend is forced: the result is 8x the input, so the
     # GPU road would carry 9 bytes over the bus for every byte the host reads and writes itself
-    be = "cuda" if be == "cuda" and _dispatch.forced_backend() == "cuda" else "cpu"
+    forced = _dispatch.forced_backend() == "cuda" or _dispatch.env_engine() in ("cuda", "cpu+cuda")
+    be = "cuda" if be == "cuda" and forced else "cpu"
     _dispatch.fast_ready()  # the general call configures the C fast path's limits
     src = np.ascontiguousarray(x) if be == "cuda" else x
     out = np.empty(8 * src.shape[0], np.uint8)

@@ -97,7 +97,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
             return r
     elif (dtype is not None and axis is None and out is None and not keepdims and where is True and type(initial) is int
           and initial == 0 and stream is None and strategy == "auto" and not deterministic and type(a) is np.ndarray
-          and a.dtype.kind == "f" and _F64 == dtype):
+          and a.dtype.kind == "f" and isinstance(dtype, (str, type, np.dtype)) and _F64 == dtype):
         r = _core.fast_sum(a, True)  # sum(a, dtype=float64) of a float array: the float64 accumulation itself
         if r is not NotImplemented:
             return r

@@ -687,6 +687,8 @@ def test_fast_paths_of_common_options(n):
         assert _fast_ran("sum")
     i = rng.integers(-5, 5, n).astype(np.int32)
     assert gs.sum(i, dtype=np.float64) == np.sum(i, dtype=np.float64)  # an integer array: the general path
+    with pytest.raises(TypeError):  # an array is no dtype (it would compare element by element)
+        gs.sum(a.astype(np.float32), dtype=np.array([np.float64]))
     u8 = (rng.integers(0, 3, n) * rng.integers(0, 2, n)).astype(np.uint8)
     np.testing.assert_array_equal(gs.packbits(u8, bitorder="little"), np.packbits(u8, bitorder="little"))
     assert _fast_ran("packbits")
