@@ -9,6 +9,10 @@
 #include <emmintrin.h> /* baseline x86-64 */
 #endif
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#include <immintrin.h>
+#define GS_BITS_AVX2 1
+#endif
 
 typedef struct {
     const void *x;
@@ -60,6 +64,51 @@ typedef struct {
 #define HALF_NZ(v) (((v)&0x7fffu) != 0)
 #define HALF_GT(v) ((double)gs_half_to_float(v) > thr)
 
+#ifdef GS_BITS_AVX2
+/* 64 bytes at a time into 8 output bytes with AVX2, from output byte b while
+ * a whole 64 fit before element e1; returns the next b.  Bit k of the 64:
+ * byte k nonzero (ge 0) or byte k >= kmin (ge 1; 0 < kmin < 256).  Big bit
+ * order reverses each 8-byte group's bytes first (one shuffle), so the mask
+ * comes out in output order: the SSE2 loop's bit reversal of the mask made
+ * big order 3.4x slower than little (1M uint8: 52 against 15 us, 2-core
+ * host). */
+__attribute__((target("avx2"))) static int64_t pack64_avx2(const uint8_t *p, uint8_t *out, int64_t b, int64_t e1,
+                                                             int little, int ge, int kmin)
+{
+    const __m256i rev = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                         15, 14, 13, 12, 11, 10, 9, 8);
+    const __m256i z = _mm256_setzero_si256(), kv = _mm256_set1_epi8((char)kmin);
+    for (; b * 8 + 64 <= e1; b += 8) {
+        __m256i v[2] = {_mm256_loadu_si256((const __m256i *)(p + b * 8)),
+                        _mm256_loadu_si256((const __m256i *)(p + b * 8 + 32))};
+        uint64_t m = 0;
+        for (int h = 0; h < 2; h++) {
+            const __m256i x = little ? v[h] : _mm256_shuffle_epi8(v[h], rev);
+            const uint32_t bits = ge ? (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(x, kv), x))
+                                     : ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, z));
+            m |= (uint64_t)bits << (32 * h);
+        }
+        uint8_t q[8];
+        for (int k = 0; k < 8; k++) /* byte k of m is output byte b + k */
+            q[k] = (uint8_t)(m >> (8 * k));
+        memcpy(out + b, q, 8);
+    }
+    return b;
+}
+
+/* AVX2 here: asked once (threads racing to ask store the same answer). */
+static int has_avx2(void)
+{
+    static _Atomic int a = -1;
+    int v = atomic_load_explicit(&a, memory_order_relaxed);
+    if (v < 0) {
+        v = __builtin_cpu_supports("avx2");
+        atomic_store_explicit(&a, v, memory_order_relaxed);
+    }
+    return v;
+}
+#endif
+
 /* Unsigned bytes >= c->kmin (a threshold on uint8/bool: x > t is x >= floor(t) + 1,
  * exact for every t; kmin 0: all, 256: none), 64 at a time: max(x, k) == x. */
 static void pack_bytes_ge(bctx *c, int64_t e0, int64_t e1)
@@ -67,6 +116,10 @@ static void pack_bytes_ge(bctx *c, int64_t e0, int64_t e1)
     const uint8_t *p = (const uint8_t *)c->x;
     const int k = c->kmin;
     int64_t b = e0 / 8;
+#ifdef GS_BITS_AVX2
+    if (k > 0 && k < 256 && has_avx2())
+        b = pack64_avx2(p, c->out, b, e1, c->little, 1, k);
+#endif
 #ifdef __SSE2__
     if (k > 0 && k < 256) {
         uint8_t *out = c->out;
@@ -110,6 +163,10 @@ static void pack_bytes(bctx *c, int64_t e0, int64_t e1)
     const uint64_t lo7 = 0x7f7f7f7f7f7f7f7fULL, ones = 0x0101010101010101ULL;
     const uint64_t magic = c->little ? 0x0102040810204080ULL : 0x8040201008040201ULL;
     int64_t b = e0 / 8;
+#ifdef GS_BITS_AVX2
+    if (has_avx2())
+        b = pack64_avx2(p, c->out, b, e1, c->little, 0, 0);
+#endif
 #ifdef __SSE2__
     uint8_t *out = c->out; /* locals: stores through out may alias *c */
     const int little = c->little;
