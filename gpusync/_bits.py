@@ -68,8 +68,6 @@ def _exact_int_mask(x, threshold):
     return np.greater(x, dt.type(t)).reshape(-1)
 
 
-
-
 @_arrays.takes_stream
 def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
     """``np.packbits(a != 0, axis, bitorder)`` for an array of any dtype --

@@ -86,23 +86,23 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
     (except strategies ``"mutex"`` and ``"grid"``, which check their spin
     loops' time-out).
     """
-    plain = axis is None and dtype is None and out is None and not keepdims and where is True and (
-        type(initial) is int and initial == 0)
-    if plain and stream is None and strategy == "auto" and not deterministic:
+    # NumPy's defaults for everything but axis and dtype, and gpusync's own options at theirs: the fast paths
+    rest = out is None and not keepdims and where is True and type(initial) is int and initial == 0
+    fast = rest and stream is None and strategy == "auto" and not deterministic
+    plain = rest and axis is None and dtype is None
+    if plain and fast:
         r = _core.fast_sum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
         if r is not NotImplemented:
             return r
         r = _devfast.sum_(a, _sum_dtype)  # device arrays' fast path
         if r is not NotImplemented:
             return r
-    elif (dtype is not None and axis is None and out is None and not keepdims and where is True and type(initial) is int
-          and initial == 0 and stream is None and strategy == "auto" and not deterministic and type(a) is np.ndarray
-          and a.dtype.kind == "f" and isinstance(dtype, (str, type, np.dtype)) and _F64 == dtype):
+    elif fast and axis is None and type(a) is np.ndarray and a.dtype.kind == "f" and (
+            isinstance(dtype, (str, type, np.dtype)) and _F64 == dtype):
         r = _core.fast_sum(a, True)  # sum(a, dtype=float64) of a float array: the float64 accumulation itself
         if r is not NotImplemented:
             return r
-    elif (axis is not None and dtype is None and out is None and not keepdims and where is True
-          and type(initial) is int and initial == 0 and stream is None and strategy == "auto" and not deterministic):
+    elif fast and axis is not None and dtype is None:
         r = _core.fast_reduce_axis(a, axis, False)  # the C fast path: one int axis of a NumPy array
         if r is not NotImplemented:
             return r
