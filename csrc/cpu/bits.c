@@ -88,25 +88,11 @@ __attribute__((target("avx2"))) static int64_t pack64_avx2(const uint8_t *p, uin
                                      : ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, z));
             m |= (uint64_t)bits << (32 * h);
         }
-        uint8_t q[8];
-        for (int k = 0; k < 8; k++) /* byte k of m is output byte b + k */
-            q[k] = (uint8_t)(m >> (8 * k));
-        memcpy(out + b, q, 8);
+        memcpy(out + b, &m, 8); /* x86-64 is little-endian: byte k of m is output byte b + k */
     }
     return b;
 }
 
-/* AVX2 here: asked once (threads racing to ask store the same answer). */
-static int has_avx2(void)
-{
-    static _Atomic int a = -1;
-    int v = atomic_load_explicit(&a, memory_order_relaxed);
-    if (v < 0) {
-        v = __builtin_cpu_supports("avx2");
-        atomic_store_explicit(&a, v, memory_order_relaxed);
-    }
-    return v;
-}
 #endif
 
 /* Unsigned bytes >= c->kmin (a threshold on uint8/bool: x > t is x >= floor(t) + 1,
@@ -117,7 +103,7 @@ static void pack_bytes_ge(bctx *c, int64_t e0, int64_t e1)
     const int k = c->kmin;
     int64_t b = e0 / 8;
 #ifdef GS_BITS_AVX2
-    if (k > 0 && k < 256 && has_avx2())
+    if (k > 0 && k < 256 && (gs_cpu_features() & GS_CPU_AVX2))
         b = pack64_avx2(p, c->out, b, e1, c->little, 1, k);
 #endif
 #ifdef __SSE2__
@@ -164,7 +150,7 @@ static void pack_bytes(bctx *c, int64_t e0, int64_t e1)
     const uint64_t magic = c->little ? 0x0102040810204080ULL : 0x8040201008040201ULL;
     int64_t b = e0 / 8;
 #ifdef GS_BITS_AVX2
-    if (has_avx2())
+    if (gs_cpu_features() & GS_CPU_AVX2)
         b = pack64_avx2(p, c->out, b, e1, c->little, 0, 0);
 #endif
 #ifdef __SSE2__

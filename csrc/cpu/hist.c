@@ -235,19 +235,6 @@ ESTIMATE(estimate_f32, float, )
 #define estimate_f32_avx512_tail estimate_f32
 ESTIMATE512(estimate_f64_avx512, double, LOAD8_F64)
 ESTIMATE512(estimate_f32_avx512, float, LOAD8_F32)
-
-/* 1 where the AVX-512 estimate runs: the CPU asked once (threads racing to
- * ask store the same answer). */
-static int est_wide(void)
-{
-    static _Atomic int w = -1;
-    int v = atomic_load_explicit(&w, memory_order_relaxed);
-    if (v < 0) {
-        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-        atomic_store_explicit(&w, v, memory_order_relaxed);
-    }
-    return v;
-}
 #endif
 
 #define UNIFORM_BLOCKED(T, EST)                                                                               \
@@ -278,7 +265,7 @@ static int real_slice(const gs_binner *b, const gs_array *x, const gs_array *w, 
         void (*est64)(const double *restrict, int, const gs_binner *, int32_t *restrict) = estimate_f64;
         void (*est32)(const float *restrict, int, const gs_binner *, int32_t *restrict) = estimate_f32;
 #ifdef GS_EST_AVX512
-        if (est_wide())
+        if (gs_cpu_features() & GS_CPU_AVX512)
             est64 = estimate_f64_avx512, est32 = estimate_f32_avx512;
 #endif
         if (x->dtype == GS_FLOAT64) {

@@ -414,3 +414,20 @@ gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx
         return gs_interrupted();
     return rc == 0 ? GS_OK : gs_fail(GS_ERR_NO_MEMORY, "could not start CPU threads");
 }
+
+int gs_cpu_features(void)
+{
+    static _Atomic int f = -1; /* threads racing to ask store the same answer */
+    int v = atomic_load_explicit(&f, memory_order_relaxed);
+    if (v < 0) {
+        v = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+        if (__builtin_cpu_supports("avx2"))
+            v |= GS_CPU_AVX2;
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+            v |= GS_CPU_AVX512;
+#endif
+        atomic_store_explicit(&f, v, memory_order_relaxed);
+    }
+    return v;
+}

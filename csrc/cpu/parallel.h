@@ -51,6 +51,12 @@ int gs_cpu_threads_for_cost_extra(int64_t n, double ns_per_item, double ns_per_e
  * process-wide flag (one relaxed load). */
 int gs_cpu_stop(int tid);
 
+/* Instruction sets the hand-written kernels pick at run time (the build
+ * stays baseline x86-64), asked of the CPU once: GS_CPU_AVX2, GS_CPU_AVX512
+ * (F and VL).  0 off x86-64. */
+enum { GS_CPU_AVX2 = 1, GS_CPU_AVX512 = 2 };
+int gs_cpu_features(void);
+
 /* AVX-512 and AVX2 clones of a hot loop beside the baseline one, the widest
  * the CPU has picked at run time (the build itself stays baseline x86-64).
  * H100 host (Xeon, 16 cores): `gs.dot` of 1M float32 0.040-0.056 ->
