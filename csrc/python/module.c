@@ -1069,6 +1069,24 @@ static int fast_sum_type(gs_dtype dt)
     }
 }
 
+/* A fast-path function's argument count: lo..hi, else TypeError naming it. */
+static int fast_arity(const char *name, Py_ssize_t nargs, Py_ssize_t lo, Py_ssize_t hi)
+{
+    if (nargs >= lo && nargs <= hi)
+        return 1;
+    if (lo == hi)
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, lo);
+    else
+        PyErr_Format(PyExc_TypeError, "%s takes %zd or %zd arguments", name, lo, hi);
+    return 0;
+}
+
+/* Optional flag argument i (absent: 0); -1 with the exception set. */
+static int fast_flag(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t i)
+{
+    return nargs > i ? PyObject_IsTrue(args[i]) : 0;
+}
+
 /* as_f64: sum(a, dtype=float64) of a float array -- the float64
  * accumulation itself, not rounded to a's dtype. */
 static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op, int as_f64)
@@ -1132,11 +1150,9 @@ static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op, int as_f64)
 static PyObject *py_fast_sum(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs < 1 || nargs > 2) {
-        PyErr_SetString(PyExc_TypeError, "fast_sum takes 1 or 2 arguments");
+    if (!fast_arity("fast_sum", nargs, 1, 2))
         return NULL;
-    }
-    const int as_f64 = nargs > 1 ? PyObject_IsTrue(args[1]) : 0;
+    const int as_f64 = fast_flag(args, nargs, 1);
     if (as_f64 < 0)
         return NULL;
     return fast_reduce(args[0], NULL, FAST_SUM, as_f64);
@@ -1145,10 +1161,8 @@ static PyObject *py_fast_sum(PyObject *self, PyObject *const *args, Py_ssize_t n
 static PyObject *py_fast_dot(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "fast_dot takes 2 arguments");
+    if (!fast_arity("fast_dot", nargs, 2, 2))
         return NULL;
-    }
     return fast_reduce(args[0], args[1], FAST_DOT, 0);
 }
 
@@ -1205,12 +1219,10 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *const *args, Py_ssiz
 {
     (void)self;
     gs_array a, out;
-    if (nargs < 1 || nargs > 2) {
-        PyErr_SetString(PyExc_TypeError, "fast_packbits takes 1 or 2 arguments");
+    if (!fast_arity("fast_packbits", nargs, 1, 2))
         return NULL;
-    }
     PyObject *ao = args[0];
-    const int little = nargs > 1 ? PyObject_IsTrue(args[1]) : 0;
+    const int little = fast_flag(args, nargs, 1);
     if (little < 0)
         return NULL;
     if (!fast_on(FAST_PACKBITS) || !fast_input(ao, FAST_PACKBITS, 1, &a))
@@ -1233,10 +1245,8 @@ static PyObject *py_fast_reduce_axis(PyObject *self, PyObject *const *args, Py_s
 {
     (void)self;
     gs_array a, out;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "fast_reduce_axis takes 3 arguments");
+    if (!fast_arity("fast_reduce_axis", nargs, 3, 3))
         return NULL;
-    }
     if (!PyLong_CheckExact(args[1]))
         Py_RETURN_NOTIMPLEMENTED;
     long ax = PyLong_AsLong(args[1]);
@@ -1244,7 +1254,7 @@ static PyObject *py_fast_reduce_axis(PyObject *self, PyObject *const *args, Py_s
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }
-    const int count = PyObject_IsTrue(args[2]);
+    const int count = fast_flag(args, nargs, 2);
     if (count < 0)
         return NULL;
     const int fop = count ? FAST_COUNT_NONZERO : FAST_SUM;
@@ -1291,11 +1301,9 @@ static PyObject *py_fast_unpackbits(PyObject *self, PyObject *const *args, Py_ss
 {
     (void)self;
     gs_array a, out;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "fast_unpackbits takes 2 arguments");
+    if (!fast_arity("fast_unpackbits", nargs, 2, 2))
         return NULL;
-    }
-    const int little = PyObject_IsTrue(args[1]);
+    const int little = fast_flag(args, nargs, 1);
     if (little < 0)
         return NULL;
     if (!fast_on(FAST_UNPACKBITS) || !fast_input(args[0], FAST_UNPACKBITS, 0, &a) || a.dtype != GS_UINT8)
@@ -1331,10 +1339,8 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
 {
     (void)self;
     gs_array a, out;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "fast_histogram takes 2 arguments");
+    if (!fast_arity("fast_histogram", nargs, 2, 2))
         return NULL;
-    }
     PyObject *ao = args[0], *bo = args[1];
     if (!fast_on(FAST_HISTOGRAM) || !fast_input(ao, FAST_HISTOGRAM, 0, &a) || a.dtype == GS_BOOL)
         Py_RETURN_NOTIMPLEMENTED;
@@ -1399,10 +1405,8 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
 {
     (void)self;
     gs_array a, w, out;
-    if (nargs != 2 && nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "fast_bincount takes 2 or 3 arguments");
+    if (!fast_arity("fast_bincount", nargs, 2, 3))
         return NULL;
-    }
     PyObject *ao = args[0];
     const long long minlength = PyLong_AsLongLong(args[1]);
     if (minlength == -1 && PyErr_Occurred())
