@@ -70,6 +70,34 @@ def make_dist(cp, name, n):
     raise ValueError(name)
 
 
+def _measure_row(cp, timer, rows, lines, ceiling, case, op, impl, fn, nbytes, ref=None, graph=False, reps=9,
+                 inner=5, strict=False):
+    """Time fn (graph replay or events), check it against ref (NumPy) when given, and append a latest.json row
+    and a markdown line "| case | impl | us | % of read |"; the ms, or None when it failed.  A peer that
+    cannot run the case is reported, not fatal; with `strict`, a gpusync failure other than an
+    unsupported device is."""
+    try:
+        ok = None
+        if ref is not None:
+            got = fn()
+            got = got[0] if isinstance(got, tuple) else got
+            ok = bool(np.array_equal(got.cpu().numpy() if hasattr(got, "cpu") else cp.asnumpy(cp.asarray(got)), ref))
+        ms = timer.graph(fn, reps=reps, inner=inner) if graph else timer.gpu(fn, reps=reps, inner=inner)
+    except Exception as e:
+        if strict and impl.startswith("gpusync") and not isinstance(e, gs.UnsupportedDeviceError):
+            raise
+        print(f"  {case} {impl}: {type(e).__name__}: {e}", flush=True)
+        return None
+    row = {"op": op, "case": case, "impl": impl, "ms": round(ms, 5), "gbps": round(nbytes / ms / 1e6, 1)}
+    if ok is not None:
+        row["correct"] = ok
+    rows.append(row)
+    lines.append(f"| {case} | {impl}{'' if ok is not False else ' **WRONG**'} | {ms * 1e3:.1f} | "
+                 f"{100 * nbytes / ms / 1e6 / ceiling:.1f}% |")
+    print(lines[-1], flush=True)
+    return ms
+
+
 def extra_cases(cp, timer, rows, ceiling):
     """The issue's named cases beyond 8-bit data: float64 histogram, small-range
     16-bit and 1M-bin int64 bincounts, binned_statistic with 1,000 bins."""
@@ -81,23 +109,7 @@ def extra_cases(cp, timer, rows, ceiling):
     out = []
 
     def one(case, op, impl, fn, nbytes, ref=None, graph=False):
-        try:
-            ok = None
-            if ref is not None:
-                got = fn()
-                got = got[0] if isinstance(got, tuple) else got
-                ok = bool(np.array_equal(cp.asnumpy(got), ref))
-            ms = timer.graph(fn, reps=9, inner=5) if graph else timer.gpu(fn, reps=9, inner=5)
-        except Exception as e:  # a peer that cannot run this case is reported, not fatal
-            print(f"  {case} {impl}: {type(e).__name__}: {e}", flush=True)
-            return
-        row = {"op": op, "case": case, "impl": impl, "ms": round(ms, 5), "gbps": round(nbytes / ms / 1e6, 1)}
-        if ok is not None:
-            row["correct"] = ok
-        rows.append(row)
-        out.append(f"| {case} | {impl}{'' if ok is not False else ' **WRONG**'} | {ms * 1e3:.1f} | "
-                   f"{100 * nbytes / ms / 1e6 / ceiling:.1f}% |")
-        print(out[-1], flush=True)
+        _measure_row(cp, timer, rows, out, ceiling, case, op, impl, fn, nbytes, ref, graph)
 
     x = rs.random_sample(1 << 27)  # float64 in [0, 1)
     ref = np.histogram(cp.asnumpy(x), bins=100, range=(0, 1))[0]
@@ -582,28 +594,8 @@ def many_bins_sweep(args):
     n16, n32 = (1 << 24, 1 << 23) if args.quick else (1 << 28, 1 << 27)
 
     def one(case, impl, fn, nbytes, ref=None, graph=False):
-        try:
-            ok = None
-            if ref is not None:
-                got = fn()
-                got = got[0] if isinstance(got, tuple) else got
-                ok = bool(np.array_equal(cp.asnumpy(cp.asarray(got)) if not hasattr(got, "cpu") else
-                                         got.cpu().numpy(), ref))
-            ms = timer.graph(fn, reps=7, inner=3) if graph else timer.gpu(fn, reps=7, inner=3)
-        except Exception as e:  # a peer that cannot run this case is reported, not fatal; gpusync's own failure is
-            if impl.startswith("gpusync") and not isinstance(e, gs.UnsupportedDeviceError):
-                raise
-            print(f"  {case} {impl}: {type(e).__name__}: {e}", flush=True)
-            return None
-        row = {"op": "bincount" if "bincount" in case else "histogram", "case": case, "impl": impl,
-               "ms": round(ms, 5), "gbps": round(nbytes / ms / 1e6, 1)}
-        if ok is not None:
-            row["correct"] = ok
-        rows.append(row)
-        lines.append(f"| {case} | {impl}{'' if ok is not False else ' **WRONG**'} | {ms * 1e3:.1f} | "
-                     f"{100 * nbytes / ms / 1e6 / ceiling:.1f}% |")
-        print(lines[-1], flush=True)
-        return ms
+        return _measure_row(cp, timer, rows, lines, ceiling, case, "bincount" if "bincount" in case else "histogram",
+                            impl, fn, nbytes, ref, graph, reps=7, inner=3, strict=True)
 
     def peers_bincount(case, x, minlength):
         one(case, "cupy:bincount", lambda: cp.bincount(x, minlength=minlength), x.nbytes)
