@@ -132,3 +132,41 @@ def test_backend_cuda_where_it_cannot_run_warns_once_and_uses_cpu():
     (be, total), err = _backend_in_subprocess("cuda")
     assert be == "cpu" and total == "6"
     assert err.count("GPUSYNC_BACKEND=cuda, but the CUDA backend cannot run here") == 1
+
+
+def test_each_kind_of_environment_write_is_seen_by_the_next_call(monkeypatch):
+    """The C lookups skip getenv while the environment is as the thread last
+    scanned it (csrc/common/env.c, `seen`): every kind of write -- a new
+    variable, a new value in place, a removal, a removal and an addition that
+    keep the count, a removal that moves ours down a slot -- is seen by the
+    next call, on this thread and on another."""
+    engine = lambda: _core.env_dispatch()[0]  # noqa: E731
+    monkeypatch.delenv("GPUSYNC_ENGINE", raising=False)
+    assert engine() == "auto"
+    monkeypatch.setenv("GPUSYNC_ENGINE", "cpu")  # appended
+    assert engine() == "cpu"
+    monkeypatch.setenv("GPUSYNC_ENGINE", "cuda")  # replaced in its slot
+    assert engine() == "cuda"
+    monkeypatch.delenv("GPUSYNC_ENGINE")  # removed
+    assert engine() == "auto"
+    monkeypatch.setenv("GPUSYNC_TEST_UNRELATED", "1")
+    assert engine() == "auto"
+    monkeypatch.delenv("GPUSYNC_TEST_UNRELATED")  # one out, one in: the count stays
+    monkeypatch.setenv("GPUSYNC_ENGINE", "cpu")
+    assert engine() == "cpu"
+    monkeypatch.setenv("GPUSYNC_TEST_AFTER", "1")
+    monkeypatch.setenv("GPUSYNC_ENGINE", "cuda")
+    assert engine() == "cuda"
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(engine()))
+    t.start(); t.join()  # noqa: E702
+    assert seen == ["cuda"]
+    monkeypatch.delenv("GPUSYNC_TEST_AFTER")  # removed after ours: the count shrinks
+    monkeypatch.setenv("GPUSYNC_ENGINE", "cpu")
+    assert engine() == "cpu"
+    x = np.ones(100)
+    gs.sum(x)
+    assert gs.last_plan()["engine"] == "cpu"
+    monkeypatch.delenv("GPUSYNC_ENGINE")
+    gs.sum(x)
+    assert gs.last_plan()["engine"] == "caller"

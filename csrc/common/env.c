@@ -5,8 +5,8 @@
  *
  * A value is parsed where it is used (gs_env_number / gs_env_choice), but
  * only when its text changed since the last parse, so benchmark sweeps that
- * set a variable between calls keep working and a hot path pays one getenv
- * and a string compare.  An invalid value (not a number, outside the range,
+ * set a variable between calls keep working, and a hot path pays a few loads
+ * while the environment is unchanged (see `seen` below).  An invalid value (not a number, outside the range,
  * not one of the choices) gives one warning naming the variable, queued for
  * the binding to raise as a Python RuntimeWarning, and the default is used.
  */
@@ -240,23 +240,83 @@ static const env_cache *lookup_locked(gs_env_var v)
  * read the spin time-out per lock). */
 static _Thread_local env_cache mine[GS_ENV_COUNT];
 
-static env_cache lookup(gs_env_var v)
+/* The environment as this thread last scanned it.  getenv compares every
+ * entry (1-3 ns each; a container's environment holds a hundred or more) and
+ * the per-call fast path reads three variables, so a lookup first checks in a
+ * few loads that no setenv / unsetenv ran since (os.environ's writes call
+ * them): setenv of a name stores a new string in its slot (the old one is
+ * never freed, so the pointer differs) or appends one (the count grows and
+ * the last entry changes); unsetenv moves the entries after it down (the
+ * count shrinks).  A replaced or cleared environ changes its address. */
+extern char **environ;
+static _Thread_local struct {
+    char **base;                   /* environ when scanned (NULL: never) */
+    size_t n;                      /* its entries */
+    char *last;                    /* environ[n - 1] */
+    unsigned gen;                  /* bumped at each scan; 0: none yet */
+    int ours;                      /* entries of the table's names */
+    size_t at[GS_ENV_COUNT];       /* their slots */
+    const char *ptr[GS_ENV_COUNT]; /* and strings */
+} seen;
+static _Thread_local unsigned mine_gen[GS_ENV_COUNT]; /* the scan mine[v] was checked against */
+
+static int seen_fresh(void)
 {
-    const char *s = getenv(table[v].name);
+    char **e = environ;
+    if (!e || e != seen.base || (seen.n && e[seen.n - 1] != seen.last) || e[seen.n])
+        return 0; /* same array: it held n + 1 slots, so e[n] is inside it */
+    for (int i = 0; i < seen.ours; i++)
+        if (e[seen.at[i]] != seen.ptr[i])
+            return 0;
+    return 1;
+}
+
+static void seen_scan(void)
+{
+    char **e = environ;
+    size_t n = 0;
+    seen.ours = 0;
+    for (; e && e[n]; n++) {
+        if (strncmp(e[n], "GPUSYNC_", 8) != 0)
+            continue;
+        for (int v = 0; v < GS_ENV_COUNT && seen.ours < GS_ENV_COUNT; v++) {
+            const size_t len = strlen(table[v].name);
+            if (strncmp(e[n], table[v].name, len) == 0 && e[n][len] == '=') {
+                seen.at[seen.ours] = n;
+                seen.ptr[seen.ours++] = e[n];
+                break;
+            }
+        }
+    }
+    seen.base = e;
+    seen.n = n;
+    seen.last = n ? e[n - 1] : NULL;
+    if (++seen.gen == 0)
+        seen.gen = 1;
+}
+
+static const env_cache *lookup(gs_env_var v)
+{
     env_cache *m = &mine[v];
-    if (m->parsed && strncmp(m->raw, s ? s : "", sizeof m->raw) == 0)
-        return *m;
-    pthread_mutex_lock(&env_lock);
-    *m = *lookup_locked(v);
-    pthread_mutex_unlock(&env_lock);
-    return *m;
+    if (!seen_fresh())
+        seen_scan();
+    else if (m->parsed && mine_gen[v] == seen.gen)
+        return m; /* the environment is as this thread last read it */
+    const char *s = getenv(table[v].name);
+    if (!(m->parsed && strncmp(m->raw, s ? s : "", sizeof m->raw) == 0)) {
+        pthread_mutex_lock(&env_lock);
+        *m = *lookup_locked(v);
+        pthread_mutex_unlock(&env_lock);
+    }
+    mine_gen[v] = seen.gen;
+    return m;
 }
 
 double gs_env_number(gs_env_var v, double dflt, int *set)
 {
-    const env_cache c = lookup(v);
-    const int ok = c.valid;
-    const double x = c.value;
+    const env_cache *c = lookup(v);
+    const int ok = c->valid;
+    const double x = c->value;
     if (set)
         *set = ok;
     return ok ? x : dflt;
@@ -264,8 +324,8 @@ double gs_env_number(gs_env_var v, double dflt, int *set)
 
 int gs_env_choice(gs_env_var v)
 {
-    const env_cache c = lookup(v);
-    return c.valid ? (int)c.value : -1;
+    const env_cache *c = lookup(v);
+    return c->valid ? (int)c->value : -1;
 }
 
 int64_t gs_spin_timeout_ns(void)

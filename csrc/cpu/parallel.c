@@ -192,7 +192,13 @@ static int grow(int want)
 int gs_cpu_stop(int tid)
 {
     (void)tid; /* the caller may run any task: it is the thread that asks the binding */
-    if (!is_caller || now_ns() - job_start < (int64_t)GS_INTERRUPT_POLL_MS * 1000000 / 5)
+    if (!is_caller)
+        return gs_interrupt_requested();
+    if (job_start <= 0) { /* the job's second check starts its clock (a check per chunk): a short job reads none */
+        job_start = job_start < 0 ? now_ns() : -1;
+        return gs_interrupt_requested();
+    }
+    if (now_ns() - job_start < (int64_t)GS_INTERRUPT_POLL_MS * 1000000 / 5)
         return gs_interrupt_requested();
     return gs_interrupt_poll();
 }
@@ -389,7 +395,7 @@ int gs_cpu_threads_for_cost(int64_t n, double ns_per_item) { return gs_cpu_threa
 
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
 {
-    job_start = now_ns();
+    job_start = 0; /* read by gs_cpu_stop */
     const int was_caller = is_caller; /* (a nested call leaves the outer caller polling) */
     is_caller = 1;
     if (nthreads > GS_CPU_MAX_THREADS)
