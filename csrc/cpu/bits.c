@@ -190,6 +190,35 @@ static void pack_bytes(bctx *c, int64_t e0, int64_t e1)
     }
 }
 
+#ifdef GS_BITS_AVX2
+/* Zero bytes of p[0, n) counted 128 at a time: four independent 32-byte
+ * lanes of byte counters (one psubb chain each, at most 255 rounds between
+ * two horizontal sums); returns the elements done (a multiple of 128). */
+__attribute__((target("avx2"))) static int64_t zeros_avx2(const uint8_t *p, int64_t n, int64_t *zeros)
+{
+    const __m256i z = _mm256_setzero_si256();
+    int64_t i = 0, zs = 0;
+    while (i + 128 <= n) {
+        __m256i a0 = z, a1 = z, a2 = z, a3 = z;
+        const int64_t stop = i + 128 * 255 < n ? i + 128 * 255 : n;
+        for (; i + 128 <= stop; i += 128) {
+            a0 = _mm256_sub_epi8(a0, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + i)), z));
+            a1 = _mm256_sub_epi8(a1, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + i + 32)), z));
+            a2 = _mm256_sub_epi8(a2, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + i + 64)), z));
+            a3 = _mm256_sub_epi8(a3, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + i + 96)), z));
+        }
+        /* byte counters <= 255: their sums of 8 (psadbw) in 64-bit lanes */
+        const __m256i s = _mm256_add_epi64(_mm256_add_epi64(_mm256_sad_epu8(a0, z), _mm256_sad_epu8(a1, z)),
+                                           _mm256_add_epi64(_mm256_sad_epu8(a2, z), _mm256_sad_epu8(a3, z)));
+        int64_t q[4];
+        _mm256_storeu_si256((__m256i *)q, s);
+        zs += q[0] + q[1] + q[2] + q[3];
+    }
+    *zeros = zs;
+    return i;
+}
+#endif
+
 #ifdef __SSE2__
 /* Nonzero bytes of p[0, n): zero bytes counted 16 at a time in byte lanes
  * (at most 255 rounds between two horizontal sums, psadbw). */
@@ -197,6 +226,10 @@ static int64_t count_bytes_sse2(const uint8_t *p, int64_t n)
 {
     const __m128i z = _mm_setzero_si128();
     int64_t zeros = 0, i = 0;
+#ifdef GS_BITS_AVX2
+    if (gs_cpu_features() & GS_CPU_AVX2)
+        i = zeros_avx2(p, n, &zeros);
+#endif
     while (i + 16 <= n) {
         __m128i acc = z;
         const int64_t stop = i + 16 * 255 < n ? i + 16 * 255 : n;
@@ -210,6 +243,7 @@ static int64_t count_bytes_sse2(const uint8_t *p, int64_t n)
     return n - zeros;
 }
 #endif
+
 
 static int64_t piece(const bctx *c, int64_t e0, int64_t e1)
 {
