@@ -33,6 +33,22 @@ def test_packbits_all_lengths(backend, dtype):
         assert gs.count_nonzero(a) == np.count_nonzero(a)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_], ids=lambda d: np.dtype(d).name)
+def test_count_nonzero_of_bytes_across_vector_rounds(backend, dtype):
+    """Byte counters of the vector loops (csrc/cpu/bits.c: 128 bytes a round,
+    at most 255 rounds between horizontal sums): lengths around both, at
+    offsets that misalign the start, all zero / all nonzero / mixed."""
+    rng = np.random.default_rng(7)
+    for n in (127, 128, 129, 255 * 128 - 1, 255 * 128, 255 * 128 + 1, 2 * 255 * 128 + 130, 100_003):
+        for frac in (0.0, 0.5, 1.0):
+            a = (rng.random(n + 9) < frac).astype(dtype)
+            if np.dtype(dtype).kind != "b":
+                a[a != 0] = rng.integers(1, 128, int(np.count_nonzero(a)))
+            for off in (0, 1, 9):
+                v = a[off:]
+                assert gs.count_nonzero(v) == np.count_nonzero(v), (n, frac, off)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_threshold(backend, dtype):
     a = _data(dtype, 70_001, 3)
