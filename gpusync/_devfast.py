@@ -164,7 +164,7 @@ def _note(op, n, dt, in_bytes, out_bytes, used, strategy="auto"):
     shape = _costmodel.Shape(op, n, in_bytes, out_bytes, 0, True, "device")
     _dispatch._tls.plan = ({"op": op, "place": "device", "n": n, "dtype": name, "engine": "cuda", "strategy": strategy,
                             "strategy_used": used, "threads": 0, "split": None, "predicted_ms": shape,
-                            "forced": None, "notes": ["the device fast path"]}, None, _core.plan_seq())
+                            "forced": None, "notes": ["the device fast path"]}, None, _core.plan_seq(), None)
 
 
 def sum_(a, out_dtype_of):

@@ -163,8 +163,10 @@ def last_plan() -> dict | None:
         return _fast_plan(fast)
     if rec is None:
         return None
-    plan, used, _seq = rec
+    plan, used, _seq, threads = rec
     out = dict(plan, notes=list(plan["notes"]))
+    if threads is not None:
+        out["threads"] = threads
     if isinstance(out["predicted_ms"], _costmodel.Shape):
         pred = _costmodel.choose(machine(), out["predicted_ms"]).predicted
         out["predicted_ms"] = {k: v * 1e3 for k, v in pred.items()}
@@ -173,8 +175,15 @@ def last_plan() -> dict | None:
     return out
 
 
-def _record(plan: dict, used=None) -> None:
-    _tls.plan = (plan, used, _core.plan_seq())
+def _ran_threads(plan: dict):
+    """The CPU threads a call on the CPU engine ran on (None for the others)."""
+    return _core.cpu_last_threads() if plan["engine"] in ("caller", "cpu") else None
+
+
+def _record(plan: dict, used=None, threads=None) -> None:
+    """`threads`: the CPU threads the call ran on (the engine's own count
+    under GPUSYNC_NUM_THREADS), where it differs from the plan's request."""
+    _tls.plan = (plan, used, _core.plan_seq(), threads)
     if env_debug():
         plan = last_plan()
         pm = ", ".join(f"{k} {v:.3g}" for k, v in plan["predicted_ms"].items())
@@ -416,7 +425,7 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
                 used = call("cpu", ins, res, used_strategy, _arrays.host_stream())
             finally:
                 _core.cpu_threads(0)
-            _record(plan, used)
+            _record(plan, used, _core.cpu_last_threads())
             return res
         res = _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n)
         plan = _tls.plan[0]
@@ -456,7 +465,7 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
             hshape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, "host", _core.cpu_pool_warm())
             res = _run_host(op, host, outs, call, strategy, hshape, ("caller", "cpu"), plan, merge, part_dtypes)
             plan["place"] = "device"
-            _record(plan)
+            _record(plan, None, _ran_threads(plan))
             return [lib.from_host(r, lead.device) for r in res]
         res = [lib.empty(int(L), d, lead.device) for L, d in outs]
         descs = [new_desc(lib, r, int(L), d, lead.device) for r, (L, d) in zip(res, outs)]
@@ -469,7 +478,7 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
     if note:
         notes.append(note)
     res = _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes)
-    _record(plan)
+    _record(plan, None, _ran_threads(plan))
     return res
 
 

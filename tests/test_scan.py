@@ -50,6 +50,22 @@ def test_cumsum_matches_numpy(backend, dtype, n):
         _check(gs.cumsum(a, strategy=s), a)
 
 
+@pytest.mark.parametrize("strategy", ["auto", "lookback", "barrier", "relaunch"])
+def test_one_cpu_thread_scans_in_numpy_order(strategy, monkeypatch):
+    """On one CPU thread (one slice: no slice sums to pass on) a float64
+    cumsum adds in NumPy's order, so it equals NumPy's bit for bit; on
+    several threads each slice starts from the sum of the ones before it."""
+    a = np.random.default_rng(3).standard_normal(200_011) * 1e3
+    for threads in (1, 2, 3):
+        monkeypatch.setenv("GPUSYNC_NUM_THREADS", str(threads))
+        with gs.use_backend("cpu"):
+            got = gs.cumsum(a, strategy=strategy)
+        if threads == 1:
+            assert gs.last_plan()["threads"] == 1
+            np.testing.assert_array_equal(got, np.cumsum(a))
+        np.testing.assert_allclose(got, np.cumsum(a), rtol=1e-12, atol=1e-9)
+
+
 def test_result_dtypes_and_wraparound(backend):
     for dt in DTYPES:
         assert gs.cumsum(np.ones(3, dt)).dtype == np.cumsum(np.ones(3, dt)).dtype

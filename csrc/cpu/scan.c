@@ -43,10 +43,19 @@ typedef struct {
         const T *pa = (const T *)c->a;                                                                        \
         double s = 0;                                                                                         \
         memcpy(&s, &carry, 8);                                                                                \
-        if (!write) {                                                                                         \
+        if (!write) { /* a slice's sum, only a carry for later slices: four chains */                         \
+            double s1 = 0, s2 = 0, s3 = 0;                                                                    \
             s = 0;                                                                                            \
-            for (int64_t i = lo; i < hi; i++)                                                                 \
+            int64_t i = lo;                                                                                   \
+            for (; i + 4 <= hi; i += 4) {                                                                     \
                 s += (double)CONV(pa[i]);                                                                     \
+                s1 += (double)CONV(pa[i + 1]);                                                                \
+                s2 += (double)CONV(pa[i + 2]);                                                                \
+                s3 += (double)CONV(pa[i + 3]);                                                                \
+            }                                                                                                 \
+            for (; i < hi; i++)                                                                               \
+                s += (double)CONV(pa[i]);                                                                     \
+            s = (s + s1) + (s2 + s3);                                                                         \
         } else if (c->odt == GS_FLOAT16) {                                                                    \
             uint16_t *po = (uint16_t *)c->out;                                                                \
             for (int64_t i = lo; i < hi; i++) {                                                               \
@@ -120,6 +129,10 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
     sctx *c = (sctx *)ctx;
     if (c->phase == 2) { /* relaunch, second team: c->sum holds the exclusive prefixes */
         pass(c, lo, hi, c->sum[tid], 1);
+        return;
+    }
+    if (c->nthreads == 1 && c->strategy != GS_STRATEGY_RELAUNCH) { /* one slice: no sum to pass on */
+        pass(c, lo, hi, 0, 1);
         return;
     }
     const uint64_t mine = pass(c, lo, hi, 0, 0);

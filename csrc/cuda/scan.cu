@@ -46,7 +46,9 @@ constexpr int THREADS = GS_SCAN_THREADS, NW = GS_SCAN_THREADS / 32;
  * instruction of a warp covers one contiguous stretch of memory; U rows make
  * GS_SCAN_ITEMS elements per thread. */
 template <class T, class O> struct shape {
-    static constexpr int V = 16 / sizeof(O), U = GS_SCAN_ITEMS / V;
+    static constexpr int ITEMS = sizeof(O) <= 4 ? GS_SCAN_ITEMS4 : GS_SCAN_ITEMS;
+    static constexpr int V = 16 / sizeof(O), U = ITEMS / V;
+    static_assert(U * V == ITEMS && U * NW <= 64, "whole 16-byte rows, and tile_smem's 64 row offsets");
     static constexpr int64_t ROW = (int64_t)THREADS * V, TILE = ROW * U;
 };
 
@@ -469,11 +471,11 @@ gs_status launch(const scan_plan &p, gs_dtype dt, const void *a, int64_t sa, int
 }
 
 /* Bytes of the per-launch arrays for n elements (every tile holds
- * GS_SCAN_THREADS x GS_SCAN_ITEMS elements). */
+ * GS_SCAN_THREADS x GS_SCAN_ITEMS or GS_SCAN_ITEMS4 elements: the smaller). */
 size_t arrays_bytes(const gs_device_info *dev, gs_strategy s, int64_t n)
 {
     if (s == GS_STRATEGY_LOOKBACK) {
-        const int64_t tile = (int64_t)THREADS * GS_SCAN_ITEMS;
+        const int64_t tile = (int64_t)THREADS * (GS_SCAN_ITEMS < GS_SCAN_ITEMS4 ? GS_SCAN_ITEMS : GS_SCAN_ITEMS4);
         return (size_t)((n + tile - 1) / tile) * sizeof(gpusync::tile_desc);
     }
     const int64_t blocks = (int64_t)dev->multiprocessors * (dev->max_threads_per_multiprocessor / THREADS) + 1;

@@ -31,6 +31,12 @@
 
 #include "mutex.cuh" /* globaltimer_ns, load_relaxed */
 
+/* The look-back's longest nap between polls of its window (ns; it starts at
+ * 32 and doubles): a predecessor's publication is seen at most this late. */
+#ifndef GPUSYNC_LOOKBACK_SLEEP_MAX_NS
+#define GPUSYNC_LOOKBACK_SLEEP_MAX_NS 512
+#endif
+
 namespace gpusync {
 
 /* Inclusive scan over the lanes named in `mask` (all 32 by default):
@@ -135,7 +141,7 @@ __device__ __forceinline__ bool tile_lookback(const tile_desc *desc, long long t
             unsigned ns = 32;
             do {
                 __nanosleep(ns);
-                ns = ns < 512 ? ns * 2 : ns;
+                ns = ns < GPUSYNC_LOOKBACK_SLEEP_MAX_NS ? ns * 2 : ns;
                 if (i >= 0 && d.y == TILE_EMPTY)
                     d = detail::load_desc(desc + i);
                 const unsigned long long now = globaltimer_ns();

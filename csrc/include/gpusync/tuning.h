@@ -154,14 +154,25 @@
  * holds per tile (a tile is GS_SCAN_THREADS x GS_SCAN_ITEMS elements, 4096).
  * Per-thread items stay in registers between the tile's reduction and its
  * scan, so the input is read once. */
+#ifndef GS_SCAN_THREADS
 #define GS_SCAN_THREADS 256
+#endif
+#ifndef GS_SCAN_ITEMS
 #define GS_SCAN_ITEMS 16
+#endif
+/* ... of outputs of at most 4 bytes (float32 / float16; 8-byte outputs hold
+ * GS_SCAN_ITEMS: twice the registers per element) */
+#ifndef GS_SCAN_ITEMS4
+#define GS_SCAN_ITEMS4 GS_SCAN_ITEMS
+#endif
 /* ... and at least this many blocks per SM (registers capped at 64; a few
  * bytes spill for 8-byte types).  H200, 256 M float32: 1.02 ms with the cap,
  * 1.23 ms without (3 blocks per SM), 1.07 / 1.22 ms with 5 / 6 (spills):
  * more tiles in flight hide the latency of each tile's load -> scan ->
  * look-back -> store, until spilling costs more. */
+#ifndef GS_SCAN_MIN_BLOCKS
 #define GS_SCAN_MIN_BLOCKS 4
+#endif
 
 /* binned_statistic: threads per block, and the most bins whose state (40
  * bytes each: count, three doubles and a lock) one block keeps in shared
