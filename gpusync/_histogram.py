@@ -311,6 +311,10 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
     comes from the data (``range=None``) or `bins` is a string, the call reads
     the data's min/max first.  # synchronize!
     """
+    if stream is None and weights is None and not density and strategy == "auto":
+        res = _core.fast_histogram_of(a, bins, range, _fast_plans)  # a NumPy array, planned (dtype, bins, range)
+        if res is not NotImplemented:
+            return res
     fast = None
     if (stream is None and weights is None and not density and strategy == "auto" and type(bins) is int
             and type(range) is tuple and len(range) == 2):
@@ -365,7 +369,8 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
             x_dtype = None
     dt = x_dtype or x.dtype
     host_flat = _flat_host(x) if isinstance(x, np.ndarray) else None
-    if range is not None and np.ndim(bins) == 0 and np.ndim(range) == 1 and len(range) == 2 and \
+    if range is not None and np.ndim(bins) == 0 and isinstance(range, (tuple, list, np.ndarray)) and \
+            len(range) == 2 and \
             all(isinstance(r, (bool, np.bool_)) for r in range) and range[0] != range[1]:
         np.subtract(range[1], range[0])  # NumPy's own TypeError: its equal-width path subtracts the bounds
 

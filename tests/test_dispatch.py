@@ -725,3 +725,30 @@ def test_axis_fast_path(shape, dtype):
     with pytest.raises(np.exceptions.AxisError):
         gs.sum(x, axis=len(shape))
     np.testing.assert_array_equal(gs.sum(x.astype(bool), axis=0), np.sum(x.astype(bool), axis=0))  # general path
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32, np.float64])
+@pytest.mark.parametrize("rng_", [(0, 256), (0.0, 1.0), (np.float32(0), np.float32(2)), (np.float64(-1), 3)])
+def test_planned_histogram_in_c_gives_numpys_counts_and_fresh_edges(dtype, rng_):
+    """A repeated gs.histogram(a, bins, range) of a NumPy array is answered in
+    C from the plan of the first call (module.c fast_histogram_of): the same
+    counts and edges as NumPy, edges of NumPy's dtype for those bound types,
+    a new writeable edges array each call; other inputs fall through."""
+    rng = np.random.default_rng(5)
+    a = (rng.random(5000) * 300 - 20).astype(dtype)
+    want_h, want_e = np.histogram(a, 37, rng_)
+    for _ in range(3):  # the first call plans, the later ones take the C path
+        h, e = gs.histogram(a, 37, rng_)
+        np.testing.assert_array_equal(h, want_h)
+        np.testing.assert_array_equal(e, want_e)
+        assert h.dtype == want_h.dtype and e.dtype == want_e.dtype
+        assert e.flags.writeable and e.flags.owndata
+        e[:] = -7  # the next call's edges are not this array
+    assert gs.last_plan()["engine"] == "caller"
+    try:  # unhashable bounds: the general path, NumPy's error
+        np.histogram(a, 37, ([0], 1))
+    except Exception as exc:  # noqa: BLE001
+        with pytest.raises(type(exc)):
+            gs.histogram(a, 37, ([0], 1))
+    lst = a[:100].tolist()  # not an ndarray: the general path
+    np.testing.assert_array_equal(gs.histogram(lst, 37, rng_)[0], np.histogram(lst, 37, rng_)[0])

@@ -209,11 +209,23 @@ static void bins_release(bins_arg *ba)
 static int parse_bins(PyObject *t, bins_arg *ba)
 {
     memset(ba, 0, sizeof *ba);
-    int kind, closed, af32, ef32;
-    long long nbins, offset;
-    PyObject *lut, *edges;
-    if (!PyArg_ParseTuple(t, "iLLiOdddddiiO", &kind, &nbins, &offset, &closed, &lut, &ba->b.start, &ba->b.step,
-                          &ba->b.stop, &ba->b.scale, &ba->b.margin, &af32, &ef32, &edges))
+    /* (kind, nbins, offset, closed, lut, start, step, stop, scale, margin, arith_f32, edges_f32, edges):
+     * read item by item (PyArg_ParseTuple's format walk cost a tenth of a small fast-path histogram) */
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 13) {
+        PyErr_SetString(PyExc_TypeError, "bins description: a tuple of 13 items");
+        return 0;
+    }
+    PyObject *const *it = &PyTuple_GET_ITEM(t, 0);
+    const long kind = PyLong_AsLong(it[0]), closed = PyLong_AsLong(it[3]), af32 = PyLong_AsLong(it[10]),
+               ef32 = PyLong_AsLong(it[11]);
+    const long long nbins = PyLong_AsLongLong(it[1]), offset = PyLong_AsLongLong(it[2]);
+    PyObject *lut = it[4], *edges = it[12];
+    ba->b.start = PyFloat_AsDouble(it[5]);
+    ba->b.step = PyFloat_AsDouble(it[6]);
+    ba->b.stop = PyFloat_AsDouble(it[7]);
+    ba->b.scale = PyFloat_AsDouble(it[8]);
+    ba->b.margin = PyFloat_AsDouble(it[9]);
+    if (PyErr_Occurred())
         return 0;
     ba->b.kind = (gs_bins_kind)kind;
     ba->b.nbins = nbins;
@@ -1360,6 +1372,58 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
     return fast_finish(r, st, FAST_HISTOGRAM, &a, PyArray_TYPE((PyArrayObject *)ao), used);
 }
 
+/* gs.histogram(a, bins, range) of a NumPy array whose (dtype, bins, range)
+ * the dispatcher already planned: `plans` is gpusync._histogram._fast_plans,
+ * keyed (a.dtype, bins, type(r0), r0, type(r1), r1) -> (edges, bins
+ * description, device formula).  The counts and a fresh copy of the edges,
+ * or NotImplemented (another input, an unplanned key, unhashable bounds:
+ * the Python path decides and plans) -- the lookup, the call and the copy
+ * in C, where the same steps in Python cost more than a small histogram. */
+static PyObject *py_fast_histogram_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (!fast_arity("fast_histogram_of", nargs, 4, 4))
+        return NULL;
+    PyObject *ao = args[0], *bo = args[1], *ro = args[2], *plans = args[3];
+    if (!PyArray_CheckExact(ao) || !PyLong_CheckExact(bo) || !PyTuple_CheckExact(ro) || PyTuple_GET_SIZE(ro) != 2 ||
+        !PyDict_CheckExact(plans))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *r0 = PyTuple_GET_ITEM(ro, 0), *r1 = PyTuple_GET_ITEM(ro, 1);
+    PyObject *key = PyTuple_Pack(6, (PyObject *)PyArray_DESCR((PyArrayObject *)ao), bo, (PyObject *)Py_TYPE(r0), r0,
+                                 (PyObject *)Py_TYPE(r1), r1);
+    if (!key)
+        return NULL;
+    PyObject *hit = PyDict_GetItemWithError(plans, key); /* borrowed */
+    Py_DECREF(key);
+    if (!hit || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) < 2) {
+        PyErr_Clear(); /* unhashable bounds: the general path says what is wrong with them */
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    Py_INCREF(hit); /* the dict may change while a large count runs without the GIL */
+    PyObject *call[2] = {ao, PyTuple_GET_ITEM(hit, 1)};
+    PyObject *counts = py_fast_histogram(NULL, call, 2);
+    PyObject *res = counts;
+    if (counts && counts != Py_NotImplemented) {
+        PyArrayObject *e = (PyArrayObject *)PyTuple_GET_ITEM(hit, 0);
+        PyObject *edges;
+        if (PyArray_CheckExact(e) && PyArray_NDIM(e) == 1 && PyArray_IS_C_CONTIGUOUS(e)) { /* (the planned ones) */
+            npy_intp dims[1] = {PyArray_DIM(e, 0)};
+            PyArray_Descr *d = PyArray_DESCR(e);
+            Py_INCREF(d);
+            edges = PyArray_NewFromDescr(&PyArray_Type, d, 1, dims, NULL, NULL, 0, NULL);
+            if (edges)
+                memcpy(PyArray_DATA((PyArrayObject *)edges), PyArray_DATA(e), (size_t)PyArray_NBYTES(e));
+        } else {
+            edges = PyArray_NewCopy(e, NPY_CORDER);
+        }
+        res = edges ? PyTuple_Pack(2, counts, edges) : NULL;
+        Py_XDECREF(edges);
+        Py_DECREF(counts);
+    }
+    Py_DECREF(hit);
+    return res;
+}
+
 /* The minimum and maximum of a contiguous integer array (bincount's
  * argument check, as NumPy's own bincount makes it in C), from the CPU
  * engine's vectorized minmax (csrc/cpu/minmax.c: the calling thread up to
@@ -1760,6 +1824,8 @@ static PyMethodDef methods[] = {
      "fast path: packbits(a[, little]) (big bit order, or little), or NotImplemented"},
     {"fast_cumsum", py_fast_cumsum, METH_O, "fast path: cumsum(a) flattened, or NotImplemented"},
     {"fast_histogram", (PyCFunction)(void (*)(void))py_fast_histogram, METH_FASTCALL, "fast path: counts of a with a bins description"},
+    {"fast_histogram_of", (PyCFunction)(void (*)(void))py_fast_histogram_of, METH_FASTCALL,
+     "fast path: histogram(a, bins, range) -> (counts, edges) from the planned (dtype, bins, range), or NotImplemented"},
     {"fast_bincount", (PyCFunction)(void (*)(void))py_fast_bincount, METH_FASTCALL, "fast path: bincount(x, minlength), or NotImplemented"},
     {"fast_thread_off", py_fast_thread_off, METH_O, "fast_thread_off(flag) -> previous: the C fast path off for this thread"},
     {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order (a limit: n, or (caller alone, fast path))"},
