@@ -46,6 +46,30 @@ __device__ __forceinline__ void gs_settle16(unsigned *words, int at, unsigned ol
     }
 }
 
+/* c more in half `at` at once (a warp's elements of one bin, c <= 4096);
+ * returns the half's old value. */
+__device__ __forceinline__ unsigned gs_addn16(unsigned *words, int at, unsigned c)
+{
+    const int sh = (at & 1) * 16;
+    return (atomicAdd(words + (at >> 1), c << sh) >> sh) & 0xffffu;
+}
+
+/* After gs_addn16: the add that took the half from below 0x8000 to 0x8000
+ * or more moves 0x8000 to the result (for c = 1 that is gs_settle16's add
+ * that found 0x7fff); one that carried past 0xffff raises the overflow
+ * flag (the recount then counts the input again). */
+template <class F>
+__device__ __forceinline__ void gs_settlen16(unsigned *words, int at, unsigned old, unsigned c, int *s_overflow,
+                                             F &&to_result)
+{
+    if (old + c > 0xffffu) {
+        *s_overflow = 1;
+    } else if (old < 0x8000u && old + c >= 0x8000u) {
+        atomicSub(words + (at >> 1), 0x8000u << ((at & 1) * 16));
+        to_result(0x8000u);
+    }
+}
+
 /* Half k's count. */
 __device__ __forceinline__ unsigned gs_half16(const unsigned *words, int64_t k)
 {

@@ -34,6 +34,11 @@
 namespace {
 
 constexpr int HALF_THREADS = 1024;
+/* The vector loop's one-bin warp test (GS_HIST_HALVES_SAME_WARP=0 at build time: off, for measurements). */
+#ifndef GS_HIST_HALVES_SAME_WARP
+#define GS_HIST_HALVES_SAME_WARP 1
+#endif
+constexpr bool HALF_SAME_WARP = GS_HIST_HALVES_SAME_WARP != 0;
 
 /* The halves: the block's dynamic shared memory, through one extern array. */
 __device__ __forceinline__ unsigned *half_words()
@@ -73,6 +78,23 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
 #pragma unroll
         for (int e = 0; e < V; e++)
             k[e] = ok ? (int)gs_dbin(b, sb, r.e[e]) : -1;
+        if (HALF_SAME_WARP) { /* a warp whose elements all fall in one bin (one value, runs): one add of them */
+            const unsigned mask = __activemask();
+            const int lead = __ffs(mask) - 1;
+            const int k0 = __shfl_sync(mask, k[0], lead);
+            bool same = k0 >= 0;
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                same = same && k[e] == k0;
+            if (__all_sync(mask, same)) {
+                if ((int)(threadIdx.x & 31) == lead) {
+                    const unsigned c = (unsigned)(V * __popc(mask));
+                    gs_settlen16(half_words(), k0, gs_addn16(half_words(), k0, c), c, &s_over,
+                                 [&](unsigned v) { atomicAdd(out + k0, (unsigned long long)v); });
+                }
+                return;
+            }
+        }
 #pragma unroll
         for (int e = 0; e < V; e++)
             old[e] = k[e] >= 0 ? gs_add16(half_words(), k[e]) : 0u;
