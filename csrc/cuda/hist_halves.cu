@@ -78,15 +78,16 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
 #pragma unroll
         for (int e = 0; e < V; e++)
             k[e] = ok ? (int)gs_dbin(b, sb, r.e[e]) : -1;
-        if (HALF_SAME_WARP) { /* a warp whose elements all fall in one bin (one value, runs): one add of them */
+        bool same = HALF_SAME_WARP && k[0] >= 0;
+#pragma unroll
+        for (int e = 1; e < V; e++)
+            same = same && k[e] == k[0];
+        if (same) { /* this thread's elements share a bin, and maybe the lanes here too (one value, runs): then
+                     * one add of them all (uniform data skips this on a compare per element) */
             const unsigned mask = __activemask();
             const int lead = __ffs(mask) - 1;
             const int k0 = __shfl_sync(mask, k[0], lead);
-            bool same = k0 >= 0;
-#pragma unroll
-            for (int e = 0; e < V; e++)
-                same = same && k[e] == k0;
-            if (__all_sync(mask, same)) {
+            if (__all_sync(mask, k[0] == k0)) {
                 if ((int)(threadIdx.x & 31) == lead) {
                     const unsigned c = (unsigned)(V * __popc(mask));
                     gs_settlen16(half_words(), k0, gs_addn16(half_words(), k0, c), c, &s_over,
