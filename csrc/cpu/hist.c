@@ -43,6 +43,11 @@ static void atomic_add_double(_Atomic double *p, double v)
     }
 }
 
+/* Pieces of 8-bit input from this many elements on are tallied per byte value
+ * (byte_pass) and folded through the map; shorter ones go byte by byte
+ * (2-core host: 100 bytes 2.3 -> 1.0 us; the tallies' fixed cost ~1 us). */
+#define HIST_BYTE_TALLY_MIN 1024
+
 static int is_8bit(gs_dtype dt) { return dt == GS_BOOL || dt == GS_INT8 || dt == GS_UINT8; }
 
 /* 8-bit input: count (or sum weights) per raw byte value into agg[256]. */
@@ -297,6 +302,19 @@ static void hist_piece(hist_job *j, int tid, int64_t begin, int64_t end)
     const gs_binner *b = j->b;
     const gs_array *x = j->x, *w = j->w;
 
+    /* 8-bit input, a short piece: each byte through the byte map into the
+     * thread's bins (the tallies below cost ~1 us to clear and fold) */
+    if (is_8bit(x->dtype) && !w && j->strategy == GS_STRATEGY_SHARED && end - begin < HIST_BYTE_TALLY_MIN) {
+        uint64_t *h = (uint64_t *)j->priv + tid * j->pstride;
+        const uint8_t *p = (const uint8_t *)x->data;
+        const int64_t s = x->stride;
+        for (int64_t i = begin; i < end; i++) {
+            const int64_t k = gs_bin_byte(b, p[i * s]);
+            if (k >= 0)
+                h[k]++;
+        }
+        return;
+    }
     /* fold per-byte aggregates through the mapping; a piece shorter than the
      * 256 byte values bins element by element below (no 4 KiB of tallies) */
     if (is_8bit(x->dtype) && end - begin >= 256) {
