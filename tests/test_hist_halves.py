@@ -143,3 +143,35 @@ def test_staged_host_input_over_several_chunks(counter, monkeypatch):
         h, _ = gs.histogram(a, bins=65_536, range=(0, 65_536))
         assert gs.last_plan()["strategy_used"] == "shared"
     np.testing.assert_array_equal(h, np.bincount(a, minlength=65_536))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("counter", ["0", "1"])
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.int32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_one_bin_warps_runs_and_crowds_that_defeat_them(dtype, counter, monkeypatch):
+    """The halves' one-bin warp adds and runs (hist_halves.cu): one value
+    (runs to the global result), short runs of one bin per warp vector
+    (shared adds of up to 512), runs cut at every vector, and two values
+    alternating element by element -- no warp is of one bin, so 6M adds
+    each go through the single adds' 0x7fff -> 0x8000 moves."""
+    cp = pytest.importorskip("cupy")
+    _need_halves(65_536)
+    monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
+    v = np.dtype(dtype)
+    per_vec = 16 // v.itemsize
+    lo = 0 if v.kind == "u" else -100
+    bins = 65_536
+    rng = np.random.default_rng(11)
+    cases = {
+        "one value": np.full(9_000_001, lo + 7),
+        "runs": np.repeat(lo + rng.integers(0, 250, 40_000), per_vec * 32 * rng.integers(1, 9, 40_000)),
+        "cut runs": np.repeat(lo + rng.integers(0, 250, 200_000), per_vec * 32 - 1),
+        "alternating": np.tile([lo + 3, lo + 5], 6_000_000),
+    }
+    for name, a in cases.items():
+        a = a.astype(dtype)
+        x = cp.asarray(a)
+        for start in (0, 1):  # vector-aligned, and not
+            h, _ = gs.histogram(x[start:], bins=bins, range=(lo, lo + bins))
+            ref = np.histogram(a[start:], bins=bins, range=(lo, lo + bins))[0]
+            np.testing.assert_array_equal(to_np(h), ref, err_msg=f"{name} start {start}")

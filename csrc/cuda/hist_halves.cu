@@ -39,6 +39,10 @@ constexpr int HALF_THREADS = 1024;
 #define GS_HIST_HALVES_SAME_WARP 1
 #endif
 constexpr bool HALF_SAME_WARP = GS_HIST_HALVES_SAME_WARP != 0;
+/* A lead lane's run of one bin goes to the shared half up to this many
+ * elements (one add's jump stays far from a carry: 32 warps x 512 < 0x8000),
+ * to the global result above (one value: a handful of adds per thread). */
+constexpr unsigned GS_HALVES_RUN_SHARED_MAX = 512;
 
 /* The halves: the block's dynamic shared memory, through one extern array. */
 __device__ __forceinline__ unsigned *half_words()
@@ -71,6 +75,18 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
                 settle(k, old);
         }
     };
+    /* the run this thread leads (one-bin warps, below): run_c elements of bin run_k not added yet */
+    int run_k = -1;
+    unsigned long long run_c = 0;
+    auto flush_run = [&]() {
+        if (run_c > GS_HALVES_RUN_SHARED_MAX) { /* a long run: straight to the result (few such adds) */
+            atomicAdd(out + run_k, run_c);
+        } else if (run_c) {
+            const unsigned c = (unsigned)run_c;
+            gs_settlen16(half_words(), run_k, gs_addn16(half_words(), run_k, c), c, &s_over,
+                         [&](unsigned v) { atomicAdd(out + run_k, (unsigned long long)v); });
+        }
+    };
     gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
         constexpr int V = 16 / sizeof(T);
         int k[V];
@@ -88,10 +104,15 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
             const int lead = __ffs(mask) - 1;
             const int k0 = __shfl_sync(mask, k[0], lead);
             if (__all_sync(mask, k[0] == k0)) {
-                if ((int)(threadIdx.x & 31) == lead) {
+                if ((int)(threadIdx.x & 31) == lead) { /* the lead lane's run: one add when the bin changes */
                     const unsigned c = (unsigned)(V * __popc(mask));
-                    gs_settlen16(half_words(), k0, gs_addn16(half_words(), k0, c), c, &s_over,
-                                 [&](unsigned v) { atomicAdd(out + k0, (unsigned long long)v); });
+                    if (k0 == run_k) {
+                        run_c += c;
+                    } else {
+                        flush_run();
+                        run_k = k0;
+                        run_c = c;
+                    }
                 }
                 return;
             }
@@ -104,6 +125,7 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
             if (gs_near16(old[e])) /* (a dropped element's 0 is not) */
                 settle(k[e], old[e]);
     });
+    flush_run();
     __syncthreads();
     if (threadIdx.x == 0 && s_over && overflow)
         atomicExch(overflow, 1);
