@@ -45,14 +45,11 @@ constexpr bool HALF_SAME_WARP = GS_HIST_HALVES_SAME_WARP != 0;
 constexpr unsigned GS_HALVES_RUN_SHARED_MAX = 512;
 /* 16-byte loads in flight per thread: one block of 1024 threads per SM holds
  * 64 KiB in flight with 4 (the 2 of the other kernels: 32 KiB, which held one
- * value -- no atomics left to wait for -- at 50 % of the H200's read).  Only
- * where the halves leave L1 room for them: up to 128 KiB of halves (65,536
- * bins); H200, float32 on 100,000 bins (200 KiB of halves): 1113 us with 2,
- * 1942 us with 4.  2-byte types keep 2 (their 8 bins a vector spill with 4). */
+ * value -- no atomics left to wait for -- at 50 % of the H200's read) */
 #ifndef GS_HIST_HALVES_LOADS
 #define GS_HIST_HALVES_LOADS 4
 #endif
-constexpr size_t HALF_DEEP_MAX_BYTES = (size_t)128 << 10;
+/* (2-byte types keep 2: their 8 bins a vector spill with 4) */
 template <class T> constexpr int half_loads() { return sizeof(T) == 2 ? GS_HIST_VEC_UNROLL : GS_HIST_HALVES_LOADS; }
 
 /* The halves: the block's dynamic shared memory, through one extern array. */
@@ -62,7 +59,7 @@ __device__ __forceinline__ unsigned *half_words()
     return gs_half_words;
 }
 
-template <class T, int LOADS>
+template <class T>
 __global__ void __launch_bounds__(HALF_THREADS, 1)
     hist_halves_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, unsigned long long *out,
                        int *overflow, int force)
@@ -98,7 +95,7 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
                          [&](unsigned v) { atomicAdd(out + run_k, (unsigned long long)v); });
         }
     };
-    gs_for_each_vec<LOADS>(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+    gs_for_each_vec<half_loads<T>()>(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
         constexpr int V = 16 / sizeof(T);
         int k[V];
         unsigned old[V];
@@ -169,9 +166,8 @@ size_t halves_bytes(int64_t nbins) { return (size_t)(((nbins + 1) / 2 * 4 + 15) 
 
 template <class T> gs_status launch(const gs_hist_launch *l)
 {
+    auto kern = hist_halves_kernel<T>;
     const size_t smem = halves_bytes(l->binner.nbins);
-    auto kern = smem <= HALF_DEEP_MAX_BYTES ? hist_halves_kernel<T, half_loads<T>()>
-                                            : hist_halves_kernel<T, GS_HIST_VEC_UNROLL>;
     gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
     int64_t resident = 0;
     if (st == GS_OK)
