@@ -43,14 +43,6 @@ constexpr bool HALF_SAME_WARP = GS_HIST_HALVES_SAME_WARP != 0;
  * elements (one add's jump stays far from a carry: 32 warps x 512 < 0x8000),
  * to the global result above (one value: a handful of adds per thread). */
 constexpr unsigned GS_HALVES_RUN_SHARED_MAX = 512;
-/* 16-byte loads in flight per thread: one block of 1024 threads per SM holds
- * 64 KiB in flight with 4 (the 2 of the other kernels: 32 KiB, which held one
- * value -- no atomics left to wait for -- at 50 % of the H200's read) */
-#ifndef GS_HIST_HALVES_LOADS
-#define GS_HIST_HALVES_LOADS 4
-#endif
-/* (2-byte types keep 2: their 8 bins a vector spill with 4) */
-template <class T> constexpr int half_loads() { return sizeof(T) == 2 ? GS_HIST_VEC_UNROLL : GS_HIST_HALVES_LOADS; }
 
 /* The halves: the block's dynamic shared memory, through one extern array. */
 __device__ __forceinline__ unsigned *half_words()
@@ -95,7 +87,7 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
                          [&](unsigned v) { atomicAdd(out + run_k, (unsigned long long)v); });
         }
     };
-    gs_for_each_vec<half_loads<T>()>(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+    gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
         constexpr int V = 16 / sizeof(T);
         int k[V];
         unsigned old[V];
