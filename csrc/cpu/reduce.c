@@ -159,7 +159,7 @@ static double piece_f(const rctx *c, int64_t lo, int64_t hi)
     return s;
 }
 
-static uint64_t piece_i(const rctx *c, int64_t lo, int64_t hi)
+GS_CLONES static uint64_t piece_i(const rctx *c, int64_t lo, int64_t hi)
 {
     uint64_t s = 0;
     if (c->sa == 1 && (!c->b || c->sb == 1)) {
