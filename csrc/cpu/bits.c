@@ -245,7 +245,7 @@ static int64_t count_bytes_sse2(const uint8_t *p, int64_t n)
 #endif
 
 
-static int64_t piece(const bctx *c, int64_t e0, int64_t e1)
+GS_CLONES static int64_t piece(const bctx *c, int64_t e0, int64_t e1)
 {
     if (c->out && c->stride == 1 && (c->dt == GS_UINT8 || c->dt == GS_BOOL || (!c->has_thr && c->dt == GS_INT8))) {
         pack_bytes((bctx *)c, e0, e1);
