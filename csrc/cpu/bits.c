@@ -25,9 +25,58 @@ typedef struct {
     _Atomic int64_t count;
 } bctx;
 
+/* 64 bits (bit k: element k) -> output bytes out[b .. b + 8), in `little`
+ * or big order within each byte. */
+static inline void put_bits64(uint8_t *out, int64_t b, uint64_t m, int little)
+{
+    if (!little) { /* reverse the bits of every byte */
+        m = ((m >> 1) & 0x5555555555555555ULL) | ((m & 0x5555555555555555ULL) << 1);
+        m = ((m >> 2) & 0x3333333333333333ULL) | ((m & 0x3333333333333333ULL) << 2);
+        m = ((m >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((m & 0x0f0f0f0f0f0f0f0fULL) << 4);
+    }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(out + b, &m, 8); /* byte q of m is output byte b + q */
+#else
+    for (int q = 0; q < 8; q++)
+        out[b + q] = (uint8_t)(m >> (8 * q));
+#endif
+}
+
+#ifdef __SSE2__
+/* 64 bytes -> output bytes out[b .. b + 8): bit k of the 64 set iff byte k
+ * is nonzero, in `little` or big order within each output byte. */
+static inline void put_mask64(uint8_t *out, int64_t b, const uint8_t *bytes, int little)
+{
+    const __m128i z = _mm_setzero_si128();
+    uint64_t m = 0;
+    for (int q = 0; q < 4; q++)
+        m |= (uint64_t)(uint16_t)~_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(bytes + 16 * q)), z))
+             << (16 * q);
+    put_bits64(out, b, m, little);
+}
+#define GS_BITS_MASK64 1
+#endif
+
 /* Elements [e0, e1) of one dtype: their count of true predicates, and (when
  * c->out) the bytes they pack into.  One loop per dtype and predicate, the
  * contiguous count loop the one the compiler vectorizes. */
+/* Contiguous input, 64 elements a step: their predicates as bytes (a loop
+ * the compiler vectorizes), then put_mask64 -- one store of 8 output bytes,
+ * where one shift and one or per element ran before. */
+#ifdef GS_BITS_MASK64
+#define BITS_BY64(T, PRED)                                                                                    \
+    do {                                                                                                      \
+        if (s == 1)                                                                                           \
+            for (; b * 8 + 64 <= e1; b += 8) {                                                                \
+                uint8_t t_[64];                                                                               \
+                for (int k = 0; k < 64; k++)                                                                  \
+                    t_[k] = (uint8_t)(PRED(p[b * 8 + k]));                                                    \
+                put_mask64(c->out, b, t_, c->little);                                                         \
+            }                                                                                                 \
+    } while (0)
+#else
+#define BITS_BY64(T, PRED) ((void)0)
+#endif
 #define BITS(T, PRED)                                                                                         \
     do {                                                                                                      \
         const T *p = (const T *)c->x;                                                                         \
@@ -46,7 +95,9 @@ typedef struct {
                     cnt += (int64_t)(PRED(p[i * s]));                                                         \
             break;                                                                                            \
         }                                                                                                     \
-        for (int64_t b = e0 / 8; b * 8 < e1; b++) {                                                           \
+        int64_t b = e0 / 8;                                                                                   \
+        BITS_BY64(T, PRED);                                                                                   \
+        for (; b * 8 < e1; b++) {                                                                             \
             const int64_t lo = b * 8, hi = lo + 8 < c->n ? lo + 8 : c->n;                                     \
             unsigned byte = 0;                                                                                \
             if (hi - lo == 8 && s == 1) {                                                                     \
@@ -117,13 +168,7 @@ static void pack_bytes_ge(bctx *c, int64_t e0, int64_t e1)
                 const __m128i v = _mm_loadu_si128((const __m128i *)(p + b * 8 + 16 * q));
                 m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, kv), v)) << (16 * q);
             }
-            if (!little) { /* reverse the bits of every byte */
-                m = ((m >> 1) & 0x5555555555555555ULL) | ((m & 0x5555555555555555ULL) << 1);
-                m = ((m >> 2) & 0x3333333333333333ULL) | ((m & 0x3333333333333333ULL) << 2);
-                m = ((m >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((m & 0x0f0f0f0f0f0f0f0fULL) << 4);
-            }
-            for (int q = 0; q < 8; q++)
-                out[b + q] = (uint8_t)(m >> (8 * q));
+            put_bits64(out, b, m, little);
         }
     }
 #endif
@@ -154,27 +199,8 @@ static void pack_bytes(bctx *c, int64_t e0, int64_t e1)
         b = pack64_avx2(p, c->out, b, e1, c->little, 0, 0);
 #endif
 #ifdef __SSE2__
-    uint8_t *out = c->out; /* locals: stores through out may alias *c */
-    const int little = c->little;
-    const __m128i z = _mm_setzero_si128();
-    for (; b * 8 + 64 <= e1; b += 8) { /* 64 elements -> 64 bits: bit k set iff byte k is nonzero */
-        uint64_t m = 0;
-        for (int q = 0; q < 4; q++)
-            m |= (uint64_t)(uint16_t)~_mm_movemask_epi8(
-                     _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + b * 8 + 16 * q)), z))
-                 << (16 * q);
-        if (!little) { /* reverse the bits of every byte */
-            m = ((m >> 1) & 0x5555555555555555ULL) | ((m & 0x5555555555555555ULL) << 1);
-            m = ((m >> 2) & 0x3333333333333333ULL) | ((m & 0x3333333333333333ULL) << 2);
-            m = ((m >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((m & 0x0f0f0f0f0f0f0f0fULL) << 4);
-        }
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        memcpy(out + b, &m, 8); /* byte q of m is output byte b + q */
-#else
-        for (int q = 0; q < 8; q++)
-            out[b + q] = (uint8_t)(m >> (8 * q));
-#endif
-    }
+    for (; b * 8 + 64 <= e1; b += 8) /* 64 elements -> 64 bits: bit k set iff byte k is nonzero */
+        put_mask64(c->out, b, p + b * 8, c->little);
 #endif
     for (; b * 8 + 8 <= e1; b++) {
         uint64_t x;
