@@ -91,8 +91,14 @@ static inline void put_mask64(uint8_t *out, int64_t b, const uint8_t *bytes, int
                     cnt += blk;                                                                               \
                 }                                                                                             \
             else                                                                                              \
-                for (int64_t i = e0; i < e1; i++)                                                             \
-                    cnt += (int64_t)(PRED(p[i * s]));                                                         \
+                for (int64_t i = e0; i < e1; i += 4096) { /* the same blocks: the compiler gathers */         \
+                    const int64_t m = e1 - i < 4096 ? e1 - i : 4096;                                          \
+                    const T *q = p + i * s;                                                                   \
+                    uint32_t blk = 0;                                                                         \
+                    for (int64_t k = 0; k < m; k++)                                                           \
+                        blk += (uint32_t)(PRED(q[k * s]));                                                    \
+                    cnt += blk;                                                                               \
+                }                                                                                             \
             break;                                                                                            \
         }                                                                                                     \
         int64_t b = e0 / 8;                                                                                   \

@@ -1026,7 +1026,11 @@ static int fast_on(int op)
     return gs_env_choice(GS_ENV_ENGINE) <= 0 && gs_env_number(GS_ENV_DEBUG, 0, NULL) == 0;
 }
 
-/* The input when the fast path can take it: 1 and its gs_array, else 0. */
+/* The input when the fast path can take it: 1 and its gs_array, else 0.
+ * need_1d: 0 any number of dimensions (C-contiguous: NumPy flattens), 1 one
+ * dimension, contiguous, FAST_STRIDED one dimension with any positive stride
+ * of whole aligned elements (a[::k]: ops whose CPU loops take strides). */
+enum { FAST_STRIDED = 2 };
 static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
 {
     if (!PyArray_CheckExact(obj))
@@ -1034,11 +1038,17 @@ static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
     PyArrayObject *arr = (PyArrayObject *)obj;
     const int64_t n = PyArray_SIZE(arr);
     if (fast_limit[op] < 0 || n > fast_limit[op] || (need_1d && PyArray_NDIM(arr) != 1) ||
-        !PyArray_ISCARRAY_RO(arr) || !PyArray_ISNOTSWAPPED(arr) || !dtype_from_numpy(PyArray_TYPE(arr), &a->dtype))
+        !PyArray_ISNOTSWAPPED(arr) || !dtype_from_numpy(PyArray_TYPE(arr), &a->dtype))
         return 0;
+    a->stride = 1;
+    if (!PyArray_ISCARRAY_RO(arr)) {
+        const npy_intp isz = PyArray_ITEMSIZE(arr), st = PyArray_NDIM(arr) == 1 ? PyArray_STRIDE(arr, 0) : 0;
+        if (need_1d != FAST_STRIDED || !PyArray_ISALIGNED(arr) || st <= 0 || st % isz != 0)
+            return 0;
+        a->stride = st / isz;
+    }
     a->data = PyArray_DATA(arr);
     a->length = n;
-    a->stride = 1;
     a->device = GS_HOST;
     return 1;
 }
@@ -1104,8 +1114,10 @@ static int fast_flag(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t i)
 static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op, int as_f64)
 {
     gs_array a, b, out;
-    if (!fast_on(op) || !fast_input(ao, op, op == FAST_DOT, &a) ||
-        (bo && (!fast_input(bo, op, 1, &b) || b.dtype != a.dtype || b.length != a.length)))
+    /* sum and dot of one strided dimension too; sum of more: C-contiguous, flattened */
+    const int shape_a = op == FAST_DOT || (PyArray_Check(ao) && PyArray_NDIM((PyArrayObject *)ao) == 1) ? FAST_STRIDED : 0;
+    if (!fast_on(op) || !fast_input(ao, op, shape_a, &a) ||
+        (bo && (!fast_input(bo, op, FAST_STRIDED, &b) || b.dtype != a.dtype || b.length != a.length)))
         Py_RETURN_NOTIMPLEMENTED;
     if (as_f64 && a.dtype != GS_FLOAT16 && a.dtype != GS_FLOAT32 && a.dtype != GS_FLOAT64)
         Py_RETURN_NOTIMPLEMENTED;
@@ -1182,7 +1194,8 @@ static PyObject *py_fast_count_nonzero(PyObject *self, PyObject *ao)
 {
     (void)self;
     gs_array a;
-    if (!fast_on(FAST_COUNT_NONZERO) || !fast_input(ao, FAST_COUNT_NONZERO, 0, &a))
+    const int shape = PyArray_Check(ao) && PyArray_NDIM((PyArrayObject *)ao) == 1 ? FAST_STRIDED : 0;
+    if (!fast_on(FAST_COUNT_NONZERO) || !fast_input(ao, FAST_COUNT_NONZERO, shape, &a))
         Py_RETURN_NOTIMPLEMENTED;
     int64_t count = 0;
     gs_array out = {.data = &count, .length = 1, .stride = 1, .dtype = GS_INT64, .device = GS_HOST};
