@@ -42,6 +42,14 @@ def _run(func, arrays, out_dtype, strategy, deterministic):
 _F64 = np.dtype(np.float64)
 
 
+def _same_dtype(asked, dt) -> bool:
+    """Whether dtype= `asked` names dtype `dt` (a name NumPy refuses: no; the general path raises its error)."""
+    try:
+        return np.dtype(asked) == dt
+    except TypeError:
+        return False
+
+
 @_arrays.takes_stream
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True, *,  # noqa: A001
         strategy="auto", deterministic=False, stream=None):
@@ -100,6 +108,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
     elif fast and axis is None and type(a) is np.ndarray and a.dtype.kind == "f" and (
             isinstance(dtype, (str, type, np.dtype)) and _F64 == dtype):
         r = _core.fast_sum(a, True)  # sum(a, dtype=float64) of a float array: the float64 accumulation itself
+        if r is not NotImplemented:
+            return r
+    elif fast and axis is None and type(a) is np.ndarray and isinstance(dtype, (str, type, np.dtype)) and \
+            _same_dtype(dtype, _sum_dtype(a.dtype)):
+        r = _core.fast_sum(a)  # dtype= NumPy's own result dtype (e.g. float32 of float32): the default sum
         if r is not NotImplemented:
             return r
     elif fast and axis is not None and dtype is None:
