@@ -1488,12 +1488,12 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     const long long minlength = PyLong_AsLongLong(args[1]);
     if (minlength == -1 && PyErr_Occurred())
         return NULL;
-    if (!fast_on(FAST_BINCOUNT) || !fast_input(ao, FAST_BINCOUNT, 1, &a) || a.length == 0 || minlength < 0 ||
+    if (!fast_on(FAST_BINCOUNT) || !fast_input(ao, FAST_BINCOUNT, FAST_STRIDED, &a) || a.length == 0 || minlength < 0 ||
         a.dtype == GS_FLOAT16 || a.dtype == GS_FLOAT32 || a.dtype == GS_FLOAT64)
         Py_RETURN_NOTIMPLEMENTED;
     /* weights (float32 / float64, one per element): NumPy's float64 sums */
     const int weighted = nargs == 3;
-    if (weighted && (!fast_input(args[2], FAST_BINCOUNT, 1, &w) || w.length != a.length ||
+    if (weighted && (!fast_input(args[2], FAST_BINCOUNT, FAST_STRIDED, &w) || w.length != a.length ||
                      (w.dtype != GS_FLOAT32 && w.dtype != GS_FLOAT64)))
         Py_RETURN_NOTIMPLEMENTED;
     const int is_bool = a.dtype == GS_BOOL;
