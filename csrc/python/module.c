@@ -1367,7 +1367,8 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
     if (!fast_arity("fast_histogram", nargs, 2, 2))
         return NULL;
     PyObject *ao = args[0], *bo = args[1];
-    if (!fast_on(FAST_HISTOGRAM) || !fast_input(ao, FAST_HISTOGRAM, 0, &a) || a.dtype == GS_BOOL)
+    const int shape = PyArray_Check(ao) && PyArray_NDIM((PyArrayObject *)ao) == 1 ? FAST_STRIDED : 0;
+    if (!fast_on(FAST_HISTOGRAM) || !fast_input(ao, FAST_HISTOGRAM, shape, &a) || a.dtype == GS_BOOL)
         Py_RETURN_NOTIMPLEMENTED;
     bins_arg bins;
     if (!parse_bins(bo, &bins))
