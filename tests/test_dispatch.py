@@ -755,3 +755,37 @@ def test_planned_histogram_in_c_gives_numpys_counts_and_fresh_edges(dtype, rng_)
             gs.histogram(a, 37, ([0], 1))
     lst = a[:100].tolist()  # not an ndarray: the general path
     np.testing.assert_array_equal(gs.histogram(lst, 37, rng_)[0], np.histogram(lst, 37, rng_)[0])
+
+
+@pytest.mark.parametrize("step", [2, 3, 7])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32, np.uint8])
+def test_strided_views_take_the_fast_path_and_match_numpy(dtype, step):
+    """a[::k] of one dimension: sum, dot, count_nonzero, bincount (and its
+    weights) and a planned histogram take the C fast path into the CPU
+    engine's strided loops, with NumPy's answers; a negative step does not."""
+    rng = np.random.default_rng(step)
+    base = (rng.random(30_011) * 200).astype(dtype)
+    for start in (0, 1):
+        a = base[start::step]
+        b = base[start + 1::step][:len(a)]
+        a = a[:len(b)]
+        if np.dtype(dtype).kind == "f":
+            np.testing.assert_allclose(gs.sum(a), np.sum(a), rtol=1e-5)
+            np.testing.assert_allclose(gs.dot(a, b), np.dot(a, b), rtol=1e-5)
+        else:
+            assert gs.sum(a) == np.sum(a) and gs.dot(a, b) == np.dot(a, b)
+        assert _fast_ran("dot")
+        assert gs.count_nonzero(a) == np.count_nonzero(a) and _fast_ran("count_nonzero")
+        if np.dtype(dtype).kind in "iu":
+            np.testing.assert_array_equal(gs.bincount(a), np.bincount(a))
+            assert _fast_ran("bincount")
+            w = rng.random(len(base))[::step][:len(a)]
+            np.testing.assert_allclose(gs.bincount(a, w), np.bincount(a, w), rtol=1e-12)
+        for _ in range(2):  # the first call plans, the second takes the C path
+            h, e = gs.histogram(a, 40, (0, 200))
+        want = np.histogram(a, 40, (0, 200))
+        np.testing.assert_array_equal(h, want[0])
+        np.testing.assert_array_equal(e, want[1])
+        assert _fast_ran("histogram")
+    r = base[::-step]
+    assert gs.count_nonzero(r) == np.count_nonzero(r) and not _fast_ran("count_nonzero")
