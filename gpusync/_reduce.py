@@ -115,6 +115,12 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         r = _core.fast_sum(a)  # dtype= NumPy's own result dtype (e.g. float32 of float32): the default sum
         if r is not NotImplemented:
             return r
+    elif (keepdims is True and axis is None and dtype is None and out is None and where is True and
+          type(initial) is int and initial == 0 and stream is None and strategy == "auto" and not deterministic and
+          type(a) is np.ndarray and a.ndim > 0):
+        r = _core.fast_sum(a)  # keepdims of the whole sum: the sum, shaped (1,) * ndim as NumPy returns it
+        if r is not NotImplemented:
+            return np.asarray(r).reshape((1,) * a.ndim)
     elif fast and axis is not None and dtype is None:
         r = _core.fast_reduce_axis(a, axis, False)  # the C fast path: one int axis of a NumPy array
         if r is not NotImplemented:

@@ -1250,7 +1250,9 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *const *args, Py_ssiz
     const int little = fast_flag(args, nargs, 1);
     if (little < 0)
         return NULL;
-    if (!fast_on(FAST_PACKBITS) || !fast_input(ao, FAST_PACKBITS, 1, &a))
+    /* axis=None: NumPy packs the flattened array (any C-contiguous shape), or one strided dimension */
+    const int shape = PyArray_Check(ao) && PyArray_NDIM((PyArrayObject *)ao) == 1 ? FAST_STRIDED : 0;
+    if (!fast_on(FAST_PACKBITS) || !fast_input(ao, FAST_PACKBITS, shape, &a))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *r = fast_new((a.length + 7) / 8, NPY_UINT8, &out);
     if (!r)
