@@ -789,3 +789,20 @@ def test_strided_views_take_the_fast_path_and_match_numpy(dtype, step):
         assert _fast_ran("histogram")
     r = base[::-step]
     assert gs.count_nonzero(r) == np.count_nonzero(r) and not _fast_ran("count_nonzero")
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 3, 7), (4, 16), (1, 0)])
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int32, np.float32])
+def test_nd_packbits_and_keepdims_sum_on_the_fast_path(shape, dtype):
+    """packbits with axis=None flattens any C-contiguous shape as NumPy does,
+    and sum(keepdims=True) of the whole array returns NumPy's (1,) * ndim
+    array of its dtype -- both from the C fast path."""
+    gs.sum(np.ones(3, np.float32), dtype=np.float16)  # a general call: the fast paths' limits are set
+    a = (np.random.default_rng(len(shape)).random(shape) * 3).astype(dtype)
+    if dtype != np.float32:  # NumPy packs integers and bools only
+        for order in ("big", "little"):
+            np.testing.assert_array_equal(gs.packbits(a, bitorder=order), np.packbits(a, bitorder=order))
+            assert a.size == 0 or _fast_ran("packbits")
+    g, want = gs.sum(a, keepdims=True), np.sum(a, keepdims=True)
+    assert type(g) is type(want) and g.dtype == want.dtype and g.shape == want.shape
+    np.testing.assert_allclose(g, want, rtol=1e-6)
