@@ -6,9 +6,10 @@
  * A value is parsed where it is used (gs_env_number / gs_env_choice), but
  * only when its text changed since the last parse, so benchmark sweeps that
  * set a variable between calls keep working, and a hot path pays a few loads
- * while the environment is unchanged (see `seen` below).  An invalid value (not a number, outside the range,
- * not one of the choices) gives one warning naming the variable, queued for
- * the binding to raise as a Python RuntimeWarning, and the default is used.
+ * while the environment is unchanged (see `seen` below).  An invalid value
+ * (not a number, outside the range, not one of the choices) gives one
+ * warning naming the variable, queued for the binding to raise as a Python
+ * RuntimeWarning, and the default is used.
  */
 #include "gpusync/gpusync.h"
 
