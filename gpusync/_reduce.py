@@ -42,6 +42,14 @@ def _run(func, arrays, out_dtype, strategy, deterministic):
 _F64 = np.dtype(np.float64)
 
 
+def _all_axes(axis: tuple, ndim: int) -> bool:
+    """Whether a tuple `axis` names each of ndim axes exactly once (valid ints;
+    anything else: no -- the general path gives NumPy's error)."""
+    if len(axis) != ndim or any(type(x) is not int or not -ndim <= x < ndim for x in axis):
+        return False
+    return len({x % ndim for x in axis}) == ndim
+
+
 def _same_dtype(asked, dt) -> bool:
     """Whether dtype= `asked` names dtype `dt` (a name NumPy refuses: no; the general path raises its error)."""
     try:
@@ -95,6 +103,10 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
     loops' time-out).
     """
     # NumPy's defaults for everything but axis and dtype, and gpusync's own options at theirs: the fast paths
+    if type(a) is list or type(a) is tuple:
+        a = np.asarray(a)  # NumPy's own first step (its errors for ragged input too)
+    if type(axis) is tuple and type(a) is np.ndarray and _all_axes(axis, a.ndim):
+        axis = None  # every axis once: the whole sum
     rest = out is None and not keepdims and where is True and type(initial) is int and initial == 0
     fast = rest and stream is None and strategy == "auto" and not deterministic
     plain = rest and axis is None and dtype is None

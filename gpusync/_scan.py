@@ -80,6 +80,10 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
             r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
             if r is not NotImplemented:
                 return r
+            if type(a) is np.ndarray and a.ndim == 1 and a.strides[0] > 0:  # a[::k]: its contiguous copy
+                r = _core.fast_cumsum(np.ascontiguousarray(a))
+                if r is not NotImplemented:
+                    return r
         r = _devfast.cumsum_(a, _cumsum_dtype, strategy)  # device arrays, every strategy (run as named)
         if r is not NotImplemented:
             return r

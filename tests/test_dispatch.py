@@ -343,7 +343,7 @@ def test_fast_path_declines_what_it_cannot_take():
     with gs.use_backend("cpu"):
         gs.sum(np.ones(4))
         x = np.arange(20, dtype=np.float64)
-        for a in (x[::-1], x.reshape(4, 5).T, list(x)):  # byte-swapped / unaligned: issue 12's fix
+        for a in (x[::-1], x.reshape(4, 5).T):  # byte-swapped / unaligned: issue 12's fix (a list: converted first)
             assert gs.sum(a) == np.sum(np.asarray(a))
             assert not _fast_ran("sum")
         for a in (x[::2], x[3::7]):  # one dimension, a positive stride: the fast path's strided loops
@@ -806,3 +806,24 @@ def test_nd_packbits_and_keepdims_sum_on_the_fast_path(shape, dtype):
     g, want = gs.sum(a, keepdims=True), np.sum(a, keepdims=True)
     assert type(g) is type(want) and g.dtype == want.dtype and g.shape == want.shape
     np.testing.assert_allclose(g, want, rtol=1e-6)
+
+
+def test_common_spellings_take_the_fast_paths_with_numpys_answers():
+    """sum of a list / tuple (NumPy converts first), sum over a tuple naming
+    every axis (the whole sum), cumsum of a strided view (its contiguous
+    copy): NumPy's values and types; invalid axes keep NumPy's errors."""
+    rng = np.random.default_rng(9)
+    for seq in ([1, 2, 3], (1.5, 2.5), [[1, 2], [3, 4]], [True, False, True], [], [1, 2**62]):
+        got, want = gs.sum(seq), np.sum(seq)
+        assert type(got) is type(want) and got == want
+    m = rng.random((3, 4, 5))
+    for ax in ((0, 1, 2), (2, 0, 1), (-1, 0, 1)):
+        np.testing.assert_allclose(gs.sum(m, axis=ax), np.sum(m, axis=ax))
+    for ax in ((0, 0, 1), (0, 1, 5)):
+        with pytest.raises((ValueError, np.exceptions.AxisError)):
+            gs.sum(m, axis=ax)
+    x = rng.random(1001)
+    for v in (x[::2], x[1::3]):
+        got, want = gs.cumsum(v), np.cumsum(v)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12)
