@@ -65,6 +65,17 @@ typedef struct {
                     memcpy(po + (size_t)k * 8, &s, 8);                                                        \
                 }                                                                                             \
             acc[0] = s;                                                                                       \
+        } else if (c->s2 == 1 && c->op == GS_AXIS_CUMSUM && c->osz == 8 && sizeof(ACC) == 8 &&               \
+                   (!c->is_float || c->odt == GS_FLOAT64)) { /* a scan down rows, 8-byte results: stored here */\
+            char *dst = c->out + (size_t)((o * c->len + k0) * c->inner + i0) * 8;                             \
+            const size_t dstep = (size_t)c->inner * 8;                                                        \
+            for (int64_t k = k0; k < k1; k++, dst += dstep) {                                                 \
+                const T *row = base + k * c->s1;                                                              \
+                for (int j = 0; j < w; j++) {                                                                 \
+                    acc[j] += (ACC)CONV(row[j]);                                                              \
+                    memcpy(dst + (size_t)j * 8, &acc[j], 8); /* the accumulator's own bits */                \
+                }                                                                                             \
+            }                                                                                                 \
         } else if (c->s2 == 1) {                                                                              \
             for (int64_t k = k0; k < k1; k++) {                                                               \
                 const T *row = base + k * c->s1;                                                              \
