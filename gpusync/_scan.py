@@ -87,6 +87,10 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
         r = _devfast.cumsum_(a, _cumsum_dtype, strategy)  # device arrays, every strategy (run as named)
         if r is not NotImplemented:
             return r
+    elif stream is None and dtype is None and out is None and strategy == "auto":
+        r = _core.fast_reduce_axis(a, axis, 2)  # the C fast path: along one int axis of a NumPy array
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):  # NumPy's axis / dtype / out rules: _axis.cumsum
         return _nd.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
 

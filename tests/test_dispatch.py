@@ -827,3 +827,21 @@ def test_common_spellings_take_the_fast_paths_with_numpys_answers():
         got, want = gs.cumsum(v), np.cumsum(v)
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.int64])
+@pytest.mark.parametrize("shape", [(5, 2), (7, 3, 4), (1, 9), (40, 100)])
+def test_cumsum_along_one_axis_on_the_fast_path(shape, dtype):
+    """cumsum(a, axis=k) of a C-contiguous N-d array: the C fast path with
+    NumPy's shape and dtype; float64 and integers equal NumPy's exactly (each
+    column adds in NumPy's order)."""
+    gs.sum(np.ones(3, np.float32), dtype=np.float16)  # a general call: the fast paths' limits are set
+    a = (np.random.default_rng(len(shape)).random(shape) * 10).astype(dtype)
+    for ax in [*range(a.ndim), -1]:
+        got, want = gs.cumsum(a, axis=ax), np.cumsum(a, axis=ax)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if dtype == np.float32:
+            np.testing.assert_allclose(got, want, rtol=2e-5)
+        else:
+            np.testing.assert_array_equal(got, want)
+        assert _fast_ran("cumsum")

@@ -1263,10 +1263,10 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *const *args, Py_ssiz
     return fast_finish(r, st, FAST_PACKBITS, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
 }
 
-/* fast_reduce_axis(a, axis, count): sum (count false) or count_nonzero of a
- * C-contiguous NumPy array of 2 or more dimensions along one int axis, with
- * NumPy's other defaults: NumPy's result shape and dtype (the sum's
- * accumulator type; intp counts).  Empty or bool input, an axis out of
+/* fast_reduce_axis(a, axis, mode): sum (mode 0), count_nonzero (1) or
+ * cumsum (2) of a C-contiguous NumPy array of 2 or more dimensions along one
+ * int axis, with NumPy's other defaults: NumPy's result shape and dtype (the
+ * sum's accumulator type, also cumsum's; intp counts).  Empty or bool input, an axis out of
  * range and 1-D input return NotImplemented (the general path decides). */
 static PyObject *py_fast_reduce_axis(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1281,10 +1281,13 @@ static PyObject *py_fast_reduce_axis(PyObject *self, PyObject *const *args, Py_s
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }
-    const int count = fast_flag(args, nargs, 2);
-    if (count < 0)
+    const long mode = PyLong_AsLong(args[2]); /* 0 sum, 1 count_nonzero (True), 2 cumsum */
+    if (mode == -1 && PyErr_Occurred())
         return NULL;
-    const int fop = count ? FAST_COUNT_NONZERO : FAST_SUM;
+    if (mode < 0 || mode > 2)
+        Py_RETURN_NOTIMPLEMENTED;
+    const int count = mode == 1, scan = mode == 2;
+    const int fop = count ? FAST_COUNT_NONZERO : scan ? FAST_CUMSUM : FAST_SUM;
     if (!fast_on(fop) || !fast_input(args[0], fop, 0, &a) || a.length == 0 || a.dtype == GS_BOOL)
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *arr = (PyArrayObject *)args[0];
@@ -1307,19 +1310,21 @@ static PyObject *py_fast_reduce_axis(PyObject *self, PyObject *const *args, Py_s
     }
     const int64_t len = dims[ax];
     const int64_t shape3[3] = {outer, len, inner}, strides3[3] = {len * inner, inner, 1};
-    const int typenum = count ? NPY_INTP : fast_sum_type(a.dtype);
-    PyArrayObject *r = (PyArrayObject *)PyArray_SimpleNew(nd - 1, rdims, typenum);
+    const int typenum = count ? NPY_INTP : fast_sum_type(a.dtype); /* (cumsum's dtype is the sum's) */
+    PyArrayObject *r = scan ? (PyArrayObject *)PyArray_SimpleNew(nd, dims, typenum)
+                            : (PyArrayObject *)PyArray_SimpleNew(nd - 1, rdims, typenum);
     if (!r)
         return NULL;
     out.data = PyArray_DATA(r);
-    out.length = outer * inner;
+    out.length = scan ? a.length : outer * inner;
     out.stride = 1;
     out.device = GS_HOST;
     dtype_from_numpy(typenum, &out.dtype);
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
     FAST_RUN(fop, a.length, st,
-             ops->reduce_axis(&a, shape3, strides3, count ? GS_AXIS_COUNT_NONZERO : GS_AXIS_SUM, &out, NULL));
+             ops->reduce_axis(&a, shape3, strides3, count ? GS_AXIS_COUNT_NONZERO : scan ? GS_AXIS_CUMSUM : GS_AXIS_SUM,
+                              &out, NULL));
     return fast_finish(r, st, fop, &a, PyArray_TYPE(arr), GS_STRATEGY_AUTO);
 }
 
@@ -1829,7 +1834,8 @@ static PyMethodDef methods[] = {
     {"env_backend", py_env_backend, METH_NOARGS, "GPUSYNC_BACKEND: 'cpu', 'cuda' or None"},
     {"_env_number", py_env_number, METH_VARARGS, "test hook: a GPUSYNC_* variable as the C side reads it"},
     {"fast_reduce_axis", (PyCFunction)(void (*)(void))py_fast_reduce_axis, METH_FASTCALL,
-     "fast path: sum / count_nonzero (count true) along one int axis of a C-contiguous N-d array, or NotImplemented"},
+     "fast path: sum (mode 0), count_nonzero (1) or cumsum (2) along one int axis of a C-contiguous N-d array, or "
+     "NotImplemented"},
     {"fast_unpackbits", (PyCFunction)(void (*)(void))py_fast_unpackbits, METH_FASTCALL,
      "fast path: unpackbits(a, little), or NotImplemented"},
     {"fast_sum", (PyCFunction)(void (*)(void))py_fast_sum, METH_FASTCALL,
