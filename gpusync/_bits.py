@@ -21,6 +21,12 @@ def _threshold(threshold, dtype):
     arrays take _exact_int_mask first)."""
     if threshold is None:
         return None
+    if type(threshold) is float:  # the common case, without result_type: weak, so a float array's own dtype
+        dtype = np.dtype(dtype)
+        if dtype.kind != "f" or dtype.itemsize == 8:
+            return threshold  # float64, and integer / bool arrays compare in float64
+        with np.errstate(over="ignore"):
+            return float(dtype.type(threshold))
     if isinstance(threshold, (str, bytes)) or not isinstance(threshold, (bool, int, float, np.bool_, np.integer,
                                                                          np.floating)):
         raise TypeError(f"threshold must be a real number, got {threshold!r}")
@@ -93,6 +99,13 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
             r = _devfast.packbits_(a)  # device arrays' fast path
             if r is not NotImplemented:
                 return r
+    elif (axis is None and stream is None and type(a) is np.ndarray and (bitorder == "big" or bitorder == "little")
+          and a.dtype.kind in "biuf" and not (a.dtype.kind in "iu" and a.dtype.itemsize == 8)):
+        # a > threshold on the C fast path: the float64 _threshold compares with (64-bit integer arrays
+        # keep the general path, where _exact_int_mask covers thresholds beyond 2^53)
+        r = _core.fast_packbits(a, bitorder == "little", _threshold(threshold, a.dtype))
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         if bitorder not in ("big", "little"):
             raise ValueError("'order' must be either 'little' or 'big'")

@@ -150,3 +150,21 @@ def test_warp_reductions_under_independent_thread_scheduling():
     different times (lane-dependent loops first): every warp's sum is right.
     gpu-check also runs this under compute-sanitizer racecheck and synccheck."""
     assert gs._core._self_test("cuda", 0) == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int32, np.uint16, np.int8, np.uint8,
+                                   np.bool_, np.int64], ids=lambda d: np.dtype(d).name)
+def test_packbits_threshold_fast_path_is_numpys_comparison(dtype):
+    """packbits(a, threshold=t) of a NumPy array (the C fast path, 64-bit
+    integers the general path) packs exactly np.packbits(a > t): Python and
+    NumPy float thresholds rounded as NumPy compares them, integer ones,
+    out-of-range ones and NaN."""
+    rng = np.random.default_rng(12)
+    for n in (0, 9, 65, 1000):
+        a = (rng.random(n) * 300 - 100).astype(dtype) if dtype != np.bool_ else rng.random(n) < 0.5
+        for t in (0.1, 0, 1, -1, 50, 1e30, np.float32(0.1), np.float64(0.1), 255, 2**40, float("nan")):
+            for order in ("big", "little"):
+                with np.errstate(all="ignore"):
+                    want = np.packbits(a > t, bitorder=order)
+                np.testing.assert_array_equal(gs.packbits(a, bitorder=order, threshold=t), want,
+                                              err_msg=f"n={n} t={t!r} {order}")

@@ -1244,11 +1244,16 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *const *args, Py_ssiz
 {
     (void)self;
     gs_array a, out;
-    if (!fast_arity("fast_packbits", nargs, 1, 2))
+    if (!fast_arity("fast_packbits", nargs, 1, 3))
         return NULL;
     PyObject *ao = args[0];
     const int little = fast_flag(args, nargs, 1);
     if (little < 0)
+        return NULL;
+    /* a > thr: the float64 the dispatcher's _threshold made of the threshold for a's dtype */
+    double thr = 0;
+    const int has_thr = nargs == 3 && args[2] != Py_None;
+    if (has_thr && (thr = PyFloat_AsDouble(args[2])) == -1.0 && PyErr_Occurred())
         return NULL;
     /* axis=None: NumPy packs the flattened array (any C-contiguous shape), or one strided dimension */
     const int shape = PyArray_Check(ao) && PyArray_NDIM((PyArrayObject *)ao) == 1 ? FAST_STRIDED : 0;
@@ -1259,7 +1264,7 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
-    FAST_RUN(FAST_PACKBITS, a.length, st, ops->packbits(&a, NULL, little, &out, NULL));
+    FAST_RUN(FAST_PACKBITS, a.length, st, ops->packbits(&a, has_thr ? &thr : NULL, little, &out, NULL));
     return fast_finish(r, st, FAST_PACKBITS, &a, PyArray_TYPE((PyArrayObject *)ao), GS_STRATEGY_AUTO);
 }
 
@@ -1843,7 +1848,7 @@ static PyMethodDef methods[] = {
     {"fast_dot", (PyCFunction)(void (*)(void))py_fast_dot, METH_FASTCALL, "fast path: dot(a, b) on the calling thread, or NotImplemented"},
     {"fast_count_nonzero", py_fast_count_nonzero, METH_O, "fast path: count_nonzero(a), or NotImplemented"},
     {"fast_packbits", (PyCFunction)(void (*)(void))py_fast_packbits, METH_FASTCALL,
-     "fast path: packbits(a[, little]) (big bit order, or little), or NotImplemented"},
+     "fast path: packbits(a[, little[, threshold as float64]]) (big bit order, or little), or NotImplemented"},
     {"fast_cumsum", py_fast_cumsum, METH_O, "fast path: cumsum(a) flattened, or NotImplemented"},
     {"fast_histogram", (PyCFunction)(void (*)(void))py_fast_histogram, METH_FASTCALL, "fast path: counts of a with a bins description"},
     {"fast_histogram_of", (PyCFunction)(void (*)(void))py_fast_histogram_of, METH_FASTCALL,
