@@ -71,13 +71,13 @@ def make_dist(cp, name, n):
 
 
 def _measure_row(cp, timer, rows, lines, ceiling, case, op, impl, fn, nbytes, ref=None, graph=False, reps=9,
-                 inner=5, strict=False):
-    """Time fn (graph replay or events), check it against ref (NumPy) when given, and append a latest.json row
-    and a markdown line "| case | impl | us | % of read |"; the ms, or None when it failed.  A peer that
-    cannot run the case is reported, not fatal; with `strict`, a gpusync failure other than an
+                 inner=5, strict=False, check=None):
+    """Time fn (graph replay or events), check it against ref (NumPy) or with check() when given, and append a
+    latest.json row and a markdown line "| case | impl | us | % of read |"; the ms, or None when it failed.  A
+    peer that cannot run the case is reported, not fatal; with `strict`, a gpusync failure other than an
     unsupported device is."""
     try:
-        ok = None
+        ok = None if check is None else bool(check())
         if ref is not None:
             got = fn()
             got = got[0] if isinstance(got, tuple) else got
@@ -326,20 +326,10 @@ def binstat_cases(cp, timer, rows, ceiling, torch=None):
     out = []
 
     def one(case, impl, fn, nbytes, check=None):
-        try:
-            ok = None if check is None else bool(check())
-            ms = timer.gpu(fn, reps=7, inner=3)
-        except Exception as e:  # reported, not fatal
-            print(f"  {case} {impl}: {type(e).__name__}: {e}", flush=True)
-            return
-        row = {"op": "binned_statistic", "case": case, "impl": impl, "ms": round(ms, 5),
-               "gbps": round(nbytes / ms / 1e6, 1), "pct_read": round(100 * nbytes / ms / 1e6 / ceiling, 1)}
-        if ok is not None:
-            row["correct"] = ok
-        rows.append(row)
-        out.append(f"| {case} | {impl}{'' if ok is not False else ' **WRONG**'} | {ms * 1e3:.1f} | "
-                   f"{row['pct_read']:.1f}% |")
-        print(out[-1], flush=True)
+        ms = _measure_row(cp, timer, rows, out, ceiling, case, "binned_statistic", impl, fn, nbytes, reps=7,
+                          inner=3, check=check)
+        if ms is not None:
+            rows[-1]["pct_read"] = round(100 * nbytes / ms / 1e6 / ceiling, 1)
 
     for dt, sfx in ((cp.float64, ""), (cp.float32, "-f32")):
         x = rs.standard_normal(1 << 25).astype(dt)

@@ -102,38 +102,31 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
     (except strategies ``"mutex"`` and ``"grid"``, which check their spin
     loops' time-out).
     """
-    # NumPy's defaults for everything but axis and dtype, and gpusync's own options at theirs: the fast paths
     if type(a) is list or type(a) is tuple:
         a = np.asarray(a)  # NumPy's own first step (its errors for ragged input too)
-    if type(axis) is tuple and type(a) is np.ndarray and _all_axes(axis, a.ndim):
-        axis = None  # every axis once: the whole sum
-    rest = out is None and not keepdims and where is True and type(initial) is int and initial == 0
+    if type(a) is np.ndarray:  # other spellings of the whole default sum
+        if type(axis) is tuple and _all_axes(axis, a.ndim):
+            axis = None  # every axis once
+        if isinstance(dtype, (str, type, np.dtype)) and _same_dtype(dtype, _sum_dtype(a.dtype)):
+            dtype = None  # NumPy's own result dtype (float32 of float32, int64 of int32)
+    # NumPy's defaults for everything but axis, dtype and keepdims, and gpusync's own options at theirs: the fast paths
+    rest = out is None and where is True and type(initial) is int and initial == 0
     fast = rest and stream is None and strategy == "auto" and not deterministic
-    plain = rest and axis is None and dtype is None
-    if plain and fast:
+    plain = rest and not keepdims and axis is None and dtype is None
+    if fast and axis is None and dtype is None:
         r = _core.fast_sum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path
         if r is not NotImplemented:
-            return r
-        r = _devfast.sum_(a, _sum_dtype)  # device arrays' fast path
-        if r is not NotImplemented:
-            return r
-    elif fast and axis is None and type(a) is np.ndarray and a.dtype.kind == "f" and (
+            return np.asarray(r).reshape((1,) * a.ndim) if keepdims and a.ndim else r  # NumPy's keepdims shape
+        if not keepdims:
+            r = _devfast.sum_(a, _sum_dtype)  # device arrays' fast path
+            if r is not NotImplemented:
+                return r
+    elif fast and not keepdims and axis is None and type(a) is np.ndarray and a.dtype.kind == "f" and (
             isinstance(dtype, (str, type, np.dtype)) and _F64 == dtype):
         r = _core.fast_sum(a, True)  # sum(a, dtype=float64) of a float array: the float64 accumulation itself
         if r is not NotImplemented:
             return r
-    elif fast and axis is None and type(a) is np.ndarray and isinstance(dtype, (str, type, np.dtype)) and \
-            _same_dtype(dtype, _sum_dtype(a.dtype)):
-        r = _core.fast_sum(a)  # dtype= NumPy's own result dtype (e.g. float32 of float32): the default sum
-        if r is not NotImplemented:
-            return r
-    elif (keepdims is True and axis is None and dtype is None and out is None and where is True and
-          type(initial) is int and initial == 0 and stream is None and strategy == "auto" and not deterministic and
-          type(a) is np.ndarray and a.ndim > 0):
-        r = _core.fast_sum(a)  # keepdims of the whole sum: the sum, shaped (1,) * ndim as NumPy returns it
-        if r is not NotImplemented:
-            return np.asarray(r).reshape((1,) * a.ndim)
-    elif fast and axis is not None and dtype is None:
+    elif fast and not keepdims and axis is not None and dtype is None:
         r = _core.fast_reduce_axis(a, axis, False)  # the C fast path: one int axis of a NumPy array
         if r is not NotImplemented:
             return r

@@ -1026,24 +1026,27 @@ static int fast_on(int op)
     return gs_env_choice(GS_ENV_ENGINE) <= 0 && gs_env_number(GS_ENV_DEBUG, 0, NULL) == 0;
 }
 
-/* The input when the fast path can take it: 1 and its gs_array, else 0.
- * need_1d: 0 any number of dimensions (C-contiguous: NumPy flattens), 1 one
- * dimension, contiguous, FAST_STRIDED one dimension with any positive stride
- * of whole aligned elements (a[::k]: ops whose CPU loops take strides). */
-enum { FAST_STRIDED = 2 };
-static int fast_input(PyObject *obj, int op, int need_1d, gs_array *a)
+/* The shapes a fast path takes: FAST_FLAT a C-contiguous array of any
+ * number of dimensions (NumPy flattens it); FAST_1D one dimension with any
+ * positive stride of whole aligned elements (a[::k]: ops whose CPU loops take
+ * strides); FAST_FLAT_1D either. */
+enum { FAST_FLAT, FAST_1D, FAST_FLAT_1D };
+
+/* The input when the fast path can take it in `shapes`: 1 and its gs_array, else 0. */
+static int fast_input(PyObject *obj, int op, int shapes, gs_array *a)
 {
     if (!PyArray_CheckExact(obj))
         return 0;
     PyArrayObject *arr = (PyArrayObject *)obj;
     const int64_t n = PyArray_SIZE(arr);
-    if (fast_limit[op] < 0 || n > fast_limit[op] || (need_1d && PyArray_NDIM(arr) != 1) ||
-        !PyArray_ISNOTSWAPPED(arr) || !dtype_from_numpy(PyArray_TYPE(arr), &a->dtype))
+    const int nd = PyArray_NDIM(arr);
+    if (fast_limit[op] < 0 || n > fast_limit[op] || (shapes == FAST_1D && nd != 1) || !PyArray_ISNOTSWAPPED(arr) ||
+        !dtype_from_numpy(PyArray_TYPE(arr), &a->dtype))
         return 0;
     a->stride = 1;
     if (!PyArray_ISCARRAY_RO(arr)) {
-        const npy_intp isz = PyArray_ITEMSIZE(arr), st = PyArray_NDIM(arr) == 1 ? PyArray_STRIDE(arr, 0) : 0;
-        if (need_1d != FAST_STRIDED || !PyArray_ISALIGNED(arr) || st <= 0 || st % isz != 0)
+        const npy_intp isz = PyArray_ITEMSIZE(arr), st = nd == 1 ? PyArray_STRIDE(arr, 0) : 0;
+        if (shapes == FAST_FLAT || !PyArray_ISALIGNED(arr) || st <= 0 || st % isz != 0)
             return 0;
         a->stride = st / isz;
     }
@@ -1114,10 +1117,8 @@ static int fast_flag(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t i)
 static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op, int as_f64)
 {
     gs_array a, b, out;
-    /* sum and dot of one strided dimension too; sum of more: C-contiguous, flattened */
-    const int shape_a = op == FAST_DOT || (PyArray_Check(ao) && PyArray_NDIM((PyArrayObject *)ao) == 1) ? FAST_STRIDED : 0;
-    if (!fast_on(op) || !fast_input(ao, op, shape_a, &a) ||
-        (bo && (!fast_input(bo, op, FAST_STRIDED, &b) || b.dtype != a.dtype || b.length != a.length)))
+    if (!fast_on(op) || !fast_input(ao, op, op == FAST_DOT ? FAST_1D : FAST_FLAT_1D, &a) ||
+        (bo && (!fast_input(bo, op, FAST_1D, &b) || b.dtype != a.dtype || b.length != a.length)))
         Py_RETURN_NOTIMPLEMENTED;
     if (as_f64 && a.dtype != GS_FLOAT16 && a.dtype != GS_FLOAT32 && a.dtype != GS_FLOAT64)
         Py_RETURN_NOTIMPLEMENTED;
@@ -1194,8 +1195,7 @@ static PyObject *py_fast_count_nonzero(PyObject *self, PyObject *ao)
 {
     (void)self;
     gs_array a;
-    const int shape = PyArray_Check(ao) && PyArray_NDIM((PyArrayObject *)ao) == 1 ? FAST_STRIDED : 0;
-    if (!fast_on(FAST_COUNT_NONZERO) || !fast_input(ao, FAST_COUNT_NONZERO, shape, &a))
+    if (!fast_on(FAST_COUNT_NONZERO) || !fast_input(ao, FAST_COUNT_NONZERO, FAST_FLAT_1D, &a))
         Py_RETURN_NOTIMPLEMENTED;
     int64_t count = 0;
     gs_array out = {.data = &count, .length = 1, .stride = 1, .dtype = GS_INT64, .device = GS_HOST};
@@ -1255,9 +1255,7 @@ static PyObject *py_fast_packbits(PyObject *self, PyObject *const *args, Py_ssiz
     const int has_thr = nargs == 3 && args[2] != Py_None;
     if (has_thr && (thr = PyFloat_AsDouble(args[2])) == -1.0 && PyErr_Occurred())
         return NULL;
-    /* axis=None: NumPy packs the flattened array (any C-contiguous shape), or one strided dimension */
-    const int shape = PyArray_Check(ao) && PyArray_NDIM((PyArrayObject *)ao) == 1 ? FAST_STRIDED : 0;
-    if (!fast_on(FAST_PACKBITS) || !fast_input(ao, FAST_PACKBITS, shape, &a))
+    if (!fast_on(FAST_PACKBITS) || !fast_input(ao, FAST_PACKBITS, FAST_FLAT_1D, &a)) /* axis=None: flattened */
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *r = fast_new((a.length + 7) / 8, NPY_UINT8, &out);
     if (!r)
@@ -1293,7 +1291,7 @@ static PyObject *py_fast_reduce_axis(PyObject *self, PyObject *const *args, Py_s
         Py_RETURN_NOTIMPLEMENTED;
     const int count = mode == 1, scan = mode == 2;
     const int fop = count ? FAST_COUNT_NONZERO : scan ? FAST_CUMSUM : FAST_SUM;
-    if (!fast_on(fop) || !fast_input(args[0], fop, 0, &a) || a.length == 0 || a.dtype == GS_BOOL)
+    if (!fast_on(fop) || !fast_input(args[0], fop, FAST_FLAT, &a) || a.length == 0 || a.dtype == GS_BOOL)
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *arr = (PyArrayObject *)args[0];
     const int nd = PyArray_NDIM(arr);
@@ -1343,7 +1341,7 @@ static PyObject *py_fast_unpackbits(PyObject *self, PyObject *const *args, Py_ss
     const int little = fast_flag(args, nargs, 1);
     if (little < 0)
         return NULL;
-    if (!fast_on(FAST_UNPACKBITS) || !fast_input(args[0], FAST_UNPACKBITS, 0, &a) || a.dtype != GS_UINT8)
+    if (!fast_on(FAST_UNPACKBITS) || !fast_input(args[0], FAST_UNPACKBITS, FAST_FLAT, &a) || a.dtype != GS_UINT8)
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *r = fast_new(8 * a.length, NPY_UINT8, &out);
     if (!r)
@@ -1358,7 +1356,7 @@ static PyObject *py_fast_cumsum(PyObject *self, PyObject *ao)
 {
     (void)self;
     gs_array a, out;
-    if (!fast_on(FAST_CUMSUM) || !fast_input(ao, FAST_CUMSUM, 0, &a))
+    if (!fast_on(FAST_CUMSUM) || !fast_input(ao, FAST_CUMSUM, FAST_FLAT, &a))
         Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *r = fast_new(a.length, fast_sum_type(a.dtype), &out);
     if (!r)
@@ -1379,8 +1377,7 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
     if (!fast_arity("fast_histogram", nargs, 2, 2))
         return NULL;
     PyObject *ao = args[0], *bo = args[1];
-    const int shape = PyArray_Check(ao) && PyArray_NDIM((PyArrayObject *)ao) == 1 ? FAST_STRIDED : 0;
-    if (!fast_on(FAST_HISTOGRAM) || !fast_input(ao, FAST_HISTOGRAM, shape, &a) || a.dtype == GS_BOOL)
+    if (!fast_on(FAST_HISTOGRAM) || !fast_input(ao, FAST_HISTOGRAM, FAST_FLAT_1D, &a) || a.dtype == GS_BOOL)
         Py_RETURN_NOTIMPLEMENTED;
     bins_arg bins;
     if (!parse_bins(bo, &bins))
@@ -1501,12 +1498,12 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     const long long minlength = PyLong_AsLongLong(args[1]);
     if (minlength == -1 && PyErr_Occurred())
         return NULL;
-    if (!fast_on(FAST_BINCOUNT) || !fast_input(ao, FAST_BINCOUNT, FAST_STRIDED, &a) || a.length == 0 || minlength < 0 ||
+    if (!fast_on(FAST_BINCOUNT) || !fast_input(ao, FAST_BINCOUNT, FAST_1D, &a) || a.length == 0 || minlength < 0 ||
         a.dtype == GS_FLOAT16 || a.dtype == GS_FLOAT32 || a.dtype == GS_FLOAT64)
         Py_RETURN_NOTIMPLEMENTED;
     /* weights (float32 / float64, one per element): NumPy's float64 sums */
     const int weighted = nargs == 3;
-    if (weighted && (!fast_input(args[2], FAST_BINCOUNT, FAST_STRIDED, &w) || w.length != a.length ||
+    if (weighted && (!fast_input(args[2], FAST_BINCOUNT, FAST_1D, &w) || w.length != a.length ||
                      (w.dtype != GS_FLOAT32 && w.dtype != GS_FLOAT64)))
         Py_RETURN_NOTIMPLEMENTED;
     const int is_bool = a.dtype == GS_BOOL;
