@@ -131,8 +131,8 @@ def _fast_plan(rec):
     """The plan of a call the C fast path ran (the calling thread alone, or
     the CPU engine's pool)."""
     _seq, op, n, dtype, used, threads = rec
-    notes = ["the C fast path: a native NumPy array (C-contiguous, or one dimension with a positive stride) with default options, "
-             + ("on the calling thread" if threads <= 1 else f"on {threads} pool threads")]
+    notes = ["the C fast path: a native NumPy array (C-contiguous, or one dimension with a positive stride) "
+             "with default options, " + ("on the calling thread" if threads <= 1 else f"on {threads} pool threads")]
     in_bytes = np.dtype(dtype).itemsize * (2 if op == "dot" else 1)
     shape = _costmodel.Shape(_COST_OP.get(op, op), n, in_bytes, 8, 0, True, "host")
     pred = _costmodel.choose(machine(), shape, _allowed(forced_backend())[0]).predicted

@@ -311,26 +311,20 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
     comes from the data (``range=None``) or `bins` is a string, the call reads
     the data's min/max first.  # synchronize!
     """
+    fast = None
     if stream is None and weights is None and not density and strategy == "auto":
-        res = _core.fast_histogram_of(a, bins, range, _fast_plans)  # a NumPy array, planned (dtype, bins, range)
+        res = _core.fast_histogram_of(a, bins, range, _fast_plans)  # a NumPy array, planned: all of it in C
         if res is not NotImplemented:
             return res
-    fast = None
-    if (stream is None and weights is None and not density and strategy == "auto" and type(bins) is int
-            and type(range) is tuple and len(range) == 2):
-        r0, r1 = range
-        dt = a.dtype if type(a) is np.ndarray else _devfast.numpy_dtype(a)
-        fast = None if dt is None else (dt, bins, type(r0), r0, type(r1), r1)  # NumPy's edges: the bounds' types too
-        try:
-            hit = None if fast is None else _fast_plans.get(fast)
-        except TypeError:  # unhashable bounds: the general path says what is wrong with them
-            hit = fast = None
-        if hit is not None:
-            if type(a) is np.ndarray:
-                counts = _core.fast_histogram(a, hit[1])  # the C fast path (_dispatch.py)
-                if counts is not NotImplemented:
-                    return counts, hit[0].copy()
-            elif hit[2] is not None:
+        if type(bins) is int and type(range) is tuple and len(range) == 2:
+            r0, r1 = range
+            dt = a.dtype if type(a) is np.ndarray else _devfast.numpy_dtype(a)
+            fast = None if dt is None else (dt, bins, type(r0), r0, type(r1), r1)  # NumPy's edges: bound types too
+            try:
+                hit = None if fast is None else _fast_plans.get(fast)
+            except TypeError:  # unhashable bounds: the general path says what is wrong with them
+                hit = fast = None
+            if hit is not None and type(a) is not np.ndarray and hit[2] is not None:
                 r = _devfast.histogram_(a, hit[1], hit[2], hit[0])  # device arrays' fast path
                 if r is not NotImplemented:
                     return r

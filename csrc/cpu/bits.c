@@ -57,9 +57,6 @@ static inline void put_mask64(uint8_t *out, int64_t b, const uint8_t *bytes, int
 #define GS_BITS_MASK64 1
 #endif
 
-/* Elements [e0, e1) of one dtype: their count of true predicates, and (when
- * c->out) the bytes they pack into.  One loop per dtype and predicate, the
- * contiguous count loop the one the compiler vectorizes. */
 /* Contiguous input, 64 elements a step: their predicates as bytes (a loop
  * the compiler vectorizes), then put_mask64 -- one store of 8 output bytes,
  * where one shift and one or per element ran before. */
@@ -77,6 +74,9 @@ static inline void put_mask64(uint8_t *out, int64_t b, const uint8_t *bytes, int
 #else
 #define BITS_BY64(T, PRED) ((void)0)
 #endif
+/* Elements [e0, e1) of one dtype: their count of true predicates, and (when
+ * c->out) the bytes they pack into.  One loop per dtype and predicate, the
+ * contiguous count loop the one the compiler vectorizes. */
 #define BITS(T, PRED)                                                                                         \
     do {                                                                                                      \
         const T *p = (const T *)c->x;                                                                         \
@@ -275,7 +275,6 @@ static int64_t count_bytes_sse2(const uint8_t *p, int64_t n)
     return n - zeros;
 }
 #endif
-
 
 GS_CLONES static int64_t piece(const bctx *c, int64_t e0, int64_t e1)
 {

@@ -13,6 +13,7 @@ typedef struct {
     int64_t stride;
     uint8_t *out;
     const uint64_t *table; /* byte -> its 8 output bytes */
+    int little;
 } uctx;
 
 /* Both bit orders' tables, built once (building one per call was most of a
@@ -68,7 +69,7 @@ static void unpack_slice(void *vc, int tid, int64_t begin, int64_t end)
         int64_t i = begin;
 #if defined(__x86_64__) && defined(__GNUC__)
         if (gs_cpu_features() & GS_CPU_AVX2)
-            i = unpack_avx2(a, out, begin, end, table == tables[1]);
+            i = unpack_avx2(a, out, begin, end, c->little);
 #endif
         for (; i < end; i++)
             memcpy(out + 8 * i, &table[a[i]], 8);
@@ -90,7 +91,8 @@ gs_status gs_cpu_unpackbits(const gs_array *a, int little, gs_array *out, void *
     pthread_once(&tables_once, build_tables);
     uctx local;
     memset(&local, 0, sizeof local);
-    local.table = tables[little != 0];
+    local.little = little != 0;
+    local.table = tables[local.little];
     local.a = (const uint8_t *)a->data;
     local.stride = a->stride;
     local.out = (uint8_t *)out->data;
