@@ -32,20 +32,6 @@ __device__ __forceinline__ unsigned gs_add16(unsigned *words, int at)
 /* The half was 0x7fff or 0xffff (one LOP3 and a branch on the common path). */
 __device__ __forceinline__ bool gs_near16(unsigned old) { return (~old & 0x7fffu) == 0; }
 
-/* After gs_near16: the add that found 0x7fff moves 0x8000 of the half to the
- * result -- to_result(0x8000u) -- (no other add finds 0x7fff before this
- * subtraction); 0xffff sets *s_overflow. */
-template <class F>
-__device__ __forceinline__ void gs_settle16(unsigned *words, int at, unsigned old, int *s_overflow, F &&to_result)
-{
-    if ((old & 0xffffu) == 0x7fffu) {
-        atomicSub(words + (at >> 1), 0x8000u << ((at & 1) * 16));
-        to_result(0x8000u);
-    } else {
-        *s_overflow = 1;
-    }
-}
-
 /* c more in half `at` at once (a warp's elements of one bin, c <= 4096);
  * returns the half's old value. */
 __device__ __forceinline__ unsigned gs_addn16(unsigned *words, int at, unsigned c)
@@ -55,9 +41,9 @@ __device__ __forceinline__ unsigned gs_addn16(unsigned *words, int at, unsigned 
 }
 
 /* After gs_addn16: the add that took the half from below 0x8000 to 0x8000
- * or more moves 0x8000 to the result (for c = 1 that is gs_settle16's add
- * that found 0x7fff); one that carried past 0xffff raises the overflow
- * flag (the recount then counts the input again). */
+ * or more moves 0x8000 to the result (for c = 1: the add that found 0x7fff);
+ * one that carried past 0xffff raises the overflow flag (the recount then
+ * counts the input again). */
 template <class F>
 __device__ __forceinline__ void gs_settlen16(unsigned *words, int at, unsigned old, unsigned c, int *s_overflow,
                                              F &&to_result)
@@ -68,6 +54,13 @@ __device__ __forceinline__ void gs_settlen16(unsigned *words, int at, unsigned o
         atomicSub(words + (at >> 1), 0x8000u << ((at & 1) * 16));
         to_result(0x8000u);
     }
+}
+
+/* After gs_add16 and gs_near16 (c = 1): gs_settlen16 of the half's old value. */
+template <class F>
+__device__ __forceinline__ void gs_settle16(unsigned *words, int at, unsigned old, int *s_overflow, F &&to_result)
+{
+    gs_settlen16(words, at, old & 0xffffu, 1u, s_overflow, to_result);
 }
 
 /* Half k's count. */

@@ -26,12 +26,11 @@ template <class T> union gs_vec {
 };
 
 
-template <class T, class F1, class FV>
+template <int U = GS_HIST_VEC_UNROLL, class T, class F1, class FV>
 __device__ __forceinline__ void gs_for_each_vec(const T *__restrict__ x, int64_t n, int64_t stride, F1 &&fone,
                                                 FV &&fvec)
 {
     constexpr int V = 16 / sizeof(T);
-    constexpr int U = GS_HIST_VEC_UNROLL;
     const int lane = threadIdx.x & 31;
     const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t nth = (int64_t)gridDim.x * blockDim.x;

@@ -43,6 +43,25 @@ constexpr bool HALF_SAME_WARP = GS_HIST_HALVES_SAME_WARP != 0;
  * elements (one add's jump stays far from a carry: 32 warps x 512 < 0x8000),
  * to the global result above (one value: a handful of adds per thread). */
 constexpr unsigned GS_HALVES_RUN_SHARED_MAX = 512;
+/* 16-byte loads in flight per thread: one block of 1024 threads per SM holds
+ * 64 KiB in flight with 4 (the 2 of the other kernels: 32 KiB, which held one
+ * value -- no atomics left to wait for -- at 50 % of the H200's read).  The
+ * loads land in L1, which shares the SM's memory with the halves: 4 only where
+ * the SM's shared memory left beside the halves holds the block's 4 loads
+ * (half_loads_fit).  H200 (228 KiB a SM): 65,536 bins (128 KiB of halves)
+ * take 4 -- one value 243 -> 226 us, uniform int32 323 -> 311 us; float32 on
+ * 100,000 bins (200 KiB) keeps 2 -- 1113 us, 1942 us with 4 (r59).  2-byte
+ * types keep 2 (their 8 bins a vector spill with 4). */
+#ifndef GS_HIST_HALVES_LOADS
+#define GS_HIST_HALVES_LOADS 4
+#endif
+template <class T> constexpr int half_loads() { return sizeof(T) == 2 ? GS_HIST_VEC_UNROLL : GS_HIST_HALVES_LOADS; }
+/* Whether the SM's shared memory beside smem bytes of halves holds a block's loads, `loads` 16-byte vectors a thread */
+static bool half_loads_fit(const gs_device_info *dev, size_t smem, int loads)
+{
+    const size_t in_flight = (size_t)HALF_THREADS * (size_t)loads * 16;
+    return (size_t)dev->shared_memory_per_multiprocessor >= smem + in_flight;
+}
 
 /* The halves: the block's dynamic shared memory, through one extern array. */
 __device__ __forceinline__ unsigned *half_words()
@@ -51,7 +70,7 @@ __device__ __forceinline__ unsigned *half_words()
     return gs_half_words;
 }
 
-template <class T>
+template <class T, int LOADS>
 __global__ void __launch_bounds__(HALF_THREADS, 1)
     hist_halves_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, unsigned long long *out,
                        int *overflow, int force)
@@ -87,7 +106,7 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
                          [&](unsigned v) { atomicAdd(out + run_k, (unsigned long long)v); });
         }
     };
-    gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+    gs_for_each_vec<LOADS>(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
         constexpr int V = 16 / sizeof(T);
         int k[V];
         unsigned old[V];
@@ -158,8 +177,9 @@ size_t halves_bytes(int64_t nbins) { return (size_t)(((nbins + 1) / 2 * 4 + 15) 
 
 template <class T> gs_status launch(const gs_hist_launch *l)
 {
-    auto kern = hist_halves_kernel<T>;
     const size_t smem = halves_bytes(l->binner.nbins);
+    auto kern = half_loads_fit(l->dev, smem, half_loads<T>()) ? hist_halves_kernel<T, half_loads<T>()>
+                                                               : hist_halves_kernel<T, GS_HIST_VEC_UNROLL>;
     gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
     int64_t resident = 0;
     if (st == GS_OK)
