@@ -174,6 +174,23 @@ def _time_batch(make, batch, reps):
     return 1e3 * median(ts)
 
 
+def _noop(i):
+    return i
+
+
+def _roundtrip_ms(client, reps=20):
+    """One dask.compute of one trivial task, back to back (median): the
+    scheduler's floor under every single-result compute of this cluster."""
+    import dask
+    dask.compute(dask.delayed(_noop)(-1), scheduler=client)
+    ts = []
+    for i in range(reps):
+        t = time.perf_counter()
+        dask.compute(dask.delayed(_noop)(i), scheduler=client)
+        ts.append(time.perf_counter() - t)
+    return 1e3 * median(ts)
+
+
 def _gib(n):
     g = n / 2**30
     return f"{g:g}" if g >= 1 else f"{g:.3g}"
@@ -311,6 +328,10 @@ def main(argv=None):
         cluster, client = _cluster(k, cpu, args.cluster)
         print(f"{k} worker(s) up in {time.perf_counter() - t0:.1f} s", flush=True)
         try:
+            rt = _roundtrip_ms(client)
+            print(f"  one trivial task per compute: {rt:.2f} ms", flush=True)
+            rows.append({"op": "dask-roundtrip", "case": f"dask-roundtrip-{k}gpu", "impl": "dask.distributed (one "
+                         "trivial task)", "ms": round(rt, 4), "gbps": 0.0, "correct": True})
             for n, chunk, suffix in cases:
                 rows += run_case(client, k, n, chunk, names, args.reps, args.batch, cpu, suffix, ref,
                                  args.peer_reps or args.reps)

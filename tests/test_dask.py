@@ -464,6 +464,47 @@ def test_cupy_chunks_stay_on_the_gpu(scheduler):
 
 
 @pytest.mark.gpu
+def test_persisted_cupy_chunks_on_two_workers_meet_on_the_host(cluster):
+    """Persisted CuPy chunks on two workers: each worker's partial (bins, one
+    element) comes back on the host to the combine on the other worker, and
+    the result is a CuPy array again, equal to the single call's."""
+    cp = pytest.importorskip("cupy")
+    import distributed
+    if not all(cluster.run(gs.cuda_available).values()):
+        pytest.skip("the LocalCluster's workers see no GPU")
+    rng = np.random.default_rng(12)
+    a = rng.integers(0, 256, 1_000_003).astype(np.uint8)
+    i16 = rng.integers(0, 3000, 500_001).astype(np.int16)
+    f = rng.standard_normal(400_001)
+    x = cluster.persist(da.from_array(cp.asarray(a), chunks=100_000, asarray=False))
+    xi = cluster.persist(da.from_array(cp.asarray(i16), chunks=50_000, asarray=False))
+    fx = cluster.persist(da.from_array(cp.asarray(f), chunks=50_000, asarray=False))
+    distributed.wait([x, xi, fx])
+    holders = {w for ws in cluster.who_has(x).values() for w in ws}
+    s = gsd.sum(x)
+    graph = dict(s.__dask_graph__())
+    group_keys = [k for k in graph if isinstance(k, tuple) and "-group" in k[0]]
+    assert len(group_keys) == len(holders)  # one task per worker (one thread each)
+    if len(holders) > 1:  # a worker's partial of the sum: one int64 on the host
+        part = cluster.get(graph, group_keys[0])
+        assert isinstance(part, np.ndarray) and part.shape == (1,)
+    with dask.config.set(scheduler=cluster):
+        got = dask.compute(s, gsd.bincount(x, minlength=300), gsd.bincount(xi), gsd.dot(fx, fx), gsd.sum(fx),
+                           gsd.count_nonzero(x), gsd.histogram(fx, bins=37, range=(-4, 4))[0])
+    for v in got:
+        assert isinstance(v, cp.ndarray), type(v)
+    sv, b, bi, d, sf, c, h = (v.get() for v in got)
+    ca, ci, cf = cp.asarray(a), cp.asarray(i16), cp.asarray(f)
+    assert int(sv) == int(gs.sum(ca)) == a.sum(dtype=np.uint64)
+    _eq(b, gs.bincount(ca, minlength=300).get())
+    _eq(bi, np.bincount(i16))
+    assert float(d) == pytest.approx(float(gs.dot(cf, cf)), rel=1e-12)
+    assert float(sf) == pytest.approx(float(gs.sum(cf)), rel=1e-12)
+    assert int(c) == np.count_nonzero(a)
+    _eq(h, np.histogram(f, bins=37, range=(-4, 4))[0])
+
+
+@pytest.mark.gpu
 def test_mixed_numpy_cupy_chunks_raise():
     cp = pytest.importorskip("cupy")
     a = np.arange(1000, dtype=np.float32)
