@@ -196,6 +196,10 @@ def _gib(n):
     return f"{g:g}" if g >= 1 else f"{g:.3g}"
 
 
+def _set_host_partial_max(v):
+    gsd.HOST_PARTIAL_MAX = v
+
+
 def run_case(client, k, n, chunk, names, reps, batch, cpu, suffix, ref, peer_reps):
     import dask
     x = _data(client, n, chunk, cpu)
@@ -220,6 +224,10 @@ def run_case(client, k, n, chunk, names, reps, batch, cpu, suffix, ref, peer_rep
             bms = _time_batch(ours, batch, reps)
             rows.append({"op": f"dask-{op}", "case": case, "impl": f"gpusync.dask(x{batch})", "ms": round(bms, 4),
                          "gbps": round(n * (2 if op == "dot" else 1) / bms / 1e6, 1), "correct": correct})
+            if peer_reps <= 0:
+                print(f"{case:40s} gpusync.dask {ms:9.2f} ms  x{batch}: {bms:9.2f} ms/result  chunk loop "
+                      f"{floor:8.2f} ms  correct={correct}", flush=True)
+                continue
             pms, pgot = _time(peer, peer_reps)
             pgot = _host(pgot)
             pcorrect = bool(np.array_equal(pgot.astype(got.dtype) if op != "dot" else pgot, got)) if op != "dot" \
@@ -288,7 +296,11 @@ def main(argv=None):
     ap.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default 1..all)")
     ap.add_argument("--ops", default="bincount,histogram,sum,dot")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--peer-reps", type=int, default=None, help="reps of the dask.array peer (default --reps)")
+    ap.add_argument("--peer-reps", type=int, default=None, help="reps of the dask.array peer (default --reps; 0: "
+                                                                 "no peer rows)")
+    ap.add_argument("--host-partial-max", type=int, default=None,
+                    help="gpusync.dask.HOST_PARTIAL_MAX on the workers (0: device partials travel as they are; an "
+                         "A/B of the host partials); rows get the -hp<value> suffix")
     ap.add_argument("--batch", type=int, default=8, help="results per compute of the batched rows")
     ap.add_argument("--cluster", choices=("auto", "dask-cuda", "spec", "local"), default="auto",
                     help="dask-cuda's LocalCUDACluster (auto on GPUs; 'spec' when dask_cuda cannot be imported: "
@@ -328,13 +340,16 @@ def main(argv=None):
         cluster, client = _cluster(k, cpu, args.cluster)
         print(f"{k} worker(s) up in {time.perf_counter() - t0:.1f} s", flush=True)
         try:
+            if args.host_partial_max is not None:
+                client.run(_set_host_partial_max, args.host_partial_max)
             rt = _roundtrip_ms(client)
             print(f"  one trivial task per compute: {rt:.2f} ms", flush=True)
             rows.append({"op": "dask-roundtrip", "case": f"dask-roundtrip-{k}gpu", "impl": "dask.distributed (one "
                          "trivial task)", "ms": round(rt, 4), "gbps": 0.0, "correct": True})
             for n, chunk, suffix in cases:
-                rows += run_case(client, k, n, chunk, names, args.reps, args.batch, cpu, suffix, ref,
-                                 args.peer_reps or args.reps)
+                hp = "" if args.host_partial_max is None else f"-hp{args.host_partial_max}"
+                rows += run_case(client, k, n, chunk, names, args.reps, args.batch, cpu, suffix + hp, ref,
+                                 args.reps if args.peer_reps is None else args.peer_reps)
         finally:
             client.close()
             cluster.close()
