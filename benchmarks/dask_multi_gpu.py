@@ -196,10 +196,6 @@ def _gib(n):
     return f"{g:g}" if g >= 1 else f"{g:.3g}"
 
 
-def _set_host_partial_max(v):
-    gsd.HOST_PARTIAL_MAX = v
-
-
 def run_case(client, k, n, chunk, names, reps, batch, cpu, suffix, ref, peer_reps):
     import dask
     x = _data(client, n, chunk, cpu)
@@ -298,9 +294,6 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--peer-reps", type=int, default=None, help="reps of the dask.array peer (default --reps; 0: "
                                                                  "no peer rows)")
-    ap.add_argument("--host-partial-max", type=int, default=None,
-                    help="gpusync.dask.HOST_PARTIAL_MAX on the workers (0: device partials travel as they are; an "
-                         "A/B of the host partials); rows get the -hp<value> suffix")
     ap.add_argument("--batch", type=int, default=8, help="results per compute of the batched rows")
     ap.add_argument("--cluster", choices=("auto", "dask-cuda", "spec", "local"), default="auto",
                     help="dask-cuda's LocalCUDACluster (auto on GPUs; 'spec' when dask_cuda cannot be imported: "
@@ -340,15 +333,12 @@ def main(argv=None):
         cluster, client = _cluster(k, cpu, args.cluster)
         print(f"{k} worker(s) up in {time.perf_counter() - t0:.1f} s", flush=True)
         try:
-            if args.host_partial_max is not None:
-                client.run(_set_host_partial_max, args.host_partial_max)
             rt = _roundtrip_ms(client)
             print(f"  one trivial task per compute: {rt:.2f} ms", flush=True)
             rows.append({"op": "dask-roundtrip", "case": f"dask-roundtrip-{k}gpu", "impl": "dask.distributed (one "
                          "trivial task)", "ms": round(rt, 4), "gbps": 0.0, "correct": True})
             for n, chunk, suffix in cases:
-                hp = "" if args.host_partial_max is None else f"-hp{args.host_partial_max}"
-                rows += run_case(client, k, n, chunk, names, args.reps, args.batch, cpu, suffix + hp, ref,
+                rows += run_case(client, k, n, chunk, names, args.reps, args.batch, cpu, suffix, ref,
                                  args.reps if args.peer_reps is None else args.peer_reps)
         finally:
             client.close()

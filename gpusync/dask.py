@@ -112,18 +112,16 @@ def _check_split_every(split_every):
         raise ValueError(f"split_every must be an integer of at least 2; got {split_every!r}")
 
 
-def _tree(layer, name, parts, combine, split_every, root=None):
+def _tree(layer, name, parts, combine, split_every):
     """Add tasks to `layer` that combine the partials under keys `parts`,
-    `split_every` at a time, level by level; return the root's key.  root:
-    the top combine's function instead of `combine` (where there is one)."""
+    `split_every` at a time, level by level; return the root's key."""
     _check_split_every(split_every)
     level, depth = list(parts), 0
     while len(level) > 1:
         nxt = []
-        top = len(level) <= split_every
         for j in range(0, len(level), split_every):
             key = (f"{name}-combine{depth}", j // split_every)
-            layer[key] = ((root if top and root is not None else combine),) + tuple(level[j:j + split_every])
+            layer[key] = (combine,) + tuple(level[j:j + split_every])
             nxt.append(key)
         level, depth = nxt, depth + 1
     return level[0]
@@ -218,41 +216,20 @@ def _groups(arrays, keys):
     return sorted(groups, key=lambda g: g[0])
 
 
-# A worker's partial (bins, one element) goes to the combine on another worker
-# as a NumPy array where it takes at most this many bytes.  A CuPy partial
-# went through dask-cuda's device serializer: 2.2-6.2 ms a transfer of a few
-# KiB between two H200 workers (dask_timeline_2xH200.txt), next to 2-9 ms of
-# kernels per result; its copy to the host costs one small read-back.
-HOST_PARTIAL_MAX = 1 << 20
-
-
-def _run_group(func, combine, chunks, *extra, host=False):
+def _run_group(func, combine, chunks, *extra):
     """func over the chunks of one task (each a list of the arrays' blocks),
-    each on its block's device, the partials combined as they come.  host:
-    a device partial of at most HOST_PARTIAL_MAX bytes is returned on the
-    host (it goes to another worker's combine, which puts the sum back)."""
+    each on its block's device, the partials combined as they come."""
     acc = None
     for blocks in chunks:
         p = _at(func, *blocks, *extra)
         acc = p if acc is None else combine(acc, p)
-    if host and not isinstance(acc, np.ndarray) and 0 < getattr(acc, "nbytes", 0) <= HOST_PARTIAL_MAX:
-        acc = _to_host(acc)
     return acc
 
 
-def _combine_on(combine, lib, *parts):
-    """The top combine of partials some of which came over on the host: the
-    result as an array of the chunks' library (on this worker's device)."""
-    return _with_lib(combine(*parts), lib)
-
-
-def _reduce_chunks(layer, name, func, combine, split_every, *arrays, extra=(), lib=None):
+def _reduce_chunks(layer, name, func, combine, split_every, *arrays, extra=()):
     """The partials of func over the blocks of arrays[0] (the others chunked
     alike, or None), combined by a tree of `combine` tasks: the root's key,
-    or None for an array with no blocks.  lib: the library of func's
-    partials (arrays of the chunks' library, added by `combine`); where
-    several workers' partials meet, small device partials travel on the host
-    and the root is an array of lib again."""
+    or None for an array with no blocks."""
     _check_split_every(split_every)
     keys = [_keys(a) if a is not None else None for a in arrays]
     groups = _groups(arrays, keys)
@@ -263,15 +240,12 @@ def _reduce_chunks(layer, name, func, combine, split_every, *arrays, extra=(), l
         # the same call (placement known or not) never share a key
         from dask.base import tokenize
         name = f"{name}-g{tokenize(groups)}"
-        host = lib is not None and lib != "numpy" and len(groups) > 1
-        task = functools.partial(_run_group, func, combine, host=host)
+        task = functools.partial(_run_group, func, combine)
         parts = []
         for j, g in enumerate(groups):
             key = (f"{name}-group", j)
             layer[key] = (task, [[k[i] if k is not None else None for k in keys] for i in g]) + tuple(extra)
             parts.append(key)
-        if host:
-            return _tree(layer, name, parts, combine, split_every, root=functools.partial(_combine_on, combine, lib))
     return _tree(layer, name, parts, combine, split_every) if parts else None
 
 
@@ -303,17 +277,16 @@ def _on(ref):
 
 def _gather(parts):
     """Partials on one device.  Under dask-cuda every worker has one GPU and
-    a partial from another worker arrives on this one's, or on the host
-    (_run_group); with a local scheduler, chunks on several GPUs of one
-    process give partials on different devices: those (small: bins) are
-    copied over the host to the first device partial's device."""
-    first = next((p for p in parts if not isinstance(p, np.ndarray) and hasattr(p, "device")), None)
-    if first is None:
+    a partial from another worker arrives deserialized on this one's; with a
+    local scheduler, chunks on several GPUs of one process give partials on
+    different devices: those (small: bins) are copied over the host to the
+    first one's device."""
+    first = parts[0]
+    if isinstance(first, np.ndarray) or not hasattr(first, "device"):
         return parts
     xp = _xp(first)
-    with _on(first):  # (a partial on the host: one that came from another worker, _run_group)
-        return [xp.asarray(p) if isinstance(p, np.ndarray) else p if p.device == first.device else xp.asarray(p.get())
-                for p in parts]
+    with _on(first):
+        return [p if p.device == first.device else xp.asarray(p.get()) for p in parts]
 
 
 def _add(*parts):
@@ -534,7 +507,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
     else:
         plan = _put(layer, (name + "-plan",), static)
     part = functools.partial(_hist_part, lib=lib, bins=bins, range=range, strategy=strategy, as_uint8=as_uint8)
-    root = _reduce_chunks(layer, name, part, _add, split_every, x, w, extra=(plan,), lib=lib)
+    root = _reduce_chunks(layer, name, part, _add, split_every, x, w, extra=(plan,))
     acc = np.dtype(np.float64 if w is not None else np.int64)
     out_dtype = np.dtype(w.dtype) if w is not None else acc
     if root is None:  # an array with no blocks
@@ -643,7 +616,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, stra
     else:
         plan = _put(layer, (name + "-plan",), static)
     part = functools.partial(_dd_part, lib=lib, strategy=strategy, nbin=nbin)
-    root = _reduce_chunks(layer, name, part, _add, split_every, x, w, extra=(plan,), lib=lib)
+    root = _reduce_chunks(layer, name, part, _add, split_every, x, w, extra=(plan,))
     if root is None:
         root = _put(layer, (name + "-empty",), np.zeros(int(np.prod(nbin)), np.int64))
     layer[(name,) + (0,) * D] = (functools.partial(_dd_final, nbin=nbin, density=density), root, plan)
@@ -726,12 +699,12 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto", split_every=8):
     out_dtype = np.float64 if w is not None else np.int64
     if w is None and np.dtype(v.dtype).itemsize == 1:  # every value's count, added; NumPy's length cut once
         root = _reduce_chunks(layer, name, functools.partial(_bincount_full_part, lib=lib, strategy=strategy),
-                              _add, split_every, v, w, lib=lib)
+                              _add, split_every, v, w)
         final = functools.partial(_bincount_cut_final, dtype=np.dtype(v.dtype), minlength=minlength)
     else:
         root = _reduce_chunks(layer, name,
                               functools.partial(_bincount_part, lib=lib, minlength=minlength, strategy=strategy),
-                              _add_padded, split_every, v, w, lib=lib)
+                              _add_padded, split_every, v, w)
         final = _const
     if root is None:
         root = _put(layer, (name + "-empty",), np.zeros(minlength, out_dtype))
@@ -785,7 +758,7 @@ def _scalar_final(total, *, out_dtype):
 
 def _one_element(name, func, out_dtype, x, y=None, split_every=8, final=None):
     layer = {}
-    root = _reduce_chunks(layer, name, func, _add, split_every, *([x] if y is None else [x, y]), lib=_lib(x))
+    root = _reduce_chunks(layer, name, func, _add, split_every, *([x] if y is None else [x, y]))
     if root is None:
         root = _put(layer, (name + "-empty",), np.zeros(1, _acc_dtype(out_dtype)))
     layer[(name,)] = (final or functools.partial(_scalar_final, out_dtype=out_dtype), root)
