@@ -26,6 +26,14 @@ template <class F> __device__ __forceinline__ void gs_each_byte(const int4 &v, F
             f((w[q] >> (8 * j)) & 0xffu);
 }
 
+/* The byte and float loops below use no warp-wide intrinsics: their vectors
+ * go without the per-vector warp vote (elements.cuh).  GS_HIST_LEAN=0 puts
+ * the vote back (an A/B build). */
+#ifndef GS_HIST_LEAN
+#define GS_HIST_LEAN 1
+#endif
+constexpr bool LOOP_WARP = GS_HIST_LEAN == 0;
+
 /* Count 8-bit data into this lane's replica `mine` (replica stride
  * 1 << shift words): identity, offset with a closed top, or lookup table.
  * SHIFT >= 0 makes the stride a compile-time constant. */
@@ -36,7 +44,7 @@ __device__ __forceinline__ void hist_bytes(const gs_binner &b, const gs_smem_bin
     const int sh = SHIFT >= 0 ? SHIFT : rshift;
     auto add = [&](unsigned k) { atomicAdd_block(mine + (k << sh), 1u); };
     if (b.kind == GS_BINS_LUT) {
-        gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+        gs_for_each_vec<GS_HIST_VEC_UNROLL, LOOP_WARP>(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
             if (ok)
                 gs_each_byte(r.v, [&](unsigned v) {
                     const int k = sb.lut[v];
@@ -45,14 +53,14 @@ __device__ __forceinline__ void hist_bytes(const gs_binner &b, const gs_smem_bin
                 });
         });
     } else if (b.offset == 0 && b.nbins >= 256) {
-        gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+        gs_for_each_vec<GS_HIST_VEC_UNROLL, LOOP_WARP>(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
             if (ok)
                 gs_each_byte(r.v, add);
         });
     } else if (b.offset >= 0 && b.offset <= 255) {
         const unsigned off = (unsigned)b.offset, lim = (unsigned)(b.nbins + b.closed_top),
                        last = (unsigned)b.nbins - 1;
-        gs_for_each_vec(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
+        gs_for_each_vec<GS_HIST_VEC_UNROLL, LOOP_WARP>(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
             if (ok)
                 gs_each_byte(r.v, [&](unsigned v) {
                     const unsigned d = v - off;
@@ -71,7 +79,7 @@ __device__ __forceinline__ void hist_floats(const gs_binner &b, const gs_smem_bi
                                             int64_t n, int64_t xs, unsigned *mine, int rshift)
 {
     const int sh = SHIFT >= 0 ? SHIFT : rshift;
-    gs_for_each(x, n, xs, [&](float v, int64_t, bool ok) {
+    gs_for_each<LOOP_WARP>(x, n, xs, [&](float v, int64_t, bool ok) {
         const int k = ok ? (int)gs_bin_uniform_f(b, sb, v) : -1;
         if (k >= 0)
             atomicAdd_block(mine + (k << sh), 1u);
