@@ -46,6 +46,40 @@ int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads);
  * by GPUSYNC_HIST_REPLICAS); -1 when not even one copy fits. */
 int gs_hist_replica_shift(const gs_hist_launch *l);
 
+/* After the block's last update: its R = 1 << rshift replicas of nb bins
+ * (layout [bin][R]) summed and added to out.  P threads per bin (a power of
+ * two up to R, as many as the block holds for nb bins: 4 for 256 bins of 32
+ * replicas on 1024 threads) each sum R / P replicas, starting from a
+ * rotation that puts a warp's reads in 32 banks, and a shuffle over those P
+ * lanes adds them.  One thread per bin summing all 32 replicas left the
+ * block waiting on 32 dependent shared loads at the end of every call.  The
+ * first thing after the barrier is gs_pdl_wait: the shared strategies launch
+ * as programmatic dependents of the kernel that zeroes out (hist.cu). */
+template <class C, class O>
+__device__ __forceinline__ void gs_hist_merge(const C *h, int nb, int rshift, O *out)
+{
+    const int R = 1 << rshift;
+    int lp = 0; /* log2 P */
+    while ((1 << lp) < R && ((int64_t)nb << (lp + 1)) <= (int64_t)blockDim.x)
+        lp++;
+    const int P = 1 << lp, per = R >> lp;
+    __syncthreads();
+    gs_pdl_wait();
+    const int64_t slots = (int64_t)nb << lp;
+    for (int64_t base = 0; base < slots; base += blockDim.x) { /* the same trips for every lane: the shuffles */
+        const int64_t idx = base + threadIdx.x;
+        const int k = (int)(idx >> lp), p = (int)(idx & (P - 1));
+        C acc = 0;
+        if (k < nb)
+            for (int j = 0; j < per; j++)
+                acc += h[((int64_t)k << rshift) + ((p * per + j + k) & (R - 1))];
+        for (int off = P >> 1; off > 0; off >>= 1)
+            acc += __shfl_xor_sync(0xffffffffu, acc, off);
+        if (k < nb && p == 0 && acc != 0)
+            atomicAdd(out + k, (O)acc);
+    }
+}
+
 /*
  * Per-block bin tables in shared memory, filled once at kernel start by
  * gs_bins_prepare(): the 8-bit lookup table, or the edges (as double and as

@@ -101,22 +101,6 @@ __device__ __forceinline__ void each_element(const T *__restrict__ x, int64_t n,
         add(x[done + tid]);
 }
 
-/* After the block's last update: the 1 << rshift replicas of nb bins
- * (layout [bin][replica]) summed and added to the global counts. */
-template <int THREADS>
-__device__ __forceinline__ void merge_replicas(const unsigned *h, int nb, int rshift, unsigned long long *out)
-{
-    const int R = 1 << rshift;
-    __syncthreads();
-    for (int k = threadIdx.x; k < nb; k += THREADS) {
-        unsigned acc = 0;
-        for (int r = 0; r < R; r++) /* rotate the start so a warp reads 32 banks */
-            acc += h[(k << rshift) + ((r + k) & (R - 1))];
-        if (acc != 0)
-            atomicAdd(out + k, (unsigned long long)acc);
-    }
-}
-
 /* Blocks for one of these kernels: the resident count (occupancy API; a
  * kernel with dynamic shared memory may use up to the device's opt-in), no
  * more than the work needs (`vectors` / (threads x U)) unless
@@ -200,15 +184,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
         if (k >= 0)
             atomicAdd_block(mine + k, 1u);
     }
-    __syncthreads();
-    for (int k = threadIdx.x; k < 256; k += THREADS) {
-        unsigned acc = 0;
-#pragma unroll 8
-        for (int r = 0; r < U8_R; r++) /* rotate the start so a warp reads 32 banks */
-            acc += h[(k << 5) + ((r + k) & 31)];
-        if (acc != 0)
-            atomicAdd(out + k, (unsigned long long)acc);
-    }
+    gs_hist_merge(h, 256, 5, out);
 }
 
 template <int THREADS, int MINB, int U>
@@ -219,10 +195,8 @@ static gs_status launch_u8_shape(const gs_hist_launch *l, bool stream, int mode)
     const gs_status st = small_grid(l, (const void *)kern, THREADS, 0, l->n >> 4, U, &g);
     if (st != GS_OK)
         return st;
-    kern<<<(unsigned)g, THREADS, 0, l->stream>>>(l->binner, (const uint8_t *)l->x, l->n,
-                                                 (unsigned long long *)l->out, mode);
-    GS_CUDA_CHECK(cudaGetLastError());
-    return GS_OK;
+    return gs_launch_pdl(kern, dim3((unsigned)g), dim3(THREADS), 0, l->stream, l->dev, l->binner,
+                         (const uint8_t *)l->x, l->n, (unsigned long long *)l->out, mode);
 }
 
 static int env_int(gs_env_var v, int dflt) { return (int)gs_env_number(v, dflt, NULL); }
@@ -255,7 +229,7 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     };
     each_element<T, U, STREAM>(x, n, (int64_t)blockIdx.x * GS_HIST_BLOCK_THREADS + threadIdx.x,
                                (int64_t)gridDim.x * GS_HIST_BLOCK_THREADS, add);
-    merge_replicas<GS_HIST_BLOCK_THREADS>(hs, nb, rshift, out);
+    gs_hist_merge(hs, nb, rshift, out);
 }
 
 template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshift, bool stream)
@@ -268,11 +242,9 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
         small_grid(l, (const void *)kern, GS_HIST_BLOCK_THREADS, smem, l->n / (16 / (int)sizeof(T)), U, &g);
     if (st != GS_OK)
         return st;
-    kern<<<(unsigned)g, GS_HIST_BLOCK_THREADS, smem, l->stream>>>(
-        (const T *)l->x, l->n, (long long)l->binner.offset, (int)l->binner.nbins, l->binner.closed_top,
-        (unsigned long long *)l->out, rshift);
-    GS_CUDA_CHECK(cudaGetLastError());
-    return GS_OK;
+    return gs_launch_pdl(kern, dim3((unsigned)g), dim3(GS_HIST_BLOCK_THREADS), smem, l->stream, l->dev,
+                         (const T *)l->x, l->n, (long long)l->binner.offset, (int)l->binner.nbins,
+                         l->binner.closed_top, (unsigned long long *)l->out, rshift);
 }
 
 
@@ -317,7 +289,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
             atomicAdd_block(mine + (k << rshift), 1u);
     };
     each_element<T, U, STREAM>(x, n, (int64_t)blockIdx.x * THREADS + threadIdx.x, (int64_t)gridDim.x * THREADS, add);
-    merge_replicas<THREADS>(hr, nb, rshift, out);
+    gs_hist_merge(hr, nb, rshift, out);
 }
 
 template <class T, int MODE, int THREADS, int MINB, int U>
@@ -332,10 +304,8 @@ static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool str
     const gs_status st = small_grid(l, (const void *)kern, THREADS, smem, l->n / (16 / (int)sizeof(T)), U, &g);
     if (st != GS_OK)
         return st;
-    kern<<<(unsigned)g, THREADS, smem, l->stream>>>(l->binner, (const T *)l->x, l->n, (unsigned long long *)l->out,
-                                                    rshift);
-    GS_CUDA_CHECK(cudaGetLastError());
-    return GS_OK;
+    return gs_launch_pdl(kern, dim3((unsigned)g), dim3(THREADS), smem, l->stream, l->dev, l->binner, (const T *)l->x,
+                         l->n, (unsigned long long *)l->out, rshift);
 }
 
 /* GPUSYNC_HIST_REAL_CFG: 0: 512 threads x 2 blocks/SM (64 registers), 4

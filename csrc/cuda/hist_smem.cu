@@ -131,19 +131,10 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     } else {
         gs_for_each(x, n, xs, one);
     }
-    __syncthreads();
-
-    for (int k = threadIdx.x; k < nb; k += blockDim.x) {
-        C acc = 0;
-        for (int r = 0; r < R; r++) /* rotate the start so a warp reads 32 banks */
-            acc += h[(k << rshift) + ((r + k) & (R - 1))];
-        if (acc != 0) {
-            if constexpr (W)
-                atomicAdd((double *)out + k, acc);
-            else
-                atomicAdd((unsigned long long *)out + k, (unsigned long long)acc);
-        }
-    }
+    if constexpr (W)
+        gs_hist_merge(h, nb, rshift, (double *)out);
+    else
+        gs_hist_merge(h, nb, rshift, (unsigned long long *)out);
 }
 
 /* hist_small.cu: 8-bit data and small-range integers (issue 14) */
@@ -178,10 +169,8 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
         const int64_t lo = (l->dev->multiprocessors + 1) / 2, hi = l->dev->multiprocessors;
         grid = grid < lo ? lo : (grid > hi ? hi : grid);
     }
-    kern<<<(unsigned)grid, threads, smem, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, l->w,
-                                                        l->wstride, l->wdtype, l->out, rshift);
-    GS_CUDA_CHECK(cudaGetLastError());
-    return GS_OK;
+    return gs_launch_pdl(kern, dim3((unsigned)grid), dim3(threads), smem, l->stream, l->dev, l->binner, (const T *)l->x,
+                         l->n, l->xstride, l->w, l->wstride, l->wdtype, l->out, rshift);
 }
 
 gs_status gs_hist_shared_launch(const gs_hist_launch *l) { GS_DISPATCH_DTYPE(l->xdtype, launch, l) }

@@ -81,22 +81,6 @@ __device__ __forceinline__ int4 load16(const int4 *p, bool stream)
  * order), so deterministic results do not either. */
 template <class T, bool DOT> __host__ __device__ constexpr int unroll_of() { return (!DOT && sizeof(T) >= 8) ? 2 * GS_REDUCE_UNROLL : GS_REDUCE_UNROLL; }
 
-/* Programmatic dependent launch (sm_90): a kernel lets the next one on the
- * stream start launching now; the next one waits for this grid's completion
- * (and its memory) before it reads what this one wrote. */
-__device__ __forceinline__ void pdl_launch_dependents()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 /* deterministic=True: a tile is GS_REDUCE_TILE elements for 256 threads;
  * sums load a whole float32 tile in one round (16 vectors per thread). */
 template <class T, bool DOT> __host__ __device__ constexpr int tile_unroll_of() { return DOT ? 8 : 16; }
@@ -223,7 +207,7 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
     A s = A();
     constexpr int64_t TB = (int64_t)THREADS * (16 / sizeof(T)) * unroll_of<T, DOT>();
     if (MODE == MODE_PARTIAL)
-        pdl_launch_dependents(); /* the finishing kernel may launch; it waits for us (pdl_wait) */
+        gs_pdl_launch_dependents(); /* the finishing kernel may launch; it waits for us (gs_pdl_wait) */
     for (int64_t lo = (int64_t)blockIdx.x * TB; lo < r.n; lo += (int64_t)gridDim.x * TB)
         accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x, THREADS, r.vec,
                            r.stream);
@@ -280,7 +264,7 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
     __shared__ bool last;
     const int64_t tiles = (r.n + GS_REDUCE_TILE - 1) / GS_REDUCE_TILE;
     if (MODE == MODE_PARTIAL)
-        pdl_launch_dependents();
+        gs_pdl_launch_dependents();
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const A s = tile_total<T, DOT, A>(r, t, scratch);
         if (threadIdx.x == 0)
@@ -354,7 +338,7 @@ __global__ void __launch_bounds__(GS_REDUCE_SMALL_THREADS) reduce_cluster_kernel
 template <class A>
 __global__ void __launch_bounds__(GS_REDUCE_THREADS) finish_kernel(reduce_ws *ws, int64_t p, void *out, int out_dtype)
 {
-    pdl_wait(); /* launched early (programmatic dependent launch): the partials are ready after this */
+    gs_pdl_wait(); /* launched early (programmatic dependent launch): the partials are ready after this */
     finish<A>(ws, p, out, out_dtype);
 }
 
@@ -468,16 +452,8 @@ gs_status launch_typed(const reduce_plan &p, const void *a, const void *b, int64
         GS_CUDA_CHECK(cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(threads), args, 0, p.stream));
     if (p.strategy == GS_STRATEGY_TWO_PASS) {
         const int64_t parts = p.deterministic ? work : grid;
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = p.dev->major >= 9;
-        cfg.gridDim = dim3(1);
-        cfg.blockDim = dim3(threads);
-        cfg.stream = p.stream;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, finish_kernel<A>, p.ws, parts, p.out, p.out_dtype));
+        return gs_launch_pdl(finish_kernel<A>, dim3(1), dim3(threads), 0, p.stream, p.dev, p.ws, parts, p.out,
+                             p.out_dtype);
     }
     return GS_OK;
 }

@@ -189,4 +189,45 @@ __device__ __forceinline__ bool gs_cancel_requested(const int *cancel)
     return cancel != NULL && *(const volatile int *)cancel != 0;
 }
 
+/* Programmatic dependent launch (sm_90): a kernel lets the next one on the
+ * stream start launching now (gs_pdl_launch_dependents); the next one, if
+ * launched by gs_launch_pdl, runs alongside it and waits for its completion
+ * (and its memory) in gs_pdl_wait before it touches what this one wrote.
+ * Both are no-ops below sm_90 and where the kernel was launched without the
+ * attribute; work before the first kernel on the stream is complete either
+ * way (the first kernel only started after it). */
+__device__ __forceinline__ void gs_pdl_launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void gs_pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+/* kern<<<grid, block, smem, s>>>(args...) as a programmatic dependent of the
+ * kernel before it on s (where the device has it: sm_90).  The kernel must
+ * call gs_pdl_wait before it reads or writes anything the kernel before it
+ * writes. */
+template <class... K, class... A>
+inline gs_status gs_launch_pdl(void (*kern)(K...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                               const gs_device_info *dev, A &&...args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = dev->major >= 9;
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(args)...));
+    return GS_OK;
+}
+
 #endif /* GPUSYNC_CUDA_RUNTIME_CUH */
