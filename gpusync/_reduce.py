@@ -177,6 +177,9 @@ def _shape(x):
     return tuple(x.shape)
 
 
+_PY_SCALARS = (int, float, bool)
+
+
 @_arrays.takes_stream
 def dot(a, b, out=None, *, strategy="auto", deterministic=False, stream=None):
     """Dot product of two 1-D arrays, like ``np.dot(a, b, out)``.
@@ -197,6 +200,8 @@ def dot(a, b, out=None, *, strategy="auto", deterministic=False, stream=None):
         r = _core.fast_dot(a, b)
         if r is not NotImplemented:
             return r
+        if type(a) in _PY_SCALARS and type(b) in _PY_SCALARS:  # np.dot of two scalars: their product (3.7 -> 0.6 us)
+            return np.multiply(a, b)
         r = _devfast.dot_(a, b, _dot_dtype)
         if r is not NotImplemented:
             return r

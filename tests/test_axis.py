@@ -162,7 +162,8 @@ def test_cumsum_dtype_out(backend, kind):
 
 
 @pytest.mark.parametrize("shape,axis", [((3, 4, 5), 0), ((3, 4, 5), 1), ((3, 4, 5), 2), ((3, 4, 5), -1),
-                                        ((31, 33), 0), ((31, 33), 1), ((1, 0), 1), ((8, 16), 1)])
+                                        ((31, 33), 0), ((31, 33), 1), ((1, 0), 1), ((8, 16), 1),
+                                        ((3, 4, 16), -1), ((3, 4, 16), 2), ((5, 0), -1), ((0, 8), 1)])
 @pytest.mark.parametrize("bitorder", ["big", "little"])
 def test_packbits_axis(backend, kind, shape, axis, bitorder):
     a = np.random.default_rng(1).integers(0, 3, shape).astype(np.uint8)

@@ -95,6 +95,9 @@ def test_result_types():
     assert gs.count_nonzero(a, axis=1).dtype == np.count_nonzero(a, axis=1).dtype
     assert gs.cumsum(a, axis=0).dtype == np.cumsum(a, axis=0).dtype
     assert type(gs.dot(3, 4)) is type(np.dot(3, 4))
+    for x, y in ((2, 3), (2.5, 3), (True, False), (True, 2), (2**40, 2**20), (-1, 2.0), (3, True)):
+        got, want = gs.dot(x, y), np.dot(x, y)  # two Python scalars: their product, NumPy's type
+        assert type(got) is type(want) and got == want, (x, y, got, want)
     np.testing.assert_array_equal(gs.dot(2.0, [1, 2]), np.dot(2.0, [1, 2]))
 
 
