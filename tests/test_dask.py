@@ -306,6 +306,17 @@ def test_graph_is_lazy_and_small():
     with dask.config.set(scheduler="synchronous"):
         assert h.compute() == np.sum(np.arange(100_000) % 251)
     assert all(isinstance(r, da.Array) for r in results)
+    # one-block results compute to their block without Dask's finalize task (one scheduler hop less);
+    # many-block ones (binned_statistic's binnumber, cumsum) are plain Arrays
+    from dask.delayed import single_key
+    bs = gsd.binned_statistic(x, x, "mean", bins=4)
+    for r in results[:5] + [results[6], results[7], bs.bin_edges]:
+        assert type(r) is gsd.OneBlockArray and r.__dask_postcompute__() == (single_key, ()), r
+    assert type(bs.binnumber) is da.Array and type(results[5]) is da.Array
+    with dask.config.set(scheduler="synchronous"):
+        got = dask.compute(results[0], results[2], bs.binnumber)
+    np.testing.assert_array_equal(got[0], np.histogram(np.arange(100_000) % 251, bins=10)[0])
+    assert got[1] == np.sum(np.arange(100_000) % 251) and got[2].shape == (100_000,)
 
 
 class _Other(np.ndarray):
