@@ -224,6 +224,25 @@ def _out_obj(out):
     return out
 
 
+def _out_loop(default, x, outp):
+    """The accumulator of a sum / cumsum into `outp` (a proxy of out, or
+    None) with no dtype given: NumPy's loop for that out (dtype defaults to
+    out's: an int64 sum into a float64 out adds floats, a float16 one into
+    float32 adds float32) where it is wider than the default -- a float loop
+    for integer input, a wider float for float input; otherwise the default
+    (integer sums wrap alike in any width, and a float64 sum is cast to a
+    narrower out at the end: more accurate than NumPy's narrower loop)."""
+    if outp is None:
+        return default
+    try:
+        loop = np.add.resolve_dtypes((np.dtype(outp.dtype), np.dtype(x.dtype), None), reduction=True)[0]
+    except (TypeError, ValueError):  # no such loop (float input, integer out): NumPy casts the result
+        return default
+    if loop.kind == "f" and (default.kind != "f" or loop.itemsize > default.itemsize):
+        return loop
+    return default
+
+
 def _axes_of(axis, ndim):
     """normalize_axis_tuple with the reductions' message for repeated axes."""
     if not isinstance(axis, (tuple, list)):
@@ -309,6 +328,9 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
     x = nd_input(a, func)
     ndim = len(x.shape)
     out = _out_obj(out)
+    if ndim == 0 and axis is not None and not isinstance(axis, (tuple, list)):
+        _axes_of(axis, 1)  # NumPy's reductions take an int axis 0 / -1 of a 0-d array (a tuple: AxisError)
+        axis = None
     axes = tuple(range(ndim)) if axis is None else _axes_of(axis, ndim)
     outp = _host_out_proxy(out)
     # NumPy checks the arguments on the proxy; without `out` (whose shape it
@@ -322,15 +344,18 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
         # initial=0 (the default) adds nothing, so -0.0 sums keep their sign as in NumPy
         kw = {} if (type(initial) is int and initial == 0) else {"initial": initial}
         ref = _numpy_check(np.sum, proxy, x, axis=axis, dtype=dtype, out=outp, keepdims=keepdims, **kw)
-        # the loop dtype: dtype=, else the input's sum dtype (an out of another dtype gets the result cast)
-        loop = np.dtype(dtype) if dtype is not None else np.add.reduce(np.zeros(1, x.dtype)).dtype
+        # the loop dtype: dtype=, else the input's sum dtype or, with `out`, the loop NumPy resolves for it
+        loop = np.dtype(dtype) if dtype is not None else _out_loop(np.add.reduce(np.zeros(1, x.dtype)).dtype,
+                                                                   x, outp if out is not None else None)
         init = None if not kw else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
         if where is not True:
             try:
-                np.broadcast_shapes(np.shape(where), tuple(x.shape))
-            except ValueError:  # NumPy's own error: it fails at the broadcast, before reading anything
+                fits = np.broadcast_shapes(np.shape(where), tuple(x.shape)) == tuple(x.shape)
+            except ValueError:
+                fits = False
+            if not fits:  # `where` broadcasts to a's shape, never a to where's: NumPy's own error, before any read
                 np.sum(np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape)), axis=axis, where=where)
-                raise
+                raise ValueError(f"{func}: where of shape {np.shape(where)} does not broadcast to {tuple(x.shape)}")
             if isinstance(x, DeviceArray):
                 x = _lib_where(x, where, x.dtype.type(0))
             else:
@@ -385,15 +410,19 @@ def cumsum(a, axis, dtype, out, flat_scan):
     rt = np.dtype(dtype) if dtype is not None else np.cumsum(np.zeros(1, x.dtype)).dtype
     if out is not None:
         outp = _host_out_proxy(out)
+        if dtype is None:
+            rt = _out_loop(rt, x, outp)
         if tuple(outp.shape) != tuple(res_shape):  # NumPy's error (raised before it reads anything)
             full = np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape))
             np.cumsum(full, axis=axis, dtype=dtype, out=np.empty(outp.shape, outp.dtype))
             raise ValueError(f"cumsum: out has shape {tuple(outp.shape)}, expected {tuple(res_shape)}")
     x = _category_cast(x, rt)
     if ax is None or len(shape) == 1:
+        if rt.kind == "f" and rt.itemsize > np.dtype(x.dtype).itemsize:
+            x = _astype(x, rt)  # the 1-D scan writes its input's dtype: a wider float's prefixes need a wider input
         natural = np.cumsum(np.zeros(1, x.dtype)).dtype  # what the 1-D scan kernels write
         flat = flat_scan(x, natural)
-        if natural != rt:  # integers wrap alike; floats were accumulated in float64 either way
+        if natural != rt:  # integers wrap alike; a narrower float: prefixes summed wide, each rounded once
             flat = _astype_obj(flat, rt)
     else:
         st = _elem_strides(x)

@@ -218,6 +218,14 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     check), and with the mutex strategies (their time-out flag); the
     privatized strategy with explicit edges returns without waiting.
     """
+    vnd, xnd = getattr(values, "ndim", None), getattr(x, "ndim", None)
+    if (vnd if isinstance(vnd, int) else np.ndim(values)) >= 2 and (xnd if isinstance(xnd, int) else np.ndim(x)) == 1:
+        # several value arrays (SciPy's (V, N) values): SciPy's own route, binned_statistic_dd of [x]
+        from . import _binstat_dd
+        r = _binstat_dd.binned_statistic_dd([x], values, statistic, bins=bins if np.ndim(bins) == 0 else [bins],
+                                            range=None if range is None else [range], strategy=strategy,
+                                            stream=stream)
+        return BinnedStatisticResult(r.statistic, r.bin_edges[0], r.binnumber)
     fast = None
     if stream is None and strategy == "auto" and type(statistic) is str:
         fast, hit = device_plan(_fast1d, x, bins, range, statistic)

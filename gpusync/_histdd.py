@@ -21,6 +21,15 @@ from ._arrays import DeviceArray, Lib
 from ._histogram import _edges_for, _edges_formula, _minmax
 
 
+
+def _stacked_dtype(dtypes):
+    """The dtype np.array / np.atleast_2d gives a list of 1-D arrays of these
+    dtypes -- NumPy's histogramdd stacks its sample so.  Not
+    np.result_type(*dtypes): for three or more dtypes that promotes all at
+    once (int8, uint16, float32 -> float32) where stacking promotes pairwise
+    (-> float64)."""
+    return np.array([np.zeros(1, d) for d in dtypes]).dtype
+
 def _is_device(obj):
     return not isinstance(obj, np.ndarray) and (hasattr(obj, "__cuda_array_interface__") or (
         hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] in (2, 13)))
@@ -48,7 +57,7 @@ def _coords(sample):
             raise ValueError("histogramdd: mix of host and device coordinates; put all on one side")
         if len({c.length for c in cols}) != 1 or any(len(c.shape) != 1 for c in cols):
             np.atleast_2d([np.broadcast_to(np.zeros(()), tuple(c.shape)) for c in cols])  # NumPy's error
-        dt = np.result_type(*[c.dtype for c in cols])
+        dt = _stacked_dtype([c.dtype for c in cols])
         cols = [c if c.dtype == dt else _arrays.as_input(Lib.of(c.lib).astype(c.obj, dt), "sample") for c in cols]
         return cols, len(cols)
     try:
@@ -57,7 +66,7 @@ def _coords(sample):
     except (AttributeError, ValueError):
         if isinstance(sample, (list, tuple)) and sample and all(
                 isinstance(c, np.ndarray) and c.ndim == 1 for c in sample) and len({len(c) for c in sample}) == 1:
-            dt = np.result_type(*sample)  # what np.atleast_2d(sample) would hold, without the copy
+            dt = _stacked_dtype([c.dtype for c in sample])  # what np.atleast_2d(sample) holds, without the copy
             return [c.astype(dt, copy=False) for c in sample], len(sample)
         arr = np.atleast_2d(sample).T
         n, d = arr.shape
@@ -180,6 +189,35 @@ def _plan(cols, d, bins, range):  # noqa: A002 - NumPy's name
     return plan
 
 
+_EXACT_F64 = 2**53
+
+
+def _needs_exact(cols, edges):
+    """Whether float64 compares could differ from NumPy's: a 64-bit integer
+    sample (NumPy compares it with integer edges as integers) against an
+    integer edge array with an edge of magnitude 2^53 or more (below that
+    every compare rounds alike: float64 holds the edges exactly, and a value
+    beyond them rounds to a float no closer)."""
+    if np.dtype(cols[0].dtype).kind not in "iu" or np.dtype(cols[0].dtype).itemsize != 8:
+        return False
+    return any(e.dtype.kind in "iu" and e.size and (int(e.max()) >= _EXACT_F64 or int(e.min()) <= -_EXACT_F64)
+               for e in edges)
+
+
+def _exact_counts(cols, edges, nb, w):
+    """np.histogramdd's counting on host columns, in its own compares
+    (np.searchsorted of each column in its edges, the last edge closed)."""
+    n = cols[0].shape[0]
+    idx, ok = np.zeros(n, np.intp), np.ones(n, bool)
+    for c, e, m in zip(cols, edges, nb):
+        k = np.searchsorted(e, c, side="right")
+        k[c == e[-1]] -= 1
+        ok &= (k >= 1) & (k <= m)
+        idx = idx * m + (k - 1)
+    counts = np.bincount(idx[ok], weights=None if w is None else w[ok], minlength=int(np.prod(nb, dtype=np.int64)))
+    return counts.astype(np.float64).reshape(tuple(nb))
+
+
 def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, stream=None):  # noqa: A002
     """Multidimensional histogram, exactly like :func:`numpy.histogramdd`.
 
@@ -232,6 +270,31 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
             raise TypeError(f"Cannot cast array data from {np.dtype(w.dtype)!r} to dtype('float64') "
                             "according to the rule 'safe'")
     e_all, ne, total = plan.e_all, plan.ne, plan.total
+    if _needs_exact(cols, edges):  # 64-bit integers against integer edges beyond 2^53: NumPy's exact compares
+        hcols = [c.to_host() if device else c for c in cols]
+        wh = None if w is None else np.asarray(w.to_host() if device else w, np.float64)
+        hist, edges_out = _exact_counts(hcols, edges, nb, wh), [e.copy() for e in edges]
+        _dispatch.record("histogramdd", engine="caller", strategy="auto", used="exact", n=n,
+                         dtype=_dtname(cols[0].dtype), place="device" if device else "host", threads=1,
+                         notes=("64-bit integer sample against integer edges beyond 2^53: compared exactly on the "
+                                "host (np.searchsorted), not in float64",))
+        if density:  # NumPy's order of operations
+            total_count = hist.sum()
+            for i in np.arange(d):
+                shape = np.ones(d, int)
+                shape[i] = nb[i]
+                hist = hist / np.diff(edges[i]).reshape(tuple(shape))
+            hist /= total_count
+        if device:
+            lib = Lib.of(cols[0].lib)
+            hist, edges_out = lib.from_host(hist, cols[0].device), [lib.from_host(e, cols[0].device) for e in edges]
+        return hist, edges_out
+    if 0 in nb:  # a dimension given one edge: no bins, NumPy's empty counts (nothing to read)
+        hist, edges_out = np.zeros(tuple(nb)), [e.copy() for e in edges]
+        if device:
+            lib = Lib.of(cols[0].lib)
+            hist, edges_out = lib.from_host(hist, cols[0].device), [lib.from_host(e, cols[0].device) for e in edges]
+        return hist, edges_out
     be = _backend.backend()
     notes, pred = (), None
     if not device and be == "cuda":

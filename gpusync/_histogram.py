@@ -302,6 +302,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
     stays within +-2^53 (NumPy's equal-width path also sums in float64; its
     edge-array path sums integer weights in their own dtype); float weights
     are not bit-reproducible run to run (the order of additions varies).
+    Complex weights (NumPy sums them per bin) are not supported: a
+    TypeError names them.
     Byte-swapped or unaligned input is copied once to native order.
 
     Returns ``(hist, bin_edges)`` as NumPy arrays for host input; for a CuPy /
@@ -535,6 +537,10 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     minlength = operator.index(minlength)
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
+    if isinstance(x, (list, tuple)) and len(x) == 0:
+        x = np.zeros(0, np.intp)  # NumPy reads an empty sequence as intp (np.asarray would give float64)
+    if isinstance(weights, (list, tuple)) and len(weights) == 0:
+        weights = np.zeros(0)
     xa = _arrays.as_input(x, "x")
     wa = None if weights is None else _arrays.as_input(weights, "weights")
     for arr in (xa,) + (() if wa is None else (wa,)):

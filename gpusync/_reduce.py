@@ -215,6 +215,8 @@ def _dot_out(a, b, out, strategy, deterministic):
     if len(x.shape) == 0 or len(y.shape) == 0:  # np.dot of a scalar: multiply
         if isinstance(x, DeviceArray) or isinstance(y, DeviceArray):
             res = (x.obj if isinstance(x, DeviceArray) else x) * (y.obj if isinstance(y, DeviceArray) else y)
+        elif type(out) is np.ndarray:
+            return np.multiply(x, y, out=out)  # np.dot's own rule for a scalar: multiply into out (its casting errors)
         else:
             res = np.multiply(x, y)
         if out is None:
@@ -229,7 +231,8 @@ def _dot_out(a, b, out, strategy, deterministic):
     res = _dot_impl(x, y, strategy=strategy, deterministic=deterministic)
     if out is None:
         return res
-    return _axis._write_out(res, out, x)
+    written = _axis._write_out(res, out, x)
+    return written[()] if type(written) is np.ndarray else written  # NumPy returns the value, not the 0-d out
 
 
 def _dot_impl(a, b, strategy="auto", deterministic=False):
