@@ -143,3 +143,21 @@ def test_histogramdd_int64_against_integer_edges_beyond_2_53_is_exact():
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
         assert gs.last_plan()["strategy_used"] == "exact"
     np.testing.assert_array_equal(gs.histogram2d(x, y, bins=[ex, 3])[0], np.histogram2d(x, y, bins=[ex, 3])[0])
+
+
+@pytest.mark.gpu
+def test_device_arrays_take_the_same_accumulators():
+    cp = pytest.importorskip("cupy")
+    a16 = np.full(3, 30000, np.float16)
+    np.testing.assert_allclose(cp.asnumpy(gs.cumsum(cp.asarray(a16), dtype=np.float32)),
+                               np.cumsum(a16, dtype=np.float32))
+    big = np.full(3, 2**62)
+    out = cp.zeros(())
+    gs.sum(cp.asarray(big), out=out)
+    np.testing.assert_allclose(float(out), np.sum(big, out=np.zeros(())), rtol=1e-12)
+    out = cp.zeros(3)
+    gs.cumsum(cp.asarray(big), out=out)
+    np.testing.assert_allclose(cp.asnumpy(out), np.cumsum(big, out=np.zeros(3)), rtol=1e-12)
+    with pytest.raises(ValueError):
+        gs.sum(cp.ones(3), where=cp.ones((2, 3), bool))
+    assert int(gs.sum(cp.asarray(np.array(5)), axis=0)) == 5
