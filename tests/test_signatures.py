@@ -104,7 +104,8 @@ def test_result_types():
 def test_dot_out_and_nd():
     a, b = np.arange(5.0), np.arange(5.0) + 1
     o = np.zeros(())
-    assert gs.dot(a, b, o) is o and o == np.dot(a, b)
+    r = gs.dot(a, b, o)  # written into o; NumPy returns the value (a float64 scalar), not o
+    assert o == np.dot(a, b) and r == o and type(r) is type(np.dot(a, b, np.zeros(())))
     with pytest.raises(ValueError, match="output array is not acceptable"):
         gs.dot(a, b, np.zeros((), np.float32))
     with pytest.raises(ValueError, match="output array is not acceptable"):
