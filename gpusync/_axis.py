@@ -354,7 +354,8 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
             except ValueError:
                 fits = False
             if not fits:  # `where` broadcasts to a's shape, never a to where's: NumPy's own error, before any read
-                np.sum(np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape)), axis=axis, where=where)
+                np.sum(np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape)), axis=axis,
+                       where=np.broadcast_to(True, np.shape(where)))  # (a host mask of where's shape: any library)
                 raise ValueError(f"{func}: where of shape {np.shape(where)} does not broadcast to {tuple(x.shape)}")
             if isinstance(x, DeviceArray):
                 x = _lib_where(x, where, x.dtype.type(0))

@@ -490,7 +490,8 @@ def test_persisted_cupy_chunks_on_two_workers(cluster):
     x = cluster.persist(da.from_array(cp.asarray(a), chunks=100_000, asarray=False))
     xi = cluster.persist(da.from_array(cp.asarray(i16), chunks=50_000, asarray=False))
     fx = cluster.persist(da.from_array(cp.asarray(f), chunks=50_000, asarray=False))
-    distributed.wait([x, xi, fx])
+    for fut in distributed.futures_of([x, xi, fx]):  # persisted: every chunk held by a worker
+        fut.result()
     holders = {w for ws in cluster.who_has(x).values() for w in ws}
     s = gsd.sum(x)
     group_keys = [k for k in dict(s.__dask_graph__()) if isinstance(k, tuple) and "-group" in k[0]]
