@@ -283,7 +283,9 @@ def _put(layer, key, value):
 def _array(name, layer, deps, chunks, meta):
     da, HighLevelGraph = _dask()
     graph = HighLevelGraph.from_collections(name, layer, dependencies=[d for d in deps if d is not None])
-    one = builtins.all(len(c) == 1 for c in chunks)  # (a 0-d result: one block too)
+    # one block of 0 or 1 dimensions (Dask before its expression-based compute applied the postcompute to
+    # the nested key list: single_key of a 2-D block's [[key]] would give a list)
+    one = len(chunks) <= 1 and builtins.all(len(c) == 1 for c in chunks)
     return (OneBlockArray if one else da.Array)(graph, name, chunks, meta=meta)
 
 

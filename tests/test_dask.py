@@ -310,9 +310,10 @@ def test_graph_is_lazy_and_small():
     # many-block ones (binned_statistic's binnumber, cumsum) are plain Arrays
     from dask.delayed import single_key
     bs = gsd.binned_statistic(x, x, "mean", bins=4)
-    for r in results[:5] + [results[6], results[7], bs.bin_edges]:
+    for r in results[:5] + [results[6], bs.bin_edges]:
         assert type(r) is gsd.OneBlockArray and r.__dask_postcompute__() == (single_key, ()), r
-    assert type(bs.binnumber) is da.Array and type(results[5]) is da.Array
+    # (a 2-D block stays a plain Array: older Dask applied the postcompute to its nested key list)
+    assert type(bs.binnumber) is da.Array and type(results[5]) is da.Array and type(results[7]) is da.Array
     with dask.config.set(scheduler="synchronous"):
         got = dask.compute(results[0], results[2], bs.binnumber)
     np.testing.assert_array_equal(got[0], np.histogram(np.arange(100_000) % 251, bins=10)[0])

@@ -98,6 +98,25 @@ def test_dot_of_a_scalar_into_out_follows_numpys_casting_and_returns():
     assert type(got) is type(np.dot(np.ones(3), np.ones(3), out=np.zeros(()))) and got == 3 and o == 3
 
 
+def test_dot_of_scalars_and_outs_follows_numpy():
+    b = np.arange(3.0)
+    calls = [lambda m: m.dot(2.0, b, out=np.zeros(3, np.float32)), lambda m: m.dot(2.0, b, out=np.zeros(3)),
+             lambda m: m.dot(2.0, b, out=np.zeros(3, np.int64)), lambda m: m.dot(2, np.arange(3), out=np.zeros(3)),
+             lambda m: m.dot(2, np.arange(3), out=np.zeros(3, np.int32)), lambda m: m.dot(2.0, 3.0, out=np.zeros(())),
+             lambda m: m.dot(2.0, b, out=np.zeros(3)[::-1]), lambda m: m.dot(2.0, b, out=np.zeros(4)),
+             lambda m: m.dot(1, 2**63), lambda m: m.dot(True, 2**63), lambda m: m.dot(2**63, 2**63),
+             lambda m: m.dot(2**64, 2), lambda m: m.dot(2.5, 2), lambda m: m.dot(True, False)]
+    for call in calls:
+        try:
+            want = call(np)
+        except Exception as e:  # noqa: BLE001 - the type is the contract
+            with pytest.raises(type(e)):
+                call(gs)
+            continue
+        got = call(gs)
+        assert type(got) is type(want) and np.array_equal(got, want), (got, want)
+
+
 def test_histogramdd_stacks_mixed_dtypes_as_numpy():
     x = np.arange(256, dtype=np.uint8)
     s = [x, np.zeros(256, np.int8), np.zeros(256, np.float16)]

@@ -50,7 +50,9 @@ int gs_hist_replica_shift(const gs_hist_launch *l);
  * (layout [bin][R]) summed and added to out.  P threads per bin (a power of
  * two up to R, as many as the block holds for nb bins: 4 for 256 bins of 32
  * replicas on 1024 threads) each sum R / P replicas, starting from a
- * rotation that puts a warp's reads in 32 banks, and a shuffle over those P
+ * rotation that puts a warp's reads in 32 banks (32 replicas of 4-byte
+ * counters; fewer replicas or 8-byte sums meet 2-4-way conflicts, as the
+ * one-thread merge did), and a shuffle over those P
  * lanes adds them.  One thread per bin summing all 32 replicas left the
  * block waiting on 32 dependent shared loads at the end of every call.  The
  * first thing after the barrier is gs_pdl_wait: the shared strategies launch

@@ -211,7 +211,11 @@ __device__ __forceinline__ void gs_pdl_wait()
 /* kern<<<grid, block, smem, s>>>(args...) as a programmatic dependent of the
  * kernel before it on s (where the device has it: sm_90).  The kernel must
  * call gs_pdl_wait before it reads or writes anything the kernel before it
- * writes. */
+ * writes.  (A build without sm_90 code run on an sm_90 device compiles the
+ * wait and the trigger away: the dependent then starts when the kernel
+ * before it has exited, with no formal guarantee that its writes are seen;
+ * the package's builds include sm_90, GPUSYNC_CUDA_ARCHS builds may not --
+ * review29, item 5.) */
 template <class... K, class... A>
 inline gs_status gs_launch_pdl(void (*kern)(K...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
                                const gs_device_info *dev, A &&...args)
