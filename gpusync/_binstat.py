@@ -218,8 +218,7 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     check), and with the mutex strategies (their time-out flag); the
     privatized strategy with explicit edges returns without waiting.
     """
-    vnd, xnd = getattr(values, "ndim", None), getattr(x, "ndim", None)
-    if (vnd if isinstance(vnd, int) else np.ndim(values)) >= 2 and (xnd if isinstance(xnd, int) else np.ndim(x)) == 1:
+    if np.ndim(values) >= 2 and np.ndim(x) == 1:  # (np.ndim reads a device array's .ndim: no copy)
         # several value arrays (SciPy's (V, N) values): SciPy's own route, binned_statistic_dd of [x]
         from . import _binstat_dd
         r = _binstat_dd.binned_statistic_dd([x], values, statistic, bins=bins if np.ndim(bins) == 0 else [bins],

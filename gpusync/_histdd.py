@@ -21,7 +21,6 @@ from ._arrays import DeviceArray, Lib
 from ._histogram import _edges_for, _edges_formula, _minmax
 
 
-
 def _stacked_dtype(dtypes):
     """The dtype np.array / np.atleast_2d gives a list of 1-D arrays of these
     dtypes -- NumPy's histogramdd stacks its sample so.  Not
@@ -29,6 +28,7 @@ def _stacked_dtype(dtypes):
     once (int8, uint16, float32 -> float32) where stacking promotes pairwise
     (-> float64)."""
     return np.array([np.zeros(1, d) for d in dtypes]).dtype
+
 
 def _is_device(obj):
     return not isinstance(obj, np.ndarray) and (hasattr(obj, "__cuda_array_interface__") or (
@@ -270,36 +270,14 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
             raise TypeError(f"Cannot cast array data from {np.dtype(w.dtype)!r} to dtype('float64') "
                             "according to the rule 'safe'")
     e_all, ne, total = plan.e_all, plan.ne, plan.total
-    if _needs_exact(cols, edges):  # 64-bit integers against integer edges beyond 2^53: NumPy's exact compares
-        hcols = [c.to_host() if device else c for c in cols]
-        wh = None if w is None else np.asarray(w.to_host() if device else w, np.float64)
-        hist, edges_out = _exact_counts(hcols, edges, nb, wh), [e.copy() for e in edges]
-        _dispatch.record("histogramdd", engine="caller", strategy="auto", used="exact", n=n,
-                         dtype=_dtname(cols[0].dtype), place="device" if device else "host", threads=1,
-                         notes=("64-bit integer sample against integer edges beyond 2^53: compared exactly on the "
-                                "host (np.searchsorted), not in float64",))
-        if density:  # NumPy's order of operations
-            total_count = hist.sum()
-            for i in np.arange(d):
-                shape = np.ones(d, int)
-                shape[i] = nb[i]
-                hist = hist / np.diff(edges[i]).reshape(tuple(shape))
-            hist /= total_count
-        if device:
-            lib = Lib.of(cols[0].lib)
-            hist, edges_out = lib.from_host(hist, cols[0].device), [lib.from_host(e, cols[0].device) for e in edges]
-        return hist, edges_out
-    if 0 in nb:  # a dimension given one edge: no bins, NumPy's empty counts (nothing to read)
-        hist, edges_out = np.zeros(tuple(nb)), [e.copy() for e in edges]
-        if device:
-            lib = Lib.of(cols[0].lib)
-            hist, edges_out = lib.from_host(hist, cols[0].device), [lib.from_host(e, cols[0].device) for e in edges]
-        return hist, edges_out
+    # no bins in a dimension (one edge), or 64-bit integers against integer edges beyond 2^53: NumPy's own
+    # compares (np.searchsorted) on the host, not the kernels' float64 ones
+    exact = total == 0 or _needs_exact(cols, edges)
     be = _backend.backend()
     notes, pred = (), None
-    if not device and be == "cuda":
+    if not device and be == "cuda" and not exact:
         be, notes, pred = _host_engine(cols[0].dtype, d, n, total, w is not None)
-    if device and be == "cuda":
+    if device and be == "cuda" and not exact:
         lib = Lib.of(cols[0].lib)
         dev = cols[0].device
         wd = None
@@ -319,26 +297,33 @@ def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
         else:
             hcols = cols
             wh = w
-        if be == "cuda":  # the CUDA backend stages host coordinates as contiguous blocks
-            hcols = [np.ascontiguousarray(c) for c in hcols]
-        if wh is not None:
-            wh = np.ascontiguousarray(wh, dtype=np.float64) if be == "cuda" else np.asarray(wh, np.float64)
-        # the CPU engine counts in float64 (NumPy's result type: no cast); the CUDA engine stages int64 counts
-        out = np.empty(total, np.float64 if wh is not None or be == "cpu" else np.int64)
-        _core.histogramdd(be, list(hcols), e_all, ne, wh, out, _arrays.host_stream())
-        hist = out.astype(np.float64, copy=False).reshape(tuple(nb))
+        if exact:
+            hist = _exact_counts(hcols, edges, nb, None if wh is None else np.asarray(wh, np.float64))
+        else:
+            if be == "cuda":  # the CUDA backend stages host coordinates as contiguous blocks
+                hcols = [np.ascontiguousarray(c) for c in hcols]
+            if wh is not None:
+                wh = np.ascontiguousarray(wh, dtype=np.float64) if be == "cuda" else np.asarray(wh, np.float64)
+            # the CPU engine counts in float64 (NumPy's result type: no cast); the CUDA engine stages int64 counts
+            out = np.empty(total, np.float64 if wh is not None or be == "cpu" else np.int64)
+            _core.histogramdd(be, list(hcols), e_all, ne, wh, out, _arrays.host_stream())
+            hist = out.astype(np.float64, copy=False).reshape(tuple(nb))
         edges_out = [e.copy() for e in edges]  # NumPy's fresh arrays (the plan keeps its own)
         if device:
             lib = Lib.of(cols[0].lib)
             hist = lib.from_host(hist, cols[0].device)
             edges_out = [lib.from_host(e, cols[0].device) for e in edges]
-    on_gpu = be == "cuda"
-    t = 0 if on_gpu else _core.cpu_last_threads()
+    on_gpu = be == "cuda" and not exact
+    t = 0 if on_gpu else 1 if exact else _core.cpu_last_threads()
+    if exact:
+        notes = ("no bins, or a 64-bit integer sample against integer edges beyond 2^53: NumPy's compares "
+                 "(np.searchsorted) on the calling thread",)
+    else:
+        notes = _NOTES + notes + (("device input counted on the CPU engine (forced): copied there and back",)
+                                  if device and not on_gpu else ())
     _dispatch.record("histogramdd", engine="cuda" if on_gpu else "cpu" if t > 1 else "caller", strategy="auto",
-                     used="privatized", n=n, dtype=_dtname(cols[0].dtype), place="device" if device else "host",
-                     threads=t, predicted=pred,
-                     notes=_NOTES + notes + (("device input counted on the CPU engine (forced): copied there and "
-                                              "back",) if device and not on_gpu else ()))
+                     used="exact" if exact else "privatized", n=n, dtype=_dtname(cols[0].dtype),
+                     place="device" if device else "host", threads=t, predicted=pred, notes=notes)
     if density:
         s = hist.sum()
         for i in np.arange(d):
