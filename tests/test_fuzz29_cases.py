@@ -1,9 +1,11 @@
 """The defects a seeded differential fuzz against NumPy / SciPy found (session 29, each
-minimized to one call), kept as regression tests."""
+minimized to one call), kept as regression tests on both engines; device arrays in the last one."""
 import numpy as np
 import pytest
 
 import gpusync as gs
+
+pytestmark = pytest.mark.usefixtures("backend")  # every case on both engines (the CUDA one with a GPU)
 
 
 def _raises_like(np_call, gs_call):
