@@ -232,6 +232,35 @@ def test_counter_widths_and_crowded_bins(monkeypatch, counter, bins):
     np.testing.assert_array_equal(cp.asnumpy(hd), ref)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("flush", ["1", "2"])
+@pytest.mark.parametrize("counter", ["0", "16", "32"])
+@pytest.mark.parametrize("bins", [(7, 5), (64, 64), (255, 257), (256, 256), (16, 16, 15)])
+@pytest.mark.parametrize("place", ["host", "cupy"])
+def test_flush_by_atomics_or_dumps(monkeypatch, flush, counter, bins, place):
+    """Every block's shared counts reach the result either by global atomics
+    (GPUSYNC_HISTDD_FLUSH=1) or through a copy summed by a second kernel
+    (2): 16- and 32-bit counters, odd bin counts (a half-filled last word),
+    host inputs (int64 counts) and device ones (float64): NumPy's counts."""
+    monkeypatch.setenv("GPUSYNC_HISTDD_FLUSH", flush)
+    monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
+    rng = np.random.default_rng(len(bins) * 1000 + bins[0])
+    n = 2_000_003
+    s = rng.random((n, len(bins)), dtype=np.float32) * 1.1 - 0.05  # some points outside the range
+    s[::9973, 0] = 1.0  # the closed last edge
+    rg = [(0, 1)] * len(bins)
+    ref = np.histogramdd(s, bins, rg)[0]
+    if place == "host":
+        with gs.use_backend("cuda"):
+            h = gs.histogramdd(s, bins, rg)[0]
+    else:
+        cp = pytest.importorskip("cupy")
+        cols = [cp.asarray(np.ascontiguousarray(s[:, d])) for d in range(len(bins))]
+        h = gs.histogramdd(cols, bins, rg)[0] if len(bins) > 2 else gs.histogram2d(*cols, bins, rg)[0]
+        h = cp.asnumpy(h)
+    np.testing.assert_array_equal(h, ref)
+
+
 def test_values_on_uneven_float64_edges(backend, kind):
     """float64 coordinates exactly on the edges of ranges whose linspace edges
     are not dyadic (the guess window's bound must hold there: a product

@@ -110,6 +110,10 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_BITS_LOADS] = {.name = "GPUSYNC_BITS_LOADS", .type = "int", .fallback = "2", .lo = 2, .hi = 4,
                            .meaning = "tuning: 16-byte loads in flight per thread in packbits/count_nonzero's vector "
                                       "loop (2 or 4; 3 reads as 4)"},
+    [GS_ENV_HISTDD_FLUSH] = {.name = "GPUSYNC_HISTDD_FLUSH", .type = "int", .fallback = "0", .lo = 0, .hi = 2,
+                             .meaning = "tuning: how unweighted histogram2d / histogramdd blocks hand their shared "
+                                        "counts to the result (0: by the cost rule in histdd.cu, 1: global atomics "
+                                        "per bin, 2: a copy of the block's counters summed by a second kernel)"},
     [GS_ENV_HISTDD_RING] = {.name = "GPUSYNC_HISTDD_RING", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
                             .meaning = "tuning: 0 keeps unweighted histogram2d's 16-bit shared count from "
                                        "copying its coordinates ahead into a cp.async ring (one group ahead "

@@ -70,6 +70,8 @@ struct dd_args {
     int out_f64; /* unweighted counts written as float64 (exact below 2^53: what NumPy returns) */
     void *out;   /* int64 counts or float64 sums / counts */
     int64_t ring_off; /* > 0: the byte offset of the block's load ring in its dynamic shared memory (ring_loads) */
+    uint4 *dump;       /* unweighted shared bins: each block's counter words copied here (dump_cols a block), */
+    int64_t dump_cols; /* summed into the result by histdd_sum_dumps; NULL: global atomics per bin (flush) */
 };
 
 __device__ __forceinline__ double to_d(gs_bool8 x) { return x.v != 0; }
@@ -443,6 +445,17 @@ __device__ __forceinline__ void flush16(const dd_args &r)
     gs_flush16(bin_words(), r.nbins, [&](int64_t k, unsigned v) { add_count(r, k, v); });
 }
 
+/* The block's counter words, whole 16-byte columns, to its slot of the
+ * dump (the summing kernel may start launching: it waits for this one). */
+__device__ __forceinline__ void dump_block(const dd_args &r)
+{
+    gs_pdl_launch_dependents();
+    const uint4 *src = (const uint4 *)bin_words();
+    uint4 *dst = r.dump + (int64_t)blockIdx.x * r.dump_cols;
+    for (int64_t k = threadIdx.x; k < r.dump_cols; k += blockDim.x)
+        dst[k] = src[k];
+}
+
 /* The edges a block reads: copied to shared memory as E when they fit. */
 template <class E> __device__ __forceinline__ const E *stage_edges(const dd_args &r, E *s_edges)
 {
@@ -465,7 +478,9 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
     if (threadIdx.x == 0)
         s_overflow = r.force_recount;
     if (DEST != TO_GLOBAL) {
-        for (int64_t k = threadIdx.x; k < words; k += blockDim.x) {
+        /* (a dump copies whole 16-byte columns: the padding words up to bin_bytes are zeroed with the bins) */
+        const int64_t zeroed = !WEIGHTED && r.dump ? r.dump_cols * 4 : words;
+        for (int64_t k = threadIdx.x; k < zeroed; k += blockDim.x) {
             if (WEIGHTED)
                 ((double *)s_bins)[k] = 0.0;
             else
@@ -477,13 +492,97 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
     count_points<T, U, WEIGHTED, DEST, E, ND>(r, edges, &s_overflow);
     if (DEST == TO_SHARED) {
         __syncthreads();
-        for (int64_t k = threadIdx.x; k < r.nbins; k += blockDim.x)
-            flush<WEIGHTED>(r, k, s_bins, k);
+        if (!WEIGHTED && r.dump) {
+            dump_block(r);
+        } else {
+            for (int64_t k = threadIdx.x; k < r.nbins; k += blockDim.x)
+                flush<WEIGHTED>(r, k, s_bins, k);
+        }
     } else if (DEST == TO_SHARED16) {
         __syncthreads();
         if (threadIdx.x == 0 && s_overflow && r.overflow)
             atomicExch(r.overflow, 1);
-        flush16(r);
+        if (r.dump)
+            dump_block(r);
+        else
+            flush16(r);
+    }
+}
+
+/* The sum of the dumps: a block of SUM_COLS x SUM_ROWS threads takes
+ * SUM_COLS consecutive 16-byte columns of the dumped blocks b with
+ * b % gridDim.y == blockIdx.y (a warp reads 512 contiguous bytes of one),
+ * each of its SUM_ROWS rows of threads every SUM_ROWS-th of those, four
+ * loads in flight; the rows' partial sums meet in shared memory and one
+ * thread a bin adds the total to the result -- without an atomic where
+ * gridDim.y is 1: the count kernel has finished (gs_pdl_wait), its settled
+ * halves are in the result already, and no other thread writes the bin.
+ * (gridDim.y > 1 spreads few columns over the SMs: launch_priv.)  HALVES: a
+ * word holds two 16-bit counts (count16.cuh; bins 2w and 2w + 1), each
+ * below 0x10000, so a uint32 sum holds 65,536 blocks; else 32-bit counts,
+ * summed in 64 bits. */
+constexpr int SUM_COLS = 32, SUM_ROWS = 8;
+template <bool HALVES> __global__ void __launch_bounds__(SUM_COLS * SUM_ROWS) histdd_sum_dumps(dd_args r, int64_t blocks)
+{
+    constexpr int V = HALVES ? 8 : 4; /* bins a 16-byte column */
+    using A = typename std::conditional<HALVES, unsigned, unsigned long long>::type;
+    __shared__ A part[SUM_ROWS][SUM_COLS * V];
+    const int col = threadIdx.x % SUM_COLS, row = threadIdx.x / SUM_COLS;
+    const int64_t c = (int64_t)blockIdx.x * SUM_COLS + col;
+    A acc[V];
+#pragma unroll
+    for (int v = 0; v < V; v++)
+        acc[v] = 0;
+    auto add = [&](const uint4 &q) {
+        const unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (HALVES) {
+                acc[2 * j] += w[j] & 0xffffu;
+                acc[2 * j + 1] += w[j] >> 16;
+            } else {
+                acc[j] += w[j];
+            }
+        }
+    };
+    gs_pdl_wait(); /* the count kernel's dumps (and settled halves) are complete and visible */
+    if (c < r.dump_cols) {
+        const uint4 *p = r.dump + c;
+        const int64_t step = (int64_t)SUM_ROWS * gridDim.y;
+        int64_t b = (int64_t)row * gridDim.y + blockIdx.y;
+        for (; b + 3 * step < blocks; b += 4 * step) {
+            uint4 q[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                q[j] = p[(b + j * step) * r.dump_cols];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                add(q[j]);
+        }
+        for (; b < blocks; b += step)
+            add(p[b * r.dump_cols]);
+    }
+#pragma unroll
+    for (int v = 0; v < V; v++)
+        part[row][col * V + v] = acc[v];
+    __syncthreads();
+    for (int t = threadIdx.x; t < SUM_COLS * V; t += blockDim.x) {
+        A total = 0;
+#pragma unroll
+        for (int j = 0; j < SUM_ROWS; j++)
+            total += part[j][t];
+        const int64_t k = (int64_t)blockIdx.x * SUM_COLS * V + t;
+        if (k < r.nbins && total) {
+            if (gridDim.y > 1) { /* (the dumped blocks split over gridDim.y: a part each) */
+                if (r.out_f64)
+                    atomicAdd((double *)r.out + k, (double)total);
+                else
+                    atomicAdd((unsigned long long *)r.out + k, (unsigned long long)total);
+            } else if (r.out_f64)
+                ((double *)r.out)[k] += (double)total;
+            else
+                ((unsigned long long *)r.out)[k] += (unsigned long long)total;
+        }
     }
 }
 
@@ -648,8 +747,32 @@ const void *priv_kernel()
     return (const void *)histdd_kernel<T, U, WEIGHTED, DEST, E, ND>;
 }
 
+/* How a block hands its unweighted shared counts to the result.  Atomics:
+ * one global add per non-empty bin and block, grid x nbins of them at the
+ * end of the count, all at once, at the L2's rate for atomics.  A dump:
+ * each block copies its counter words to global memory (grid x nbins x 2
+ * or 4 bytes, kept in L2) and histdd_sum_dumps reads them back and adds
+ * each bin once: its launch (PDL) and tail, plus the bytes twice.
+ * Measured (r70, H200, ncu at base clocks, 100M points; the counters' L2
+ * traffic either way, so the ratio holds on other sm_90 parts):
+ *   16-bit, 132 blocks x 65,536 bins (8.65M pairs): count kernel 263.7 us
+ *     with atomics, 240.0 us with the dump + 8.3-9.3 us of summing: the dump
+ *     saves ~15 us;
+ *   32-bit, 264 blocks x 4,096 bins (1.08M pairs): count kernel 194.6 us
+ *     either way + 12 us of summing (32 columns of blocks): atomics win.
+ * A 32-bit pair costs the dump twice the bytes of a 16-bit one and its
+ * atomic the same: dumps are taken for 16-bit counters from
+ * DUMP_MIN_PAIRS pairs (half of the measured case).  GPUSYNC_HISTDD_FLUSH
+ * 1 / 2 forces atomics / dumps (tests, A/B). */
+constexpr int64_t DUMP_MIN_PAIRS = (int64_t)1 << 22;
+bool dumps(int64_t grid, int64_t nbins, bool halves)
+{
+    const int force = (int)gs_env_number(GS_ENV_HISTDD_FLUSH, 0.0, NULL);
+    return force == 2 || (force != 1 && halves && grid * nbins >= DUMP_MIN_PAIRS);
+}
+
 template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
-gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, cudaStream_t s)
+gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, const gs_device_info *dev, cudaStream_t s)
 {
     const int64_t work = (r.n + sh.threads * 8 - 1) / (sh.threads * 8);
     int64_t grid = sh.resident < work ? sh.resident : (work > 0 ? work : 1);
@@ -664,24 +787,44 @@ gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, cudaStream_
      * many points -- then the flag and the recount behind the count */
     const int64_t step = grid * sh.threads, groups = r.n / U;
     const int64_t per_block = (int64_t)sh.threads * (((groups + step - 1) / step) * U + 1);
-    int *d_flag = NULL;
+    /* one scratch allocation: the overflow flag (its own 16 bytes) and the dump */
+    const bool flag = DEST == TO_SHARED16 && (gs_count16_may_overflow(per_block) || r.force_recount);
+    const bool dump = !WEIGHTED && DEST != TO_GLOBAL && dumps(grid, r.nbins, DEST == TO_SHARED16);
+    const int64_t cols = dump ? ((DEST == TO_SHARED16 ? (r.nbins + 1) / 2 : r.nbins) + 3) / 4 : 0;
+    uint4 *d_scratch = NULL;
     gs_status st = GS_OK;
     r.overflow = NULL;
-    if (DEST == TO_SHARED16 && (gs_count16_may_overflow(per_block) || r.force_recount)) {
-        GS_CUDA_CHECK(gs_malloc_async(&d_flag, sizeof(int), s));
-        GS_CUDA_GOTO(cudaMemsetAsync(d_flag, 0, sizeof(int), s));
-        r.overflow = d_flag;
+    r.dump = NULL;
+    r.dump_cols = cols;
+    if (flag || dump)
+        GS_CUDA_CHECK(gs_malloc_async(&d_scratch, (size_t)(1 + grid * cols) * sizeof(uint4), s));
+    if (flag) {
+        r.overflow = (int *)d_scratch;
+        GS_CUDA_GOTO(cudaMemsetAsync(d_scratch, 0, sizeof(int), s));
     }
+    if (dump)
+        r.dump = d_scratch + 1;
     {
         void *args[] = {&r};
         GS_CUDA_GOTO(cudaLaunchKernel(priv_kernel<T, U, WEIGHTED, DEST, E, ND>(), dim3((unsigned)grid),
                                       dim3(sh.threads), args, smem, s));
-        if (d_flag)
+        if (dump) {
+            /* the dumped blocks split over gridDim.y where the columns alone give an SM no block (r71: 32
+             * columns of blocks summed 4,096 32-bit bins of 264 blocks in 11.7 us, 32 x 9 in 4.7 us) */
+            const int64_t xb = cols > SUM_COLS ? (cols + SUM_COLS - 1) / SUM_COLS : 1;
+            int64_t yb = ((int64_t)dev->multiprocessors + xb - 1) / xb;
+            const int64_t most = (grid + 4 * SUM_ROWS - 1) / (4 * SUM_ROWS); /* four loads a thread at least */
+            yb = yb < most ? yb : most;
+            yb = yb < 1 ? 1 : yb > 65535 ? 65535 : yb;
+            GS_GOTO(gs_launch_pdl(histdd_sum_dumps<DEST == TO_SHARED16>, dim3((unsigned)xb, (unsigned)yb),
+                                  dim3(SUM_COLS * SUM_ROWS), 0, s, dev, r, grid));
+        }
+        if (flag) /* (after the sum: the recount starts the result again from zero) */
             GS_CUDA_GOTO(cudaLaunchKernel((const void *)histdd_recount<T, U, E, ND>, dim3(1), dim3(MAX_THREADS), args,
                                           edge_bytes<E>(r), s));
     }
 fail:
-    gs_free_async(d_flag, s, &st);
+    gs_free_async(d_scratch, s, &st);
     return st;
 }
 
@@ -710,7 +853,7 @@ gs_status launch_counts(dd_args &r, const gs_device_info *dev, cudaStream_t s, b
                        (force != 32 && s16.threads * s16.resident > s32.threads * s32.resident);
     r.ring_off = 0;
     if (!use16)
-        return launch_priv<T, U, false, TO_SHARED, E, ND>(r, smem32, s32, s);
+        return launch_priv<T, U, false, TO_SHARED, E, ND>(r, smem32, s32, dev, s);
     /* the load ring where the count has it (ND known, 16-byte loads) and a block has room for it beside its
      * bins and edges -- and its SM holds no second block either way (the ring costs no residency) */
     size_t smem = smem16;
@@ -721,7 +864,7 @@ gs_status launch_counts(dd_args &r, const gs_device_info *dev, cudaStream_t s, b
         r.ring_off = (int64_t)bin_bytes((int64_t)smem16);
         smem = (size_t)r.ring_off + ring;
     }
-    return launch_priv<T, U, false, TO_SHARED16, E, ND>(r, smem, s16, s);
+    return launch_priv<T, U, false, TO_SHARED16, E, ND>(r, smem, s16, dev, s);
 }
 
 template <class T, int U, class E, int ND> gs_status launch_e(dd_args &r, const gs_device_info *dev, cudaStream_t s)
@@ -736,7 +879,7 @@ template <class T, int U, class E, int ND> gs_status launch_e(dd_args &r, const 
         if ((int64_t)smem <= smem_room(dev)) {
             priv_shape sh;
             gs_status st = shape_of(priv_kernel<T, U, true, TO_SHARED, E, ND>(), smem, dev, &sh);
-            return st != GS_OK ? st : launch_priv<T, U, true, TO_SHARED, E, ND>(r, smem, sh, s);
+            return st != GS_OK ? st : launch_priv<T, U, true, TO_SHARED, E, ND>(r, smem, sh, dev, s);
         }
     }
     /* the bins spread over a cluster's shared memory, else global atomics */
@@ -749,8 +892,8 @@ template <class T, int U, class E, int ND> gs_status launch_e(dd_args &r, const 
              : shape_of(priv_kernel<T, U, false, TO_GLOBAL, E, ND>(), smem, dev, &sh);
     if (st != GS_OK)
         return st;
-    return r.w ? launch_priv<T, U, true, TO_GLOBAL, E, ND>(r, smem, sh, s)
-               : launch_priv<T, U, false, TO_GLOBAL, E, ND>(r, smem, sh, s);
+    return r.w ? launch_priv<T, U, true, TO_GLOBAL, E, ND>(r, smem, sh, dev, s)
+               : launch_priv<T, U, false, TO_GLOBAL, E, ND>(r, smem, sh, dev, s);
 }
 
 /* float32 coordinates binned in float32 when every edge is a float32 value

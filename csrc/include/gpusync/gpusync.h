@@ -417,6 +417,7 @@ typedef enum gs_env_var {
     GS_ENV_HISTDD_COUNTER,
     GS_ENV_HISTDD_RING,
     GS_ENV_BITS_LOADS,
+    GS_ENV_HISTDD_FLUSH,
     GS_ENV_COUNT
 } gs_env_var;
 
