@@ -75,6 +75,37 @@ def test_privatized_matches_scipy(backend, kind, stat, nbins, n, dtype):
 
 
 @pytest.mark.parametrize("stat", STATS)
+@pytest.mark.parametrize("layout", ["one value", "sorted", "runs of 100", "alternating"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_warp_groups_in_one_bin(backend, kind, stat, layout, dtype):
+    """Data whose warps' groups of points fall into one bin (one value,
+    sorted), mostly do (runs) or never do (alternating bins): the warp's one
+    aggregated add and the per-point adds give SciPy's statistics, 1-D and
+    2-D, with NaN values among them."""
+    rng = np.random.default_rng(len(layout) + len(stat))
+    n = 200_003
+    if layout == "one value":
+        x = np.full(n, 0.3)
+    elif layout == "sorted":
+        x = np.sort(rng.random(n))
+    elif layout == "runs of 100":
+        x = np.repeat(rng.random(n // 100 + 1), 100)[:n]
+    else:
+        x = np.where(np.arange(n) % 2 == 0, 0.25, 0.75)
+    x = x.astype(dtype)
+    v = (rng.standard_normal(n) * 3 + 1).astype(dtype)
+    v[::4099] = np.nan
+    kw = dict(bins=64, range=(0, 1))
+    got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, **kw)
+    _compare(got, scipy_binned_statistic(x, v, stat, **kw), x, v, stat, **kw)
+    y = x[::-1].copy()
+    ref = scipy.stats.binned_statistic_2d(x, y, v, stat, 16, [(0, 1), (0, 1)])
+    got = gs.binned_statistic_2d(to_kind(x, kind), to_kind(y, kind), to_kind(v, kind), stat, 16, [(0, 1), (0, 1)])
+    np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+    np.testing.assert_allclose(np.asarray(to_host(got.statistic)), ref.statistic, rtol=1e-9, equal_nan=True)
+
+
+@pytest.mark.parametrize("stat", STATS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_nan_inf_values_and_x(backend, kind, stat, dtype):
     rng = np.random.default_rng(3)

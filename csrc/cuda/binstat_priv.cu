@@ -21,8 +21,8 @@
  * Each block keeps R copies of the partials (warp w updates copy w % R,
  * R a power of two chosen so that two blocks fit an SM), loads 16 bytes per
  * coordinate / value array where they are contiguous and aligned, and adds
- * a warp's values with one atomic when all 32 lanes fall into one bin
- * (sorted data, one bin).  At the end each block adds its non-empty
+ * a warp's values with one atomic when all the points of its 32 lanes' group
+ * fall into one bin (sorted data, one bin; one test a group: finish()).  At the end each block adds its non-empty
  * partials to float64 / uint64 global partials with global atomics (no
  * lock anywhere), and a last kernel forms SciPy's result.  The order of the
  * float64 additions varies from run to run (there is no `deterministic`
@@ -279,47 +279,15 @@ template <class K, bool MIN> __device__ __forceinline__ K wext(K k)
     return k;
 }
 
-/* One value into inner bin k (< 0: none) of this warp's copy.  AGG: all 32
- * lanes call it together (a warp whose lanes share one bin adds once). */
-template <class T, int KIND, bool AGG>
-__device__ __forceinline__ void accum(char *copy, const layout &L, int k, double v, int lane)
+/* One value into inner bin k (< 0: none) of this warp's copy. */
+template <class T, int KIND>
+__device__ __forceinline__ void accum(char *copy, const layout &L, int k, double v)
 {
     typedef typename key_of<T>::type K;
     double *s1 = (double *)(copy + L.s1);
     double *s2 = (double *)(copy + L.s2);
     K *key = (K *)(copy + L.key);
     unsigned *cnt = (unsigned *)(copy + L.cnt);
-    if (AGG) {
-        const int k0 = __shfl_sync(FULL, k, 0);
-        if (__all_sync(FULL, k == k0)) {
-            if (k0 < 0)
-                return;
-            if (KIND == K_MIN || KIND == K_MAX) {
-                const K e = wext<K, KIND == K_MIN>(enc((T)v));
-                if (lane == 0) {
-                    if (KIND == K_MIN)
-                        atomicMin(key + k0, e);
-                    else
-                        atomicMax(key + k0, e);
-                }
-                return;
-            }
-            double a = 0, b = 0;
-            if (KIND != K_COUNT)
-                a = wsum<T>(v);
-            if (KIND == K_STD)
-                b = wsum<T>(v * v);
-            if (lane == 0) {
-                if (KIND == K_COUNT || KIND == K_MEAN || KIND == K_STD)
-                    atomicAdd(cnt + k0, 32u);
-                if (KIND != K_COUNT)
-                    atomicAdd(s1 + k0, a);
-                if (KIND == K_STD)
-                    atomicAdd(s2 + k0, b);
-            }
-            return;
-        }
-    }
     if (k < 0)
         return;
     if (KIND == K_MIN)
@@ -380,9 +348,60 @@ __device__ __forceinline__ void finish(const priv_args &r, char *copy, const lay
             r.binnumber[first] = flat[0];
         }
     }
+    /* One warp-wide test a group (a shuffle and a vote for VEC points, where
+     * a test per point spent a shuffle each on the shared-memory pipe that
+     * the atomics saturate): when all 32 x VEC points fall into one bin (one
+     * value, sorted runs) the warp adds them with one atomic, else each
+     * point adds itself. */
+    typedef typename key_of<T>::type K;
+    bool same = true;
+#pragma unroll
+    for (int j = 1; j < VEC; j++)
+        same = same && inner[j] == inner[0];
+    const int k0 = __shfl_sync(FULL, inner[0], 0);
+    if (__all_sync(FULL, same && inner[0] == k0)) {
+        if (k0 < 0)
+            return;
+        char *const c = copy;
+        if (KIND == K_MIN || KIND == K_MAX) {
+            K e = enc(vs[0]);
+#pragma unroll
+            for (int j = 1; j < VEC; j++) {
+                const K q = enc(vs[j]);
+                e = KIND == K_MIN ? (q < e ? q : e) : (q > e ? q : e);
+            }
+            e = wext<K, KIND == K_MIN>(e);
+            if (lane == 0) {
+                if (KIND == K_MIN)
+                    atomicMin((K *)(c + L.key) + k0, e);
+                else
+                    atomicMax((K *)(c + L.key) + k0, e);
+            }
+            return;
+        }
+        double a = 0, b = 0;
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            a += (double)vs[j];
+            b += (double)vs[j] * (double)vs[j];
+        }
+        if (KIND != K_COUNT)
+            a = wsum<T>(a);
+        if (KIND == K_STD)
+            b = wsum<T>(b);
+        if (lane == 0) {
+            if (KIND == K_COUNT || KIND == K_MEAN || KIND == K_STD)
+                atomicAdd((unsigned *)(c + L.cnt) + k0, 32u * VEC);
+            if (KIND != K_COUNT)
+                atomicAdd((double *)(c + L.s1) + k0, a);
+            if (KIND == K_STD)
+                atomicAdd((double *)(c + L.s2) + k0, b);
+        }
+        return;
+    }
 #pragma unroll
     for (int j = 0; j < VEC; j++)
-        accum<T, KIND, true>(copy, L, inner[j], (double)vs[j], lane);
+        accum<T, KIND>(copy, L, inner[j], (double)vs[j]);
 }
 
 /* VEC points from `first`, any number of dimensions (r.ndim), each
