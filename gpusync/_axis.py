@@ -224,21 +224,33 @@ def _out_obj(out):
     return out
 
 
-def _out_loop(default, x, outp):
-    """The accumulator of a sum / cumsum into `outp` (a proxy of out, or
-    None) with no dtype given: NumPy's loop for that out (dtype defaults to
-    out's: an int64 sum into a float64 out adds floats, a float16 one into
-    float32 adds float32) where it is wider than the default -- a float loop
-    for integer input, a wider float for float input; otherwise the default
+def _out_loop(default, xdt, outp):
+    """The accumulator of a sum / cumsum of an `xdt` input into `outp` (a
+    proxy of out, or None) with no dtype given: NumPy's loop for that out
+    (dtype defaults to out's: an int64 sum into a float64 out adds floats, a
+    float16 one into float32 adds float32, a complex64 one into complex128
+    adds complex128) where it is wider than the default -- a float loop for
+    integer input, a wider float or complex for float or complex input; a
+    real input's complex loop (a complex out) adds in the float of the same
+    width, since the imaginary parts are zero; otherwise the default
     (integer sums wrap alike in any width, and a float64 sum is cast to a
     narrower out at the end: more accurate than NumPy's narrower loop)."""
     if outp is None:
         return default
     try:
-        loop = np.add.resolve_dtypes((np.dtype(outp.dtype), np.dtype(x.dtype), None), reduction=True)[0]
-    except (TypeError, ValueError):  # no such loop (float input, integer out): NumPy casts the result
-        return default
+        loop = np.add.resolve_dtypes((np.dtype(outp.dtype), np.dtype(xdt), None), reduction=True)[0]
+    except (TypeError, ValueError):
+        # no loop writes that out (float input, integer out; complex input, real out): NumPy adds in the
+        # common dtype of out and input and casts the result (unsafely) into out
+        try:
+            loop = np.result_type(np.dtype(outp.dtype), np.dtype(xdt))
+        except TypeError:
+            return default
+    if loop.kind == "c" and default.kind != "c":
+        loop = loop.type(0).real.dtype  # a real input summed into a complex out: the float of that width
     if loop.kind == "f" and (default.kind != "f" or loop.itemsize > default.itemsize):
+        return loop
+    if loop.kind == "c" and loop.itemsize > default.itemsize:
         return loop
     return default
 
@@ -253,19 +265,19 @@ def _axes_of(axis, ndim):
     return axes
 
 
-def _proxy(x, axes):
-    shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
-    return np.broadcast_to(np.zeros((), np.dtype(x.dtype)), shape)
+def _proxy(shape, dt, axes):
+    shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return np.broadcast_to(np.zeros((), dt), shape)
 
 
-def _numpy_check(fn, proxy, x, **kw):
+def _numpy_check(fn, proxy, shape, **kw):
     """fn on the proxy: NumPy's result shape and dtype, or NumPy's error --
     with the message NumPy gives for the real shape (a zero-stride view of
     it, on which NumPy fails before reading anything)."""
     try:
         return fn(proxy, **kw)
     except Exception:
-        full = np.broadcast_to(np.zeros((), proxy.dtype), tuple(x.shape))
+        full = np.broadcast_to(np.zeros((), proxy.dtype), shape)
         fn(full, **kw)
         raise
 
@@ -322,11 +334,11 @@ def host_axis(a, axis, op, out_dtype_of):
     return res[()] if res.ndim == 0 else res
 
 
-def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True):
-    """sum / count_nonzero of `a` along `axis` by NumPy's rules."""
-    _dispatch.fast_ready()  # the next call of a device array may take _devfast.reduce_axis_
-    x = nd_input(a, func)
-    ndim = len(x.shape)
+def _axis_args(shape, xdt, axis, out):
+    """NumPy's axis rules for a reduction of an input of `shape` and dtype
+    `xdt`: (axis, axes, out, out's host proxy, the input's proxy for
+    NumPy's checks)."""
+    ndim = len(shape)
     out = _out_obj(out)
     if ndim == 0 and axis is not None and not isinstance(axis, (tuple, list)):
         _axes_of(axis, 1)  # NumPy's reductions take an int axis 0 / -1 of a 0-d array (a tuple: AxisError)
@@ -335,28 +347,50 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
     outp = _host_out_proxy(out)
     # NumPy checks the arguments on the proxy; without `out` (whose shape it
     # must see) every axis may be 1 long, which keeps the check O(1)
-    proxy = _proxy(x, axes) if out is not None else np.broadcast_to(np.zeros((), np.dtype(x.dtype)), (1,) * ndim)
+    proxy = _proxy(shape, xdt, axes) if out is not None else np.broadcast_to(np.zeros((), xdt), (1,) * ndim)
+    return axis, axes, out, outp, proxy
+
+
+def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True):
+    """NumPy's checks of a sum's arguments for an input of `shape` and dtype
+    `xdt` (nothing of it is read): NumPy's own exceptions and warnings.
+    Returns (axis, axes, out, ref, loop, init): `ref` NumPy's result on the
+    proxy (its dtype; with `out` its shape), `loop` the accumulator dtype
+    (dtype=, else the input's sum dtype or, with `out`, the loop NumPy
+    resolves for it), `init` the `initial` in that dtype (None: the default
+    0, which adds nothing)."""
+    axis, axes, out, outp, proxy = _axis_args(shape, xdt, axis, out)
+    # initial=0 (the default) adds nothing, so -0.0 sums keep their sign as in NumPy
+    kw = {} if (type(initial) is int and initial == 0) else {"initial": initial}
+    ref = _numpy_check(np.sum, proxy, shape, axis=axis, dtype=dtype, out=outp, keepdims=keepdims, **kw)
+    loop = np.dtype(dtype) if dtype is not None else _out_loop(np.add.reduce(np.zeros(1, xdt)).dtype, xdt,
+                                                               outp if out is not None else None)
+    init = None if not kw else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
+    if where is not True:
+        try:
+            fits = np.broadcast_shapes(np.shape(where), shape) == shape
+        except ValueError:
+            fits = False
+        if not fits:  # `where` broadcasts to a's shape, never a to where's: NumPy's own error, before any read
+            np.sum(np.broadcast_to(np.zeros((), xdt), shape), axis=axis,
+                   where=np.broadcast_to(True, np.shape(where)))  # (a host mask of where's shape: any library)
+            raise ValueError(f"{func}: where of shape {np.shape(where)} does not broadcast to {shape}")
+    return axis, axes, out, ref, loop, init
+
+
+def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True):
+    """sum / count_nonzero of `a` along `axis` by NumPy's rules."""
+    _dispatch.fast_ready()  # the next call of a device array may take _devfast.reduce_axis_
+    x = nd_input(a, func)
+    shape, xdt = tuple(x.shape), np.dtype(x.dtype)
     if op == COUNT_NONZERO:
-        ref = _numpy_check(np.count_nonzero, proxy, x, axis=axis, keepdims=keepdims)
+        axis, axes, out, _outp, proxy = _axis_args(shape, xdt, axis, out)
+        ref = _numpy_check(np.count_nonzero, proxy, shape, axis=axis, keepdims=keepdims)
         loop = np.dtype(np.intp)
         init = None
     else:
-        # initial=0 (the default) adds nothing, so -0.0 sums keep their sign as in NumPy
-        kw = {} if (type(initial) is int and initial == 0) else {"initial": initial}
-        ref = _numpy_check(np.sum, proxy, x, axis=axis, dtype=dtype, out=outp, keepdims=keepdims, **kw)
-        # the loop dtype: dtype=, else the input's sum dtype or, with `out`, the loop NumPy resolves for it
-        loop = np.dtype(dtype) if dtype is not None else _out_loop(np.add.reduce(np.zeros(1, x.dtype)).dtype,
-                                                                   x, outp if out is not None else None)
-        init = None if not kw else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
+        axis, axes, out, ref, loop, init = sum_args(func, shape, xdt, axis, dtype, out, keepdims, initial, where)
         if where is not True:
-            try:
-                fits = np.broadcast_shapes(np.shape(where), tuple(x.shape)) == tuple(x.shape)
-            except ValueError:
-                fits = False
-            if not fits:  # `where` broadcasts to a's shape, never a to where's: NumPy's own error, before any read
-                np.sum(np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape)), axis=axis,
-                       where=np.broadcast_to(True, np.shape(where)))  # (a host mask of where's shape: any library)
-                raise ValueError(f"{func}: where of shape {np.shape(where)} does not broadcast to {tuple(x.shape)}")
             if isinstance(x, DeviceArray):
                 x = _lib_where(x, where, x.dtype.type(0))
             else:
@@ -395,11 +429,15 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
 
 # ---- cumsum along an axis -----------------------------------------------------------------------------------
 
-def cumsum(a, axis, dtype, out, flat_scan):
-    """np.cumsum by NumPy's rules; `flat_scan(x, out_dtype)` scans a 1-D array."""
-    x = nd_input(a, "cumsum")
+def cumsum_args(shape, xdt, axis, dtype, out):
+    """NumPy's axis, dtype and out rules of a cumsum of an input of `shape`
+    and dtype `xdt` (nothing of it is read): (ax, shape, result shape, rt,
+    out) -- ax the normalized axis (None: the flattened scan), shape (1,)
+    for a 0-d input scanned along an axis, rt the accumulator and result
+    dtype (dtype=, else NumPy's cumsum dtype or, with `out`, the loop NumPy
+    resolves for it)."""
     out = _out_obj(out)
-    shape = tuple(x.shape)
+    full_shape = tuple(shape)
     if axis is None:
         res_shape = (math.prod(shape),)
         ax = None
@@ -408,15 +446,22 @@ def cumsum(a, axis, dtype, out, flat_scan):
         if not shape:  # NumPy: a 0-d array scans as 1-D
             shape = (1,)
         res_shape = shape
-    rt = np.dtype(dtype) if dtype is not None else np.cumsum(np.zeros(1, x.dtype)).dtype
+    rt = np.dtype(dtype) if dtype is not None else np.cumsum(np.zeros(1, xdt)).dtype
     if out is not None:
         outp = _host_out_proxy(out)
         if dtype is None:
-            rt = _out_loop(rt, x, outp)
+            rt = _out_loop(rt, xdt, outp)
         if tuple(outp.shape) != tuple(res_shape):  # NumPy's error (raised before it reads anything)
-            full = np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape))
+            full = np.broadcast_to(np.zeros((), xdt), full_shape)
             np.cumsum(full, axis=axis, dtype=dtype, out=np.empty(outp.shape, outp.dtype))
             raise ValueError(f"cumsum: out has shape {tuple(outp.shape)}, expected {tuple(res_shape)}")
+    return ax, shape, res_shape, rt, out
+
+
+def cumsum(a, axis, dtype, out, flat_scan):
+    """np.cumsum by NumPy's rules; `flat_scan(x, out_dtype)` scans a 1-D array."""
+    x = nd_input(a, "cumsum")
+    ax, shape, res_shape, rt, out = cumsum_args(tuple(x.shape), np.dtype(x.dtype), axis, dtype, out)
     x = _category_cast(x, rt)
     if ax is None or len(shape) == 1:
         if rt.kind == "f" and rt.itemsize > np.dtype(x.dtype).itemsize:

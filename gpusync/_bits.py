@@ -6,7 +6,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from . import _arrays, _axis, _backend, _core, _devfast, _dispatch
+from . import _arrays, _axis, _backend, _complex, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 
 
@@ -310,9 +310,10 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
     ``a > threshold`` (gpusync's; compares as in :func:`packbits`) -- over
     all elements with one warp ballot and popcount per 32 elements and one
     atomic per warp, or along `axis` (an int, negative int or tuple) by the
-    segmented kernel of :func:`sum`.  Host input gives an intp scalar (axis
-    None) or an intp array; a device array a 0-d int64 array of its library
-    (no host sync) or an int64 array."""
+    segmented kernel of :func:`sum`.  Complex input counts the elements
+    whose real or imaginary part is non-zero (no `threshold`).  Host input
+    gives an intp scalar (axis None) or an intp array; a device array a 0-d
+    int64 array of its library (no host sync) or an int64 array."""
     if axis is None and not keepdims and stream is None and threshold is None:
         r = _core.fast_count_nonzero(a)  # the C fast path (_dispatch.py)
         if r is not NotImplemented:
@@ -331,6 +332,8 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):
+        if _complex.takes(a):  # complex input: count its `a != 0` mask (real or imaginary part non-zero)
+            a = _complex.nonzero_mask(a, threshold)
         if axis is None and not keepdims:
             return _count_nonzero_impl(a, threshold=threshold)
         x = _axis.nd_input(a, "count_nonzero")

@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from . import _arrays, _axis, _core, _devfast, _dispatch
+from . import _arrays, _axis, _complex, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 
 STRATEGIES = _dispatch.STRATEGIES["sum"]
@@ -80,7 +80,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
     sums are exact modulo 2^64 (NumPy's wrap-around).  float16 and float32
     inputs are accumulated in float64 and rounded once at the end, so the
     result is usually the correctly rounded sum -- more accurate than NumPy's
-    pairwise float32 sum.
+    pairwise float32 sum.  complex64 / complex128 input keeps its dtype: it is
+    summed as its (..., 2) float view (real and imaginary parts, the
+    segmented kernel whatever the strategy), as is a real input with a
+    complex `dtype` (in the float of that width); a real `dtype` or `out`
+    for complex input takes the real parts with NumPy's ComplexWarning.
 
     `strategy` picks how the blocks' partial sums are combined: ``"atomic"``,
     ``"mutex"`` (a spin lock), ``"two-pass"`` (second kernel), ``"threadfence"``
@@ -137,6 +141,10 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):
+        if _complex.takes(a, dtype, out):  # complex input, dtype or out: float sums of the (..., 2) real view
+            _dispatch.check_strategy("sum", strategy)
+            _check_deterministic("sum", strategy, deterministic and plain, "c")
+            return _complex.sum(a, axis, dtype, out, keepdims, initial, where)
         if plain:
             return _sum_impl(a, strategy=strategy, deterministic=deterministic)
         _dispatch.check_strategy("sum", strategy)  # NumPy's axis / dtype / out / ... rules: _axis.reduce
@@ -146,15 +154,20 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
 def _sum_impl(a, strategy="auto", deterministic=False):
     _dispatch.check_strategy("sum", strategy)
     x = _arrays.checked_input(a, "a", "sum")
-    if deterministic and strategy not in DETERMINISTIC_STRATEGIES and x.dtype.kind == "f":
-        raise ValueError(f"sum: strategy {strategy!r} cannot be deterministic for floating-point input; "
-                         f"use one of {', '.join(repr(s) for s in DETERMINISTIC_STRATEGIES)}")
+    _check_deterministic("sum", strategy, deterministic, x.dtype.kind)
     out_dtype = _sum_dtype(x.dtype)
     arrays = [x if isinstance(x, DeviceArray) else _host_flat(x, x.dtype)]
     total = _run("sum", arrays, out_dtype, strategy, deterministic)
     if out_dtype == np.float64 and not isinstance(x, DeviceArray) and not np.isfinite(total):
         total = _rescaled_sum(arrays[0], strategy, deterministic)
     return total
+
+
+def _check_deterministic(func, strategy, deterministic, kind):
+    """ValueError for deterministic=True with a strategy that adds floats in no fixed order."""
+    if deterministic and strategy not in DETERMINISTIC_STRATEGIES and kind in ("f", "c"):
+        raise ValueError(f"{func}: strategy {strategy!r} cannot be deterministic for floating-point input; "
+                         f"use one of {', '.join(repr(s) for s in DETERMINISTIC_STRATEGIES)}")
 
 
 _SUM_SCALE = 2.0**-64  # n * max|x| * 2^-64 cannot overflow for any n < 2^63
@@ -195,7 +208,10 @@ def dot(a, b, out=None, *, strategy="auto", deterministic=False, stream=None):
     int8 . int8 is int8 and wraps around like NumPy; bool . bool is "any
     pair both true").  Inputs of different dtypes are cast to the common
     dtype first.  Floating inputs accumulate in float64 (products of float32
-    are exact there).  `strategy` and `deterministic` as in :func:`sum`.
+    are exact there).  Complex vectors (no conjugation, as ``np.dot``) are
+    two float dots of their (n, 2) views: real = view(a) . view(conj(b)),
+    imaginary = view(a) . swap(view(b)).  `strategy` and `deterministic` as
+    in :func:`sum`.
     """
     if out is None and stream is None and strategy == "auto" and not deterministic:
         r = _core.fast_dot(a, b)
@@ -207,6 +223,9 @@ def dot(a, b, out=None, *, strategy="auto", deterministic=False, stream=None):
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):
+        if _complex.takes(a) or _complex.takes(b):  # complex operands: two float dots of the (n, 2) real views
+            _dispatch.check_strategy("dot", strategy)
+            return _complex.dot(a, b, out, lambda u, v: _dot_impl(u, v, strategy, deterministic))
         return _dot_out(a, b, out, strategy, deterministic)
 
 
@@ -255,9 +274,7 @@ def _dot_impl(a, b, strategy="auto", deterministic=False):
     if sx[0] != sy[0]:
         raise ValueError(f"shapes {sx} and {sy} not aligned: {sx[0]} (dim 0) != {sy[0]} (dim 0)")
     rt = _dot_dtype(np.dtype(x.dtype), np.dtype(y.dtype))
-    if deterministic and strategy not in DETERMINISTIC_STRATEGIES and rt.kind == "f":
-        raise ValueError(f"dot: strategy {strategy!r} cannot be deterministic for floating-point input; "
-                         f"use one of {', '.join(repr(s) for s in DETERMINISTIC_STRATEGIES)}")
+    _check_deterministic("dot", strategy, deterministic, rt.kind)
     arrays = []
     for v in (x, y):
         if isinstance(v, DeviceArray):

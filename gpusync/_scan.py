@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from . import _arrays, _core, _devfast, _dispatch
+from . import _arrays, _complex, _core, _devfast, _dispatch
 from . import _axis as _nd
 from ._arrays import DeviceArray
 
@@ -50,7 +50,11 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
     more accurate than NumPy's running float32 sum (results agree with
     ``np.cumsum(a.astype(np.float64)).astype(a.dtype)`` to rounding); float64
     agrees with NumPy to rounding, not bit for bit, because the blocks add in
-    a different order.
+    a different order.  complex64 / complex128 input keeps its dtype: a 1-D
+    (or flattened) array is scanned as its real and its imaginary parts by
+    the strategy kernels, along an axis of an N-D array as its (..., 2) float
+    view; a real input with a complex `dtype` is scanned in the float of
+    that width.
 
     `strategy` picks how the blocks learn the sum of everything before them:
 
@@ -92,6 +96,8 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):  # NumPy's axis / dtype / out rules: _axis.cumsum
+        if _complex.takes(a, dtype, out):  # complex input, dtype or out: the float scan of the (..., 2) real view
+            return _complex.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
         return _nd.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
 
 
