@@ -52,7 +52,14 @@
 
 namespace {
 
-constexpr int THREADS = 512;
+#ifndef GS_BINSTAT_THREADS
+#define GS_BINSTAT_THREADS 512
+#endif
+/* a block; BLOCKS_SM of them fill an SM's 1,024 threads.  1,024 (one block an SM, twice the copies: 2-D
+ * 64 x 64 mean with 4 instead of 2) measured the same as 512 on every case of r79 (r80, H200, ncu: within
+ * 1 %) */
+constexpr int THREADS = GS_BINSTAT_THREADS;
+constexpr int BLOCKS_SM = 1024 / THREADS;
 constexpr int MAXD = 8;                 /* dimensions this path bins (more: the pipelined path) */
 constexpr int64_t MAX_INNER = 1 << 20;  /* inner bins (far beyond what fits in shared memory) */
 constexpr double STD_COND = 1024.0;
@@ -519,7 +526,7 @@ template <class T, int KIND, int VEC, int ND> struct group {
  * (contiguous, aligned arrays), loads one group ahead; ND == 0: r.ndim
  * dimensions, any strides when VEC == 1. */
 template <class T, int KIND, int VEC, int ND>
-__global__ void __launch_bounds__(THREADS, 2) priv_kernel(priv_args r, layout L)
+__global__ void __launch_bounds__(THREADS, BLOCKS_SM) priv_kernel(priv_args r, layout L)
 {
     typedef typename key_of<T>::type K;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -760,7 +767,7 @@ int replicas_for(int kind, int nbins, int nedges, size_t keybytes, const gs_devi
 {
     const size_t eb = edge_bytes(nedges, keybytes); /* (edges in the coordinates' precision, as the keys) */
     const size_t optin = (size_t)dev->shared_memory_per_block_optin;
-    const size_t half = (size_t)dev->shared_memory_per_multiprocessor / 2 - 1024;
+    const size_t half = (size_t)dev->shared_memory_per_multiprocessor / BLOCKS_SM - 1024;
     if (eb + layout_for(kind, nbins, keybytes, 1).copy > optin)
         return 0;
     int r = copies_by_lane(kind) ? 32 : THREADS / 32;
