@@ -248,10 +248,11 @@ def _out_loop(default, xdt, outp):
             return default
     if loop.kind == "c" and default.kind != "c":
         loop = loop.type(0).real.dtype  # a real input summed into a complex out: the float of that width
+    # (no kernel adds wider than float64 / complex128: a longdouble out takes that sum, cast at the end)
     if loop.kind == "f" and (default.kind != "f" or loop.itemsize > default.itemsize):
-        return loop
+        return loop if loop.itemsize <= 8 else np.dtype(np.float64)
     if loop.kind == "c" and loop.itemsize > default.itemsize:
-        return loop
+        return loop if loop.itemsize <= 16 else np.dtype(np.complex128)
     return default
 
 
@@ -365,6 +366,8 @@ def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, 
     ref = _numpy_check(np.sum, proxy, shape, axis=axis, dtype=dtype, out=outp, keepdims=keepdims, **kw)
     loop = np.dtype(dtype) if dtype is not None else _out_loop(np.add.reduce(np.zeros(1, xdt)).dtype, xdt,
                                                                outp if out is not None else None)
+    if loop.kind == "f" and kw and np.iscomplexobj(initial) and out is not None and outp.dtype.kind == "c":
+        loop = np.result_type(loop, np.complex64)  # a complex initial into a complex out: complex adds
     init = None if not kw else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
     if where is not True:
         try:

@@ -291,6 +291,19 @@ def _check(dt: np.dtype, func: str, name="a"):
         raise TypeError(f"{func}: {what} not supported ({_SUPPORTED})")
 
 
+def _to_real(x, ops, target):
+    """NumPy's cast of complex `x` toward the real dtype `target`: the real
+    parts (with the ComplexWarning the argument check gave), but ``x != 0``
+    for bool (either part non-zero)."""
+    return x != 0 if np.dtype(target).kind == "b" else ops.real(x)
+
+
+def _out_dtype(out):
+    """An out's NumPy dtype (NumPy, CuPy, PyTorch), without a copy."""
+    o = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    return _np_dtype(o)
+
+
 class _Owner:
     """What _axis._write_out needs of the input: its library's name."""
 
@@ -304,7 +317,7 @@ def _finish(res, out, ops):
     or returned (a NumPy scalar for a 0-d host result)."""
     if out is not None:
         if _kind(out) != "c":
-            res = ops.real(res)
+            res = _to_real(res, ops, _out_dtype(out))
         return _nd._write_out(res, out, _Owner(ops.name))
     if not ops.device and res.ndim == 0:
         return res[()]
@@ -345,7 +358,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         # a real accumulator: NumPy casts each element to it (a complex one: its real part, with the
         # ComplexWarning sum_args gave) -- the real path, with every argument as given
         if xdt.kind == "c":
-            x = ops.real(x)
+            x = _to_real(x, ops, loop)
         return _nd.reduce("sum", _nd.SUM, x, axis, dtype, out, keepdims, initial, where)
     _check(loop, "sum", "dtype")
     fl = _real_dtype(loop)
@@ -375,7 +388,7 @@ def cumsum(a, axis, dtype, out, flat_scan):
     np.cumsum(small, axis=axis, dtype=dtype,
               out=None if outp is None else np.empty((1,) * max(1 if axis is None else len(x.shape), 1), outp.dtype))
     if rt.kind != "c":  # a real accumulator: the real path on the real parts (NumPy's cast)
-        return _nd.cumsum(ops.real(x) if xdt.kind == "c" else x, axis, dtype, out, flat_scan)
+        return _nd.cumsum(_to_real(x, ops, rt) if xdt.kind == "c" else x, axis, dtype, out, flat_scan)
     _check(rt, "cumsum", "dtype")
     fl = _real_dtype(rt)
     if xdt.kind == "c" and (ax is None or len(shape) == 1):
@@ -417,8 +430,6 @@ def dot(a, b, out, real_dot):
     dx, dy = _np_dtype(x), _np_dtype(y)
     _check(dx, "dot", "a")
     _check(dy, "dot", "b")
-    if _numpy_runs("dot", x, ops, ops_y, others=(out,)):
-        return np.dot(x, y, out=out)
     if ops_y.device and not ops.device:
         ops = ops_y
     rt = np.result_type(dx, dy)
@@ -436,6 +447,8 @@ def dot(a, b, out, real_dot):
         if op.shape != () or op.dtype != rt or not op.flags.c_contiguous:
             raise ValueError("output array is not acceptable (must have the right datatype, number of "
                              "dimensions, and be a C-Array)")
+    if _numpy_runs("dot", x, ops, ops_y, others=(out,)):  # (after gpusync's shape rules: 1-D vectors only)
+        return np.dot(x, y, out=out)
     x, y = _on(ops, x, rt), _on(ops, y, rt)  # (a host and a device vector: the real dot's error)
     va = ops.flat(ops.view2(x))  # (ar, ai) pairs
     re = real_dot(va, ops.flat(ops.view2(ops.conj(y))))  # ar br - ai bi

@@ -379,3 +379,58 @@ def test_lists_and_python_scalars(backend):
     assert gs.count_nonzero([1j, 0, 2]) == np.count_nonzero([1j, 0, 2])
     close(gs.dot([1 + 2j, 3], [1j, 2]), np.dot([1 + 2j, 3], [1j, 2]), [10])
     close(gs.sum(1 + 2j), np.sum(1 + 2j), [3])
+
+
+# ---- review30: casts to bool, complex initial, long double outs -------------------------------------------------
+
+def test_complex_to_bool_counts_either_part(backend, kind):
+    """NumPy casts complex to bool as z != 0 (either part), not the real part."""
+    a = np.array([1j, 2j, 0, 3 + 0j, 0, 0])
+    x = to_kind(a, kind)
+    np.testing.assert_array_equal(to_host(gs.sum(to_kind(a.reshape(2, 3), kind), axis=0, dtype=bool)),
+                                  np.sum(a.reshape(2, 3), axis=0, dtype=bool))
+    np.testing.assert_array_equal(to_host(gs.cumsum(x, dtype=bool)), np.cumsum(a, dtype=bool))
+    if kind == "numpy":
+        o, ref = np.zeros((), bool), np.zeros((), bool)
+        gs.sum(a[:2], out=o)
+        np.sum(a[:2], out=ref)
+        assert o == ref
+        o, ref = np.zeros(6, bool), np.zeros(6, bool)
+        gs.cumsum(a, out=o)
+        np.cumsum(a, out=ref)
+        np.testing.assert_array_equal(o, ref)
+
+
+@pytest.mark.parametrize("xdt", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("odt", [np.complex64, np.complex128])
+def test_real_input_complex_out_complex_initial(backend, xdt, odt):
+    r = np.arange(12, dtype=xdt).reshape(3, 4)
+    got, ref = np.zeros(3, odt), np.zeros(3, odt)
+    gs.sum(r, axis=1, initial=2 + 1j, out=got)
+    np.sum(r, axis=1, initial=2 + 1j, out=ref)
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("xdt", [np.float64, np.int64, np.complex128])
+@pytest.mark.parametrize("odt", [np.longdouble, np.clongdouble])
+def test_long_double_outs(backend, xdt, odt):
+    """A long double out takes the float64 / complex128 sum, cast at the end (no kernel adds wider)."""
+    if np.dtype(xdt).kind == "c" and np.dtype(odt).kind != "c":
+        ctx = pytest.warns(np.exceptions.ComplexWarning)
+    else:
+        ctx = warnings.catch_warnings()
+    a = (np.arange(12) + (1j if np.dtype(xdt).kind == "c" else 0)).astype(xdt).reshape(3, 4)
+    with ctx:
+        for fn, kw, shape in ((gs.sum, {"axis": 0}, (4,)), (gs.cumsum, {"axis": 1}, (3, 4)),
+                              (gs.cumsum, {}, (12,))):
+            got = np.zeros(shape, odt)
+            ref = np.zeros(shape, odt)
+            fn(a, out=got, **kw)
+            getattr(np, fn.__name__)(a, out=ref, **kw)
+            np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_dot_of_2d_complex_is_refused_on_every_engine(backend):
+    a = np.ones((2, 2), complex)
+    with pytest.raises(ValueError):
+        gs.dot(a, a)

@@ -760,15 +760,26 @@ const void *priv_kernel()
  *     saves ~15 us;
  *   32-bit, 264 blocks x 4,096 bins (1.08M pairs): count kernel 194.6 us
  *     either way + 12 us of summing (32 columns of blocks): atomics win.
- * A 32-bit pair costs the dump twice the bytes of a 16-bit one and its
- * atomic the same: dumps are taken for 16-bit counters from
- * DUMP_MIN_PAIRS pairs (half of the measured case).  GPUSYNC_HISTDD_FLUSH
- * 1 / 2 forces atomics / dumps (tests, A/B). */
-constexpr int64_t DUMP_MIN_PAIRS = (int64_t)1 << 22;
-bool dumps(int64_t grid, int64_t nbins, bool halves)
+ * Per (block, bin) pair: an atomic ~2.45 ns (21.2 us / 8.65M), the dump's
+ * sum ~0.92 ns (8 us / 8.65M) plus its launch and tail (~3 us).  Atomics
+ * are paid for non-empty pairs only -- at most n, and for uniform points
+ * pairs x (1 - exp(-n / pairs)) -- the dump for every pair: dumps are taken
+ * for 16-bit counters where the atomics they save cost more (1M points into
+ * 256 x 256 bins on 123 blocks fill 0.94M of 8.1M pairs: atomics).  A
+ * 32-bit pair costs the dump twice the bytes and its atomic the same, and
+ * the 64 x 64 case gained nothing: 32-bit counters keep their atomics.
+ * GPUSYNC_HISTDD_FLUSH 1 / 2 forces atomics / dumps (tests, A/B). */
+constexpr double ATOMIC_NS = 2.45, DUMP_NS = 0.92, DUMP_FIXED_NS = 3000.0;
+bool dumps(int64_t grid, int64_t nbins, int64_t n, bool halves)
 {
     const int force = (int)gs_env_number(GS_ENV_HISTDD_FLUSH, 0.0, NULL);
-    return force == 2 || (force != 1 && halves && grid * nbins >= DUMP_MIN_PAIRS);
+    if (force == 1 || force == 2)
+        return force == 2;
+    if (!halves)
+        return false;
+    const double pairs = (double)grid * (double)nbins;
+    const double filled = pairs * -expm1(-(double)n / pairs); /* expected non-empty pairs (uniform points) */
+    return filled * ATOMIC_NS > pairs * DUMP_NS + DUMP_FIXED_NS;
 }
 
 template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
@@ -789,7 +800,7 @@ gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, const gs_de
     const int64_t per_block = (int64_t)sh.threads * (((groups + step - 1) / step) * U + 1);
     /* one scratch allocation: the overflow flag (its own 16 bytes) and the dump */
     const bool flag = DEST == TO_SHARED16 && (gs_count16_may_overflow(per_block) || r.force_recount);
-    const bool dump = !WEIGHTED && DEST != TO_GLOBAL && dumps(grid, r.nbins, DEST == TO_SHARED16);
+    const bool dump = !WEIGHTED && DEST != TO_GLOBAL && dumps(grid, r.nbins, r.n, DEST == TO_SHARED16);
     const int64_t cols = dump ? ((DEST == TO_SHARED16 ? (r.nbins + 1) / 2 : r.nbins) + 3) / 4 : 0;
     uint4 *d_scratch = NULL;
     gs_status st = GS_OK;
