@@ -39,8 +39,13 @@ def test_threads_follow_the_measured_handoff():
     assert t == most and h > 0
     h2 = _core.cpu_threads_for(1, 1.0)[1]  # the hand-off of all threads
     assert h2 == h
-    # work of a quarter of the smallest hand-off: threads cannot pay
-    assert _core.cpu_threads_for(max(int(h / (4 * most)), 1), 1.0)[0] == 1
+    # work of a quarter of all threads' hand-off: all threads cannot pay, and fewer are taken only where
+    # their own measured hand-off pays (r81: under 8 pytest workers the hand-off of 2 threads measured
+    # small enough that 2 paid for such work -- the rule held, the old assertion of one thread did not)
+    w = max(int(h / (4 * most)), 1)
+    t2, h_t2, _ = _core.cpu_threads_for(w, 1.0)
+    assert t2 < most
+    assert t2 == 1 or w / t2 + h_t2 < w
 
 
 def test_num_threads_is_respected(monkeypatch):
