@@ -33,7 +33,7 @@ def to_kind(a, kind):
         return cp.asarray(a)
     if kind == "torch":
         torch = pytest.importorskip("torch")
-        return torch.as_tensor(a, device="cuda")
+        return torch.as_tensor(np.asarray(a).copy(), device="cuda")  # (a C-order copy: no negative strides)
     return a
 
 

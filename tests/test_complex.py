@@ -9,13 +9,11 @@ import numpy as np
 import pytest
 
 import gpusync as gs
+from test_axis import KINDS, to_host, to_kind  # noqa: F401 - the device-array parameter
 
 CDTYPES = [np.complex64, np.complex128]
 SHAPES = [(0,), (1,), (31,), (33,), (1000,), (4, 5), (3, 4, 5)]
 REAL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
-
-KINDS = [pytest.param("numpy", id="numpy"), pytest.param("cupy", id="cupy", marks=pytest.mark.gpu),
-         pytest.param("torch", id="torch", marks=pytest.mark.gpu)]
 
 
 @pytest.fixture(params=KINDS)
@@ -24,24 +22,6 @@ def kind(request, backend):
     if request.param != "numpy" and backend != "cuda":
         pytest.skip("device arrays run on the cuda backend")
     return request.param
-
-
-def to_kind(a, kind):
-    if kind == "cupy":
-        cp = pytest.importorskip("cupy")
-        return cp.asarray(a)
-    if kind == "torch":
-        torch = pytest.importorskip("torch")
-        return torch.as_tensor(np.asarray(a).copy(), device="cuda")  # (a C-order copy: no negative strides)
-    return a
-
-
-def to_host(r):
-    if hasattr(r, "get"):
-        return r.get()
-    if type(r).__module__.startswith("torch"):
-        return r.cpu().numpy()
-    return r
 
 
 def _lib_of(r, kind):
