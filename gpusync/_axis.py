@@ -368,7 +368,10 @@ def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, 
                                                                outp if out is not None else None)
     if loop.kind == "f" and kw and np.iscomplexobj(initial) and out is not None and outp.dtype.kind == "c":
         loop = np.result_type(loop, np.complex64)  # a complex initial into a complex out: complex adds
-    init = None if not kw else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
+    if kw and initial is None and math.prod(shape[i] for i in axes) == 0:
+        # initial=None: NumPy's "no initial value", an error for an empty reduction (the proxy has no empty axis)
+        np.sum(np.broadcast_to(np.zeros((), xdt), shape), axis=axis, dtype=dtype, initial=None)
+    init = None if not kw or initial is None else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
     if where is not True:
         try:
             fits = np.broadcast_shapes(np.shape(where), shape) == shape
@@ -410,7 +413,10 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
     acc = np.dtype(np.int64) if op == COUNT_NONZERO else loop
     flat = _launch(xin, shape3, strides3, op, acc, nout)
     device = isinstance(x, DeviceArray)
-    if init is not None and init != 0:
+    if init is not None and math.prod(x.shape[i] for i in axes) == 0:
+        # an empty reduction is its initial itself (-0.0 stays -0.0, as in NumPy); a Python scalar for device arrays
+        flat[...] = init.item() if device and hasattr(init, "item") else init
+    elif init is not None and init != 0:
         if device:
             try:
                 flat += Lib.of(x.lib).from_host(np.asarray(init, loop), x.device)

@@ -182,3 +182,21 @@ def test_device_arrays_take_the_same_accumulators():
     with pytest.raises(ValueError):
         gs.sum(cp.ones(3), where=cp.ones((2, 3), bool))
     assert int(gs.sum(cp.asarray(np.array(5)), axis=0)) == 5
+
+
+@pytest.mark.parametrize("shape, axis", [((0,), None), ((3,), None), ((0, 3), 0), ((0, 3), 1), ((2, 3), 0),
+                                         ((2, 0), 1)])
+@pytest.mark.parametrize("initial", [None, -0.0, 5])
+def test_initial_none_and_an_empty_reductions_initial(backend, shape, axis, initial):
+    """review30: initial=None is NumPy's "no initial value" (an error only for an empty reduction), and an
+    empty reduction is its initial itself (-0.0 keeps its sign)."""
+    a = np.zeros(shape)
+    try:
+        ref = np.sum(a, axis=axis, initial=initial)
+    except ValueError:
+        with pytest.raises(ValueError):
+            gs.sum(a, axis=axis, initial=initial)
+        return
+    got = gs.sum(a, axis=axis, initial=initial)
+    np.testing.assert_array_equal(got, ref)
+    assert np.array_equal(np.signbit(got), np.signbit(ref))
