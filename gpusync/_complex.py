@@ -137,8 +137,9 @@ class _NumPy:
 
     @staticmethod
     def mask(w):
-        """`where` with a trailing axis of 1 (broadcasts against the view)."""
-        return np.asarray(w)[..., None]
+        """`where` with a trailing axis of 1 (broadcasts against the view): a
+        device mask stays on its device, anything else becomes a NumPy array."""
+        return w[..., None] if _is_device_mask(w) else np.asarray(w)[..., None]
 
     @staticmethod
     def add(res, init):
@@ -146,7 +147,7 @@ class _NumPy:
 
     @staticmethod
     def mul(x, y):
-        return np.multiply(x, y)
+        return x * y
 
 
 def _is_device_mask(w):
@@ -176,9 +177,6 @@ class _CuPy(_NumPy):
     def conj(self, x):
         return self.cp.conj(x)
 
-    def swap(self, v):
-        return v[..., ::-1]
-
     def complex_of(self, re, im, cdt):
         res = self.cp.empty(re.shape, cdt)
         v = res.reshape(-1).view(_real_dtype(cdt)).reshape(tuple(res.shape) + (2,))
@@ -186,15 +184,9 @@ class _CuPy(_NumPy):
         v[..., 1] = im
         return res
 
-    def mask(self, w):
-        return w[..., None] if _is_device_mask(w) else np.asarray(w)[..., None]
-
     def add(self, res, init):
         res += complex(init)
         return res
-
-    def mul(self, x, y):
-        return x * y
 
 
 class _Torch(_NumPy):
@@ -230,14 +222,8 @@ class _Torch(_NumPy):
     def complex_of(self, re, im, cdt):
         return self.torch.complex(re, im)
 
-    def mask(self, w):
-        return w[..., None] if _is_device_mask(w) else np.asarray(w)[..., None]
-
     def add(self, res, init):
         return res + complex(init)
-
-    def mul(self, x, y):
-        return x * y
 
 
 _LIBS: dict = {}
