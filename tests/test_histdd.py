@@ -234,13 +234,14 @@ def test_counter_widths_and_crowded_bins(monkeypatch, counter, bins):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("flush", ["1", "2"])
-@pytest.mark.parametrize("counter", ["0", "16", "32"])
+@pytest.mark.parametrize("counter", ["0", "16", "32", "1"])
 @pytest.mark.parametrize("bins", [(7, 5), (64, 64), (255, 257), (256, 256), (16, 16, 15)])
 @pytest.mark.parametrize("place", ["host", "cupy"])
 def test_flush_by_atomics_or_dumps(monkeypatch, flush, counter, bins, place):
     """Every block's shared counts reach the result either by global atomics
     (GPUSYNC_HISTDD_FLUSH=1) or through a copy summed by a second kernel
-    (2): 16- and 32-bit counters, odd bin counts (a half-filled last word),
+    (2): 16- and 32-bit counters, the overflow recount behind either (1:
+    every block's slot raised), odd bin counts (a half-filled last word),
     host inputs (int64 counts) and device ones (float64): NumPy's counts."""
     monkeypatch.setenv("GPUSYNC_HISTDD_FLUSH", flush)
     monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
@@ -594,3 +595,29 @@ def test_host_fast_path_gives_the_general_paths_answers(backend):
                 seen.append(got[1])
             seen[0][0] = 12345  # one call's edges are its own
             assert gs.histogram2d(xs, ys, bins, rg)[1][0] == ref[1][0]
+
+
+@pytest.mark.gpu
+def test_edges_kept_on_the_device_many_sets_and_empty_cache():
+    """Edge tables are kept on the device for calls that repeat them
+    (gs_cuda_constants): the same edges again, 70 distinct sets (more than
+    the 64 kept: the rest upload per call) and calls after gs.empty_cache()
+    freed them -- NumPy's and SciPy's answers every time, for histogram2d,
+    histogramdd, histogram with an edge array and binned_statistic."""
+    cp = pytest.importorskip("cupy")
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(70)
+    x, y = rng.random(50_001), rng.random(50_001)
+    dx, dy = cp.asarray(x), cp.asarray(y)
+    for rnd in range(3):
+        for k in range(70):
+            e = np.sort(np.concatenate([[0.0, 1.0], rng.random(3 + k % 7)])) if k % 2 else np.linspace(0, 1, 4 + k)
+            ref = np.histogram2d(x, y, [e, 9])[0]
+            np.testing.assert_array_equal(cp.asnumpy(gs.histogram2d(dx, dy, [e, 9])[0]), ref)
+            np.testing.assert_array_equal(cp.asnumpy(gs.histogramdd(cp.stack([dx, dy], 1), [e, 9])[0]), ref)
+            np.testing.assert_array_equal(cp.asnumpy(gs.histogram(dx, e)[0]), np.histogram(x, e)[0])
+            if k % 10 == 0:
+                got = cp.asnumpy(gs.binned_statistic(dx, dy, "mean", e).statistic)
+                np.testing.assert_allclose(got, stats.binned_statistic(x, y, "mean", e).statistic, rtol=1e-12)
+        if rnd == 1:
+            gs.empty_cache()

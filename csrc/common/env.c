@@ -114,6 +114,10 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                              .meaning = "tuning: how unweighted histogram2d / histogramdd blocks hand their shared "
                                         "counts to the result (0: by the cost rule in histdd.cu, 1: global atomics "
                                         "per bin, 2: a copy of the block's counters summed by a second kernel)"},
+    [GS_ENV_SCAN_DELAY_NS] = {.name = "GPUSYNC_SCAN_DELAY_NS", .type = "int", .fallback = "-1", .lo = -1,
+                              .hi = 100000,
+                              .meaning = "tuning: the nap (ns) of cumsum's lookback tiles between publishing their "
+                                         "sum and their look-back's first poll (-1: tuning.h's GS_SCAN_DELAY_NS)"},
     [GS_ENV_HISTDD_RING] = {.name = "GPUSYNC_HISTDD_RING", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
                             .meaning = "tuning: 0 keeps unweighted histogram2d's 16-bit shared count from "
                                        "copying its coordinates ahead into a cp.async ring (one group ahead "

@@ -886,8 +886,11 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
     GS_CUDA_GOTO(cudaMemsetAsync(g, 0, gbytes, s));
     if (r.nonfinite)
         GS_CUDA_GOTO(cudaMemsetAsync(r.nonfinite, 0, sizeof(unsigned), s));
-    GS_CUDA_GOTO(cudaMemcpyAsync(g, edges, (size_t)ne * 8, cudaMemcpyHostToDevice, s));
-    r.edges = (const double *)g;
+    r.edges = (const double *)gs_cuda_constants(edges, (size_t)ne * 8, dev->ordinal);
+    if (!r.edges) {
+        GS_CUDA_GOTO(cudaMemcpyAsync(g, edges, (size_t)ne * 8, cudaMemcpyHostToDevice, s));
+        r.edges = (const double *)g;
+    }
     r.g_cnt = (unsigned long long *)(g + (size_t)ne * 8);
     r.g_s1 = (double *)(r.g_cnt + nbz);
     r.g_s2 = r.g_s1 + nbz;

@@ -146,6 +146,7 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     const size_t out_bytes = (size_t)nb * 8;
     void *d_out = on_host ? NULL : out->data;
     double *d_edges = NULL;
+    const double *kept = NULL; /* the edges kept on the device by an earlier call (gs_cuda_constants) */
     gs_hist_launch l;
     memset(&l, 0, sizeof l);
 
@@ -160,11 +161,14 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     }
     if (bins->kind == GS_BINS_EDGES || bins->kind == GS_BINS_EDGES_INT) {
         /* the edges come from host memory; this copy may wait for the stream */
-        GS_CUDA_GOTO(gs_malloc_async((void **)&d_edges, (size_t)(nb + 1) * sizeof(double), s));
-        GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, bins->edges, (size_t)(nb + 1) * sizeof(double),
-                                     cudaMemcpyHostToDevice, s));
+        kept = (const double *)gs_cuda_constants(bins->edges, (size_t)(nb + 1) * sizeof(double), dev_ord);
+        if (!kept) {
+            GS_CUDA_GOTO(gs_malloc_async((void **)&d_edges, (size_t)(nb + 1) * sizeof(double), s));
+            GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, bins->edges, (size_t)(nb + 1) * sizeof(double),
+                                         cudaMemcpyHostToDevice, s));
+        }
     }
-    gs_binner_init(&l.binner, bins, d_edges);
+    gs_binner_init(&l.binner, bins, kept ? kept : d_edges);
     l.xdtype = x->dtype;
     l.wdtype = w ? w->dtype : GS_FLOAT64;
     l.out = d_out;

@@ -64,7 +64,7 @@ struct dd_args {
     const double *w;
     int64_t wstride, n, nbins, nedges_total;
     int ndim, edges_in_smem;
-    int *overflow; /* shared16: set when a 16-bit half reached 0xffff */
+    int *overflow; /* shared16: a slot per block, non-zero when one of its 16-bit halves reached 0xffff */
     int force_recount; /* tests (GPUSYNC_HISTDD_COUNTER=1): every shared16 block raises the flag */
     int edges_f32; /* every edge is a float32 value */
     int out_f64; /* unweighted counts written as float64 (exact below 2^53: what NumPy returns) */
@@ -500,8 +500,8 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
         }
     } else if (DEST == TO_SHARED16) {
         __syncthreads();
-        if (threadIdx.x == 0 && s_overflow && r.overflow)
-            atomicExch(r.overflow, 1);
+        if (threadIdx.x == 0 && r.overflow)
+            r.overflow[blockIdx.x] = s_overflow; /* every block writes its slot: no zeroing before the launch */
         if (r.dump)
             dump_block(r);
         else
@@ -588,9 +588,12 @@ template <bool HALVES> __global__ void __launch_bounds__(SUM_COLS * SUM_ROWS) hi
 
 /* After a shared16 count whose flag is set: the counts again, from zero,
  * with global atomics (one block: this never runs in practice). */
-template <class T, int U, class E, int ND> __global__ void __launch_bounds__(MAX_THREADS) histdd_recount(dd_args r)
+template <class T, int U, class E, int ND> __global__ void __launch_bounds__(MAX_THREADS) histdd_recount(dd_args r, int64_t blocks)
 {
-    if (!*(volatile int *)r.overflow)
+    int any = 0;
+    for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x)
+        any |= r.overflow[b];
+    if (!__syncthreads_or(any))
         return;
     for (int64_t k = threadIdx.x; k < r.nbins; k += blockDim.x) {
         if (r.out_f64)
@@ -798,7 +801,7 @@ gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, const gs_de
      * many points -- then the flag and the recount behind the count */
     const int64_t step = grid * sh.threads, groups = r.n / U;
     const int64_t per_block = (int64_t)sh.threads * (((groups + step - 1) / step) * U + 1);
-    /* one scratch allocation: the overflow flag (its own 16 bytes) and the dump */
+    /* one scratch allocation: the blocks' overflow slots (whole 16-byte words) and the dump */
     const bool flag = DEST == TO_SHARED16 && (gs_count16_may_overflow(per_block) || r.force_recount);
     const bool dump = !WEIGHTED && DEST != TO_GLOBAL && dumps(grid, r.nbins, r.n, DEST == TO_SHARED16);
     const int64_t cols = dump ? ((DEST == TO_SHARED16 ? (r.nbins + 1) / 2 : r.nbins) + 3) / 4 : 0;
@@ -807,14 +810,13 @@ gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, const gs_de
     r.overflow = NULL;
     r.dump = NULL;
     r.dump_cols = cols;
+    const int64_t slots = flag ? (grid + 3) / 4 : 0;
     if (flag || dump)
-        GS_CUDA_CHECK(gs_malloc_async(&d_scratch, (size_t)(1 + grid * cols) * sizeof(uint4), s));
-    if (flag) {
+        GS_CUDA_CHECK(gs_malloc_async(&d_scratch, (size_t)(slots + grid * cols) * sizeof(uint4), s));
+    if (flag)
         r.overflow = (int *)d_scratch;
-        GS_CUDA_GOTO(cudaMemsetAsync(d_scratch, 0, sizeof(int), s));
-    }
     if (dump)
-        r.dump = d_scratch + 1;
+        r.dump = d_scratch + slots;
     {
         void *args[] = {&r};
         GS_CUDA_GOTO(cudaLaunchKernel(priv_kernel<T, U, WEIGHTED, DEST, E, ND>(), dim3((unsigned)grid),
@@ -830,9 +832,11 @@ gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, const gs_de
             GS_GOTO(gs_launch_pdl(histdd_sum_dumps<DEST == TO_SHARED16>, dim3((unsigned)xb, (unsigned)yb),
                                   dim3(SUM_COLS * SUM_ROWS), 0, s, dev, r, grid));
         }
-        if (flag) /* (after the sum: the recount starts the result again from zero) */
-            GS_CUDA_GOTO(cudaLaunchKernel((const void *)histdd_recount<T, U, E, ND>, dim3(1), dim3(MAX_THREADS), args,
+        if (flag) { /* (after the sum: the recount starts the result again from zero) */
+            void *rargs[] = {&r, &grid};
+            GS_CUDA_GOTO(cudaLaunchKernel((const void *)histdd_recount<T, U, E, ND>, dim3(1), dim3(MAX_THREADS), rargs,
                                           edge_bytes<E>(r), s));
+        }
     }
 fail:
     gs_free_async(d_scratch, s, &st);
@@ -1054,9 +1058,12 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
     const size_t es = gs_dtype_size(coords[0].dtype);
     void *d_edges = NULL, *d_out = NULL, *d_w = NULL;
     void *d_coord[GS_HISTDD_MAX_DIMS] = {NULL};
-    GS_CUDA_GOTO(gs_malloc_async(&d_edges, (size_t)etotal * 8, s));
-    GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, edges, (size_t)etotal * 8, cudaMemcpyHostToDevice, s));
-    r.edges = (const double *)d_edges;
+    r.edges = (const double *)gs_cuda_constants(edges, (size_t)etotal * 8, call.ordinal);
+    if (!r.edges) {
+        GS_CUDA_GOTO(gs_malloc_async(&d_edges, (size_t)etotal * 8, s));
+        GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, edges, (size_t)etotal * 8, cudaMemcpyHostToDevice, s));
+        r.edges = (const double *)d_edges;
+    }
     if (on_host) { /* stage coordinates, weights and the result */
         for (int d = 0; d < ndim && n > 0; d++) {
             GS_CUDA_GOTO(gs_malloc_async(&d_coord[d], (size_t)n * es, s));

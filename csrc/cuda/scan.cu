@@ -14,10 +14,11 @@
  *   relaunch  the same with kernel boundaries as barriers: chunk sums, a
  *             one-block scan of them, the chunks' scans -- three kernels.
  *
- * Each thread holds GS_SCAN_ITEMS elements of a tile in registers (rows of
- * one output vector each, so that loads and stores are coalesced); their
- * sums go through a block scan, and the same registers are then scanned and
- * written -- within a tile the input is read once.
+ * Each thread holds ITEMS consecutive elements of a tile in registers
+ * (through a per-warp shared-memory exchange: coalesced 16-byte loads and
+ * stores either side, see shape); their sum goes through one block scan,
+ * and the same registers are then scanned and written -- within a tile the
+ * input is read once.
  * Floating inputs accumulate in double and each output is rounded once
  * (float32 cumsums come out far more accurate than NumPy's running float32
  * sum); integer and bool inputs in wrapping uint64, NumPy's int64 / uint64.
@@ -40,27 +41,26 @@ namespace {
 
 constexpr int THREADS = GS_SCAN_THREADS, NW = GS_SCAN_THREADS / 32;
 
-/* A tile is U rows of THREADS x V consecutive elements; thread t holds the
- * V elements at row * THREADS * V + t * V of each row.  V fills one 16-byte
- * output vector (4 float32, 2 int64 ...), so every load and store
- * instruction of a warp covers one contiguous stretch of memory; U rows make
- * GS_SCAN_ITEMS elements per thread. */
+/* A tile is THREADS x ITEMS consecutive elements, warp w's part the 32 x
+ * ITEMS of them from w * 32 * ITEMS on (its segment).  A warp moves its
+ * segment through its own stretch of shared memory: read with 16-byte
+ * loads, lane after lane (warp-striped, coalesced), and taken out in blocked
+ * order -- lane l gets the ITEMS consecutive elements from l * ITEMS on --
+ * so that a thread sums its elements serially and the tile needs one block
+ * scan of one value a thread; the outputs go back the same way (CUB's
+ * BLOCK_LOAD_WARP_TRANSPOSE arrangement).  ITEMS is odd: lane l's j-th
+ * element sits at l * ITEMS + j, on a different bank for every lane (4-byte
+ * words; 8-byte words: per half-warp), so neither direction has conflicts.
+ * The exchange holds the wider of input and output: outputs of at most 4
+ * bytes (float32, float16) take GS_SCAN_ITEMS4 a thread, 8-byte outputs
+ * GS_SCAN_ITEMS (the stretch, and a thread's registers, per element). */
 template <class T, class O> struct shape {
-    static constexpr int ITEMS = sizeof(O) <= 4 ? GS_SCAN_ITEMS4 : GS_SCAN_ITEMS;
-    static constexpr int V = 16 / sizeof(O), U = ITEMS / V;
-    static_assert(U * V == ITEMS && U * NW <= 64, "whole 16-byte rows, and tile_smem's 64 row offsets");
-    static constexpr int64_t ROW = (int64_t)THREADS * V, TILE = ROW * U;
-};
-
-/* V elements of T as one load. */
-template <int B> struct raw_of;
-template <> struct raw_of<16> { using type = int4; };
-template <> struct raw_of<8> { using type = int2; };
-template <> struct raw_of<4> { using type = int; };
-template <> struct raw_of<2> { using type = short; };
-template <class T, int V> union items {
-    typename raw_of<V * sizeof(T)>::type v;
-    T e[V];
+    static constexpr int ITEMS = sizeof(O) <= 4 ? GS_SCAN_ITEMS4 : sizeof(T) == 8 ? GS_SCAN_ITEMS8 : GS_SCAN_ITEMS;
+    static_assert(ITEMS % 2 == 1, "odd items: conflict-free exchange");
+    static_assert(sizeof(O) >= sizeof(T), "the exchange holds outputs at least as wide as the inputs");
+    static constexpr int SEG = 32 * ITEMS;                    /* a warp's elements */
+    static constexpr int SEG_BYTES = SEG * (int)sizeof(O);    /* its stretch of the exchange */
+    static constexpr int64_t TILE = (int64_t)THREADS * ITEMS; /* a multiple of 16 bytes of T and of O */
 };
 
 /* Accumulator -> output element. */
@@ -93,123 +93,143 @@ template <class T, class O> struct scan_args {
     acc_of<T> *partials;       /* barrier, relaunch: one per block */
     unsigned *groups;          /* barrier: the sense barrier's group counters */
     unsigned long long timeout_ns;
+    unsigned delay_ns; /* lookback: the nap before the first poll (GS_SCAN_DELAY_NS) */
     int fallback; /* lookback, tests: every tile takes the time-out's path (GPUSYNC_SCAN_FALLBACK) */
 };
 
 __device__ __forceinline__ double &carry_of(scan_ws *ws, double) { return ws->carry.f; }
 __device__ __forceinline__ unsigned long long &carry_of(scan_ws *ws, unsigned long long) { return ws->carry.i; }
 
-/* Shared memory of the tile scan: the exclusive offset of every (row, warp)
- * within the tile, and the tile's total. */
+/* Shared memory of the tile scan: the warps' sums (block_sum's scratch
+ * too), the tile's prefix, ticket and look-back result. */
 template <class A> struct tile_smem {
-    A offset[64];
-    A total;
+    A warp[32];
     A prefix; /* lookback: the tile's exclusive prefix */
     long long tile;
     bool ok;
 };
 
-/* This thread's rows of the tile at `base` (elements at n or past it read
- * as zero). */
-template <class T, class O, int V = shape<T, O>::V, int U = shape<T, O>::U>
-__device__ __forceinline__ void load_tile(items<T, V> (&r)[U], const T *__restrict__ a, int64_t sa, int64_t base,
-                                          int64_t n, bool vec)
+/* The 16-byte vectors of a warp's segment, lane after lane. */
+template <class X, int SEG> struct seg_vectors {
+    static constexpr int N = SEG * (int)sizeof(X) / 16, PER_LANE = (N + 31) / 32;
+};
+
+/* This thread's ITEMS consecutive elements of the tile at `base` (elements
+ * at n or past it read as zero) into x, through the warp's stretch `seg` of
+ * the exchange.  Ends with the stretch free again. */
+template <class T, class O, int ITEMS = shape<T, O>::ITEMS>
+__device__ __forceinline__ void load_items(T (&x)[ITEMS], const T *__restrict__ a, int64_t sa, int64_t base,
+                                           int64_t n, bool vec, unsigned char *seg)
 {
+    constexpr int SEG = shape<T, O>::SEG;
+    const int lane = threadIdx.x & 31;
+    const int64_t w0 = base + (int64_t)(threadIdx.x >> 5) * SEG;
+    T *s = reinterpret_cast<T *>(seg);
+    if (vec && w0 + SEG <= n) {
+        using V = seg_vectors<T, SEG>;
+        const int4 *src = reinterpret_cast<const int4 *>(a + w0);
+        int4 v[V::PER_LANE];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int64_t i0 = base + u * shape<T, O>::ROW + (int64_t)threadIdx.x * V;
-        if (vec && i0 + V <= n) {
-            r[u].v = __ldcs(reinterpret_cast<const typename raw_of<V * sizeof(T)>::type *>(a + i0));
-        } else {
+        for (int k = 0; k < V::PER_LANE; k++)
+            if (k * 32 + lane < V::N)
+                v[k] = GS_SCAN_STREAMING ? __ldcs(src + k * 32 + lane) : src[k * 32 + lane]; /* read once */
 #pragma unroll
-            for (int e = 0; e < V; e++)
-                r[u].e[e] = i0 + e < n ? a[(i0 + e) * sa] : T();
+        for (int k = 0; k < V::PER_LANE; k++)
+            if (k * 32 + lane < V::N)
+                reinterpret_cast<int4 *>(seg)[k * 32 + lane] = v[k];
+    } else {
+#pragma unroll
+        for (int k = 0; k < ITEMS; k++) {
+            const int64_t i = w0 + k * 32 + lane;
+            s[k * 32 + lane] = i < n ? a[i * sa] : T();
         }
     }
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < ITEMS; j++)
+        x[j] = s[lane * ITEMS + j];
+    __syncwarp();
 }
 
-template <class T, int V> __device__ __forceinline__ acc_of<T> items_sum(const items<T, V> &r)
+template <class T, int ITEMS> __device__ __forceinline__ acc_of<T> items_sum(const T (&x)[ITEMS])
 {
     acc_of<T> s = acc_of<T>();
 #pragma unroll
-    for (int e = 0; e < V; e++)
-        s += cv(r.e[e]);
+    for (int j = 0; j < ITEMS; j++)
+        s += cv(x[j]);
     return s;
 }
 
-/* The tile's block scan: every row's sum is scanned across the warp (all
- * rows at once, independent shuffles), the warps' row totals -- in tile
- * order, row by row -- by warp 0.  ex[u]: the sum of the elements of row u
- * before this thread's within its warp; sm.offset[u * NW + warp]: the sum of
- * the tile before that warp's part of row u; returns the tile's total.
- * Starts and ends with __syncthreads(). */
-template <class T, int V, int U, class A = acc_of<T>>
-__device__ __forceinline__ A tile_offsets(const items<T, V> (&r)[U], A (&ex)[U], tile_smem<A> &sm)
+/* The tile's block scan of one value a thread (`mine`, the sum of its
+ * items): returns the sum of the tile before this thread's items, and the
+ * tile's total in *total.  One __syncthreads(); sm.warp must be free (a
+ * loop over tiles separates them with a barrier). */
+template <class A> __device__ __forceinline__ A tile_offset(A mine, tile_smem<A> &sm, A *total)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    A inc[U];
-#pragma unroll
-    for (int u = 0; u < U; u++)
-        inc[u] = gpusync::warp_inclusive_scan(items_sum(r[u]));
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        ex[u] = __shfl_up_sync(0xffffffffu, inc[u], 1);
-        if (lane == 0)
-            ex[u] = A();
-    }
-    __syncthreads(); /* the previous tile's offsets are used up */
+    const A inc = gpusync::warp_inclusive_scan(mine);
+    A ex = __shfl_up_sync(0xffffffffu, inc, 1);
+    if (lane == 0)
+        ex = A();
     if (lane == 31)
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            sm.offset[u * NW + warp] = inc[u];
+        sm.warp[warp] = inc;
     __syncthreads();
-    if (warp == 0) {
-        A carry = A();
+    A before = A(), all = A();
 #pragma unroll
-        for (int c = 0; c < U * NW; c += 32) {
-            const A v = c + lane < U * NW ? sm.offset[c + lane] : A();
-            const A i = gpusync::warp_inclusive_scan(v);
-            A e = __shfl_up_sync(0xffffffffu, i, 1);
-            if (lane == 0)
-                e = A();
-            if (c + lane < U * NW)
-                sm.offset[c + lane] = carry + e;
-            carry += __shfl_sync(0xffffffffu, i, 31);
-        }
-        if (lane == 0)
-            sm.total = carry;
+    for (int w = 0; w < NW; w++) {
+        const A v = sm.warp[w];
+        if (w < warp)
+            before += v;
+        all += v;
     }
-    __syncthreads();
-    return sm.total;
+    *total = all;
+    return before + ex;
 }
 
-/* Scan this thread's rows onto `run` (the sum of the input before the tile)
- * and write the elements below n. */
-template <class T, class O, int V, int U, class A = acc_of<T>>
-__device__ __forceinline__ void store_tile(const items<T, V> (&r)[U], const A (&ex)[U], const tile_smem<A> &sm,
-                                           A run, O *__restrict__ out, int64_t base, int64_t n, bool vec)
+/* Scan this thread's items onto `run` (the sum of the input before them)
+ * and write the outputs below n, back through the warp's stretch. */
+template <class T, class O, int ITEMS = shape<T, O>::ITEMS, class A = acc_of<T>>
+__device__ __forceinline__ void store_items(const T (&x)[ITEMS], A run, O *__restrict__ out, int64_t base, int64_t n,
+                                            bool vec, unsigned char *seg)
 {
-    const int warp = threadIdx.x >> 5;
+    constexpr int SEG = shape<T, O>::SEG;
+    const int lane = threadIdx.x & 31;
+    const int64_t w0 = base + (int64_t)(threadIdx.x >> 5) * SEG;
+    O *s = reinterpret_cast<O *>(seg);
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int64_t i0 = base + u * shape<T, O>::ROW + (int64_t)threadIdx.x * V;
-        A acc = run + sm.offset[u * NW + warp] + ex[u];
-        gs_vec<O> w;
+    for (int j = 0; j < ITEMS; j++) {
+        run += cv(x[j]);
+        O o;
+        put(o, run);
+        s[lane * ITEMS + j] = o;
+    }
+    __syncwarp();
+    if (vec && w0 + SEG <= n) {
+        using V = seg_vectors<O, SEG>;
+        int4 *dst = reinterpret_cast<int4 *>(out + w0);
 #pragma unroll
-        for (int e = 0; e < V; e++) {
-            acc += cv(r[u].e[e]);
-            put(w.e[e], acc);
-        }
-        if (vec && i0 + V <= n) {
-            __stcs(reinterpret_cast<int4 *>(out + i0), w.v);
-        } else {
+        for (int k = 0; k < V::PER_LANE; k++)
+            if (k * 32 + lane < V::N)
+                if (GS_SCAN_STREAMING)
+                    __stcs(dst + k * 32 + lane, reinterpret_cast<const int4 *>(seg)[k * 32 + lane]);
+                else
+                    dst[k * 32 + lane] = reinterpret_cast<const int4 *>(seg)[k * 32 + lane];
+    } else {
 #pragma unroll
-            for (int e = 0; e < V; e++)
-                if (i0 + e < n)
-                    out[i0 + e] = w.e[e];
+        for (int k = 0; k < ITEMS; k++) {
+            const int64_t i = w0 + k * 32 + lane;
+            if (i < n)
+                out[i] = s[k * 32 + lane];
         }
     }
+    __syncwarp();
 }
+
+/* The exchange: one stretch a warp. */
+template <class T, class O> struct exchange {
+    unsigned char bytes[NW * shape<T, O>::SEG_BYTES];
+    __device__ __forceinline__ unsigned char *seg() { return bytes + (threadIdx.x >> 5) * shape<T, O>::SEG_BYTES; }
+};
 
 /* lookback: one tile per block, tiles numbered by an atomic ticket.  A tile
  * whose look-back times out (no predecessor published anything for the
@@ -221,21 +241,27 @@ template <class T, class O>
 __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(scan_args<T, O> s)
 {
     using A = acc_of<T>;
-    constexpr int V = shape<T, O>::V, U = shape<T, O>::U;
+    constexpr int ITEMS = shape<T, O>::ITEMS;
     __shared__ tile_smem<A> sm;
-    __shared__ A scratch[32];
+    __shared__ __align__(16) exchange<T, O> xch;
     __shared__ int late; /* this block's time-out word (tile_lookback's *error) */
+#if GS_SCAN_TICKET
     if (threadIdx.x == 0) {
         sm.tile = (long long)atomicAdd(&s.ws->ticket, 1ull);
         late = 0;
     }
     __syncthreads();
     const long long t = sm.tile;
+#else
+    if (threadIdx.x == 0)
+        late = 0;
+    const long long t = blockIdx.x;
+#endif
     const int64_t base = t * shape<T, O>::TILE;
-    items<T, V> r[U];
-    load_tile<T, O>(r, s.a, s.sa, base, s.n, s.vec);
-    A ex[U];
-    const A total = tile_offsets(r, ex, sm);
+    T x[ITEMS];
+    load_items<T, O>(x, s.a, s.sa, base, s.n, s.vec, xch.seg());
+    A total;
+    const A off = tile_offset(items_sum(x), sm, &total);
     if (threadIdx.x < 32) {
         A p = A();
         bool good = true;
@@ -244,7 +270,7 @@ __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(s
         } else {
             if (threadIdx.x == 0)
                 gpusync::tile_publish(s.tiles, t, total, gpusync::TILE_AGGREGATE);
-            good = !s.fallback && gpusync::tile_lookback(s.tiles, t, &p, &late, s.timeout_ns);
+            good = !s.fallback && gpusync::tile_lookback(s.tiles, t, &p, &late, s.timeout_ns, s.delay_ns);
         }
         if (threadIdx.x == 0) {
             if (good)
@@ -258,7 +284,7 @@ __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(s
         A acc = A();
         for (int64_t i = threadIdx.x; i < base; i += THREADS)
             acc += cv(s.a[i * s.sa]);
-        acc = gpusync::block_sum(acc, scratch);
+        acc = gpusync::block_sum(acc, sm.warp); /* (the warps' sums are read: tile_offset is past its barrier) */
         if (threadIdx.x == 0) {
             const A p = carry_of(s.ws, A()) + acc;
             gpusync::tile_publish(s.tiles, t, p + total, gpusync::TILE_PREFIX);
@@ -266,21 +292,19 @@ __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(s
         }
         __syncthreads();
     }
-    store_tile<T, O>(r, ex, sm, sm.prefix, s.out, base, s.n, s.vec);
+    store_items<T, O>(x, sm.prefix + off, s.out, base, s.n, s.vec, xch.seg());
 }
 
 /* Sum of one block's chunk [lo, hi), valid in thread 0. */
 template <class T, class O>
-__device__ __forceinline__ acc_of<T> chunk_sum(const scan_args<T, O> &s, int64_t lo, int64_t hi, acc_of<T> *scratch)
+__device__ __forceinline__ acc_of<T> chunk_sum(const scan_args<T, O> &s, int64_t lo, int64_t hi, acc_of<T> *scratch,
+                                               exchange<T, O> &xch)
 {
-    constexpr int V = shape<T, O>::V, U = shape<T, O>::U;
     acc_of<T> ts = acc_of<T>();
     for (int64_t t0 = lo; t0 < hi; t0 += shape<T, O>::TILE) {
-        items<T, V> r[U];
-        load_tile<T, O>(r, s.a, s.sa, t0, hi, s.vec);
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            ts += items_sum(r[u]);
+        T x[shape<T, O>::ITEMS];
+        load_items<T, O>(x, s.a, s.sa, t0, hi, s.vec, xch.seg());
+        ts += items_sum(x);
     }
     return gpusync::block_sum(ts, scratch);
 }
@@ -288,15 +312,15 @@ __device__ __forceinline__ acc_of<T> chunk_sum(const scan_args<T, O> &s, int64_t
 /* Scan one block's chunk onto `run`, tile by tile. */
 template <class T, class O>
 __device__ __forceinline__ void chunk_scan(const scan_args<T, O> &s, int64_t lo, int64_t hi, acc_of<T> run,
-                                           tile_smem<acc_of<T>> &sm)
+                                           tile_smem<acc_of<T>> &sm, exchange<T, O> &xch)
 {
-    constexpr int V = shape<T, O>::V, U = shape<T, O>::U;
     for (int64_t t0 = lo; t0 < hi; t0 += shape<T, O>::TILE) {
-        items<T, V> r[U];
-        load_tile<T, O>(r, s.a, s.sa, t0, hi, s.vec);
-        acc_of<T> ex[U];
-        const acc_of<T> total = tile_offsets(r, ex, sm);
-        store_tile<T, O>(r, ex, sm, run, s.out, t0, hi, s.vec);
+        T x[shape<T, O>::ITEMS];
+        load_items<T, O>(x, s.a, s.sa, t0, hi, s.vec, xch.seg());
+        acc_of<T> total;
+        __syncthreads(); /* the previous tile's sums in sm.warp are read */
+        const acc_of<T> off = tile_offset(items_sum(x), sm, &total);
+        store_items<T, O>(x, run + off, s.out, t0, hi, s.vec, xch.seg());
         run += total;
     }
 }
@@ -306,9 +330,10 @@ template <class T, class O> __global__ void __launch_bounds__(THREADS, GS_SCAN_M
 {
     using A = acc_of<T>;
     __shared__ tile_smem<A> sm;
+    __shared__ __align__(16) exchange<T, O> xch;
     const int64_t lo = (int64_t)blockIdx.x * s.chunk, hi = lo + s.chunk < s.n ? lo + s.chunk : s.n;
     const A carry = carry_of(s.ws, A()); /* read before the barrier: the last block rewrites it after */
-    const A mine = chunk_sum(s, lo, hi, sm.offset);
+    const A mine = chunk_sum(s, lo, hi, sm.warp, xch);
     if (threadIdx.x == 0)
         s.partials[blockIdx.x] = mine;
     unsigned round = 0;
@@ -317,12 +342,12 @@ template <class T, class O> __global__ void __launch_bounds__(THREADS, GS_SCAN_M
     A p = A();
     for (unsigned i = threadIdx.x; i < blockIdx.x; i += blockDim.x)
         p += __ldcg(s.partials + i); /* other SMs wrote them: read from L2 */
-    p = gpusync::block_sum(p, sm.offset);
+    p = gpusync::block_sum(p, sm.warp);
     if (threadIdx.x == 0)
         sm.prefix = carry + p;
     __syncthreads();
     const A run = sm.prefix;
-    chunk_scan(s, lo, hi, run, sm);
+    chunk_scan(s, lo, hi, run, sm, xch);
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0)
         carry_of(s.ws, A()) = run + mine;
 }
@@ -331,8 +356,9 @@ template <class T, class O> __global__ void __launch_bounds__(THREADS, GS_SCAN_M
 template <class T, class O> __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) chunk_sums_kernel(scan_args<T, O> s)
 {
     __shared__ acc_of<T> scratch[32];
+    __shared__ __align__(16) exchange<T, O> xch;
     const int64_t lo = (int64_t)blockIdx.x * s.chunk, hi = lo + s.chunk < s.n ? lo + s.chunk : s.n;
-    const acc_of<T> mine = chunk_sum(s, lo, hi, scratch);
+    const acc_of<T> mine = chunk_sum(s, lo, hi, scratch, xch);
     if (threadIdx.x == 0)
         s.partials[blockIdx.x] = mine;
 }
@@ -360,8 +386,9 @@ template <class A> __global__ void __launch_bounds__(THREADS) scan_sums_kernel(s
 template <class T, class O> __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) chunk_scans_kernel(scan_args<T, O> s)
 {
     __shared__ tile_smem<acc_of<T>> sm;
+    __shared__ __align__(16) exchange<T, O> xch;
     const int64_t lo = (int64_t)blockIdx.x * s.chunk, hi = lo + s.chunk < s.n ? lo + s.chunk : s.n;
-    chunk_scan(s, lo, hi, s.partials[blockIdx.x], sm);
+    chunk_scan(s, lo, hi, s.partials[blockIdx.x], sm, xch);
 }
 
 /* lookback: the last tile's inclusive prefix becomes the carry. */
@@ -411,6 +438,8 @@ template <class T, class O> gs_status launch_typed(const scan_plan &p, const voi
     s.ws = p.ws;
     s.timeout_ns = (unsigned long long)gs_spin_timeout_ns();
     s.fallback = p.strategy == GS_STRATEGY_LOOKBACK && gs_env_number(GS_ENV_SCAN_FALLBACK, 0, NULL) != 0;
+    const double delay = gs_env_number(GS_ENV_SCAN_DELAY_NS, -1.0, NULL);
+    s.delay_ns = delay >= 0 ? (unsigned)delay : GS_SCAN_DELAY_NS;
     void *args[] = {&s};
     if (p.strategy == GS_STRATEGY_LOOKBACK) {
         const int64_t tiles = (n + shape<T, O>::TILE - 1) / shape<T, O>::TILE;
@@ -470,12 +499,14 @@ gs_status launch(const scan_plan &p, gs_dtype dt, const void *a, int64_t sa, int
     });
 }
 
-/* Bytes of the per-launch arrays for n elements (every tile holds
- * GS_SCAN_THREADS x GS_SCAN_ITEMS or GS_SCAN_ITEMS4 elements: the smaller). */
+/* Bytes of the per-launch arrays for n elements (lookback: a descriptor per
+ * tile of the smallest shape, so that every dtype's tiles have one). */
 size_t arrays_bytes(const gs_device_info *dev, gs_strategy s, int64_t n)
 {
     if (s == GS_STRATEGY_LOOKBACK) {
-        const int64_t tile = (int64_t)THREADS * (GS_SCAN_ITEMS < GS_SCAN_ITEMS4 ? GS_SCAN_ITEMS : GS_SCAN_ITEMS4);
+        constexpr int items = GS_SCAN_ITEMS < GS_SCAN_ITEMS4 ? (GS_SCAN_ITEMS < GS_SCAN_ITEMS8 ? GS_SCAN_ITEMS : GS_SCAN_ITEMS8)
+                                                             : (GS_SCAN_ITEMS4 < GS_SCAN_ITEMS8 ? GS_SCAN_ITEMS4 : GS_SCAN_ITEMS8);
+        const int64_t tile = (int64_t)THREADS * items;
         return (size_t)((n + tile - 1) / tile) * sizeof(gpusync::tile_desc);
     }
     const int64_t blocks = (int64_t)dev->multiprocessors * (dev->max_threads_per_multiprocessor / THREADS) + 1;

@@ -418,6 +418,7 @@ typedef enum gs_env_var {
     GS_ENV_HISTDD_RING,
     GS_ENV_BITS_LOADS,
     GS_ENV_HISTDD_FLUSH,
+    GS_ENV_SCAN_DELAY_NS,
     GS_ENV_COUNT
 } gs_env_var;
 

@@ -121,13 +121,20 @@ template <class T> __device__ __forceinline__ void tile_publish(tile_desc *desc,
  * warp waits (backing off with __nanosleep) until every lane's tile has
  * published something, then adds the values up to the nearest prefix; the
  * window moves back 32 tiles at a time until it holds a TILE_PREFIX.
- * false after a time-out (or another block's), with *error set. */
+ * false after a time-out (or another block's), with *error set.
+ * delay_ns: a nap before the first poll -- the predecessors get that long
+ * to publish their prefixes, so that the window is read once instead of
+ * being polled while they load (CUB naps likewise; cumsum: GS_SCAN_DELAY_NS
+ * in tuning.h, measured). */
 template <class T>
 __device__ __forceinline__ bool tile_lookback(const tile_desc *desc, long long t, T *prefix, int *error,
-                                              unsigned long long timeout_ns = GPUSYNC_SPIN_TIMEOUT_NS)
+                                              unsigned long long timeout_ns = GPUSYNC_SPIN_TIMEOUT_NS,
+                                              unsigned delay_ns = 0)
 {
     const int lane = threadIdx.x & 31;
     T acc = T();
+    if (delay_ns > 0)
+        __nanosleep(delay_ns);
     for (long long base = t - 1;; base -= 32) {
         const long long i = base - lane;
         /* before tile 0: nothing to add, as if a prefix of 0 */

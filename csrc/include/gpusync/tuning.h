@@ -151,27 +151,59 @@
 #define GS_STAGE_MIN_BYTES ((size_t)256 << 10)
 
 /* cumsum: threads per block of every scan kernel, and elements each thread
- * holds per tile (a tile is GS_SCAN_THREADS x GS_SCAN_ITEMS elements, 4096).
- * Per-thread items stay in registers between the tile's reduction and its
- * scan, so the input is read once. */
+ * holds per tile (odd: scan.cu's exchange is then free of bank conflicts).
+ * A thread's items stay in registers between the tile's reduction and its
+ * scan, so the input is read once.  GS_SCAN_ITEMS4: outputs of at most 4
+ * bytes (float32, float16); GS_SCAN_ITEMS: 8-byte outputs of narrower inputs
+ * (int32 -> int64 ...; an 8-byte output takes twice the exchange);
+ * GS_SCAN_ITEMS8: 8-byte inputs (twice the registers per item).
+ * Measured (r85-r87, H200, 256M float32 / int32 -> int64, 128M float64,
+ * events against CUB's DeviceScan in the same process, .run/scanab2.py;
+ * benchmarks/results/cumsum_blocked_H200_r85_r87.txt):
+ *   the old row layout (256 x 16, 4 blocks/SM)  0.76x CUB (61 % of copy);
+ *   128 x 21/15, 8 blocks/SM, no nap            0.89x; 256 x 21/15: 0.88x;
+ *   128 x 25/15                                 0.93x (f32), 0.90x (i32);
+ *   + the 1,000 ns nap below                    0.99-1.00x, 0.96x;
+ *   128 x 29/23/19 + 1,000 ns nap               0.96-1.03x, 1.01-1.07x;
+ *   the same with a 1,600 ns nap                1.04-1.05x, 1.09x
+ *     (85 % of copy; float64 92 %); 600 ns: 1.00x, 1.05x;
+ *   33/25/21 items (more spills)                0.95x, 1.06x.
+ * Tiles numbered by blockIdx.x instead of the ticket: 0.86x (no nap). */
 #ifndef GS_SCAN_THREADS
-#define GS_SCAN_THREADS 256
+#define GS_SCAN_THREADS 128
+#endif
+#ifndef GS_SCAN_ITEMS4
+#define GS_SCAN_ITEMS4 29
 #endif
 #ifndef GS_SCAN_ITEMS
-#define GS_SCAN_ITEMS 16
+#define GS_SCAN_ITEMS 23
 #endif
-/* ... of outputs of at most 4 bytes (float32 / float16; 8-byte outputs hold
- * GS_SCAN_ITEMS: twice the registers per element) */
-#ifndef GS_SCAN_ITEMS4
-#define GS_SCAN_ITEMS4 GS_SCAN_ITEMS
+#ifndef GS_SCAN_ITEMS8
+#define GS_SCAN_ITEMS8 19
 #endif
-/* ... and at least this many blocks per SM (registers capped at 64; a few
- * bytes spill for 8-byte types).  H200, 256 M float32: 1.02 ms with the cap,
- * 1.23 ms without (3 blocks per SM), 1.07 / 1.22 ms with 5 / 6 (spills):
- * more tiles in flight hide the latency of each tile's load -> scan ->
- * look-back -> store, until spilling costs more. */
+/* ... and at least this many blocks per SM (registers capped at 65536 /
+ * (THREADS x this)): more tiles in flight hide the latency of each tile's
+ * load -> scan -> look-back -> store. */
 #ifndef GS_SCAN_MIN_BLOCKS
-#define GS_SCAN_MIN_BLOCKS 4
+#define GS_SCAN_MIN_BLOCKS 8
+#endif
+/* lookback: a tile's nap (ns) between publishing its sum and its
+ * look-back's first poll (GPUSYNC_SCAN_DELAY_NS overrides it): its
+ * predecessors get that long to publish their prefixes, so the window is
+ * read about once instead of polled while they still load. */
+#ifndef GS_SCAN_DELAY_NS
+#define GS_SCAN_DELAY_NS 1600
+#endif
+/* lookback: tiles numbered by an atomic ticket in the order blocks start
+ * (1), or by blockIdx.x (0: what CUB does; relies on blocks starting in
+ * index order, else a look-back waits for its time-out) */
+#ifndef GS_SCAN_TICKET
+#define GS_SCAN_TICKET 1
+#endif
+/* loads and stores marked streamed (evict-first: read / written once; 0:
+ * plain, measured 0.89x against 0.93x) */
+#ifndef GS_SCAN_STREAMING
+#define GS_SCAN_STREAMING 1
 #endif
 
 /* binned_statistic: threads per block, and the most bins whose state (40
