@@ -214,7 +214,7 @@ def test_gpu_host_input_is_staged_in_chunks():
 @pytest.mark.gpu
 def test_gpu_lookback_survives_many_tiles_and_repeats():
     cp = pytest.importorskip("cupy")
-    d = cp.ones(50_000_000, cp.uint8)  # 3052 tiles of 16384
+    d = cp.ones(50_000_000, cp.uint8)  # 16,957 tiles of 128 x 23
     for _ in range(5):
         r = gs.cumsum(d, strategy="lookback")
         assert int(r[-1]) == 50_000_000
@@ -235,3 +235,21 @@ def test_cumsum_more_than_2_31_elements():
         del r
     del a
     cp.get_default_memory_pool().free_all_blocks()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("delay", ["0", "1", "20000"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64, np.uint8])
+def test_gpu_lookback_nap_changes_nothing_but_time(delay, dtype, monkeypatch):
+    """The look-back's nap before its first poll (GPUSYNC_SCAN_DELAY_NS: none,
+    1 ns, 20 us) only moves when a tile reads its predecessors: the same
+    results on every tile shape (4-byte, 8-byte outputs and inputs)."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("GPUSYNC_SCAN_DELAY_NS", delay)
+    rng = np.random.default_rng(int(delay) + 7)
+    h = (rng.random(3_000_017) * 10).astype(dtype)
+    got = cp.asnumpy(gs.cumsum(cp.asarray(h), strategy="lookback"))
+    if h.dtype.kind == "f":
+        np.testing.assert_allclose(got, np.cumsum(h.astype(np.float64)), rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(got, np.cumsum(h))
