@@ -159,7 +159,7 @@
  * GS_SCAN_ITEMS8: 8-byte inputs (twice the registers per item).
  * Measured (r85-r87, H200, 256M float32 / int32 -> int64, 128M float64,
  * events against CUB's DeviceScan in the same process, .run/scanab2.py;
- * benchmarks/results/cumsum_blocked_H200_r85_r87.txt):
+ * benchmarks/results/cumsum_blocked_H200_r85_r89.txt):
  *   the old row layout (256 x 16, 4 blocks/SM)  0.76x CUB (61 % of copy);
  *   128 x 21/15, 8 blocks/SM, no nap            0.89x; 256 x 21/15: 0.88x;
  *   128 x 25/15                                 0.93x (f32), 0.90x (i32);
