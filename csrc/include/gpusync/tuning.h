@@ -159,7 +159,7 @@
  * GS_SCAN_ITEMS8: 8-byte inputs (twice the registers per item).
  * Measured (r85-r87, H200, 256M float32 / int32 -> int64, 128M float64,
  * events against CUB's DeviceScan in the same process, .run/scanab2.py;
- * benchmarks/results/cumsum_blocked_H200_r85_r89.txt):
+ * benchmarks/results/cumsum_blocked_r85_r91.txt):
  *   the old row layout (256 x 16, 4 blocks/SM)  0.76x CUB (61 % of copy);
  *   128 x 21/15, 8 blocks/SM, no nap            0.89x; 256 x 21/15: 0.88x;
  *   128 x 25/15                                 0.93x (f32), 0.90x (i32);
@@ -171,7 +171,10 @@
  * Tiles numbered by blockIdx.x instead of the ticket: 0.86x (no nap).
  * The nap (r88, GPUSYNC_SCAN_DELAY_NS, CUDA graphs of 10 calls, device
  * time): 256M float32 657 / 644 / 639 / 638 us at 800 / 1,600 / 2,400 /
- * 3,200 ns (CUB 697-706 us), int32 -> int64 941 / 922 / 904 / 903 us. */
+ * 3,200 ns (CUB 697-706 us), int32 -> int64 941 / 922 / 904 / 903 us;
+ * H100 (r91): float32 803 / 789 / 789 / 883 us at 1,600 / 2,400 / 3,200 /
+ * 4,800 ns (CUB 877 us), int32 -> int64 1174 / 1157 / 1158 / 1269 us: the
+ * same optimum on both sm_90 parts, whose bandwidths differ by 1.4x. */
 #ifndef GS_SCAN_THREADS
 #define GS_SCAN_THREADS 128
 #endif
