@@ -11,6 +11,28 @@
 
 #include <type_traits>
 
+/* 16 bytes global -> shared without a register (cp.async, sm_80+; older
+ * parts copy through a register: launches that rely on the asynchrony check
+ * the device), grouped by commit, awaited until at most N groups are left
+ * in flight.  Both addresses 16-byte aligned; a thread waits only for its
+ * own copies (others' need a barrier after the wait). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+__device__ __forceinline__ void gs_cp_async16(void *dst, const void *src) { *(uint4 *)dst = __ldg((const uint4 *)src); }
+__device__ __forceinline__ void gs_cp_async_commit() {}
+template <int N> __device__ __forceinline__ void gs_cp_async_wait() {}
+#else
+__device__ __forceinline__ void gs_cp_async16(void *dst, const void *src)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(src) : "memory");
+}
+__device__ __forceinline__ void gs_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void gs_cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
 /*
  * Visit every element this thread owns in a grid-stride pass.  The trip
  * count is the same for all 32 lanes of a warp (invalid lanes get

@@ -298,19 +298,6 @@ __device__ __forceinline__ void settle16(const dd_args &r, int at, unsigned old,
  * cycles waiting on memory (ncu r30).  A thread reads only what it copied,
  * so cp.async.wait_group is all the synchronization there is. */
 constexpr int RING = 3;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800 /* no cp.async (the launch uses no ring there): plain copies */
-__device__ __forceinline__ void ring_copy(uint4 *dst, const void *src) { *dst = __ldg((const uint4 *)src); }
-__device__ __forceinline__ void ring_commit() {}
-template <int N> __device__ __forceinline__ void ring_wait() {}
-#else
-__device__ __forceinline__ void ring_copy(uint4 *dst, const void *src)
-{
-    const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(src) : "memory");
-}
-__device__ __forceinline__ void ring_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void ring_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-#endif
 template <class T, int U, int ND>
 __device__ __forceinline__ void ring_issue(const dd_args &r, uint4 *ring, int slot, int64_t g, int64_t groups)
 {
@@ -318,9 +305,9 @@ __device__ __forceinline__ void ring_issue(const dd_args &r, uint4 *ring, int sl
     if (g < groups) {
 #pragma unroll
         for (int d = 0; d < ND; d++)
-            ring_copy(ring + ((int64_t)(slot * ND + d) * blockDim.x + threadIdx.x), (const uint4 *)r.coord[d] + g);
+            gs_cp_async16(ring + ((int64_t)(slot * ND + d) * blockDim.x + threadIdx.x), (const uint4 *)r.coord[d] + g);
     }
-    ring_commit(); /* (an empty group past the end keeps the count of groups in flight) */
+    gs_cp_async_commit(); /* (an empty group past the end keeps the count of groups in flight) */
 }
 template <class T, int U, int ND>
 __device__ __forceinline__ void ring_read(const uint4 *ring, int slot, group<T, U, ND> &q)
@@ -380,7 +367,7 @@ __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, i
             for (int64_t g = tid; g < groups; g += step) {
                 const int ahead = slot == 0 ? RING - 1 : slot - 1; /* (slot + RING - 1) % RING: read last turn */
                 ring_issue<T, U, ND>(r, ring, ahead, g + (RING - 1) * step, groups);
-                ring_wait<RING - 1>(); /* this turn's group is in */
+                gs_cp_async_wait<RING - 1>(); /* this turn's group is in */
                 group<T, U, ND> cur;
                 ring_read<T, U, ND>(ring, slot, cur);
                 I at[U];
@@ -388,7 +375,7 @@ __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, i
                 count(at, g);
                 slot = slot == RING - 1 ? 0 : slot + 1;
             }
-            ring_wait<0>();
+            gs_cp_async_wait<0>();
         } else {
             group<T, U, ND> cur, next;
             if (tid < groups)

@@ -231,37 +231,37 @@ template <class T, class O> struct exchange {
     __device__ __forceinline__ unsigned char *seg() { return bytes + (threadIdx.x >> 5) * shape<T, O>::SEG_BYTES; }
 };
 
-/* lookback: one tile per block, tiles numbered by an atomic ticket.  A tile
- * whose look-back times out (no predecessor published anything for the
- * spin time-out: a block that holds a ticket is never descheduled for that
- * long in practice) sums the input before it itself -- a bounded loop --
- * and publishes its prefix, so the output is always complete and correct
- * and the host never waits for the kernel to check for a time-out. */
-template <class T, class O>
-__global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(scan_args<T, O> s)
+/* lookback: the tile's number -- an atomic ticket in the order blocks
+ * start (GS_SCAN_TICKET), so that every tile it may wait for belongs to a
+ * block that already runs.  Clears the block's time-out word. */
+template <class A> __device__ __forceinline__ long long take_tile(scan_ws *ws, tile_smem<A> &sm, int *late)
 {
-    using A = acc_of<T>;
-    constexpr int ITEMS = shape<T, O>::ITEMS;
-    __shared__ tile_smem<A> sm;
-    __shared__ __align__(16) exchange<T, O> xch;
-    __shared__ int late; /* this block's time-out word (tile_lookback's *error) */
 #if GS_SCAN_TICKET
     if (threadIdx.x == 0) {
-        sm.tile = (long long)atomicAdd(&s.ws->ticket, 1ull);
-        late = 0;
+        sm.tile = (long long)atomicAdd(&ws->ticket, 1ull);
+        *late = 0;
     }
     __syncthreads();
-    const long long t = sm.tile;
+    return sm.tile;
 #else
     if (threadIdx.x == 0)
-        late = 0;
-    const long long t = blockIdx.x;
+        *late = 0;
+    return blockIdx.x;
 #endif
-    const int64_t base = t * shape<T, O>::TILE;
-    T x[ITEMS];
-    load_items<T, O>(x, s.a, s.sa, base, s.n, s.vec, xch.seg());
-    A total;
-    const A off = tile_offset(items_sum(x), sm, &total);
+}
+
+/* lookback: tile t (starting at element `base`, its sum `total`) publishes
+ * its aggregate, warp 0 looks back, and the tile's exclusive prefix lands in
+ * sm.prefix for every thread (one or two __syncthreads()).  A look-back
+ * that times out (no predecessor published anything for the spin time-out:
+ * a block that holds a ticket is never descheduled for that long in
+ * practice) sums the input before the tile itself -- a bounded loop -- and
+ * publishes its prefix, so the output is always complete and correct and
+ * the host never waits for the kernel to check for a time-out. */
+template <class T, class O, class A>
+__device__ __forceinline__ void tile_prefix(const scan_args<T, O> &s, long long t, int64_t base, A total,
+                                            tile_smem<A> &sm, int *late)
+{
     if (threadIdx.x < 32) {
         A p = A();
         bool good = true;
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(s
         } else {
             if (threadIdx.x == 0)
                 gpusync::tile_publish(s.tiles, t, total, gpusync::TILE_AGGREGATE);
-            good = !s.fallback && gpusync::tile_lookback(s.tiles, t, &p, &late, s.timeout_ns, s.delay_ns);
+            good = !s.fallback && gpusync::tile_lookback(s.tiles, t, &p, late, s.timeout_ns, s.delay_ns);
         }
         if (threadIdx.x == 0) {
             if (good)
@@ -292,7 +292,113 @@ __global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(s
         }
         __syncthreads();
     }
+}
+
+/* lookback: one tile per block, its items in registers between the sum and
+ * the scan (8-byte outputs; every type without GS_SCAN_SMEM). */
+template <class T, class O>
+__global__ void __launch_bounds__(THREADS, GS_SCAN_MIN_BLOCKS) lookback_kernel(scan_args<T, O> s)
+{
+    using A = acc_of<T>;
+    __shared__ tile_smem<A> sm;
+    __shared__ __align__(16) exchange<T, O> xch;
+    __shared__ int late; /* this block's time-out word (tile_lookback's *error) */
+    const long long t = take_tile(s.ws, sm, &late);
+    const int64_t base = t * shape<T, O>::TILE;
+    T x[shape<T, O>::ITEMS];
+    load_items<T, O>(x, s.a, s.sa, base, s.n, s.vec, xch.seg());
+    A total;
+    const A off = tile_offset(items_sum(x), sm, &total);
+    tile_prefix(s, t, base, total, sm, &late);
     store_items<T, O>(x, sm.prefix + off, s.out, base, s.n, s.vec, xch.seg());
+}
+
+/* lookback with outputs as wide as the inputs and at most 4 bytes
+ * (float32, float16; GS_SCAN_SMEM): the tile stays in shared memory instead
+ * of registers -- its warps' segments copied in with cp.async (16 bytes a
+ * lane, every copy in flight at once without holding a register), summed
+ * from there, then scanned in place and stored -- so a thread needs 40
+ * registers and 12 blocks, half again the bytes in flight, fit an SM
+ * (tuning.h: 256M float32 on the H200 in 588 us against 631 us from
+ * registers).  8-byte types keep their registers (they measured 1 % faster
+ * there: 15 items of 8 bytes fill the shared memory 12 blocks can have). */
+template <class T, class O> struct smem_shape {
+    static constexpr bool ON = GS_SCAN_SMEM && sizeof(T) == sizeof(O) && sizeof(O) <= 4;
+    static constexpr int ITEMS = GS_SCAN_SMEM_ITEMS;
+    static_assert(ITEMS % 2 == 1, "odd items: conflict-free reads by lane");
+    static constexpr int SEG = 32 * ITEMS;
+    static constexpr int64_t TILE = (int64_t)THREADS * ITEMS;
+    static constexpr int NV = SEG * (int)sizeof(T) / 16; /* a segment's 16-byte vectors */
+};
+
+template <class T, class O>
+__global__ void __launch_bounds__(THREADS, GS_SCAN_SMEM_BLOCKS) lookback_smem_kernel(scan_args<T, O> s)
+{
+    using A = acc_of<T>;
+    using S = smem_shape<T, O>;
+    constexpr int ITEMS = S::ITEMS;
+    __shared__ tile_smem<A> sm;
+    __shared__ __align__(16) T tile[NW * S::SEG];
+    __shared__ int late;
+    const long long t = take_tile(s.ws, sm, &late);
+    const int64_t base = t * S::TILE;
+    const int lane = threadIdx.x & 31;
+    const int64_t w0 = base + (int64_t)(threadIdx.x >> 5) * S::SEG;
+    T *seg = tile + (threadIdx.x >> 5) * S::SEG;
+    const bool whole = s.vec && w0 + S::SEG <= s.n;
+    if (whole) {
+        const int4 *src = reinterpret_cast<const int4 *>(s.a + w0);
+#pragma unroll
+        for (int q = 0; q < (S::NV + 31) / 32; q++)
+            if (q * 32 + lane < S::NV)
+                gs_cp_async16(reinterpret_cast<int4 *>(seg) + q * 32 + lane, src + q * 32 + lane);
+        gs_cp_async_commit();
+        gs_cp_async_wait<0>();
+    } else {
+#pragma unroll 4
+        for (int k = 0; k < ITEMS; k++) {
+            const int64_t i = w0 + k * 32 + lane;
+            seg[k * 32 + lane] = i < s.n ? s.a[i * s.sa] : T();
+        }
+    }
+    __syncwarp();
+    A mine = A();
+#pragma unroll
+    for (int j = 0; j < ITEMS; j++)
+        mine += cv(seg[lane * ITEMS + j]);
+    A total;
+    const A off = tile_offset(mine, sm, &total);
+    tile_prefix(s, t, base, total, sm, &late);
+    A run = sm.prefix + off;
+    O *oseg = reinterpret_cast<O *>(seg); /* in place: a lane rewrites only the items it read */
+#pragma unroll
+    for (int j = 0; j < ITEMS; j++) {
+        run += cv(seg[lane * ITEMS + j]);
+        O o;
+        put(o, run);
+        oseg[lane * ITEMS + j] = o;
+    }
+    __syncwarp();
+    if (whole) {
+        int4 *dst = reinterpret_cast<int4 *>(s.out + w0);
+#pragma unroll
+        for (int q = 0; q < (S::NV + 31) / 32; q++) {
+            const int k = q * 32 + lane;
+            if (k < S::NV) {
+                if (GS_SCAN_STREAMING)
+                    __stcs(dst + k, reinterpret_cast<const int4 *>(seg)[k]);
+                else
+                    dst[k] = reinterpret_cast<const int4 *>(seg)[k];
+            }
+        }
+    } else {
+#pragma unroll 4
+        for (int k = 0; k < ITEMS; k++) {
+            const int64_t i = w0 + k * 32 + lane;
+            if (i < s.n)
+                s.out[i] = oseg[k * 32 + lane];
+        }
+    }
 }
 
 /* Sum of one block's chunk [lo, hi), valid in thread 0. */
@@ -425,6 +531,15 @@ template <class T, class O> gs_status chunking(const scan_plan &p, int64_t n, in
     return GS_OK;
 }
 
+/* The lookback kernel of T -> O (only that one is instantiated). */
+template <class T, class O> const void *lookback_of()
+{
+    if constexpr (smem_shape<T, O>::ON)
+        return (const void *)lookback_smem_kernel<T, O>;
+    else
+        return (const void *)lookback_kernel<T, O>;
+}
+
 template <class T, class O> gs_status launch_typed(const scan_plan &p, const void *a, int64_t sa, int64_t n, void *out)
 {
     using A = acc_of<T>;
@@ -442,7 +557,9 @@ template <class T, class O> gs_status launch_typed(const scan_plan &p, const voi
     s.delay_ns = delay >= 0 ? (unsigned)delay : GS_SCAN_DELAY_NS;
     void *args[] = {&s};
     if (p.strategy == GS_STRATEGY_LOOKBACK) {
-        const int64_t tiles = (n + shape<T, O>::TILE - 1) / shape<T, O>::TILE;
+        constexpr int64_t tile = smem_shape<T, O>::ON ? smem_shape<T, O>::TILE : shape<T, O>::TILE;
+        const void *kernel = lookback_of<T, O>();
+        const int64_t tiles = (n + tile - 1) / tile;
         if (tiles > 0x7fffffff)
             return gs_fail(GS_ERR_OVERFLOW, "cumsum: %lld elements are too many tiles", (long long)n);
         s.tiles = (gpusync::tile_desc *)p.arrays;
@@ -450,7 +567,7 @@ template <class T, class O> gs_status launch_typed(const scan_plan &p, const voi
             GS_CUDA_CHECK(cudaMemsetAsync(&p.ws->ticket, 0, sizeof p.ws->ticket, p.stream));
             GS_CUDA_CHECK(cudaMemsetAsync(s.tiles, 0, (size_t)tiles * sizeof(gpusync::tile_desc), p.stream));
         }
-        GS_CUDA_CHECK(cudaLaunchKernel((const void *)lookback_kernel<T, O>, dim3((unsigned)tiles), dim3(THREADS),
+        GS_CUDA_CHECK(cudaLaunchKernel(kernel, dim3((unsigned)tiles), dim3(THREADS),
                                        args, 0, p.stream));
         if (!p.last) {
             carry_kernel<A><<<1, 1, 0, p.stream>>>(p.ws, s.tiles, tiles - 1);
@@ -504,8 +621,9 @@ gs_status launch(const scan_plan &p, gs_dtype dt, const void *a, int64_t sa, int
 size_t arrays_bytes(const gs_device_info *dev, gs_strategy s, int64_t n)
 {
     if (s == GS_STRATEGY_LOOKBACK) {
-        constexpr int items = GS_SCAN_ITEMS < GS_SCAN_ITEMS4 ? (GS_SCAN_ITEMS < GS_SCAN_ITEMS8 ? GS_SCAN_ITEMS : GS_SCAN_ITEMS8)
-                                                             : (GS_SCAN_ITEMS4 < GS_SCAN_ITEMS8 ? GS_SCAN_ITEMS4 : GS_SCAN_ITEMS8);
+        int items = GS_SCAN_ITEMS;
+        for (int i : {GS_SCAN_ITEMS4, GS_SCAN_ITEMS8, GS_SCAN_SMEM ? GS_SCAN_SMEM_ITEMS : GS_SCAN_ITEMS})
+            items = i < items ? i : items;
         const int64_t tile = (int64_t)THREADS * items;
         return (size_t)((n + tile - 1) / tile) * sizeof(gpusync::tile_desc);
     }
@@ -582,7 +700,7 @@ fail:
 int gs_scan_refs(gs_kernel_ref *r)
 {
     int k = 0;
-    r[k++] = {"cumsum:lookback", (const void *)lookback_kernel<float, float>, THREADS, 0};
+    r[k++] = {"cumsum:lookback", lookback_of<float, float>(), THREADS, 0};
     r[k++] = {"cumsum:barrier", (const void *)barrier_kernel<float, float>, THREADS, 0};
     r[k++] = {"cumsum:relaunch", (const void *)chunk_scans_kernel<float, float>, THREADS, 0};
     return k;
