@@ -211,7 +211,7 @@
  * scan.cu's lookback_smem_kernel) with GS_SCAN_SMEM_ITEMS items a thread and
  * at least GS_SCAN_SMEM_BLOCKS blocks per SM, instead of in registers (0).
  * r92 (H200, graphs of 10 calls; cumsum_blocked_r85_r91.txt's sequel
- * cumsum_smem_H200_r92.txt), 256M float32: registers 29 items 631-632 us
+ * cumsum_smem_r92_r93.txt), 256M float32: registers 29 items 631-632 us
  * (1.09x CUB); shared memory 31 items x 12 blocks 588 us (1.16-1.17x, 96 %
  * of copy), 29 x 14 blocks 609 us, 41 x 10 586 us, 45 x 8 591 us; float64
  * from shared memory (15 items x 12) 587 us against 580 us in registers. */
