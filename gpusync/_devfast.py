@@ -215,6 +215,7 @@ def dot_(a, b, out_dtype_of):
 
 _INT64 = np.dtype(np.int64)
 _AXIS_SUM = _core.AXIS_OPS["sum"]
+_AXIS_CUMSUM = _core.AXIS_OPS["cumsum"]
 _UINT8 = np.dtype(np.uint8)
 
 
@@ -275,6 +276,32 @@ def reduce_axis_(a, axis, op, out_dtype_of, name):
     _core.reduce_axis("cuda", (ptr, 1, 1, code, dev), (outer, length, inner), (length * inner, inner, 1), op,
                       (optr, outer * inner, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
     _note(name, n, dt, dt.itemsize, odt.itemsize * outer * inner, "segmented")
+    return res
+
+
+def cumsum_axis_(a, axis, out_dtype_of):
+    """gs.cumsum(a, axis) of a C-contiguous N-D (N >= 2) device array along
+    one int axis, with NumPy's other defaults: the segmented scan (outer,
+    len, inner) straight into a result of the input's library and shape,
+    dtype `out_dtype_of(a.dtype)` (NumPy's cumsum dtype).  The general path
+    (_axis.cumsum) spent ~100 us of host time before this launch (r95, H200
+    host, 4096 x 65536 float32: 0.85 ms one call against 0.78 ms back to
+    back).  Bool input, empty arrays, an axis out of range and 1-D arrays
+    (the flattened scan's strategy kernels) take the general path."""
+    if type(axis) is not int or getattr(a, "ndim", 0) < 2:
+        return NotImplemented
+    r = _ready(a)
+    if r is None:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    plan = one_axis(tuple(a.shape), axis, dt, _AXIS_CUMSUM, out_dtype_of)
+    if plan is None:
+        return NotImplemented
+    (outer, length, inner), _, odt = plan
+    res, optr = h.out(tuple(a.shape), odt, dev)
+    _core.reduce_axis("cuda", (ptr, 1, 1, code, dev), (outer, length, inner), (length * inner, inner, 1),
+                      _AXIS_CUMSUM, (optr, n, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
+    _note("cumsum", n, dt, dt.itemsize, odt.itemsize * n, "segmented")
     return res
 
 
