@@ -598,11 +598,11 @@ def test_host_fast_path_gives_the_general_paths_answers(backend):
 
 
 @pytest.mark.gpu
-def test_edges_kept_on_the_device_many_sets_and_empty_cache():
+def test_edges_kept_on_the_device_many_sets_and_after_empty_cache():
     """Edge tables are kept on the device for calls that repeat them
     (gs_cuda_constants): the same edges again, 70 distinct sets (more than
     the 64 kept: the rest upload per call) and calls after gs.empty_cache()
-    freed them -- NumPy's and SciPy's answers every time, for histogram2d,
+    (which the tables outlive) -- NumPy's and SciPy's answers every time, for histogram2d,
     histogramdd, histogram with an edge array and binned_statistic."""
     cp = pytest.importorskip("cupy")
     stats = pytest.importorskip("scipy.stats")

@@ -214,7 +214,7 @@ def test_gpu_host_input_is_staged_in_chunks():
 @pytest.mark.gpu
 def test_gpu_lookback_survives_many_tiles_and_repeats():
     cp = pytest.importorskip("cupy")
-    d = cp.ones(50_000_000, cp.uint8)  # 16,957 tiles of 128 x 23
+    d = cp.ones(50_000_000, cp.uint8)  # 16,984 tiles of 128 x 23
     for _ in range(5):
         r = gs.cumsum(d, strategy="lookback")
         assert int(r[-1]) == 50_000_000

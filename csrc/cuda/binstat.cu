@@ -350,7 +350,7 @@ extern "C" gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array 
     GS_CUDA_GOTO(gs_malloc_async((void **)&g, (size_t)nbins * sizeof(bin_state) + 16, s));
     d_err = (int *)((char *)g + (size_t)nbins * sizeof(bin_state));
     GS_CUDA_GOTO(cudaMemsetAsync(g, 0, (size_t)nbins * sizeof(bin_state) + 16, s));
-    r.edges = (const double *)gs_cuda_constants(edges, (size_t)(nbins + 1) * 8, ord);
+    r.edges = (const double *)gs_cuda_constants(edges, (size_t)(nbins + 1) * 8, ord, s);
     if (!r.edges) {
         GS_CUDA_GOTO(gs_malloc_async((void **)&d_edges, (size_t)(nbins + 1) * 8, s));
         GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, edges, (size_t)(nbins + 1) * 8, cudaMemcpyHostToDevice, s));

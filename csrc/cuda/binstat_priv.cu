@@ -886,7 +886,7 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
     GS_CUDA_GOTO(cudaMemsetAsync(g, 0, gbytes, s));
     if (r.nonfinite)
         GS_CUDA_GOTO(cudaMemsetAsync(r.nonfinite, 0, sizeof(unsigned), s));
-    r.edges = (const double *)gs_cuda_constants(edges, (size_t)ne * 8, dev->ordinal);
+    r.edges = (const double *)gs_cuda_constants(edges, (size_t)ne * 8, dev->ordinal, s);
     if (!r.edges) {
         GS_CUDA_GOTO(cudaMemcpyAsync(g, edges, (size_t)ne * 8, cudaMemcpyHostToDevice, s));
         r.edges = (const double *)g;

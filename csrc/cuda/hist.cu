@@ -161,7 +161,7 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     }
     if (bins->kind == GS_BINS_EDGES || bins->kind == GS_BINS_EDGES_INT) {
         /* the edges come from host memory; this copy may wait for the stream */
-        kept = (const double *)gs_cuda_constants(bins->edges, (size_t)(nb + 1) * sizeof(double), dev_ord);
+        kept = (const double *)gs_cuda_constants(bins->edges, (size_t)(nb + 1) * sizeof(double), dev_ord, s);
         if (!kept) {
             GS_CUDA_GOTO(gs_malloc_async((void **)&d_edges, (size_t)(nb + 1) * sizeof(double), s));
             GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, bins->edges, (size_t)(nb + 1) * sizeof(double),

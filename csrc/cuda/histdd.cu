@@ -1045,7 +1045,7 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
     const size_t es = gs_dtype_size(coords[0].dtype);
     void *d_edges = NULL, *d_out = NULL, *d_w = NULL;
     void *d_coord[GS_HISTDD_MAX_DIMS] = {NULL};
-    r.edges = (const double *)gs_cuda_constants(edges, (size_t)etotal * 8, call.ordinal);
+    r.edges = (const double *)gs_cuda_constants(edges, (size_t)etotal * 8, call.ordinal, s);
     if (!r.edges) {
         GS_CUDA_GOTO(gs_malloc_async(&d_edges, (size_t)etotal * 8, s));
         GS_CUDA_GOTO(cudaMemcpyAsync(d_edges, edges, (size_t)etotal * 8, cudaMemcpyHostToDevice, s));

@@ -123,9 +123,14 @@ cudaError_t gs_cuda_pool_alloc(void **p, size_t bytes, cudaStream_t s)
  * 1.0 us, a pageable 4 KiB cudaMemcpyAsync 3.5 us), 2 % of a 230 us
  * histogram2d.  A repeated call -- the same bins and range, a notebook's
  * loop -- finds its table here instead.  Entries are keyed by (device,
- * content), uploaded once with a synchronous copy, and freed only by
- * gs_empty_cache after a device synchronization (a kernel on any stream may
- * be reading one); a full cache answers NULL and the caller uploads. */
+ * content) and uploaded once on a private non-blocking stream that is then
+ * synchronized (the copy has landed before any stream can read it, and the
+ * upload waits for no one else's work).  They are never freed: a kernel on
+ * any stream, or a captured CUDA graph, may hold one's address for as long
+ * as it likes, and all of them together are at most CONST_CACHE x
+ * CONST_MAX_BYTES (4 MiB) a device.  A full cache, or a stream being
+ * captured (an upload would break the capture), answers NULL and the
+ * caller uploads per call. */
 enum { CONST_CACHE = 64 };
 static const size_t CONST_MAX_BYTES = (size_t)64 << 10;
 struct const_entry {
@@ -136,9 +141,31 @@ struct const_entry {
 };
 static const_entry g_const[CONST_CACHE];
 static int g_nconst;
+static cudaStream_t g_const_stream[GS_MAX_DEVICES];
 static pthread_mutex_t g_const_lock = PTHREAD_MUTEX_INITIALIZER;
 
-const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal)
+/* The upload: NULL on any failure (its error cleared). */
+static void *const_upload(const void *host, size_t bytes, int ordinal)
+{
+    if (ordinal < 0 || ordinal >= GS_MAX_DEVICES)
+        return NULL;
+    if (!g_const_stream[ordinal] && cudaStreamCreateWithFlags(&g_const_stream[ordinal], cudaStreamNonBlocking) != cudaSuccess) {
+        g_const_stream[ordinal] = NULL;
+        cudaGetLastError();
+        return NULL;
+    }
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes) == cudaSuccess &&
+        cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, g_const_stream[ordinal]) == cudaSuccess &&
+        cudaStreamSynchronize(g_const_stream[ordinal]) == cudaSuccess)
+        return d;
+    cudaGetLastError(); /* out of memory: the caller uploads per call */
+    if (d)
+        cudaFree(d);
+    return NULL;
+}
+
+const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaStream_t stream)
 {
     if (bytes == 0 || bytes > CONST_MAX_BYTES)
         return NULL;
@@ -147,48 +174,28 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal)
     for (int i = 0; i < g_nconst && !found; i++)
         if (g_const[i].ordinal == ordinal && g_const[i].bytes == bytes && memcmp(g_const[i].host, host, bytes) == 0)
             found = g_const[i].dev;
-    if (!found && g_nconst < CONST_CACHE) {
-        void *copy = malloc(bytes), *d = NULL;
-        if (copy && cudaMalloc(&d, bytes) == cudaSuccess && cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (!found && g_nconst < CONST_CACHE && cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+        capture == cudaStreamCaptureStatusNone) {
+        void *copy = malloc(bytes);
+        void *d = copy ? const_upload(host, bytes, ordinal) : NULL;
+        if (d) {
             memcpy(copy, host, bytes);
             g_const[g_nconst++] = const_entry{ordinal, bytes, copy, d};
             found = d;
-        } else { /* out of memory: the caller uploads per call (clear the error this left) */
-            cudaGetLastError();
-            if (d)
-                cudaFree(d);
+        } else {
             free(copy);
         }
     }
+    cudaGetLastError(); /* (cudaStreamIsCapturing on a bad stream: the launch that follows reports it) */
     pthread_mutex_unlock(&g_const_lock);
     return found;
 }
 
-/* Free the kept tables: every device that holds one is synchronized first. */
-static cudaError_t constants_release(void)
-{
-    cudaError_t e = cudaSuccess;
-    pthread_mutex_lock(&g_const_lock);
-    for (int i = 0; i < g_nconst && e == cudaSuccess; i++) {
-        gs_device_guard g(g_const[i].ordinal);
-        e = g.err;
-        if (e == cudaSuccess)
-            e = cudaDeviceSynchronize();
-        if (e == cudaSuccess)
-            e = cudaFree(g_const[i].dev);
-        free(g_const[i].host);
-        g_const[i] = const_entry{};
-    }
-    if (e == cudaSuccess)
-        g_nconst = 0;
-    pthread_mutex_unlock(&g_const_lock);
-    return e;
-}
-
 static gs_status cuda_empty_cache(void)
 {
-    cudaError_t e = constants_release();
     pthread_mutex_lock(&g_pool_lock);
+    cudaError_t e = cudaSuccess;
     for (int d = 0; d < GS_MAX_DEVICES && e == cudaSuccess; d++)
         if (g_pools[d]) {
             gs_device_guard g(d);

@@ -160,10 +160,11 @@ gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev);
 
 /* A device copy of a small read-only table (a histogram's edges) with
  * `bytes` of the given host content on the current device (`ordinal`), kept
- * for later calls with the same content; NULL when the table is too large or
- * the cache is full (the caller then uploads per call).  The copy is
- * complete before this returns: any stream may read it at once. */
-const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal);
+ * for the process's life for later calls with the same content; NULL when
+ * the table is too large, the cache is full or `stream` is being captured
+ * (the caller then uploads per call).  The copy is complete before this
+ * returns: any stream may read it at once. */
+const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaStream_t stream);
 
 /* Read a device int (an error flag) after the stream's work: the stream is
  * synchronized. */
