@@ -175,8 +175,11 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaS
         if (g_const[i].ordinal == ordinal && g_const[i].bytes == bytes && memcmp(g_const[i].host, host, bytes) == 0)
             found = g_const[i].dev;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (!found && g_nconst < CONST_CACHE && cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
-        capture == cudaStreamCaptureStatusNone) {
+    if (!found && g_nconst < CONST_CACHE && cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+        cudaGetLastError(); /* (e.g. another thread captures in global mode: no upload now; the launch reports a bad stream) */
+        capture = cudaStreamCaptureStatusActive;
+    }
+    if (!found && g_nconst < CONST_CACHE && capture == cudaStreamCaptureStatusNone) {
         void *copy = malloc(bytes);
         void *d = copy ? const_upload(host, bytes, ordinal) : NULL;
         if (d) {
@@ -187,7 +190,6 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaS
             free(copy);
         }
     }
-    cudaGetLastError(); /* (cudaStreamIsCapturing on a bad stream: the launch that follows reports it) */
     pthread_mutex_unlock(&g_const_lock);
     return found;
 }
