@@ -255,14 +255,18 @@ def one_axis(shape, axis, dt, op, out_dtype_of):
 
 
 def reduce_axis_(a, axis, op, out_dtype_of, name):
-    """gs.sum(a, axis) / gs.count_nonzero(a, axis) (`op`: _core.AXIS_OPS) of
-    a C-contiguous N-D device array along one int axis, with NumPy's other
-    defaults: the segmented kernel (outer, len, inner) straight into a result
-    of the input's library, shape `a.shape` less the axis, dtype
-    `out_dtype_of(a.dtype)`.  Bool input (NumPy casts it to the sum's
-    integer loop), empty arrays and an axis out of range take the general
-    path."""
-    if type(axis) is not int:
+    """gs.sum(a, axis) / gs.count_nonzero(a, axis) / gs.cumsum(a, axis)
+    (`op`: _core.AXIS_OPS) of a C-contiguous N-D device array along one int
+    axis, with NumPy's other defaults: the segmented kernel (outer, len,
+    inner) straight into a result of the input's library -- shape `a.shape`
+    less the axis (a cumsum: `a.shape`), dtype `out_dtype_of(a.dtype)`.
+    Bool input (NumPy casts it to the sum's integer loop), empty arrays, an
+    axis out of range and a 1-D cumsum (the flattened scan's strategy
+    kernels) take the general path.  (The general path spent ~100 us of host
+    time before a cumsum's launch: r95, H200 host, 4096 x 65536 float32 axis
+    0 one call 0.85 ms against 0.78 ms back to back.)"""
+    scan = op == _AXIS_CUMSUM
+    if type(axis) is not int or (scan and getattr(a, "ndim", 0) < 2):
         return NotImplemented
     r = _ready(a)
     if r is None:
@@ -272,36 +276,11 @@ def reduce_axis_(a, axis, op, out_dtype_of, name):
     if plan is None:
         return NotImplemented
     (outer, length, inner), res_shape, odt = plan
-    res, optr = h.out(res_shape, odt, dev)
+    nout = n if scan else outer * inner
+    res, optr = h.out(tuple(a.shape) if scan else res_shape, odt, dev)
     _core.reduce_axis("cuda", (ptr, 1, 1, code, dev), (outer, length, inner), (length * inner, inner, 1), op,
-                      (optr, outer * inner, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
-    _note(name, n, dt, dt.itemsize, odt.itemsize * outer * inner, "segmented")
-    return res
-
-
-def cumsum_axis_(a, axis, out_dtype_of):
-    """gs.cumsum(a, axis) of a C-contiguous N-D (N >= 2) device array along
-    one int axis, with NumPy's other defaults: the segmented scan (outer,
-    len, inner) straight into a result of the input's library and shape,
-    dtype `out_dtype_of(a.dtype)` (NumPy's cumsum dtype).  The general path
-    (_axis.cumsum) spent ~100 us of host time before this launch (r95, H200
-    host, 4096 x 65536 float32: 0.85 ms one call against 0.78 ms back to
-    back).  Bool input, empty arrays, an axis out of range and 1-D arrays
-    (the flattened scan's strategy kernels) take the general path."""
-    if type(axis) is not int or getattr(a, "ndim", 0) < 2:
-        return NotImplemented
-    r = _ready(a)
-    if r is None:
-        return NotImplemented
-    h, (ptr, n, dt, code, dev) = r
-    plan = one_axis(tuple(a.shape), axis, dt, _AXIS_CUMSUM, out_dtype_of)
-    if plan is None:
-        return NotImplemented
-    (outer, length, inner), _, odt = plan
-    res, optr = h.out(tuple(a.shape), odt, dev)
-    _core.reduce_axis("cuda", (ptr, 1, 1, code, dev), (outer, length, inner), (length * inner, inner, 1),
-                      _AXIS_CUMSUM, (optr, n, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
-    _note("cumsum", n, dt, dt.itemsize, odt.itemsize * n, "segmented")
+                      (optr, nout, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
+    _note(name, n, dt, dt.itemsize, odt.itemsize * nout, "segmented")
     return res
 
 

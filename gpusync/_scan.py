@@ -95,7 +95,7 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
         r = _core.fast_reduce_axis(a, axis, 2)  # the C fast path: along one int axis of a NumPy array
         if r is not NotImplemented:
             return r
-        r = _devfast.cumsum_axis_(a, axis, _cumsum_dtype)  # along one int axis of a device array
+        r = _devfast.reduce_axis_(a, axis, _nd.CUMSUM, _cumsum_dtype, "cumsum")  # one axis of a device array
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):  # NumPy's axis / dtype / out rules: _axis.cumsum
