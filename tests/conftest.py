@@ -10,6 +10,10 @@ BACKENDS = [
     pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
 ]
 
+# The input's library: device arrays are a parameter of the same tests as NumPy's (the `kind` fixture).
+KINDS = [pytest.param("numpy", id="numpy"), pytest.param("cupy", id="cupy", marks=pytest.mark.gpu),
+         pytest.param("torch", id="torch", marks=pytest.mark.gpu)]
+
 
 def pytest_addoption(parser):
     parser.addoption("--fuzz-long", action="store_true", default=False,
@@ -30,6 +34,14 @@ def backend(request):
     """Run the test body on each backend (the CUDA one only with a GPU)."""
     with gs.use_backend(request.param):
         yield request.param
+
+
+@pytest.fixture(params=KINDS)
+def kind(request, backend):
+    """The input's library: NumPy on both engines, CuPy / PyTorch on the cuda one."""
+    if request.param != "numpy" and backend != "cuda":
+        pytest.skip("device arrays run on the cuda backend")
+    return request.param
 
 
 @pytest.fixture

@@ -16,15 +16,7 @@ DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, 
 SHAPES = [(0,), (1,), (31,), (33,), (100_000,), (0, 3), (3, 0), (1, 33), (31, 33), (33, 31), (7, 1, 5),
           (4, 5, 6), (2, 3, 4, 5), (250, 400)]
 
-KINDS = [pytest.param("numpy", id="numpy"), pytest.param("cupy", id="cupy", marks=pytest.mark.gpu),
-         pytest.param("torch", id="torch", marks=pytest.mark.gpu)]
 
-
-@pytest.fixture(params=KINDS)
-def kind(request, backend):
-    if request.param != "numpy" and backend != "cuda":
-        pytest.skip("device arrays run on the cuda backend")
-    return request.param
 
 
 def to_kind(a, kind):

@@ -6,16 +6,10 @@ import pytest
 import scipy.stats
 
 import gpusync as gs
-from test_axis import KINDS, to_host, to_kind  # noqa: F401
+from test_axis import to_host, to_kind  # noqa: F401
 
 STATS = ["count", "sum", "mean", "std", "min", "max", "median"]
 
-
-@pytest.fixture(params=KINDS)
-def kind(request, backend):
-    if request.param != "numpy" and backend != "cuda":
-        pytest.skip("device arrays run on the cuda backend")
-    return request.param
 
 
 def _same(got, ref):

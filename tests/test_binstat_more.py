@@ -7,14 +7,8 @@ import pytest
 import scipy.stats
 
 import gpusync as gs
-from test_axis import KINDS, to_host, to_kind  # noqa: F401
+from test_axis import to_host, to_kind  # noqa: F401
 
-
-@pytest.fixture(params=KINDS)
-def kind(request, backend):
-    if request.param != "numpy" and backend != "cuda":
-        pytest.skip("device arrays run on the cuda backend")
-    return request.param
 
 
 @pytest.mark.parametrize("n", [1, 31, 33, 100_000])

@@ -14,17 +14,11 @@ import scipy.stats
 
 import gpusync as gs
 from conftest import scipy_binned_statistic
-from test_axis import KINDS, to_host, to_kind
+from test_axis import to_host, to_kind
 
 STATS = ["count", "sum", "mean", "std", "min", "max"]
 EPS = 2.0 ** -53
 
-
-@pytest.fixture(params=KINDS)
-def kind(request, backend):
-    if request.param != "numpy" and backend != "cuda":
-        pytest.skip("device arrays run on the cuda backend")
-    return request.param
 
 
 def _bound(x, v, stat, **kw):

@@ -9,19 +9,12 @@ import numpy as np
 import pytest
 
 import gpusync as gs
-from test_axis import KINDS, to_host, to_kind  # noqa: F401 - the device-array parameter
+from test_axis import to_host, to_kind  # noqa: F401 - the device-array parameter
 
 CDTYPES = [np.complex64, np.complex128]
 SHAPES = [(0,), (1,), (31,), (33,), (1000,), (4, 5), (3, 4, 5)]
 REAL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 
-
-@pytest.fixture(params=KINDS)
-def kind(request, backend):
-    """The input's library: NumPy on both engines, CuPy / PyTorch on the cuda one."""
-    if request.param != "numpy" and backend != "cuda":
-        pytest.skip("device arrays run on the cuda backend")
-    return request.param
 
 
 def _lib_of(r, kind):

@@ -9,16 +9,10 @@ from hypothesis.extra import numpy as hnp
 
 import gpusync as gs
 from conftest import assert_raises_like_numpy
-from test_axis import KINDS, to_host, to_kind  # noqa: F401 - the device-array parameter
+from test_axis import to_host, to_kind  # noqa: F401 - the device-array parameter
 
 SIZES = [0, 1, 31, 33, 100_000]
 
-
-@pytest.fixture(params=KINDS)
-def kind(request, backend):
-    if request.param != "numpy" and backend != "cuda":
-        pytest.skip("device arrays run on the cuda backend")
-    return request.param
 
 
 def _check2d(got, ref):

@@ -8,9 +8,9 @@ import pytest
 import scipy.stats
 
 import gpusync as gs
-from conftest import scipy_binned_statistic
+from conftest import KINDS, scipy_binned_statistic
 from gpusync import _arrays, _core
-from test_axis import KINDS, to_host, to_kind
+from test_axis import to_host, to_kind
 
 DEVICE_KINDS = [k for k in KINDS if k.id != "numpy"]
 

@@ -5,14 +5,8 @@ import pytest
 
 import gpusync as gs
 from conftest import assert_raises_like_numpy
-from test_axis import KINDS, to_host, to_kind  # noqa: F401
+from test_axis import to_host, to_kind  # noqa: F401
 
-
-@pytest.fixture(params=KINDS)
-def kind(request, backend):
-    if request.param != "numpy" and backend != "cuda":
-        pytest.skip("device arrays run on the cuda backend")
-    return request.param
 
 
 @pytest.mark.parametrize("shape", [(0,), (1,), (31,), (33,), pytest.param((100_000,), marks=pytest.mark.sanitizer),
