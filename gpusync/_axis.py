@@ -469,6 +469,7 @@ def cumsum_args(shape, xdt, axis, dtype, out):
 
 def cumsum(a, axis, dtype, out, flat_scan):
     """np.cumsum by NumPy's rules; `flat_scan(x, out_dtype)` scans a 1-D array."""
+    _dispatch.fast_ready()  # the next call of a device array may take _devfast.reduce_axis_ (as reduce does)
     x = nd_input(a, "cumsum")
     ax, shape, res_shape, rt, out = cumsum_args(tuple(x.shape), np.dtype(x.dtype), axis, dtype, out)
     x = _category_cast(x, rt)

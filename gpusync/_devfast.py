@@ -156,15 +156,33 @@ def _ready(a):
 
 
 def _note(op, n, dt, in_bytes, out_bytes, used, strategy="auto"):
-    from . import _dispatch
+    """Record the call for gs.last_plan(): the raw facts only (plan() builds
+    the dict when asked; building it here cost ~4 us a call, r101)."""
+    _dispatch_tls().plan = ((op, n, dt, in_bytes, out_bytes, used, strategy), None, _core.plan_seq(), None)
 
+
+def plan(rec):
+    """last_plan()'s dict of a _note record."""
+    op, n, dt, in_bytes, out_bytes, used, strategy = rec
     name = _names.get(dt)
     if name is None:
         name = _names[dt] = str(dt)
     shape = _costmodel.Shape(op, n, in_bytes, out_bytes, 0, True, "device")
-    _dispatch._tls.plan = ({"op": op, "place": "device", "n": n, "dtype": name, "engine": "cuda", "strategy": strategy,
-                            "strategy_used": used, "threads": 0, "split": None, "predicted_ms": shape,
-                            "forced": None, "notes": ["the device fast path"]}, None, _core.plan_seq(), None)
+    return {"op": op, "place": "device", "n": n, "dtype": name, "engine": "cuda", "strategy": strategy,
+            "strategy_used": used, "threads": 0, "split": None, "predicted_ms": shape, "forced": None,
+            "notes": ["the device fast path"]}
+
+
+def _dispatch_tls():
+    global _tls
+    if _tls is None:
+        from . import _dispatch
+
+        _tls = _dispatch._tls
+    return _tls
+
+
+_tls = None  # _dispatch._tls (imported on first use: _dispatch imports this module)
 
 
 def sum_(a, out_dtype_of):

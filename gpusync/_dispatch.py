@@ -164,6 +164,8 @@ def last_plan() -> dict | None:
     if rec is None:
         return None
     plan, used, _seq, threads = rec
+    if type(plan) is tuple:  # the device fast path's record (_devfast._note)
+        plan = _devfast.plan(plan)
     out = dict(plan, notes=list(plan["notes"]))
     if threads is not None:
         out["threads"] = threads

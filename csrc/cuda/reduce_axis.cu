@@ -25,11 +25,15 @@
  *              warp scan per vector slot, a shared step across warps, a
  *              running carry; the next tile is loaded while this one is
  *              scanned.
- *   scan_cols  inner > 1: CW column threads x NR row groups as in red_cols;
- *              a tile is NR x U rows, group g scans its U rows serially,
- *              the group totals are combined in shared memory (in group
- *              order) and the running carry moves down the columns: the
- *              data is read and written once, coalesced.
+ *   scan_cols  inner > 1: CW column threads x NR row groups as in red_cols
+ *              (CW = 64 where those blocks still fill the GPU); a tile is
+ *              NR x U rows, group g scans its U rows serially (U = 8: eight
+ *              16-byte loads in flight a thread), the group totals are
+ *              combined in shared memory (in group order) and the running
+ *              carry moves down the columns: the data is read and written
+ *              once, coalesced.  Columns too few to fill the GPU split the
+ *              axis into parts: red_cols sums every part first, and each
+ *              part's scan starts from the totals before it (read twice).
  *
  * Every partition depends only on the shapes and the device, and every sum
  * is added in a fixed order: results are deterministic.  Floating inputs
@@ -49,7 +53,26 @@
 namespace {
 
 constexpr int THREADS = 256;
-constexpr int SCAN_MINB = 4; /* scans: 64 registers, 4 blocks of 256 per SM */
+constexpr int SCAN_MINB = 4; /* scan_rows: 64 registers, 4 blocks of 256 per SM */
+/* scan_cols: up to 128 registers, 2 blocks of 256 per SM, and a tile of 8
+ * rows per thread group with 16-byte columns (COLS_U): 8 loads in flight a
+ * thread.  r100 (H200, (4096, 65536) float32 along axis 0, back to back):
+ * 4 rows x 64 registers (28 bytes spilled) 0.727 ms, 8 rows x 128 registers
+ * 0.578 ms (0.566 with 64 column threads, below); prefetching 2-6 tiles
+ * ahead instead of 1 was slower in every case.  r101, the same run against
+ * the kernel before (ms): (4096, 65536) 0.816 -> 0.558, (16384, 16384)
+ * 1.135 -> 0.668, (1000, 200000) 0.567 -> 0.430, (2000, 3, 40000) 0.743 ->
+ * 0.508; float64 (4096, 32768) 0.564 -> 0.555. */
+constexpr int COLS_MINB = 2;
+constexpr int COLS_U = 8;
+/* scan_cols splits the axis into parts when its blocks fill at most 1 /
+ * SPLIT_FILL of the resident slots, each part SPLIT_TILES tiles at least.
+ * r101 (H200, float32 along axis 0, split forced off / on, ms): (16384,
+ * 16384) 128 blocks of 264 slots 0.688 / 0.838 (one pass: no split);
+ * (32768, 8192) 64 blocks 1.277 / 0.835; (65536, 4096) 2.548 / 0.859;
+ * (262144, 1024) 10.12 / 0.899; (4194304, 64) 115.7 / 1.330. */
+constexpr int SPLIT_FILL = 4;
+constexpr int SPLIT_TILES = 8;
 constexpr unsigned FULL = 0xffffffffu;
 
 __device__ __forceinline__ unsigned long long nz(gs_bool8 x) { return x.v != 0; }
@@ -125,6 +148,7 @@ struct ax_args {
     void *part;     /* kparts > 1: [part][outer * inner] accumulators */
     int cw;         /* red_cols / scan_cols: column threads per block (1..THREADS, a power of two) */
     int64_t chunks; /* red_cols / scan_cols: blocks per o */
+    int64_t kred;   /* scan_cols with parts: red_cols parts per scan part (their totals in part) */
     int same_dtype; /* out has a's dtype (host side: the scans' direct stores) */
 };
 
@@ -481,7 +505,7 @@ __global__ void __launch_bounds__(THREADS, SCAN_MINB) scan_rows(ax_args r)
 /* Blocks and threads as in red_cols; a tile is nr x U rows, group g scans
  * rows t0 + g * U .. + U - 1 of its V columns.  V > 1: the columns are
  * contiguous, aligned, inner % V == 0. */
-template <class T, int V, int U, bool DIRECT> __global__ void __launch_bounds__(THREADS, SCAN_MINB) scan_cols(ax_args r)
+template <class T, int V, int U, bool DIRECT> __global__ void __launch_bounds__(THREADS, COLS_MINB) scan_cols(ax_args r)
 {
     using E = elem<T, false>;
     using A = typename E::A;
@@ -491,6 +515,9 @@ template <class T, int V, int U, bool DIRECT> __global__ void __launch_bounds__(
     const int64_t o = blockIdx.x / r.chunks, c = blockIdx.x % r.chunks;
     const int64_t i0 = (c * cw + ct) * V;
     const bool live = i0 < r.inner;
+    const int64_t part = blockIdx.y;
+    /* rows [k0, k1) of the axis: the whole axis, or part `part` of kparts (their totals in r.part) */
+    const int64_t k0 = r.len * part / r.kparts, k1 = r.len * (part + 1) / r.kparts;
     const int64_t len = r.len, tr = (int64_t)nr * U, s1 = r.s1, inner = r.inner;
     /* this thread's first row of the tile at t0 = 0, in and out */
     const T *col = (const T *)r.a + o * r.s0 + i0 * r.s2 + (int64_t)g * U * s1;
@@ -502,7 +529,7 @@ template <class T, int V, int U, bool DIRECT> __global__ void __launch_bounds__(
         const int64_t k = t0 + (int64_t)g * U;
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            if (live && k + u < len) {
+            if (live && k + u < k1) {
                 if (V > 1) {
                     const vec<T, V> x = vload<T, V>(p + u * s1);
 #pragma unroll
@@ -522,9 +549,17 @@ template <class T, int V, int U, bool DIRECT> __global__ void __launch_bounds__(
 #pragma unroll
     for (int e = 0; e < V; e++)
         carry[e] = zero;
-    for (int64_t t0 = 0; t0 < len; t0 += tr) {
+    if (part > 0 && live) { /* the totals of the rows before this part (kred sums a part), in order */
+        const A *tot = (const A *)r.part + o * inner + i0;
+        const int64_t n = r.outer * inner;
+        for (int64_t q = 0; q < part * r.kred; q++)
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                carry[e] += tot[q * n + e];
+    }
+    for (int64_t t0 = k0; t0 < k1; t0 += tr) {
         load(cur, t0);
-        if (live && t0 + 2 * tr <= len) /* the next tile on its way to L2 while this one is scanned */
+        if (live && t0 + 2 * tr <= k1) /* the next tile on its way to L2 while this one is scanned */
 #pragma unroll
             for (int u = 0; u < U; u++)
                 prefetch_l2(col + (t0 + tr + u) * s1);
@@ -567,7 +602,7 @@ template <class T, int V, int U, bool DIRECT> __global__ void __launch_bounds__(
             const int64_t ob = obase + t0 * inner;
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                if (k + u >= len)
+                if (k + u >= k1)
                     break;
                 if (DIRECT && V > 1) {
                     vec<T, V> y;
@@ -605,11 +640,11 @@ int64_t pow2_at_least(int64_t n)
 /* Column threads per block: a warp's worth (whole rows per load) when the
  * columns allow, fewer for narrow views so the rest of the block splits
  * the rows. */
-void plan_cols(ax_args &r, int v)
+void plan_cols(ax_args &r, int v, int top)
 {
     const int64_t threads = (r.inner + v - 1) / v;
     const int64_t cw = pow2_at_least(threads);
-    r.cw = (int)(cw < 32 ? cw : 32);
+    r.cw = (int)(cw < top ? cw : top);
     r.chunks = (threads + r.cw - 1) / r.cw;
 }
 
@@ -679,14 +714,11 @@ template <class T> gs_status launch_scan(ax_args &r, const gs_device_info *dev, 
     }
     constexpr int CV = col_vec<T>();
     const bool vec_ok = direct && cols_vec_ok(r, es, CV, true);
-    plan_cols(r, vec_ok ? CV : 1);
-    const int64_t blocks = r.outer * r.chunks;
-    if (blocks > 0x7fffffff)
-        return gs_fail(GS_ERR_OVERFLOW, "reduce_axis: grid of %lld blocks", (long long)blocks);
+    const int v = vec_ok ? CV : 1;
     const void *k;
     if constexpr (direct_ok<T>() && CV > 1) {
         if (vec_ok)
-            k = (const void *)scan_cols<T, CV, 4, true>;
+            k = (const void *)scan_cols<T, CV, COLS_U, true>;
         else if (direct)
             k = (const void *)scan_cols<T, 1, 8, true>;
         else
@@ -695,8 +727,56 @@ template <class T> gs_status launch_scan(ax_args &r, const gs_device_info *dev, 
         (void)vec_ok;
         k = (const void *)scan_cols<T, 1, 8, false>;
     }
-    GS_CUDA_CHECK(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(THREADS), args, 0, s));
-    return GS_OK;
+    int64_t resident;
+    gs_status st = gs_cuda_resident_blocks(k, THREADS, 0, dev, &resident); /* remembered by the runtime */
+    if (st != GS_OK)
+        return st;
+    /* 64 column threads (a block reads 1 KiB of a row of 16-byte columns) where those blocks still fill 90 %
+     * of the resident slots, else 32 (r100, H200, 8-row tiles: (4096, 65536) float32 0.566 ms against
+     * 0.578, float64 (4096, 32768) 0.552 against 0.664; (16384, 16384) float32: 64 blocks of 64 columns
+     * 1.01 ms against 128 blocks of 32 columns 0.68) */
+    plan_cols(r, v, 64);
+    if (r.cw == 64 && (double)(r.outer * r.chunks) < 0.9 * (double)resident)
+        plan_cols(r, v, 32);
+    const int64_t blocks = r.outer * r.chunks;
+    if (blocks > 0x7fffffff)
+        return gs_fail(GS_ERR_OVERFLOW, "reduce_axis: grid of %lld blocks", (long long)blocks);
+    const int64_t tile_rows = (int64_t)(THREADS / r.cw) * (vec_ok ? COLS_U : 8);
+    /* Few columns: one pass leaves slots empty and every column a long serial chain (r100: (65536, 4096)
+     * float32, 32 blocks, 5.06 ms).  Then the axis splits into parts: red_cols sums each part (kred parts
+     * of its own per scan part, enough to fill its slots), and each scan block starts from the totals of
+     * the parts before its own -- the input read twice, the output written once, every block busy. */
+    int64_t parts = 1, kred = 1;
+    if (blocks * SPLIT_FILL <= resident && r.len >= 2 * SPLIT_TILES * tile_rows)
+        parts = choose_parts(blocks, resident, r.len / (SPLIT_TILES * tile_rows));
+    void *d_part = NULL;
+    const int scan_cw = r.cw;
+    const int64_t scan_chunks = r.chunks;
+    if (parts > 1) {
+        constexpr int RV = col_vec<T>();
+        const bool rvec = cols_vec_ok(r, es, RV, false);
+        plan_cols(r, rvec ? RV : 1, 32);
+        const void *rk = rvec ? (const void *)red_cols<T, false, RV> : (const void *)red_cols<T, false, 1>;
+        int64_t rres;
+        st = gs_cuda_resident_blocks(rk, THREADS, 0, dev, &rres);
+        if (st != GS_OK)
+            return st;
+        const int64_t rblocks = r.outer * r.chunks * parts;
+        kred = choose_parts(rblocks, rres, r.len / (parts * (THREADS / r.cw) * 16));
+        kred = kred < 1 ? 1 : kred;
+        r.kparts = parts * kred;
+        if (r.kparts > 65535)
+            r.kparts = parts, kred = 1;
+        GS_CUDA_CHECK(gs_malloc_async(&d_part, (size_t)(r.kparts * r.outer * r.inner) * 8, s));
+        r.part = d_part;
+        GS_CUDA_GOTO(cudaLaunchKernel(rk, dim3((unsigned)(r.outer * r.chunks), (unsigned)r.kparts), dim3(THREADS),
+                                      args, 0, s));
+    }
+    r.cw = scan_cw, r.chunks = scan_chunks, r.kparts = parts, r.kred = kred;
+    GS_CUDA_GOTO(cudaLaunchKernel(k, dim3((unsigned)blocks, (unsigned)parts), dim3(THREADS), args, 0, s));
+fail:
+    gs_free_async(d_part, s, &st);
+    return st;
 }
 
 template <class T> gs_status launch(ax_args &r, int op, const gs_device_info *dev, cudaStream_t s)
@@ -724,7 +804,7 @@ template <class T> gs_status launch(ax_args &r, int op, const gs_device_info *de
     } else {
         constexpr int CV = col_vec<T>();
         const bool vec_ok = cols_vec_ok(r, es, CV, false);
-        plan_cols(r, vec_ok ? CV : 1);
+        plan_cols(r, vec_ok ? CV : 1, 32);
         if (vec_ok)
             k = count ? (const void *)red_cols<T, true, CV> : (const void *)red_cols<T, false, CV>;
         else
