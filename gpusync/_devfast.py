@@ -272,12 +272,13 @@ def one_axis(shape, axis, dt, op, out_dtype_of):
     return (outer, shape[ax], inner), shape[:ax] + shape[ax + 1:], odt
 
 
-def reduce_axis_(a, axis, op, out_dtype_of, name):
+def reduce_axis_(a, axis, op, out_dtype_of, name, out=None):
     """gs.sum(a, axis) / gs.count_nonzero(a, axis) / gs.cumsum(a, axis)
     (`op`: _core.AXIS_OPS) of a C-contiguous N-D device array along one int
     axis, with NumPy's other defaults: the segmented kernel (outer, len,
     inner) straight into a result of the input's library -- shape `a.shape`
-    less the axis (a cumsum: `a.shape`), dtype `out_dtype_of(a.dtype)`.
+    less the axis (a cumsum: `a.shape`), dtype `out_dtype_of(a.dtype)` -- or
+    into `out` when it is such an array (sum and cumsum's `out=`).
     Bool input (NumPy casts it to the sum's integer loop), empty arrays, an
     axis out of range and a 1-D cumsum (the flattened scan's strategy
     kernels) take the general path.  (The general path spent ~100 us of host
@@ -295,7 +296,24 @@ def reduce_axis_(a, axis, op, out_dtype_of, name):
         return NotImplemented
     (outer, length, inner), res_shape, odt = plan
     nout = n if scan else outer * inner
-    res, optr = h.out(tuple(a.shape) if scan else res_shape, odt, dev)
+    shape = tuple(a.shape) if scan else res_shape
+    if out is None:
+        res, optr = h.out(shape, odt, dev)
+    else:
+        # `out` written in place by the kernel: an array of the same library and device, C-contiguous, of the
+        # result's shape and NumPy's default dtype, apart from the input -- or the input itself for a scan (every
+        # kernel reads a tile before it writes it).  Anything else: the general path (NumPy's casting rules, a
+        # result computed apart and copied in).
+        if type(out) is not type(a):
+            return NotImplemented
+        v = h.view(out)
+        if v is None or v[2] != odt or v[4] != dev or tuple(out.shape) != shape:
+            return NotImplemented
+        optr = v[0]
+        if optr != ptr or not scan:
+            if optr < ptr + n * dt.itemsize and ptr < optr + nout * odt.itemsize:  # overlapping memory
+                return NotImplemented
+        res = out
     _core.reduce_axis("cuda", (ptr, 1, 1, code, dev), (outer, length, inner), (length * inner, inner, 1), op,
                       (optr, nout, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
     _note(name, n, dt, dt.itemsize, odt.itemsize * nout, "segmented")

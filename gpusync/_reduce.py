@@ -140,6 +140,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         r = _axis.host_axis(a, axis, _axis.SUM, _sum_dtype)  # one axis of a NumPy array
         if r is not NotImplemented:
             return r
+    elif (out is not None and type(out) is type(a) and where is True and type(initial) is int and initial == 0
+          and stream is None and strategy == "auto" and not deterministic and not keepdims and dtype is None):
+        r = _devfast.reduce_axis_(a, axis, _axis.SUM, _sum_dtype, "sum", out)  # out=: a device array, in place
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):
         if _complex.takes(a, dtype, out):  # complex input, dtype or out: float sums of the (..., 2) real view
             _dispatch.check_strategy("sum", strategy)

@@ -98,6 +98,10 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
         r = _devfast.reduce_axis_(a, axis, _nd.CUMSUM, _cumsum_dtype, "cumsum")  # one axis of a device array
         if r is not NotImplemented:
             return r
+    elif stream is None and dtype is None and strategy == "auto" and type(out) is type(a):
+        r = _devfast.reduce_axis_(a, axis, _nd.CUMSUM, _cumsum_dtype, "cumsum", out)  # out=: a device array, in place
+        if r is not NotImplemented:
+            return r
     with _arrays.call_stream(stream, a):  # NumPy's axis / dtype / out rules: _axis.cumsum
         if _complex.takes(a, dtype, out):  # complex input, dtype or out: the float scan of the (..., 2) real view
             return _complex.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))

@@ -212,3 +212,46 @@ def test_axis_fast_path_equals_numpy(lib, dtype, shape):
             fast = "the device fast path" in gs.last_plan()["notes"]
             # (a 1-D cumsum along its axis is the flattened scan: the general path)
             assert fast == (dtype != "bool" and (name != "cumsum" or len(shape) > 1)), (name, axis, gs.last_plan())
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+def test_axis_out_fast_path_writes_in_place(lib, dtype):
+    """sum / cumsum along one axis with `out=` a device array of the result's
+    shape and NumPy's dtype: the kernel writes `out` itself (the fast path,
+    `out` returned); the input itself as a cumsum's `out` (in place); an `out`
+    of another dtype, or one overlapping the input, takes the general path
+    with NumPy's values."""
+    _warm()
+    rng = np.random.default_rng(7)
+    h = (rng.random((300, 260)) * 9).astype(dtype)
+    cs_dt = np.cumsum(h[:1, :1]).dtype
+    s_dt = np.sum(h[:1, :1]).dtype
+    for axis in (0, 1, -1):
+        d = _to_dev(lib, h)
+        cs_ref = np.cumsum(h.astype(np.float64) if h.dtype.kind == "f" else h, axis=axis).astype(cs_dt)
+        o = _to_dev(lib, np.zeros(h.shape, cs_dt))
+        r = gs.cumsum(d, axis=axis, out=o)
+        assert r is o and "the device fast path" in gs.last_plan()["notes"]
+        np.testing.assert_allclose(_host(o), cs_ref, rtol=1e-6)
+        so = _to_dev(lib, np.zeros(np.sum(h, axis=axis).shape, s_dt))
+        r = gs.sum(d, axis=axis, out=so)
+        assert r is so and "the device fast path" in gs.last_plan()["notes"]
+        np.testing.assert_allclose(_host(so), np.sum(h.astype(np.float64), axis=axis).astype(s_dt), rtol=1e-6)
+        if cs_dt == h.dtype:  # in place: out is the input
+            r = gs.cumsum(d, axis=axis, out=d)
+            assert r is d and "the device fast path" in gs.last_plan()["notes"]
+            np.testing.assert_allclose(_host(d), cs_ref, rtol=1e-6)
+    # another dtype: NumPy's casting into out, the general path
+    d = _to_dev(lib, h)
+    o64 = _to_dev(lib, np.zeros(h.shape, np.float64))
+    r = gs.cumsum(d, axis=0, out=o64)
+    assert r is o64 and "the device fast path" not in gs.last_plan()["notes"]
+    np.testing.assert_allclose(_host(o64), np.cumsum(h, axis=0, out=np.zeros(h.shape, np.float64)), rtol=1e-6)
+    if cs_dt == h.dtype:  # an out overlapping the input (a shifted view of the same memory): the general path
+        big = _to_dev(lib, np.concatenate([h.reshape(-1), np.zeros(260, h.dtype)]))
+        src, dst = big[:300 * 260].reshape(300, 260), big[260:].reshape(300, 260)
+        ref = np.cumsum(h.astype(np.float64) if h.dtype.kind == "f" else h, axis=0).astype(cs_dt)
+        r = gs.cumsum(src, axis=0, out=dst)
+        assert "the device fast path" not in gs.last_plan()["notes"]
+        np.testing.assert_allclose(_host(dst), ref, rtol=1e-6)

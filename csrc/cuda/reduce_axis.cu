@@ -147,7 +147,8 @@ struct ax_args {
     int64_t kparts;
     void *part;     /* kparts > 1: [part][outer * inner] accumulators */
     int cw;         /* red_cols / scan_cols: column threads per block (1..THREADS, a power of two) */
-    int64_t chunks; /* red_cols / scan_cols: blocks per o */
+    int64_t chunks; /* red_cols / scan_cols: blocks per o; red_rows / scan_rows: > 0: the rows of the axis a
+                     * part covers (the scan's parts of whole tiles), else the parts split it evenly */
     int64_t kred;   /* scan_cols with parts: red_cols parts per scan part (their totals in part) */
     int same_dtype; /* out has a's dtype (host side: the scans' direct stores) */
 };
@@ -159,6 +160,18 @@ __device__ __forceinline__ void store(const ax_args &r, int64_t j, double f)
 __device__ __forceinline__ void store(const ax_args &r, int64_t j, unsigned long long u)
 {
     gs_store_acc(r.out + (size_t)j * r.osz, r.odt, 0.0, u);
+}
+
+/* The rows [k0, k1) of the axis that part `part` of kparts covers (red_rows, scan_rows: r.chunks). */
+__device__ __forceinline__ void part_range(const ax_args &r, int64_t part, int64_t &k0, int64_t &k1)
+{
+    if (r.chunks > 0) {
+        k0 = part * r.chunks;
+        k1 = k0 + r.chunks < r.len ? k0 + r.chunks : r.len;
+    } else {
+        k0 = r.len * part / r.kparts;
+        k1 = r.len * (part + 1) / r.kparts;
+    }
 }
 
 __device__ __forceinline__ void prefetch_l2(const void *p)
@@ -198,7 +211,8 @@ template <class T, bool COUNT, int G, bool VEC> __global__ void __launch_bounds_
     const int t = threadIdx.x % G, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int64_t o = (int64_t)blockIdx.x * (THREADS / G) + threadIdx.x / G;
     const int64_t part = blockIdx.y;
-    const int64_t k0 = r.len * part / r.kparts, k1 = r.len * (part + 1) / r.kparts;
+    int64_t k0, k1;
+    part_range(r, part, k0, k1);
     const A zero = E::zero(r.len);
     A s0 = zero, s1 = zero, s2 = zero, s3 = zero;
     if (o < r.outer) {
@@ -378,7 +392,7 @@ template <class A> __global__ void finish_kernel(ax_args r)
  * thread t, lane e of the vector) sits at tile + (q * G + t) * V + e.  V > 1:
  * the row is contiguous and 16-byte aligned, as is the output row; DIRECT:
  * out has the input's dtype (stored as T, vectors when V > 1). */
-template <class T, int V, int R, int G, bool DIRECT>
+template <class T, int V, int R, int G, bool DIRECT, bool PARTS = false>
 __global__ void __launch_bounds__(THREADS, SCAN_MINB) scan_rows(ax_args r)
 {
     using E = elem<T, false>;
@@ -398,9 +412,13 @@ __global__ void __launch_bounds__(THREADS, SCAN_MINB) scan_rows(ax_args r)
     T *orow = (T *)r.out + o * len; /* DIRECT only */
     const int64_t obase = o * len;
     const A zero = E::zero(len); /* -0.0 for floats: prefixes of -0.0 stay -0.0, as in NumPy */
+    int64_t pk0 = 0, pk1 = len; /* PARTS: this block's part of the axis (whole tiles) */
+    if constexpr (PARTS)
+        part_range(r, blockIdx.y, pk0, pk1);
+    const int64_t k0 = pk0, k1 = pk1;
     T cur[R][V];
     auto load = [&](T(&b)[R][V], int64_t t0) {
-        if (V > 1 && t0 + TILE <= len) { /* a whole tile: 16-byte loads at constant offsets */
+        if (V > 1 && t0 + TILE <= k1) { /* a whole tile: 16-byte loads at constant offsets */
             const T *p = row + t0 + t * V;
 #pragma unroll
             for (int q = 0; q < R; q++) {
@@ -415,14 +433,19 @@ __global__ void __launch_bounds__(THREADS, SCAN_MINB) scan_rows(ax_args r)
 #pragma unroll
                 for (int e = 0; e < V; e++) {
                     const int64_t k = t0 + ((int64_t)q * G + t) * V + e;
-                    b[q][e] = k < len ? row[k * s1] : T{};
+                    b[q][e] = k < k1 ? row[k * s1] : T{};
                 }
         }
     };
     A carry = zero; /* NW == 1: every lane; NW > 1: warp 0 */
-    for (int64_t t0 = 0; t0 < len; t0 += TILE) {
+    if constexpr (PARTS) {
+        if (o < r.outer) /* the totals of the parts before this one (red_rows), in part order */
+            for (int64_t q = 0; q < (int64_t)blockIdx.y; q++)
+                carry += ((const A *)r.part)[q * r.outer + o];
+    }
+    for (int64_t t0 = k0; t0 < k1; t0 += TILE) {
         load(cur, t0);
-        if (V > 1 && t0 + 2 * TILE <= len) /* the next tile on its way to L2 while this one is scanned */
+        if (V > 1 && t0 + 2 * TILE <= k1) /* the next tile on its way to L2 while this one is scanned */
 #pragma unroll
             for (int q = 0; q < R; q++)
                 prefetch_l2(row + t0 + TILE + t * V + q * G * V);
@@ -466,7 +489,7 @@ __global__ void __launch_bounds__(THREADS, SCAN_MINB) scan_rows(ax_args r)
             }
             __syncthreads(); /* wtot is free again; wpre and qbase are read before the next tile's first barrier */
         }
-        const bool whole = V > 1 && t0 + TILE <= len;
+        const bool whole = V > 1 && t0 + TILE <= k1;
 #pragma unroll
         for (int q = 0; q < R; q++) {
             A excl = __shfl_up_sync(FULL, incl[q], 1); /* exclusive: no subtraction, so no rounding */
@@ -492,7 +515,7 @@ __global__ void __launch_bounds__(THREADS, SCAN_MINB) scan_rows(ax_args r)
                 for (int e = 0; e < V; e++) {
                     run += E::get(cur[q][e]);
                     const int64_t k = t0 + ((int64_t)q * G + t) * V + e;
-                    if (k < len) {
+                    if (k < k1) {
                         if (DIRECT)
                             orow[k] = to_out<T>(run);
                         else
@@ -683,6 +706,28 @@ bool cols_vec_ok(const ax_args &r, size_t es, int v, bool scan)
     return !scan || (uintptr_t)r.out % (r.osz * v) == 0;
 }
 
+/* scan_rows kernel k over `parts` parts of whole tiles: red_rows sums each part of each row, then every part
+ * is scanned from the totals before it. */
+template <class T>
+gs_status scan_rows_parts(ax_args &r, const void *k, int64_t blocks, int64_t parts, int64_t tile, cudaStream_t s)
+{
+    const int64_t per = (r.len + parts - 1) / parts;
+    r.chunks = (per + tile - 1) / tile * tile; /* the rows of a part: whole tiles */
+    r.kparts = (r.len + r.chunks - 1) / r.chunks;
+    const void *rk = r.s1 == 1 ? (const void *)red_rows<T, false, THREADS, true>
+                               : (const void *)red_rows<T, false, THREADS, false>;
+    void *args[] = {&r};
+    void *d_part = NULL;
+    gs_status st = GS_OK;
+    GS_CUDA_CHECK(gs_malloc_async(&d_part, (size_t)(r.kparts * r.outer) * 8, s));
+    r.part = d_part;
+    GS_CUDA_GOTO(cudaLaunchKernel(rk, dim3((unsigned)blocks, (unsigned)r.kparts), dim3(THREADS), args, 0, s));
+    GS_CUDA_GOTO(cudaLaunchKernel(k, dim3((unsigned)blocks, (unsigned)r.kparts), dim3(THREADS), args, 0, s));
+fail:
+    gs_free_async(d_part, s, &st);
+    return st;
+}
+
 template <class T> gs_status launch_scan(ax_args &r, const gs_device_info *dev, cudaStream_t s)
 {
     (void)dev;
@@ -701,20 +746,42 @@ template <class T> gs_status launch_scan(ax_args &r, const gs_device_info *dev, 
         const int64_t blocks = (r.outer + rows_per_block - 1) / rows_per_block;
         if (blocks > 0x7fffffff)
             return gs_fail(GS_ERR_OVERFLOW, "reduce_axis: %lld rows", (long long)r.outer);
-        const void *k;
+        const void *k, *kp = NULL; /* kp: the wide kernel with parts */
+        int64_t tile = wide ? THREADS * 4 : 32 * 8; /* elements a group scans a tile */
         if constexpr (direct_ok<T>() && V > 1) {
-            if (vec_ok)
+            if (vec_ok) {
                 k = wide ? (const void *)scan_rows<T, V, R, THREADS, true> : (const void *)scan_rows<T, V, R, 32, true>;
-            else if (direct)
+                kp = (const void *)scan_rows<T, V, R, THREADS, true, true>;
+                tile = (wide ? THREADS : 32) * R * V;
+            } else if (direct) {
                 k = wide ? (const void *)scan_rows<T, 1, 4, THREADS, true> : (const void *)scan_rows<T, 1, 8, 32, true>;
-            else
+                kp = (const void *)scan_rows<T, 1, 4, THREADS, true, true>;
+            } else {
                 k = wide ? (const void *)scan_rows<T, 1, 4, THREADS, false> : (const void *)scan_rows<T, 1, 8, 32, false>;
+                kp = (const void *)scan_rows<T, 1, 4, THREADS, false, true>;
+            }
         } else {
             (void)vec_ok;
             k = wide ? (const void *)scan_rows<T, 1, 4, THREADS, false> : (const void *)scan_rows<T, 1, 8, 32, false>;
+            kp = (const void *)scan_rows<T, 1, 4, THREADS, false, true>;
         }
-        GS_CUDA_CHECK(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(THREADS), args, 0, s));
-        return GS_OK;
+        /* Few long rows (a block a row, the blocks at most a quarter of the resident slots): the axis splits
+         * into parts of whole tiles as in scan_cols -- red_rows sums every part, then each part's scan starts
+         * from the totals of the parts before it. */
+        int64_t parts = 1;
+        if (wide) {
+            int64_t resident;
+            gs_status st = gs_cuda_resident_blocks(kp, THREADS, 0, dev, &resident); /* remembered by the runtime */
+            if (st != GS_OK)
+                return st;
+            if (blocks * SPLIT_FILL <= resident && r.len >= 2 * SPLIT_TILES * tile)
+                parts = choose_parts(blocks, resident, r.len / (SPLIT_TILES * tile));
+        }
+        if (parts <= 1) {
+            GS_CUDA_CHECK(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(THREADS), args, 0, s));
+            return GS_OK;
+        }
+        return scan_rows_parts<T>(r, kp, blocks, parts, tile, s);
     }
     constexpr int CV = col_vec<T>();
     const bool vec_ok = direct && cols_vec_ok(r, es, CV, true);
