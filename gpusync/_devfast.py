@@ -155,22 +155,24 @@ def _ready(a):
     return None if v is None else (h, v)
 
 
-def _note(op, n, dt, in_bytes, out_bytes, used, strategy="auto"):
+def _note(op, n, dt, in_bytes, out_bytes, used, strategy="auto", fast=True):
     """Record the call for gs.last_plan(): the raw facts only (plan() builds
-    the dict when asked; building it here cost ~4 us a call, r101)."""
-    _dispatch_tls().plan = ((op, n, dt, in_bytes, out_bytes, used, strategy), None, _core.plan_seq(), None)
+    the dict when asked; building it here cost ~4 us a call, r101).  `fast`:
+    the device fast path ran (else a general device call that launches its
+    kernel directly, e.g. _axis._launch)."""
+    _dispatch_tls().plan = ((op, n, dt, in_bytes, out_bytes, used, strategy, fast), None, _core.plan_seq(), None)
 
 
 def plan(rec):
     """last_plan()'s dict of a _note record."""
-    op, n, dt, in_bytes, out_bytes, used, strategy = rec
+    op, n, dt, in_bytes, out_bytes, used, strategy, fast = rec
     name = _names.get(dt)
     if name is None:
         name = _names[dt] = str(dt)
     shape = _costmodel.Shape(op, n, in_bytes, out_bytes, 0, True, "device")
     return {"op": op, "place": "device", "n": n, "dtype": name, "engine": "cuda", "strategy": strategy,
             "strategy_used": used, "threads": 0, "split": None, "predicted_ms": shape, "forced": None,
-            "notes": ["the device fast path"]}
+            "notes": ["the device fast path"] if fast else []}
 
 
 def _dispatch_tls():

@@ -242,12 +242,14 @@ def test_axis_out_fast_path_writes_in_place(lib, dtype):
             r = gs.cumsum(d, axis=axis, out=d)
             assert r is d and "the device fast path" in gs.last_plan()["notes"]
             np.testing.assert_allclose(_host(d), cs_ref, rtol=1e-6)
-    # another dtype: NumPy's casting into out, the general path
+    # another dtype: NumPy's casting into out, the general path (its own plan record)
     d = _to_dev(lib, h)
-    o64 = _to_dev(lib, np.zeros(h.shape, np.float64))
-    r = gs.cumsum(d, axis=0, out=o64)
-    assert r is o64 and "the device fast path" not in gs.last_plan()["notes"]
-    np.testing.assert_allclose(_host(o64), np.cumsum(h, axis=0, out=np.zeros(h.shape, np.float64)), rtol=1e-6)
+    other = np.float32 if cs_dt == np.float64 else np.float64
+    oo = _to_dev(lib, np.zeros(h.shape, other))
+    r = gs.cumsum(d, axis=0, out=oo)
+    plan = gs.last_plan()
+    assert r is oo and plan["op"] == "cumsum" and "the device fast path" not in plan["notes"], plan
+    np.testing.assert_allclose(_host(oo), np.cumsum(h, axis=0, out=np.zeros(h.shape, other)), rtol=1e-6)
     if cs_dt == h.dtype:  # an out overlapping the input (a shifted view of the same memory): the general path
         big = _to_dev(lib, np.concatenate([h.reshape(-1), np.zeros(260, h.dtype)]))
         src, dst = big[:300 * 260].reshape(300, 260), big[260:].reshape(300, 260)
