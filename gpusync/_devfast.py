@@ -155,16 +155,16 @@ def _ready(a):
     return None if v is None else (h, v)
 
 
-def _note(op, n, dt, in_bytes, out_bytes, used, strategy="auto", fast=True):
-    """Record the call for gs.last_plan(): the raw facts only (plan() builds
-    the dict when asked; building it here cost ~4 us a call, r101).  `fast`:
-    the device fast path ran (else a general device call that launches its
-    kernel directly, e.g. _axis._launch)."""
-    _dispatch_tls().plan = ((op, n, dt, in_bytes, out_bytes, used, strategy, fast), None, _core.plan_seq(), None)
+def _note(op, n, dt, in_bytes, out_bytes, used, strategy="auto"):
+    """Record the fast path's call for gs.last_plan(): the raw facts only
+    (note_plan() builds the dict when asked; building it here cost ~4 us a
+    call, r101)."""
+    _dispatch_tls().plan = ((op, n, dt, in_bytes, out_bytes, used, strategy, True), None, _core.plan_seq(), None)
 
 
-def plan(rec):
-    """last_plan()'s dict of a _note record."""
+def note_plan(rec):
+    """last_plan()'s dict of a _note record (op, n, dtype, input bytes,
+    output bytes, strategy used, strategy asked, whether the fast path ran)."""
     op, n, dt, in_bytes, out_bytes, used, strategy, fast = rec
     name = _names.get(dt)
     if name is None:
@@ -299,6 +299,7 @@ def reduce_axis_(a, axis, op, out_dtype_of, name, out=None):
     (outer, length, inner), res_shape, odt = plan
     nout = n if scan else outer * inner
     shape = tuple(a.shape) if scan else res_shape
+    bump = None  # torch's autograd.graph.increment_version for a torch out
     if out is None:
         res, optr = h.out(shape, odt, dev)
     else:
@@ -312,12 +313,19 @@ def reduce_axis_(a, axis, op, out_dtype_of, name, out=None):
         if v is None or v[2] != odt or v[4] != dev or tuple(out.shape) != shape:
             return NotImplemented
         optr = v[0]
-        if optr != ptr or not scan:
+        # in place only as the same elements (a wider out at the input's address would overwrite inputs unread)
+        if optr != ptr or not scan or odt != dt:
             if optr < ptr + n * dt.itemsize and ptr < optr + nout * odt.itemsize:  # overlapping memory
+                return NotImplemented
+        if h.lib == "torch":  # autograd must see the write, as out.copy_() on the general path shows it
+            bump = getattr(getattr(sys.modules["torch"].autograd, "graph", None), "increment_version", None)
+            if bump is None or out.is_inference():
                 return NotImplemented
         res = out
     _core.reduce_axis("cuda", (ptr, 1, 1, code, dev), (outer, length, inner), (length * inner, inner, 1), op,
                       (optr, nout, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
+    if bump is not None:
+        bump(out)
     _note(name, n, dt, dt.itemsize, odt.itemsize * nout, "segmented")
     return res
 

@@ -165,7 +165,7 @@ def last_plan() -> dict | None:
         return None
     plan, used, _seq, threads = rec
     if type(plan) is tuple:  # the device fast path's record (_devfast._note)
-        plan = _devfast.plan(plan)
+        plan = _devfast.note_plan(plan)
     out = dict(plan, notes=list(plan["notes"]))
     if threads is not None:
         out["threads"] = threads

@@ -257,3 +257,37 @@ def test_axis_out_fast_path_writes_in_place(lib, dtype):
         r = gs.cumsum(src, axis=0, out=dst)
         assert "the device fast path" not in gs.last_plan()["notes"]
         np.testing.assert_allclose(_host(dst), ref, rtol=1e-6)
+
+
+def test_axis_out_wider_at_the_inputs_address_is_not_in_place():
+    """An int64 `out` that starts at an int32 input's address covers twice its
+    bytes: writing it in place would overwrite inputs not yet read (review32).
+    It takes the general path and gives NumPy's values."""
+    cp = _lib("cupy")
+    _warm()
+    h = (np.arange(2 * 78000) % 7).astype(np.int32)
+    buf = cp.asarray(h)
+    a = buf[:78000].reshape(300, 260)
+    o = buf.view(cp.int64).reshape(300, 260)
+    for axis in (0, 1):
+        buf[...] = cp.asarray(h)
+        ref = np.cumsum(h[:78000].reshape(300, 260), axis=axis)
+        r = gs.cumsum(a, axis=axis, out=o)
+        assert r is o and "the device fast path" not in gs.last_plan()["notes"]
+        np.testing.assert_array_equal(_host(o), ref)
+
+
+def test_axis_out_torch_autograd_sees_the_write():
+    """A torch `out` written by the fast path bumps its version counter, as
+    out.copy_() does: a tensor saved for backward and then overwritten makes
+    backward raise instead of computing wrong gradients."""
+    torch = _lib("torch")
+    _warm()
+    x = torch.rand(64, 32, device="cuda", requires_grad=True)
+    w = torch.rand(64, 32, device="cuda")
+    y = (x * w).sum()  # w is saved for backward
+    before = w._version
+    gs.cumsum(torch.rand(64, 32, device="cuda"), axis=0, out=w)
+    assert w._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
