@@ -36,9 +36,43 @@ typedef struct {
 #define NZH(x) (((x) & 0x7fffu) != 0)
 #define SEXT(x) ((uint64_t)(int64_t)(x))
 
+/* acc[j] += CONV(row[j]) for j < w: the contiguous inner loop, with restrict
+ * pointers so the vectorizer needs no overlap check, inlined into run_items'
+ * AVX-512 / AVX2 clones (GS_CLONES).  Before, the loop was baseline SSE2 (16-
+ * byte vectors, no clone).  Session 32, c-kernels, one thread, median of 15,
+ * old / new builds alternating: float32 sums along axis 0 of (16, 1048576)
+ * 10.4 -> 7.0 ms, (4096, 4096) 9.0 -> 6.7, int32 (64, 262144) 8.9 -> 6.9;
+ * cumsum along axis 0 of (16, 1048576) 22.1 -> 18.4; (1048576, 16) 4.3 ->
+ * 4.7 (16-wide rows).  NumPy's float32 sum along axis 0 (float32
+ * accumulation) stays ~2.5x faster on one thread there; 8-32 KiB stretches
+ * (CHUNK) and software prefetch of the next row measured no better. */
+#define DEF_ADDV(NAME, T, ACC, CONV)                                                                          \
+    static inline __attribute__((always_inline)) void NAME(ACC *restrict acc, const T *restrict row, int w)   \
+    {                                                                                                         \
+        for (int j = 0; j < w; j++)                                                                           \
+            acc[j] += (ACC)CONV(row[j]);                                                                      \
+    }
+DEF_ADDV(addv_nz8, uint8_t, uint64_t, NZ)
+DEF_ADDV(addv_nz16, uint16_t, uint64_t, NZ)
+DEF_ADDV(addv_nzh, uint16_t, uint64_t, NZH)
+DEF_ADDV(addv_nz32, uint32_t, uint64_t, NZ)
+DEF_ADDV(addv_nzf, float, uint64_t, NZ)
+DEF_ADDV(addv_nzd, double, uint64_t, NZ)
+DEF_ADDV(addv_nz64, uint64_t, uint64_t, NZ)
+DEF_ADDV(addv_i8, int8_t, uint64_t, SEXT)
+DEF_ADDV(addv_u8, uint8_t, uint64_t, ID)
+DEF_ADDV(addv_i16, int16_t, uint64_t, SEXT)
+DEF_ADDV(addv_u16, uint16_t, uint64_t, ID)
+DEF_ADDV(addv_i32, int32_t, uint64_t, SEXT)
+DEF_ADDV(addv_u32, uint32_t, uint64_t, ID)
+DEF_ADDV(addv_u64, uint64_t, uint64_t, ID)
+DEF_ADDV(addv_h, uint16_t, double, gs_half_to_float)
+DEF_ADDV(addv_f, float, double, ID)
+DEF_ADDV(addv_d, double, double, ID)
+
 /* acc[j] += CONV(a[o, k, i0 + j]) for k in [k0, k1), j < w; a scan also
- * stores every prefix into out. */
-#define ADD_ROWS(T, ACC, CONV)                                                                                \
+ * stores every prefix into out.  ADDV: DEF_ADDV's loop of (T, ACC, CONV). */
+#define ADD_ROWS(T, ACC, CONV, ADDV)                                                                          \
     do {                                                                                                      \
         const T *base = (const T *)c->a + o * c->s0 + i0 * c->s2;                                             \
         ACC *acc = (ACC *)accp;                                                                               \
@@ -78,9 +112,7 @@ typedef struct {
             }                                                                                                 \
         } else if (c->s2 == 1) {                                                                              \
             for (int64_t k = k0; k < k1; k++) {                                                               \
-                const T *row = base + k * c->s1;                                                              \
-                for (int j = 0; j < w; j++)                                                                   \
-                    acc[j] += (ACC)CONV(row[j]);                                                              \
+                ADDV(acc, base + k * c->s1, w);                                                               \
                 if (c->op == GS_AXIS_CUMSUM)                                                                  \
                     store_row(c, o, k, i0, w, accp);                                                          \
             }                                                                                                 \
@@ -95,7 +127,7 @@ typedef struct {
         }                                                                                                     \
     } while (0)
 
-static void store_row(const actx *c, int64_t o, int64_t k, int64_t i0, int w, const void *accp)
+static inline __attribute__((always_inline)) void store_row(const actx *c, int64_t o, int64_t k, int64_t i0, int w, const void *accp)
 {
     char *dst = c->out + (size_t)(((o * c->len + k) * c->inner + i0)) * c->osz;
     if (c->is_float) {
@@ -118,41 +150,41 @@ static void store_row(const actx *c, int64_t o, int64_t k, int64_t i0, int w, co
     }
 }
 
-static void add_rows(const actx *c, int64_t o, int64_t i0, int w, int64_t k0, int64_t k1, void *accp)
+static inline __attribute__((always_inline)) void add_rows(const actx *c, int64_t o, int64_t i0, int w, int64_t k0, int64_t k1, void *accp)
 {
     if (c->op == GS_AXIS_COUNT_NONZERO) {
         switch (c->dt) {
         case GS_BOOL:
         case GS_INT8:
-        case GS_UINT8: ADD_ROWS(uint8_t, uint64_t, NZ); break;
+        case GS_UINT8: ADD_ROWS(uint8_t, uint64_t, NZ, addv_nz8); break;
         case GS_INT16:
-        case GS_UINT16: ADD_ROWS(uint16_t, uint64_t, NZ); break;
-        case GS_FLOAT16: ADD_ROWS(uint16_t, uint64_t, NZH); break;
+        case GS_UINT16: ADD_ROWS(uint16_t, uint64_t, NZ, addv_nz16); break;
+        case GS_FLOAT16: ADD_ROWS(uint16_t, uint64_t, NZH, addv_nzh); break;
         case GS_INT32:
-        case GS_UINT32: ADD_ROWS(uint32_t, uint64_t, NZ); break;
-        case GS_FLOAT32: ADD_ROWS(float, uint64_t, NZ); break;
-        case GS_FLOAT64: ADD_ROWS(double, uint64_t, NZ); break;
-        default: ADD_ROWS(uint64_t, uint64_t, NZ); break;
+        case GS_UINT32: ADD_ROWS(uint32_t, uint64_t, NZ, addv_nz32); break;
+        case GS_FLOAT32: ADD_ROWS(float, uint64_t, NZ, addv_nzf); break;
+        case GS_FLOAT64: ADD_ROWS(double, uint64_t, NZ, addv_nzd); break;
+        default: ADD_ROWS(uint64_t, uint64_t, NZ, addv_nz64); break;
         }
         return;
     }
     switch (c->dt) {
-    case GS_BOOL: ADD_ROWS(uint8_t, uint64_t, NZ); break;
-    case GS_INT8: ADD_ROWS(int8_t, uint64_t, SEXT); break;
-    case GS_UINT8: ADD_ROWS(uint8_t, uint64_t, ID); break;
-    case GS_INT16: ADD_ROWS(int16_t, uint64_t, SEXT); break;
-    case GS_UINT16: ADD_ROWS(uint16_t, uint64_t, ID); break;
-    case GS_INT32: ADD_ROWS(int32_t, uint64_t, SEXT); break;
-    case GS_UINT32: ADD_ROWS(uint32_t, uint64_t, ID); break;
+    case GS_BOOL: ADD_ROWS(uint8_t, uint64_t, NZ, addv_nz8); break;
+    case GS_INT8: ADD_ROWS(int8_t, uint64_t, SEXT, addv_i8); break;
+    case GS_UINT8: ADD_ROWS(uint8_t, uint64_t, ID, addv_u8); break;
+    case GS_INT16: ADD_ROWS(int16_t, uint64_t, SEXT, addv_i16); break;
+    case GS_UINT16: ADD_ROWS(uint16_t, uint64_t, ID, addv_u16); break;
+    case GS_INT32: ADD_ROWS(int32_t, uint64_t, SEXT, addv_i32); break;
+    case GS_UINT32: ADD_ROWS(uint32_t, uint64_t, ID, addv_u32); break;
     case GS_INT64:
-    case GS_UINT64: ADD_ROWS(uint64_t, uint64_t, ID); break;
-    case GS_FLOAT16: ADD_ROWS(uint16_t, double, gs_half_to_float); break;
-    case GS_FLOAT32: ADD_ROWS(float, double, ID); break;
-    default: ADD_ROWS(double, double, ID); break;
+    case GS_UINT64: ADD_ROWS(uint64_t, uint64_t, ID, addv_u64); break;
+    case GS_FLOAT16: ADD_ROWS(uint16_t, double, gs_half_to_float, addv_h); break;
+    case GS_FLOAT32: ADD_ROWS(float, double, ID, addv_f); break;
+    default: ADD_ROWS(double, double, ID, addv_d); break;
     }
 }
 
-static void run_items(void *vc, int tid, int64_t begin, int64_t end)
+GS_CLONES static void run_items(void *vc, int tid, int64_t begin, int64_t end)
 {
     (void)tid;
     const actx *c = (const actx *)vc;
@@ -183,8 +215,14 @@ static void run_items(void *vc, int tid, int64_t begin, int64_t end)
             continue;
         }
         char *dst = c->out + (size_t)(o * c->inner + i0) * c->osz;
-        for (int j = 0; j < w; j++)
-            gs_store_acc(dst + (size_t)j * c->osz, c->odt, acc.f[j], acc.u[j]);
+        if (c->is_float && c->odt == GS_FLOAT32) /* the common results in loops the compiler vectorizes */
+            for (int j = 0; j < w; j++)
+                ((float *)dst)[j] = (float)acc.f[j];
+        else if (c->osz == 8 && (c->is_float ? c->odt == GS_FLOAT64 : c->odt != GS_FLOAT64))
+            memcpy(dst, &acc, (size_t)w * 8); /* float64 from double, int64 / uint64 from uint64: the same bits */
+        else
+            for (int j = 0; j < w; j++)
+                gs_store_acc(dst + (size_t)j * c->osz, c->odt, acc.f[j], acc.u[j]);
     }
 }
 
