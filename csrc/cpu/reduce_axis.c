@@ -40,11 +40,12 @@ typedef struct {
  * pointers so the vectorizer needs no overlap check, inlined into run_items'
  * AVX-512 / AVX2 clones (GS_CLONES).  Before, the loop was baseline SSE2 (16-
  * byte vectors, no clone).  Session 32, c-kernels, one thread, median of 15,
- * old / new builds alternating: float32 sums along axis 0 of (16, 1048576)
- * 10.4 -> 7.0 ms, (4096, 4096) 9.0 -> 6.7, int32 (64, 262144) 8.9 -> 6.9;
- * cumsum along axis 0 of (16, 1048576) 22.1 -> 18.4; (1048576, 16) 4.3 ->
- * 4.7 (16-wide rows).  NumPy's float32 sum along axis 0 (float32
- * accumulation) stays ~2.5x faster on one thread there; 8-32 KiB stretches
+ * old / new builds alternating (benchmarks/results/cpu_axis_ab_c-kernels.txt,
+ * ms, two rounds and an earlier pair): float32 sums along axis 0 of
+ * (16, 1048576) 10.1-10.4 -> 7.0-7.6, (4096, 4096) 8.3-9.1 -> 6.7-7.3, int32
+ * (64, 262144) 8.2-9.2 -> 6.8-8.4; (1048576, 16) 4.2-5.3 -> 4.5-4.8 (16-wide
+ * rows).  NumPy's float32 sum along axis 0 (float32 accumulation) stays ~2.5x
+ * faster on one thread there; 8-32 KiB stretches per row visit
  * (CHUNK) and software prefetch of the next row measured no better. */
 #define DEF_ADDV(NAME, T, ACC, CONV)                                                                          \
     static inline __attribute__((always_inline)) void NAME(ACC *restrict acc, const T *restrict row, int w)   \
