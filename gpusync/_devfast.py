@@ -319,8 +319,8 @@ def reduce_axis_(a, axis, op, out_dtype_of, name, out=None):
                 return NotImplemented
         if h.lib == "torch":  # autograd must see the write, as out.copy_() on the general path shows it
             bump = getattr(getattr(sys.modules["torch"].autograd, "graph", None), "increment_version", None)
-            if bump is None or out.is_inference():
-                return NotImplemented
+            if bump is None or out.is_inference() or out.requires_grad:
+                return NotImplemented  # (copy_ raises torch's own errors for these)
         res = out
     _core.reduce_axis("cuda", (ptr, 1, 1, code, dev), (outer, length, inner), (length * inner, inner, 1), op,
                       (optr, nout, 1, _arrays._DTYPE_CODES[odt], dev), h.stream(dev))
