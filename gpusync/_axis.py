@@ -162,9 +162,8 @@ def _launch(x, shape3, strides3, op, out_dtype, nout):
         out = lib.empty(nout, out_dtype, x.device)
         _core.reduce_axis("cuda", _base_desc(x), shape3, strides3, op, _arrays.as_input(out, "out").desc(),
                           x.stream)
-        dt = np.dtype(x.dtype)
-        _dispatch._record(_devfast.note_plan((_OP_NAMES[op], int(np.prod(shape3)), dt, dt.itemsize,
-                                              nout * np.dtype(out_dtype).itemsize, "segmented", "auto", False)))
+        _dispatch.record(_OP_NAMES[op], engine="cuda", strategy="auto", used="segmented", n=math.prod(shape3),
+                         dtype=np.dtype(x.dtype), place="device")  # gs.last_plan(): this call's own record
         return out
     return _launch_host(be, x, op, out_dtype, nout, shape3, strides3)
 

@@ -159,20 +159,20 @@ def _note(op, n, dt, in_bytes, out_bytes, used, strategy="auto"):
     """Record the fast path's call for gs.last_plan(): the raw facts only
     (note_plan() builds the dict when asked; building it here cost ~4 us a
     call, r101)."""
-    _dispatch_tls().plan = ((op, n, dt, in_bytes, out_bytes, used, strategy, True), None, _core.plan_seq(), None)
+    _dispatch_tls().plan = ((op, n, dt, in_bytes, out_bytes, used, strategy), None, _core.plan_seq(), None)
 
 
 def note_plan(rec):
     """last_plan()'s dict of a _note record (op, n, dtype, input bytes,
-    output bytes, strategy used, strategy asked, whether the fast path ran)."""
-    op, n, dt, in_bytes, out_bytes, used, strategy, fast = rec
+    output bytes, strategy used, strategy asked)."""
+    op, n, dt, in_bytes, out_bytes, used, strategy = rec
     name = _names.get(dt)
     if name is None:
         name = _names[dt] = str(dt)
     shape = _costmodel.Shape(op, n, in_bytes, out_bytes, 0, True, "device")
     return {"op": op, "place": "device", "n": n, "dtype": name, "engine": "cuda", "strategy": strategy,
             "strategy_used": used, "threads": 0, "split": None, "predicted_ms": shape, "forced": None,
-            "notes": ["the device fast path"] if fast else []}
+            "notes": ["the device fast path"]}
 
 
 def _dispatch_tls():
