@@ -171,12 +171,21 @@ def _launch(x, shape3, strides3, op, out_dtype, nout):
 _OP_NAMES = {SUM: "sum", COUNT_NONZERO: "count_nonzero", CUMSUM: "cumsum"}
 
 
+def _c_order(shape3, strides3):
+    """Whether (outer, len, inner) with these element strides walks a
+    C-contiguous block (a dimension of length 1 has any stride: _plan gives
+    it 0)."""
+    want = (shape3[1] * shape3[2], shape3[2], 1)
+    return all(n == 1 or s == w for n, s, w in zip(shape3, strides3, want))
+
+
 def _launch_host(be, x, op, out_dtype, nout, shape3, strides3):
-    c_order = tuple(strides3) == (shape3[1] * shape3[2], shape3[2], 1)
+    c_order = _c_order(shape3, strides3)
     if c_order and x.flags.c_contiguous and x.flags.aligned and x.dtype.isnative:
         # a C-contiguous view: the dispatcher picks the engine (the calling thread, the CPU pool or the
         # GPU, by the cost model of the op on as many elements), records the plan and caches it
-        shape3, strides3 = tuple(int(v) for v in shape3), tuple(int(v) for v in strides3)
+        shape3 = tuple(int(v) for v in shape3)
+        strides3 = (shape3[1] * shape3[2], shape3[2], 1)
 
         def call(backend, ins, outs, strategy, stream):
             _core.reduce_axis(backend, _base_desc(ins[0]), shape3, strides3, op, outs[0], stream)

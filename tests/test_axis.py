@@ -310,6 +310,7 @@ def test_host_axis_through_the_dispatcher(dtype, shape):
     for axis in range(-len(shape), len(shape)):
         for fn, ref in ((lambda x: gs.sum(x, axis=axis), np.sum(a, axis=axis)),
                         (lambda x: gs.count_nonzero(x, axis=axis), np.count_nonzero(a, axis=axis))):
+            gs.cumsum(np.ones(1681))  # another op's record first: the call must leave its own
             got = fn(a)
             assert type(got) is type(ref) and np.shape(got) == np.shape(ref)
             assert np.asarray(got).dtype == np.asarray(ref).dtype
@@ -323,6 +324,11 @@ def test_host_axis_through_the_dispatcher(dtype, shape):
                 np.testing.assert_array_equal(got, ref)
             plan = gs.last_plan()
             assert plan["place"] == "host" and plan["engine"] in ("caller", "cpu", "cuda"), plan
+            assert plan["op"] in ("sum", "count_nonzero") and plan["n"] == a.size, plan
+    for kw in ({"keepdims": True}, {"dtype": np.float64}, {"initial": 2}):  # the general path records its plan too
+        gs.cumsum(np.ones(1681))
+        gs.sum(a, axis=0, **kw)
+        assert gs.last_plan()["op"] == "sum" and gs.last_plan()["n"] == a.size, kw
     # a strided view takes the general path: same values
     v = a[..., ::2] if a.ndim > 1 else a[::2]
     np.testing.assert_allclose(gs.sum(v, axis=0).astype(np.float64),
