@@ -513,4 +513,8 @@ def _remember2d(fast, y, bins, range):  # noqa: A002
         return
     formulas = [_edges_formula(e) for e in plan.edges]
     if len(plan.nb) == 2 and all(f is not None for f in formulas):
-        _fast2d[fast] = (plan.e_all, plan.ne, plan.nb, formulas, plan.edges)
+        # float64 edges (NumPy's for float ranges): the kernel's copy of e_all is them (_devfast.histogram2d_)
+        ends = None
+        if all(e.dtype == np.float64 for e in plan.edges):
+            ends = (plan.total, plan.total + len(plan.edges[0]), plan.total + len(plan.e_all))
+        _fast2d[fast] = (plan.e_all, plan.ne, plan.nb, formulas, plan.edges, ends)

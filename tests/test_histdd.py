@@ -324,6 +324,75 @@ def test_histogram2d_device_fast_path(dev_kind, dtype, bins, rng):
         _check2d(gs.histogram2d(x, y64, bins, rng), np.histogram2d(xh, yh.astype(np.float64), bins, rng))
 
 
+@pytest.mark.parametrize("n", [0, 1, 5_000, 3_000_001])
+def test_core_histogramdd_writes_the_edges(backend, n):
+    """_core.histogramdd's edges_out gets the edge table as given, next to the
+    counts, on each engine: host arrays (copied on the host, CUDA backend
+    included) and, on the GPU, device arrays (by the count kernel's block 0;
+    copied when there are no points); a wrong edges_out is refused naming it."""
+    from gpusync import _arrays, _core
+
+    rng = np.random.default_rng(n)
+    e = [np.linspace(-1.0, 2.0, 257), np.array([0.0, 0.1, 0.5, 0.75, 1.0])]
+    e_all, ne = np.concatenate(e), np.array([len(v) for v in e], np.int64)
+    x, y = rng.random(n).astype(np.float32), rng.random(n).astype(np.float32)
+    ref = np.histogram2d(x, y, e)[0]
+    code = _arrays._DTYPE_CODES
+    f64, f32 = code[np.dtype(np.float64)], code[np.dtype(np.float32)]
+    out, eout = np.zeros(ref.size, np.int64), np.full(len(e_all), np.nan)
+    host = -1
+    _core.histogramdd(backend, [(x.ctypes.data, n, 1, f32, host), (y.ctypes.data, n, 1, f32, host)], e_all, ne, None,
+                      (out.ctypes.data, out.size, 1, code[np.dtype(np.int64)], host), 0,
+                      (eout.ctypes.data, eout.size, 1, f64, host))
+    np.testing.assert_array_equal(out.reshape(ref.shape), ref)
+    np.testing.assert_array_equal(eout, e_all)
+    with pytest.raises(ValueError, match="edges_out"):
+        _core.histogramdd(backend, [(x.ctypes.data, n, 1, f32, host), (y.ctypes.data, n, 1, f32, host)], e_all, ne,
+                          None, (out.ctypes.data, out.size, 1, code[np.dtype(np.int64)], host), 0,
+                          (eout.ctypes.data, eout.size - 1, 1, f64, host))
+    if backend != "cuda":
+        return
+    cp = pytest.importorskip("cupy")
+    dx, dy = cp.asarray(x), cp.asarray(y)
+    buf = cp.full(ref.size + len(e_all), cp.nan)
+    dev, ptr = dx.device.id, buf.data.ptr
+    _core.histogramdd("cuda", [(dx.data.ptr, n, 1, f32, dev), (dy.data.ptr, n, 1, f32, dev)], e_all, ne, None,
+                      (ptr, ref.size, 1, f64, dev), cp.cuda.get_current_stream().ptr,
+                      (ptr + 8 * ref.size, len(e_all), 1, f64, dev))
+    got = cp.asnumpy(buf)
+    np.testing.assert_array_equal(got[:ref.size].reshape(ref.shape), ref)
+    np.testing.assert_array_equal(got[ref.size:], e_all)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dev_kind", ["cupy", "torch"])
+@pytest.mark.parametrize("n", [0, 1, 2_000_000])
+def test_histogram2d_fast_path_counts_and_edges_in_one_buffer(dev_kind, n):
+    """The device fast path's counts and float64 edges share one allocation
+    (the count kernel writes the edges): each is NumPy's, of NumPy's shape,
+    with no element shared between them -- also with no points (the edges
+    then copied) and with crowded bins whose 16-bit halves settle into the
+    blocks' carry logs (the result is never zeroed first)."""
+    r = np.random.default_rng(n)
+    xh, yh = r.random(n).astype(np.float32), r.random(n).astype(np.float32)
+    xh[: n // 2] = 0.3  # a million points in one bin: carries in every block
+    yh[: n // 2] = 0.7
+    rng = [[0, 1], [-0.5, 1.5]]
+    ref = np.histogram2d(xh, yh, 256, rng)
+    x, y = to_kind(xh, dev_kind), to_kind(yh, dev_kind)
+    with gs.use_backend("cuda"):
+        for k in range(3):
+            got = gs.histogram2d(x, y, 256, rng)
+            _check2d(got, ref)
+            assert tuple(got[0].shape) == (256, 256) and tuple(got[1].shape) == (257,)
+            if k:
+                assert "the device fast path" in gs.last_plan()["notes"]
+        got[1][:] = -7.0  # the edges' views do not reach the counts or each other
+        got[2][0] = -9.0
+        np.testing.assert_array_equal(to_host(got[0]), ref[0])
+        assert float(to_host(got[2])[1]) == ref[2][1] and float(to_host(got[1])[-1]) == -7.0
+
+
 @pytest.mark.parametrize("n, slow_cpu, engine", [(100, False, "caller"), (2_000_000, True, "cuda")])
 def test_host_histogram2d_engine_is_the_cost_models(monkeypatch, n, slow_cpu, engine):
     """Host coordinates on a machine with a GPU: the cost model picks the CPU

@@ -83,7 +83,7 @@ static gs_status cpu_empty_cache(void) { return GS_OK; }
 gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
                              gs_array *out, void *stream);
 gs_status gs_cpu_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
-                             const gs_array *weights, gs_array *out, void *stream);
+                             const gs_array *weights, gs_array *out, gs_array *edges_out, void *stream);
 
 gs_status gs_cpu_unpackbits(const gs_array *a, int little, gs_array *out, void *stream);
 gs_status gs_cpu_binned_statistic_dd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,

@@ -227,7 +227,7 @@ static void merge_slice(void *vc, int tid, int64_t begin, int64_t end)
 }
 
 gs_status gs_cpu_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
-                             const gs_array *weights, gs_array *out, void *stream)
+                             const gs_array *weights, gs_array *out, gs_array *edges_out, void *stream)
 {
     (void)stream;
     if (ndim < 1 || ndim > GS_HISTDD_MAX_DIMS)
@@ -273,6 +273,13 @@ gs_status gs_cpu_histogramdd(const gs_array *coords, int ndim, const double *edg
                            (long long)n);
         c.w = (const double *)weights->data;
         c.wstride = weights->stride;
+    }
+    if (edges_out) {
+        if (edges_out->device != GS_HOST || edges_out->length != off || edges_out->stride != 1 ||
+            edges_out->dtype != GS_FLOAT64)
+            return gs_fail(GS_ERR_INVALID_ARGUMENT, "histogramdd: edges_out must be %lld contiguous float64 on the "
+                                                    "host", (long long)off);
+        memcpy(edges_out->data, edges, (size_t)off * sizeof(double));
     }
     c.out = out->data;
     c.out_cell = out->dtype == GS_INT64 ? CELL_I64 : CELL_F64;

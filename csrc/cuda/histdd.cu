@@ -72,6 +72,10 @@ struct dd_args {
     int64_t ring_off; /* > 0: the byte offset of the block's load ring in its dynamic shared memory (ring_loads) */
     uint4 *dump;       /* unweighted shared bins: each block's counter words copied here (dump_cols a block), */
     int64_t dump_cols; /* summed into the result by histdd_sum_dumps; NULL: global atomics per bin (flush) */
+    int sum_writes;    /* the dumps' sum writes every bin (out not zeroed first: no count adds to it before) */
+    unsigned *carry;   /* with sum_writes, shared16: block b's settled halves, the bins whose half reached 0x8000 */
+    int64_t carry_cap; /* (carry[b * (carry_cap + 1)]: how many; the bins follow), summed by histdd_sum_dumps */
+    double *edges_out; /* NULL, or the edges (nedges_total) written here by block 0 of the count (NumPy's edges) */
 };
 
 __device__ __forceinline__ double to_d(gs_bool8 x) { return x.v != 0; }
@@ -280,12 +284,33 @@ template <bool WEIGHTED, int DEST> __device__ __forceinline__ void add_point(con
 /* Bytes the bins take ahead of the edges (16-byte aligned). */
 __host__ __device__ constexpr size_t bin_bytes(int64_t bytes) { return ((size_t)bytes + 15) / 16 * 16; }
 
+/* A block's shared flags: its 16-bit overflow and its settled halves logged in r.carry. */
+struct block_flags {
+    int overflow;
+    int carries;
+};
+
 /* shared16's counters (count16.cuh) on the bins at the start of the block's
- * dynamic shared memory: one more in bin `at`, the word's old half back. */
+ * dynamic shared memory: one more in bin `at`, the word's old half back.
+ * A half that reaches 0x8000 moves 0x8000 to the result (atomics), or where
+ * the dumps' sum writes the result (nothing may add to it before), to the
+ * block's log: each entry stands for 0x8000 of the block's points, so
+ * carry_cap = (the block's most points) / 0x8000 + 1 never fills (a full
+ * log would raise the flag: the recount counts again from zero). */
 __device__ __forceinline__ unsigned add16(int at) { return gs_add16(bin_words(), at); }
-__device__ __forceinline__ void settle16(const dd_args &r, int at, unsigned old, int *s_overflow)
+__device__ __forceinline__ void settle16(const dd_args &r, int at, unsigned old, block_flags *f)
 {
-    gs_settle16(bin_words(), at, old, s_overflow, [&](unsigned v) { add_count(r, at, v); });
+    gs_settle16(bin_words(), at, old, &f->overflow, [&](unsigned v) {
+        if (!r.carry) {
+            add_count(r, at, v);
+            return;
+        }
+        const int i = atomicAdd(&f->carries, 1);
+        if (i < r.carry_cap)
+            r.carry[(int64_t)blockIdx.x * (r.carry_cap + 1) + 1 + i] = (unsigned)at;
+        else
+            f->overflow = 1;
+    });
 }
 
 /* The load ring (shared16, where the block's shared memory has room for
@@ -335,7 +360,7 @@ template <class T, int U, class E, int ND, int DEST> constexpr bool loads_ahead(
  * flight while it computes (without that the SM's warps all waited on
  * memory at once -- half the issue slots idle, ncu r26). */
 template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
-__device__ __forceinline__ void count_points(const dd_args &r, const E *edges, int *s_overflow)
+__device__ __forceinline__ void count_points(const dd_args &r, const E *edges, block_flags *s_flags)
 {
     using I = typename std::conditional<DEST == TO_GLOBAL, int64_t, int>::type; /* shared bins: < 2^31 */
     const int64_t groups = r.n / U, step = (int64_t)gridDim.x * blockDim.x;
@@ -349,7 +374,7 @@ __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, i
 #pragma unroll
             for (int j = 0; j < U; j++)
                 if (gs_near16(old[j])) /* (a dropped point's 0 is not) */
-                    settle16(r, at[j], old[j], s_overflow);
+                    settle16(r, at[j], old[j], s_flags);
         } else {
 #pragma unroll
             for (int j = 0; j < U; j++)
@@ -404,7 +429,7 @@ __device__ __forceinline__ void count_points(const dd_args &r, const E *edges, i
             if (DEST == TO_SHARED16) {
                 const unsigned old = add16(at);
                 if (gs_near16(old))
-                    settle16(r, at, old, s_overflow);
+                    settle16(r, at, old, s_flags);
             } else {
                 add_point<WEIGHTED, DEST>(r, at, i);
             }
@@ -443,6 +468,15 @@ __device__ __forceinline__ void dump_block(const dd_args &r)
         dst[k] = src[k];
 }
 
+/* NumPy's edges (the call's float64 table) to r.edges_out, by block 0:
+ * the caller's edge arrays without a launch of their own. */
+__device__ __forceinline__ void write_edges(const dd_args &r)
+{
+    if (r.edges_out && blockIdx.x == 0)
+        for (int64_t k = threadIdx.x; k < r.nedges_total; k += blockDim.x)
+            r.edges_out[k] = r.edges[k];
+}
+
 /* The edges a block reads: copied to shared memory as E when they fit. */
 template <class E> __device__ __forceinline__ const E *stage_edges(const dd_args &r, E *s_edges)
 {
@@ -458,12 +492,13 @@ template <class T, int U, bool WEIGHTED, int DEST, class E, int ND>
 __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
 {
     extern __shared__ double smem[];
-    __shared__ int s_overflow;
+    __shared__ block_flags s_flags;
     const int64_t words = DEST == TO_GLOBAL ? 0 : DEST == TO_SHARED16 ? (r.nbins + 1) / 2 : r.nbins;
     char *s_bins = (char *)smem; /* bin_words() */
     E *s_edges = (E *)(s_bins + bin_bytes(words * (WEIGHTED ? 8 : 4)));
     if (threadIdx.x == 0)
-        s_overflow = r.force_recount;
+        s_flags = block_flags{r.force_recount, 0};
+    write_edges(r);
     if (DEST != TO_GLOBAL) {
         /* (a dump copies whole 16-byte columns: the padding words up to bin_bytes are zeroed with the bins) */
         const int64_t zeroed = !WEIGHTED && r.dump ? r.dump_cols * 4 : words;
@@ -476,7 +511,7 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
     }
     const E *edges = stage_edges<E>(r, s_edges);
     __syncthreads();
-    count_points<T, U, WEIGHTED, DEST, E, ND>(r, edges, &s_overflow);
+    count_points<T, U, WEIGHTED, DEST, E, ND>(r, edges, &s_flags);
     if (DEST == TO_SHARED) {
         __syncthreads();
         if (!WEIGHTED && r.dump) {
@@ -488,7 +523,9 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
     } else if (DEST == TO_SHARED16) {
         __syncthreads();
         if (threadIdx.x == 0 && r.overflow)
-            r.overflow[blockIdx.x] = s_overflow; /* every block writes its slot: no zeroing before the launch */
+            r.overflow[blockIdx.x] = s_flags.overflow; /* every block writes its slot: no zeroing before the launch */
+        if (threadIdx.x == 0 && r.carry)
+            r.carry[(int64_t)blockIdx.x * (r.carry_cap + 1)] = (unsigned)min(s_flags.carries, (int)r.carry_cap);
         if (r.dump)
             dump_block(r);
         else
@@ -502,9 +539,11 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_kernel(dd_args r)
  * each of its SUM_ROWS rows of threads every SUM_ROWS-th of those, four
  * loads in flight; the rows' partial sums meet in shared memory and one
  * thread a bin adds the total to the result -- without an atomic where
- * gridDim.y is 1: the count kernel has finished (gs_pdl_wait), its settled
- * halves are in the result already, and no other thread writes the bin.
- * (gridDim.y > 1 spreads few columns over the SMs: launch_priv.)  HALVES: a
+ * gridDim.y is 1: the count kernel has finished (gs_pdl_wait) and no other
+ * thread writes the bin.  There (sum_writes) the result was not zeroed: the
+ * thread writes the bin, its settled halves (the blocks' carry logs, 0x8000
+ * each, counted by the block in shared memory) added.  (gridDim.y > 1
+ * spreads few columns over the SMs: launch_priv.)  HALVES: a
  * word holds two 16-bit counts (count16.cuh; bins 2w and 2w + 1), each
  * below 0x10000, so a uint32 sum holds 65,536 blocks; else 32-bit counts,
  * summed in 64 bits. */
@@ -514,6 +553,7 @@ template <bool HALVES> __global__ void __launch_bounds__(SUM_COLS * SUM_ROWS) hi
     constexpr int V = HALVES ? 8 : 4; /* bins a 16-byte column */
     using A = typename std::conditional<HALVES, unsigned, unsigned long long>::type;
     __shared__ A part[SUM_ROWS][SUM_COLS * V];
+    __shared__ unsigned carried[HALVES ? SUM_COLS * V : 1];
     const int col = threadIdx.x % SUM_COLS, row = threadIdx.x / SUM_COLS;
     const int64_t c = (int64_t)blockIdx.x * SUM_COLS + col;
     A acc[V];
@@ -532,7 +572,24 @@ template <bool HALVES> __global__ void __launch_bounds__(SUM_COLS * SUM_ROWS) hi
             }
         }
     };
+    const bool logs = HALVES && r.carry;
+    if (logs)
+        for (int t = threadIdx.x; t < SUM_COLS * V; t += blockDim.x)
+            carried[t] = 0;
     gs_pdl_wait(); /* the count kernel's dumps (and settled halves) are complete and visible */
+    if (logs) {
+        __syncthreads();
+        const int64_t first = (int64_t)blockIdx.x * SUM_COLS * V;
+        for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x) {
+            const unsigned *log = r.carry + b * (r.carry_cap + 1);
+            const unsigned m = log[0];
+            for (unsigned i = 0; i < m; i++) {
+                const int64_t t = (int64_t)log[1 + i] - first;
+                if (t >= 0 && t < SUM_COLS * V)
+                    atomicAdd(&carried[t], 1u);
+            }
+        }
+    }
     if (c < r.dump_cols) {
         const uint4 *p = r.dump + c;
         const int64_t step = (int64_t)SUM_ROWS * gridDim.y;
@@ -559,7 +616,13 @@ template <bool HALVES> __global__ void __launch_bounds__(SUM_COLS * SUM_ROWS) hi
         for (int j = 0; j < SUM_ROWS; j++)
             total += part[j][t];
         const int64_t k = (int64_t)blockIdx.x * SUM_COLS * V + t;
-        if (k < r.nbins && total) {
+        if (k < r.nbins && r.sum_writes) {
+            const unsigned long long v = (unsigned long long)total + (logs ? 0x8000ull * carried[t] : 0ull);
+            if (r.out_f64)
+                ((double *)r.out)[k] = (double)v;
+            else
+                ((unsigned long long *)r.out)[k] = v;
+        } else if (k < r.nbins && total) {
             if (gridDim.y > 1) { /* (the dumped blocks split over gridDim.y: a part each) */
                 if (r.out_f64)
                     atomicAdd((double *)r.out + k, (double)total);
@@ -610,6 +673,7 @@ __global__ void __launch_bounds__(MAX_THREADS) histdd_cluster_kernel(dd_args r, 
     cg::cluster_group cl = cg::this_cluster();
     for (int64_t k = threadIdx.x; k < slice; k += blockDim.x)
         h[k] = 0;
+    write_edges(r);
     const E *edges = stage_edges<E>(r, s_edges);
     cl.sync();
     const int64_t groups = r.n / U, step = (int64_t)gridDim.x * blockDim.x;
@@ -660,8 +724,15 @@ double nextafter_e(double x, double to) { return nextafter(x, to); }
 /* Bytes of the edges a block keeps in shared memory as E. */
 template <class E> size_t edge_bytes(const dd_args &r) { return r.edges_in_smem ? (size_t)r.nedges_total * sizeof(E) : 0; }
 /* Room for a block's dynamic shared memory: the opt-in less the kernels'
- * static word (s_overflow) and its alignment. */
+ * static words (s_flags) and their alignment. */
 int64_t smem_room(const gs_device_info *dev) { return dev->shared_memory_per_block_optin - 64; }
+
+/* The result zeroed on the stream, before a count that adds to it. */
+gs_status zero_out(const dd_args &r, cudaStream_t s)
+{
+    GS_CUDA_CHECK(cudaMemsetAsync(r.out, 0, (size_t)r.nbins * 8, s));
+    return GS_OK;
+}
 
 /* The cluster launch, or GS_ERR_UNSUPPORTED_DEVICE when no cluster shape
  * fits (the caller then counts with global atomics). */
@@ -702,6 +773,9 @@ gs_status launch_cluster(dd_args &r, const gs_device_info *dev, cudaStream_t s)
     if (grid > 0x7fffffff)
         return gs_fail(GS_ERR_OVERFLOW, "histogramdd: grid of %lld blocks", (long long)grid);
     cfg.gridDim = dim3((unsigned)grid);
+    st = zero_out(r, s);
+    if (st != GS_OK)
+        return st;
     GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, r, sshift));
     return GS_OK;
 }
@@ -788,34 +862,45 @@ gs_status launch_priv(dd_args &r, size_t smem, const priv_shape &sh, const gs_de
      * many points -- then the flag and the recount behind the count */
     const int64_t step = grid * sh.threads, groups = r.n / U;
     const int64_t per_block = (int64_t)sh.threads * (((groups + step - 1) / step) * U + 1);
-    /* one scratch allocation: the blocks' overflow slots (whole 16-byte words) and the dump */
     const bool flag = DEST == TO_SHARED16 && (gs_count16_may_overflow(per_block) || r.force_recount);
     const bool dump = !WEIGHTED && DEST != TO_GLOBAL && dumps(grid, r.nbins, r.n, DEST == TO_SHARED16);
     const int64_t cols = dump ? ((DEST == TO_SHARED16 ? (r.nbins + 1) / 2 : r.nbins) + 3) / 4 : 0;
+    /* the dumped blocks split over gridDim.y where the columns alone give an SM no block (r71: 32 columns of
+     * blocks summed 4,096 32-bit bins of 264 blocks in 11.7 us, 32 x 9 in 4.7 us); where they do not, the sum
+     * writes every bin and the result needs no zeroing before the count (r107: a memset's 2-4 us of host time
+     * before the launch, and its own slot on the stream) -- shared16's settled halves then go to the blocks'
+     * carry logs (settle16) */
+    const int64_t xb = cols > SUM_COLS ? (cols + SUM_COLS - 1) / SUM_COLS : 1;
+    int64_t yb = ((int64_t)dev->multiprocessors + xb - 1) / xb;
+    const int64_t most = (grid + 4 * SUM_ROWS - 1) / (4 * SUM_ROWS); /* four loads a thread at least */
+    yb = yb < most ? yb : most;
+    yb = yb < 1 ? 1 : yb > 65535 ? 65535 : yb;
+    r.sum_writes = dump && yb == 1;
+    r.carry_cap = r.sum_writes && DEST == TO_SHARED16 ? per_block / 0x8000 + 1 : 0;
+    /* one scratch allocation: the blocks' overflow slots, the dump and the carry logs (whole 16-byte words) */
+    const int64_t slots = flag ? (grid + 3) / 4 : 0, dumped = grid * cols;
+    const int64_t logs = r.carry_cap ? (grid * (r.carry_cap + 1) + 3) / 4 : 0;
     uint4 *d_scratch = NULL;
     gs_status st = GS_OK;
     r.overflow = NULL;
     r.dump = NULL;
+    r.carry = NULL;
     r.dump_cols = cols;
-    const int64_t slots = flag ? (grid + 3) / 4 : 0;
     if (flag || dump)
-        GS_CUDA_CHECK(gs_malloc_async(&d_scratch, (size_t)(slots + grid * cols) * sizeof(uint4), s));
+        GS_CUDA_CHECK(gs_malloc_async(&d_scratch, (size_t)(slots + dumped + logs) * sizeof(uint4), s));
     if (flag)
         r.overflow = (int *)d_scratch;
     if (dump)
         r.dump = d_scratch + slots;
+    if (logs)
+        r.carry = (unsigned *)(d_scratch + slots + dumped);
+    if (!r.sum_writes)
+        GS_GOTO(zero_out(r, s));
     {
         void *args[] = {&r};
         GS_CUDA_GOTO(cudaLaunchKernel(priv_kernel<T, U, WEIGHTED, DEST, E, ND>(), dim3((unsigned)grid),
                                       dim3(sh.threads), args, smem, s));
         if (dump) {
-            /* the dumped blocks split over gridDim.y where the columns alone give an SM no block (r71: 32
-             * columns of blocks summed 4,096 32-bit bins of 264 blocks in 11.7 us, 32 x 9 in 4.7 us) */
-            const int64_t xb = cols > SUM_COLS ? (cols + SUM_COLS - 1) / SUM_COLS : 1;
-            int64_t yb = ((int64_t)dev->multiprocessors + xb - 1) / xb;
-            const int64_t most = (grid + 4 * SUM_ROWS - 1) / (4 * SUM_ROWS); /* four loads a thread at least */
-            yb = yb < most ? yb : most;
-            yb = yb < 1 ? 1 : yb > 65535 ? 65535 : yb;
             GS_GOTO(gs_launch_pdl(histdd_sum_dumps<DEST == TO_SHARED16>, dim3((unsigned)xb, (unsigned)yb),
                                   dim3(SUM_COLS * SUM_ROWS), 0, s, dev, r, grid));
         }
@@ -976,9 +1061,14 @@ template <class E> void window_of(const double *e, int64_t m, E lo, E scale, E *
         hi_w = nextafter_e(hi_w, (E)0);
     g[2] = lo_w, g[3] = hi_w;
 }
+/* The window of the type the kernel bins in (launch: float32 for float32
+ * coordinates on float32 edges kept in shared memory, else float64): the
+ * other one is never read (each costs ~1.4 us of host time a call for two
+ * 257-edge dimensions, r70). */
 void guess_window(const double *e, int64_t m, double scale, double *gd, float *gf)
 {
-    window_of<double>(e, m, e[0], scale, gd);
+    if (gd)
+        window_of<double>(e, m, e[0], scale, gd);
     if (gf)
         window_of<float>(e, m, (float)e[0], (float)scale, gf);
 }
@@ -986,7 +1076,7 @@ void guess_window(const double *e, int64_t m, double scale, double *gd, float *g
 } // namespace
 
 extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
-                                         const gs_array *weights, gs_array *out, void *stream)
+                                         const gs_array *weights, gs_array *out, gs_array *edges_out, void *stream)
 {
     if (ndim < 1 || ndim > GS_HISTDD_MAX_DIMS)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "histogramdd: %d dimensions (1 to %d are supported)", ndim,
@@ -1022,9 +1112,11 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
     r.edges_f32 = 1;
     for (int64_t k = 0; k < etotal && r.edges_f32; k++)
         r.edges_f32 = (double)(float)edges[k] == edges[k];
-    for (int d = 0; d < ndim; d++)
-        guess_window(edges + r.eoff[d], nedges[d], r.scale[d], r.gd + 4 * d, r.edges_f32 ? r.gf + 4 * d : NULL);
     r.edges_in_smem = etotal <= EDGES_SMEM;
+    const bool bin_f32 = coords[0].dtype == GS_FLOAT32 && r.edges_in_smem && r.edges_f32; /* (launch's choice) */
+    for (int d = 0; d < ndim; d++)
+        guess_window(edges + r.eoff[d], nedges[d], r.scale[d], bin_f32 ? NULL : r.gd + 4 * d,
+                     bin_f32 ? r.gf + 4 * d : NULL);
     r.out_f64 = !weights && out->dtype == GS_FLOAT64;
     /* unweighted device counts may be float64 (NumPy's result type: no cast afterwards; exact below 2^53) */
     if (out->device != device || out->length != nbins || (nbins > 1 && out->stride != 1) ||
@@ -1036,6 +1128,10 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
                     (on_host && weights->stride != 1 && n > 1)))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "histogramdd: weights must be %lld float64 next to the coordinates",
                        (long long)n);
+    if (edges_out && (edges_out->device != out->device || edges_out->length != etotal || edges_out->stride != 1 ||
+                      edges_out->dtype != GS_FLOAT64))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "histogramdd: edges_out must be %lld contiguous float64 next to out",
+                       (long long)etotal);
     gs_cuda_call call(device, stream);
     gs_status st = call.status;
     if (st != GS_OK)
@@ -1067,11 +1163,20 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
     r.w = weights ? (on_host ? (const double *)d_w : (const double *)weights->data) : NULL;
     r.wstride = weights ? (on_host ? 1 : weights->stride) : 0;
     r.out = on_host ? d_out : out->data;
-    GS_CUDA_GOTO(cudaMemsetAsync(r.out, 0, (size_t)nbins * 8, s));
-    if (n > 0) {
+    /* the edges: by the count's block 0 on the device, else copied here (the pageable table is read when
+     * cudaMemcpyAsync returns) */
+    if (edges_out && on_host)
+        memcpy(edges_out->data, edges, (size_t)etotal * 8);
+    else if (edges_out && n > 0)
+        r.edges_out = (double *)edges_out->data;
+    else if (edges_out)
+        GS_CUDA_GOTO(cudaMemcpyAsync(edges_out->data, edges, (size_t)etotal * 8, cudaMemcpyHostToDevice, s));
+    if (n > 0) { /* (each launch zeroes the result where its count adds to it) */
         st = launch_dtype(coords[0].dtype, r, dev, s);
         if (st != GS_OK)
             goto fail;
+    } else {
+        GS_GOTO(zero_out(r, s));
     }
     /* (the pageable edges were read when cudaMemcpyAsync returned: device arrays need no wait) */
     if (on_host)

@@ -490,7 +490,7 @@ gs_status gs_cuda_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy,
 gs_status gs_cuda_reduce_axis(const gs_array *a, const int64_t shape[3], const int64_t strides[3], int op,
                               gs_array *out, void *stream);
 gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
-                              const gs_array *weights, gs_array *out, void *stream);
+                              const gs_array *weights, gs_array *out, gs_array *edges_out, void *stream);
 gs_status gs_cuda_unpackbits(const gs_array *a, int little, gs_array *out, void *stream);
 gs_status gs_cuda_minmax_many(const gs_array *xs, int k, void *out, void *stream);
 gs_status gs_cuda_binned_statistic_dd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,

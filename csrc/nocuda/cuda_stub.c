@@ -118,9 +118,9 @@ static gs_status stub_reduce_axis(const gs_array *a, const int64_t shape[3], con
 }
 
 static gs_status stub_histogramdd(const gs_array *c, int ndim, const double *e, const int64_t *ne, const gs_array *w,
-                                  gs_array *out, void *stream)
+                                  gs_array *out, gs_array *eout, void *stream)
 {
-    (void)c, (void)ndim, (void)e, (void)ne, (void)w, (void)out, (void)stream;
+    (void)c, (void)ndim, (void)e, (void)ne, (void)w, (void)out, (void)eout, (void)stream;
     return NO_CUDA;
 }
 

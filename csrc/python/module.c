@@ -316,6 +316,16 @@ static int conv_out(PyObject *o, void *p)
     return 1;
 }
 
+/* An optional output array (None: absent). */
+static int conv_out_opt(PyObject *o, void *p)
+{
+    if (o == Py_None) {
+        ((gs_arg *)p)->present = 0;
+        return 1;
+    }
+    return conv_out(o, p);
+}
+
 /* A cudaStream_t passed as an int. */
 static int conv_stream(PyObject *o, void *p)
 {
@@ -860,16 +870,16 @@ static int parse_coords(PyObject *co, PyArrayObject *ea, PyArrayObject *na, gs_a
 }
 
 /* histogramdd(backend, [coords], edges (float64, all dimensions'), nedges
- * (int64), weights or None, out, stream) */
+ * (int64), weights or None, out, stream, edges_out=None) */
 static PyObject *py_histogramdd(PyObject *self, PyObject *args)
 {
     (void)self;
     const gs_backend_ops *ops;
     PyObject *co, *eo, *no;
-    gs_arg w = {.what = "weights"}, out = {.what = "out"};
+    gs_arg w = {.what = "weights"}, out = {.what = "out"}, eout = {.what = "edges_out"};
     void *stream;
-    if (!PyArg_ParseTuple(args, "O&OO!O!O&O&O&", conv_backend, &ops, &co, &PyArray_Type, &eo, &PyArray_Type, &no,
-                          conv_array_opt, &w, conv_out, &out, conv_stream, &stream))
+    if (!PyArg_ParseTuple(args, "O&OO!O!O&O&O&|O&", conv_backend, &ops, &co, &PyArray_Type, &eo, &PyArray_Type, &no,
+                          conv_array_opt, &w, conv_out, &out, conv_stream, &stream, conv_out_opt, &eout))
         return NULL;
     if (!ops->histogramdd) {
         PyErr_SetString(PyExc_NotImplementedError, "histogramdd: not in this backend");
@@ -883,7 +893,7 @@ static PyObject *py_histogramdd(PyObject *self, PyObject *args)
     const double *e = (const double *)PyArray_DATA((PyArrayObject *)eo);
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->histogramdd(coords, ndim, e, ne, GS_OPT(w), &out.a, stream);
+    st = ops->histogramdd(coords, ndim, e, ne, GS_OPT(w), &out.a, GS_OPT(eout), stream);
     Py_END_ALLOW_THREADS
     if (st != GS_OK)
         return gs_raise(st);
@@ -1893,7 +1903,8 @@ static PyMethodDef methods[] = {
     {"reduce_axis", py_reduce_axis, METH_VARARGS,
      "reduce_axis(backend, a, (outer, len, inner), strides, op, out, stream): segmented sum/count/cumsum"},
     {"histogramdd", py_histogramdd, METH_VARARGS,
-     "histogramdd(backend, [coords], edges, nedges, weights or None, out, stream): numpy.histogramdd's counts"},
+     "histogramdd(backend, [coords], edges, nedges, weights or None, out, stream, edges_out=None): "
+     "numpy.histogramdd's counts (and its edges into edges_out)"},
     {"unpackbits", py_unpackbits, METH_VARARGS, "unpackbits(backend, a, little, out, stream)"},
     {"binned_statistic_dd", py_binned_statistic_dd, METH_VARARGS,
      "binned_statistic_dd(backend, [coords], edges, nedges, tops, values, stat, result, binnumber or None, "

@@ -317,10 +317,13 @@ typedef struct gs_backend_ops {
      * are dropped).  out (prod(nedges[d] - 1) elements, C order, contiguous,
      * on the coords' device) is zeroed and gets the counts -- int64, or
      * float64 (NumPy's result type, exact below 2^53 points) -- or with
-     * weights (float64, n elements) float64 sums.  Asynchronous for device
-     * arrays. */
+     * weights (float64, n elements) float64 sums.  edges_out, when not
+     * NULL (float64, all the edges' count, contiguous, next to out), gets a
+     * copy of edges: the caller's edge arrays written with the counts (on
+     * the device by the count kernel: no launch of their own).
+     * Asynchronous for device arrays. */
     gs_status (*histogramdd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
-                             const gs_array *weights, gs_array *out, void *stream);
+                             const gs_array *weights, gs_array *out, gs_array *edges_out, void *stream);
 
     /* np.unpackbits of the n uint8 of a into out (8 n uint8 of 0 / 1, same
      * device, contiguous), bit order little when `little`.  Asynchronous
