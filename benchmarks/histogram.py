@@ -505,6 +505,9 @@ def float_sweep(args):
         cases.append((f"f32-100-range-{label}", lambda n=n: rs.random_sample(n, dtype=cp.float32), 100, (0.0, 1.0)))
     cases.append(("f32-1000-normal-256M", lambda: rs.standard_normal(1 << 28, dtype=cp.float32), 1000, (-4.0, 4.0)))
     cases.append(("f32-10-normal-256M", lambda: rs.standard_normal(1 << 28, dtype=cp.float32), 10, (-1.0, 1.0)))
+    # past the shared edge table (GS_HIST_SMEM_EDGES - 1 = 512 bins): bin counts and sizes not tuned for
+    cases.append(("f32-4096-range-128M", lambda: rs.random_sample(1 << 27, dtype=cp.float32), 4096, (0.0, 1.0)))
+    cases.append(("f64-2000-normal-64M", lambda: rs.standard_normal(64_000_001), 2000, (-4.0, 4.0)))
     cases.append(("f64-100-range-128M", lambda: rs.random_sample(1 << 27), 100, (0.0, 1.0)))
     cases.append(("f64-500-normal-100M", lambda: rs.standard_normal(100_000_007), 500, (-3.0, 3.0)))
     for case, make, bins, rng in cases:

@@ -414,7 +414,12 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
     :func:`numpy.histogram2d`: `bins` an int, ``[int, int]``, an edge array
     for both or ``[edges_x, edges_y]`` (or mixed); `range` ``[[xmin, xmax],
     [ymin, ymax]]``; `density`; `weights`.  Returns ``(H, xedges,
-    yedges)``.  Counted by :func:`histogramdd`'s fused kernel."""
+    yedges)``.  Counted by :func:`histogramdd`'s fused kernel.
+
+    A repeated call on CuPy / PyTorch arrays with `bins` and `range` given
+    (the device fast path) returns the three as views of one allocation,
+    written by the count kernel: NumPy's values, dtypes and shapes, no
+    element shared; an edge array kept alive keeps the counts' memory."""
     host = hit = None
     if type(x) is np.ndarray and type(y) is np.ndarray and weights is None and not density and stream is None:
         try:  # NumPy arrays, a repeated bins and range: the host fast path

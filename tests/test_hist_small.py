@@ -259,3 +259,27 @@ def test_float_equal_width_distributions(dist):
     for bins in (1, 10, 100, 500):
         h, _ = gs.histogram(cp.asarray(a), bins=bins, range=(-1, 1))
         assert np.array_equal(h.get(), np.histogram(a, bins=bins, range=(-1, 1))[0]), bins
+
+
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("bins, lo, hi", [(513, 0.0, 1.0), (1000, -4.0, 4.0), (2047, -3.3, 2.7), (4096, 0.0, 4096.0),
+                                          (3000, 1000.0, 1001.0), (20000, -1.0, 1.0)])
+def test_float_equal_width_bins_past_the_shared_edge_table(lib, dtype, bins, lo, hi):
+    """More bins than the shared edge table holds (GS_HIST_SMEM_EDGES - 1): the estimate, and near an edge the
+    edges' formula (gs_correct_formula) instead of the table -- on edges, next to them, the closed top edge,
+    NaN, infinities and out-of-range values; the dedicated kernel (contiguous), the generic one (a strided
+    view, weights) and what auto picks past the replicas (20,000 bins): NumPy's counts."""
+    rng = np.random.default_rng(bins)
+    n = 2_000_003
+    a = float_data(dtype, n, lo, hi, bins, rng)
+    ref = np.histogram(a, bins=bins, range=(lo, hi))[0]
+    x = to_lib(lib, a)
+    assert np.array_equal(to_np(gs.histogram(x, bins=bins, range=(lo, hi))[0]), ref)
+    assert np.array_equal(to_np(gs.histogram(x[::2], bins=bins, range=(lo, hi))[0]),
+                          np.histogram(a[::2], bins=bins, range=(lo, hi))[0])
+    w = rng.random(n)
+    got = to_np(gs.histogram(x, bins=bins, range=(lo, hi), weights=to_lib(lib, w))[0])
+    np.testing.assert_allclose(got, np.histogram(a, bins=bins, range=(lo, hi), weights=w)[0], rtol=1e-12, atol=1e-9)
+    for s in ("shared", "warp"):
+        assert np.array_equal(to_np(gs.histogram(x, bins=bins, range=(lo, hi), strategy=s)[0]), ref), s

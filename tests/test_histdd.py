@@ -231,16 +231,18 @@ def test_counter_widths_and_crowded_bins(monkeypatch, counter, bins):
 @pytest.mark.parametrize("counter", ["0", "16", "32", "1"])
 @pytest.mark.parametrize("bins", [(7, 5), (64, 64), (255, 257), (256, 256), (16, 16, 15)])
 @pytest.mark.parametrize("place", ["host", "cupy"])
-def test_flush_by_atomics_or_dumps(monkeypatch, flush, counter, bins, place):
+@pytest.mark.parametrize("n", [100_003, 2_000_003])
+def test_flush_by_atomics_or_dumps(monkeypatch, flush, counter, bins, place, n):
     """Every block's shared counts reach the result either by global atomics
     (GPUSYNC_HISTDD_FLUSH=1) or through a copy summed by a second kernel
     (2): 16- and 32-bit counters, the overflow recount behind either (1:
     every block's slot raised), odd bin counts (a half-filled last word),
-    host inputs (int64 counts) and device ones (float64): NumPy's counts."""
+    host inputs (int64 counts) and device ones (float64); few points (a
+    grid of few blocks: the dumps' sum writes the result, 32-bit counters
+    too) and more: NumPy's counts."""
     monkeypatch.setenv("GPUSYNC_HISTDD_FLUSH", flush)
     monkeypatch.setenv("GPUSYNC_HISTDD_COUNTER", counter)
     rng = np.random.default_rng(len(bins) * 1000 + bins[0])
-    n = 2_000_003
     s = rng.random((n, len(bins)), dtype=np.float32) * 1.1 - 0.05  # some points outside the range
     s[::9973, 0] = 1.0  # the closed last edge
     rg = [(0, 1)] * len(bins)
@@ -366,16 +368,18 @@ def test_core_histogramdd_writes_the_edges(backend, n):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dev_kind", ["cupy", "torch"])
-@pytest.mark.parametrize("n", [0, 1, 2_000_000])
+@pytest.mark.parametrize("n", [0, 1, 2_000_000, 12_000_003])
 def test_histogram2d_fast_path_counts_and_edges_in_one_buffer(dev_kind, n):
     """The device fast path's counts and float64 edges share one allocation
     (the count kernel writes the edges): each is NumPy's, of NumPy's shape,
     with no element shared between them -- also with no points (the edges
-    then copied) and with crowded bins whose 16-bit halves settle into the
-    blocks' carry logs (the result is never zeroed first)."""
+    then copied), with few points (the blocks' atomics into a zeroed result)
+    and with 12M points, half of them in one bin: the blocks dump their
+    16-bit halves, whose sum writes the result unzeroed, and ~45,000 points a
+    block in that bin settle 0x8000 into each block's carry log."""
     r = np.random.default_rng(n)
     xh, yh = r.random(n).astype(np.float32), r.random(n).astype(np.float32)
-    xh[: n // 2] = 0.3  # a million points in one bin: carries in every block
+    xh[: n // 2] = 0.3
     yh[: n // 2] = 0.7
     rng = [[0, 1], [-0.5, 1.5]]
     ref = np.histogram2d(xh, yh, 256, rng)
@@ -387,6 +391,9 @@ def test_histogram2d_fast_path_counts_and_edges_in_one_buffer(dev_kind, n):
             assert tuple(got[0].shape) == (256, 256) and tuple(got[1].shape) == (257,)
             if k:
                 assert "the device fast path" in gs.last_plan()["notes"]
+                if dev_kind == "cupy":  # one allocation: counts, x edges, y edges
+                    assert got[1].data.ptr == got[0].data.ptr + 8 * 256 * 256
+                    assert got[2].data.ptr == got[1].data.ptr + 8 * 257
         got[1][:] = -7.0  # the edges' views do not reach the counts or each other
         got[2][0] = -9.0
         np.testing.assert_array_equal(to_host(got[0]), ref[0])

@@ -82,15 +82,36 @@ GS_HD double gs_dmul(double a, double b) { return GS_RN(__dmul_rn, a, *, b); }
 GS_HD double gs_dadd(double a, double b) { return GS_RN(__dadd_rn, a, +, b); }
 #undef GS_RN
 
+/* A GS_BINS_UNIFORM description's edge formula alone (48 bytes: what a
+ * device function kept out of line takes by value -- a reference to the
+ * 1.1 KB binner made every kernel that could call one copy the binner to
+ * its stack). */
+typedef struct gs_uniform {
+    int64_t nbins;
+    double start, step, stop;
+    int32_t arith_f32, edges_f32;
+} gs_uniform;
+
+GS_HD gs_uniform gs_uniform_of(const gs_binner *b)
+{
+    gs_uniform u = {b->nbins, b->start, b->step, b->stop, b->arith_f32, b->edges_f32};
+    return u;
+}
+
 /* Edge k of a GS_BINS_UNIFORM description, exactly as np.linspace made it. */
+GS_HD double gs_formula_edge(const gs_uniform *u, int64_t k)
+{
+    if (k >= u->nbins)
+        return u->stop;
+    if (u->arith_f32)
+        return (double)gs_fadd(gs_fmul((float)k, (float)u->step), (float)u->start);
+    double e = gs_dadd(gs_dmul((double)k, u->step), u->start);
+    return u->edges_f32 ? (double)(float)e : e;
+}
 GS_HD double gs_uniform_edge(const gs_binner *b, int64_t k)
 {
-    if (k >= b->nbins)
-        return b->stop;
-    if (b->arith_f32)
-        return (double)gs_fadd(gs_fmul((float)k, (float)b->step), (float)b->start);
-    double e = gs_dadd(gs_dmul((double)k, b->step), b->start);
-    return b->edges_f32 ? (double)(float)e : e;
+    const gs_uniform u = gs_uniform_of(b);
+    return gs_formula_edge(&u, k);
 }
 
 GS_HD void gs_binner_init(gs_binner *b, const gs_hist_bins *bins, const double *edges)
@@ -169,29 +190,34 @@ GS_HD int64_t gs_bin_byte(const gs_binner *b, uint8_t v)
  * edge), else a binary search over the formula's edges -- at most
  * 2 + log2(n) edge evaluations whatever the estimate, so a bad scale (edges
  * too close for it to be finite) costs time, never a runaway loop. */
-GS_HD int64_t gs_uniform_correct(const gs_binner *b, double x, int64_t k)
+GS_HD int64_t gs_formula_correct(const gs_uniform *u, double x, int64_t k)
 {
-    const int64_t n = b->nbins;
+    const int64_t n = u->nbins;
     int64_t lo, hi; /* e(lo) <= x < e(hi), or x == e(n) with hi == n */
-    if (x < gs_uniform_edge(b, k)) {
-        if (k > 0 && x >= gs_uniform_edge(b, k - 1))
+    if (x < gs_formula_edge(u, k)) {
+        if (k > 0 && x >= gs_formula_edge(u, k - 1))
             return k - 1;
         lo = 0;
         hi = k;
     } else {
-        if (k >= n - 1 || x < gs_uniform_edge(b, k + 1))
+        if (k >= n - 1 || x < gs_formula_edge(u, k + 1))
             return k;
         lo = k + 1;
         hi = n;
     }
     while (hi - lo > 1) {
         const int64_t mid = lo + (hi - lo) / 2;
-        if (gs_uniform_edge(b, mid) <= x)
+        if (gs_formula_edge(u, mid) <= x)
             lo = mid;
         else
             hi = mid;
     }
     return lo < n ? lo : n - 1;
+}
+GS_HD int64_t gs_uniform_correct(const gs_binner *b, double x, int64_t k)
+{
+    const gs_uniform u = gs_uniform_of(b);
+    return gs_formula_correct(&u, x, k);
 }
 
 /* GS_BINS_UNIFORM and GS_BINS_EDGES on a value converted to double. */

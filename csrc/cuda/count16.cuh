@@ -7,8 +7,9 @@
  * shared array (a generic pointer made every add convert it: histdd.cu).
  *
  * Overflow: the add that takes a half from 0x7fff to 0x8000 -- exactly one
- * add sees the old value 0x7fff -- moves 0x8000 of it to the result, so a
- * half stays far below 0x10000.  An add that sees 0xffff (a half about to
+ * add sees the old value 0x7fff -- moves 0x8000 of it to the result (the
+ * caller's to_result: a global add, or histdd.cu's per-block carry log where
+ * the result is written after the count), so a half stays far below 0x10000.  An add that sees 0xffff (a half about to
  * carry into its neighbour: 32,768 adds to one bin while one thread went
  * from its add to its subtraction -- never seen, but not excluded by any
  * bound) raises the block's flag, and the launcher's recount (every count

@@ -148,10 +148,21 @@ __device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
     return lo < n ? lo : n - 1;
 }
 
+/* Near an edge (rare), equal-width bins without the edges in shared memory
+ * (more than GS_HIST_SMEM_EDGES - 1 bins): the estimate k corrected against
+ * the edges' formula (gs_uniform_correct: NumPy's edges, compared in double,
+ * which for float32 edges and values is the float comparison). */
+static __device__ __noinline__ int64_t gs_correct_formula(gs_uniform u, double x, int k)
+{
+    const int n = (int)u.nbins;
+    return gs_formula_correct(&u, x, k < 0 ? 0 : (k > n - 1 ? n - 1 : k));
+}
+
 /* Equal-width bins: estimate f = (x - e(0)) * scale.  Farther than `margin`
  * from an integer, floor(f) is the bin (the host bounded the estimate's
- * error and the edges' offsets from their ideal positions); near an integer
- * (rare) the edges in shared memory settle it.  floor() by adding 2^23
+ * error and the edges' offsets from their ideal positions, for any bin
+ * count); near an integer (rare) the edges in shared memory settle it, or
+ * past GS_HIST_SMEM_EDGES - 1 bins their formula (gs_correct_formula).  floor() by adding 2^23
  * (2^52) rounding down: no conversion instruction on the common path.
  * FMA: the estimate as one fused multiply-add x * scale + (-lo * scale)
  * (b.fma_f: the host widened the margin for the rounding of -lo * scale);
@@ -172,7 +183,7 @@ __device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs
         return k;
     if (!(x >= b.lo_f && x <= b.stop_f))
         return -1;
-    return gs_correct(s.ef, n, x, k);
+    return gs_edges_in_smem(b) ? gs_correct(s.ef, n, x, k) : gs_correct_formula(gs_uniform_of(&b), (double)x, k);
 }
 __device__ __forceinline__ int64_t gs_bin_uniform_d(const gs_binner &b, const gs_smem_bins &s, double x)
 {
@@ -185,7 +196,7 @@ __device__ __forceinline__ int64_t gs_bin_uniform_d(const gs_binner &b, const gs
     const double fr = f - (t - 4503599627370496.0);
     if (fr > b.margin && fr < 1.0 - b.margin && k < n)
         return k;
-    return gs_correct(s.e, n, x, k);
+    return gs_edges_in_smem(b) ? gs_correct(s.e, n, x, k) : gs_correct_formula(gs_uniform_of(&b), x, k);
 }
 template <class E> __device__ __forceinline__ int64_t gs_bin_search(const E *e, int n, E x)
 {

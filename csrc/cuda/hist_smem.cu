@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     } else if constexpr (std::is_same<T, float>::value && !W) {
         /* float32 on equal-width float32 edges: the float estimate alone,
          * with the mode tests hoisted out of the loop */
-        if (b.kind == GS_BINS_UNIFORM && b.edges_f32 && gs_edges_in_smem(b)) {
+        if (b.kind == GS_BINS_UNIFORM && b.edges_f32) {
             if (rshift == 5)
                 hist_floats<5>(b, sb, x, n, xs, (unsigned *)mine, 5);
             else

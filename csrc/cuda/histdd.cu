@@ -57,7 +57,8 @@ struct dd_args {
     int64_t cstride[GS_HISTDD_MAX_DIMS]; /* elements */
     int64_t nedges[GS_HISTDD_MAX_DIMS], eoff[GS_HISTDD_MAX_DIMS], bstride[GS_HISTDD_MAX_DIMS];
     double scale[GS_HISTDD_MAX_DIMS];
-    /* per dimension: lo (the first edge), scale, mlo, mhi of the guess (bin_of), as float64 and as float32 */
+    /* per dimension: lo (the first edge), scale, mlo, mhi of the guess (bin_of), in the type the kernel bins in
+     * (gd float64, gf float32: only that one is filled, guess_window) */
     double gd[4 * GS_HISTDD_MAX_DIMS];
     float gf[4 * GS_HISTDD_MAX_DIMS];
     const double *edges; /* device, all dimensions */
@@ -1163,14 +1164,13 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
     r.w = weights ? (on_host ? (const double *)d_w : (const double *)weights->data) : NULL;
     r.wstride = weights ? (on_host ? 1 : weights->stride) : 0;
     r.out = on_host ? d_out : out->data;
-    /* the edges: by the count's block 0 on the device, else copied here (the pageable table is read when
-     * cudaMemcpyAsync returns) */
+    /* the edges: by the count's block 0 on the device, else copied here */
     if (edges_out && on_host)
         memcpy(edges_out->data, edges, (size_t)etotal * 8);
     else if (edges_out && n > 0)
         r.edges_out = (double *)edges_out->data;
-    else if (edges_out)
-        GS_CUDA_GOTO(cudaMemcpyAsync(edges_out->data, edges, (size_t)etotal * 8, cudaMemcpyHostToDevice, s));
+    else if (edges_out) /* (no points: no count kernel; the table is on the device already) */
+        GS_CUDA_GOTO(cudaMemcpyAsync(edges_out->data, r.edges, (size_t)etotal * 8, cudaMemcpyDeviceToDevice, s));
     if (n > 0) { /* (each launch zeroes the result where its count adds to it) */
         st = launch_dtype(coords[0].dtype, r, dev, s);
         if (st != GS_OK)

@@ -318,10 +318,11 @@ typedef struct gs_backend_ops {
      * on the coords' device) is zeroed and gets the counts -- int64, or
      * float64 (NumPy's result type, exact below 2^53 points) -- or with
      * weights (float64, n elements) float64 sums.  edges_out, when not
-     * NULL (float64, all the edges' count, contiguous, next to out), gets a
-     * copy of edges: the caller's edge arrays written with the counts (on
-     * the device by the count kernel: no launch of their own).
-     * Asynchronous for device arrays. */
+     * NULL (float64, all the edges' count, contiguous, next to out, not
+     * overlapping it), gets a copy of edges: the caller's edge arrays
+     * written with the counts (device arrays: by the count kernel, no
+     * launch of their own, or a device copy when n is 0; host arrays: a
+     * memcpy before the call returns).  Asynchronous for device arrays. */
     gs_status (*histogramdd)(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
                              const gs_array *weights, gs_array *out, gs_array *edges_out, void *stream);
 
