@@ -167,8 +167,11 @@ static __device__ __noinline__ int64_t gs_correct_formula(gs_uniform u, double x
  * FMA: the estimate as one fused multiply-add x * scale + (-lo * scale)
  * (b.fma_f: the host widened the margin for the rounding of -lo * scale);
  * one instruction less per element where binning is issue-bound
- * (hist_small.cu). */
-template <bool FMA = false>
+ * (hist_small.cu).  ANY_N: a caller whose bins may outnumber the table
+ * (hist_real_kernel, hist_floats); the others checked gs_edges_in_smem and
+ * compile no out-of-line call (hist_warp_kernel's register allocation
+ * failed with one, C7600, on the older architectures of the CI build). */
+template <bool FMA = false, bool ANY_N = false>
 __device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs_smem_bins &s, float x)
 {
     const int n = (int)b.nbins;
@@ -183,8 +186,11 @@ __device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs
         return k;
     if (!(x >= b.lo_f && x <= b.stop_f))
         return -1;
-    return gs_edges_in_smem(b) ? gs_correct(s.ef, n, x, k) : gs_correct_formula(gs_uniform_of(&b), (double)x, k);
+    if (!ANY_N || gs_edges_in_smem(b))
+        return gs_correct(s.ef, n, x, k);
+    return gs_correct_formula(gs_uniform_of(&b), (double)x, k);
 }
+template <bool ANY_N = false>
 __device__ __forceinline__ int64_t gs_bin_uniform_d(const gs_binner &b, const gs_smem_bins &s, double x)
 {
     const int n = (int)b.nbins;
@@ -196,7 +202,9 @@ __device__ __forceinline__ int64_t gs_bin_uniform_d(const gs_binner &b, const gs
     const double fr = f - (t - 4503599627370496.0);
     if (fr > b.margin && fr < 1.0 - b.margin && k < n)
         return k;
-    return gs_edges_in_smem(b) ? gs_correct(s.e, n, x, k) : gs_correct_formula(gs_uniform_of(&b), x, k);
+    if (!ANY_N || gs_edges_in_smem(b))
+        return gs_correct(s.e, n, x, k);
+    return gs_correct_formula(gs_uniform_of(&b), x, k);
 }
 template <class E> __device__ __forceinline__ int64_t gs_bin_search(const E *e, int n, E x)
 {

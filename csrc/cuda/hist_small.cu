@@ -259,12 +259,12 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
 template <int MODE> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, float v)
 {
     if (MODE == 0)
-        return (int)gs_bin_uniform_d(b, sb, (double)v);
-    return (int)gs_bin_uniform_f<MODE == 2>(b, sb, v);
+        return (int)gs_bin_uniform_d<true>(b, sb, (double)v);
+    return (int)gs_bin_uniform_f<MODE == 2, true>(b, sb, v);
 }
 template <int MODE> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, double v)
 {
-    return (int)gs_bin_uniform_d(b, sb, v);
+    return (int)gs_bin_uniform_d<true>(b, sb, v);
 }
 
 /* R replicas (lane % R) of the bins in dynamic shared memory, the edges in

@@ -80,7 +80,7 @@ __device__ __forceinline__ void hist_floats(const gs_binner &b, const gs_smem_bi
 {
     const int sh = SHIFT >= 0 ? SHIFT : rshift;
     gs_for_each<LOOP_WARP>(x, n, xs, [&](float v, int64_t, bool ok) {
-        const int k = ok ? (int)gs_bin_uniform_f(b, sb, v) : -1;
+        const int k = ok ? (int)gs_bin_uniform_f<false, true>(b, sb, v) : -1;
         if (k >= 0)
             atomicAdd_block(mine + (k << sh), 1u);
     });
