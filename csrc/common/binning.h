@@ -59,11 +59,13 @@ typedef struct gs_binner {
     int64_t nbins;
     int64_t offset;
     double start, step, stop, scale, lo, margin;
-    float lo_f, stop_f, scale_f, margin_f; /* float copies for the float path */
+    /* float copies for the float path; half_f = 0.5 - margin less 2^-23 (the rounding of this float and of
+     * the estimate's distance to k + 0.5: an estimate f within half_f of k + 0.5 lies in bin k) */
+    float lo_f, stop_f, scale_f, half_f;
     /* the float path's one-instruction estimate fmaf(x, scale_f, off_f), off_f = -lo * scale:
-     * its error margin (margin_f plus the rounding of off_f and of x * scale_f, kept 4x wide);
-     * fma_f: that margin stays small enough (|lo * scale| <= 4 nbins) to use it */
-    float off_f, margin_fma_f;
+     * its error margin (the margin plus the rounding of off_f and of x * scale_f, kept 4x wide) as
+     * half_fma_f; fma_f: that margin stays small enough (|lo * scale| <= 4 nbins) to use it */
+    float off_f, half_fma_f;
     int32_t fma_f;
     const double *edges; /* GS_BINS_EDGES: memory the executing side can read */
     int32_t lut[256];
@@ -135,14 +137,14 @@ GS_HD void gs_binner_init(gs_binner *b, const gs_hist_bins *bins, const double *
     b->lo_f = (float)b->lo;
     b->stop_f = (float)b->stop;
     b->scale_f = (float)b->scale;
-    b->margin_f = (float)b->margin;
+    b->half_f = (float)(0.5 - b->margin - 0x1p-23); /* (< 0 for a margin of 0.5: nothing accepted) */
     {
         const double ls = -b->lo * b->scale, als = ls < 0 ? -ls : ls;
         b->off_f = (float)ls;
         /* fmaf(x, scale_f, off_f) is within (nbins + |ls|) * 2^-23 of (x - lo) * scale for x in range:
          * the existing margin covers the nbins part 8x over; add |ls| * 2^-21 (4x) */
         const double m = b->margin + als * 0x1p-21;
-        b->margin_fma_f = (float)(m < 0.5 ? m : 0.5);
+        b->half_fma_f = (float)(0.5 - (m < 0.5 ? m : 0.5) - 0x1p-23);
         b->fma_f = bins->kind == GS_BINS_UNIFORM && als <= 4.0 * (double)b->nbins && m < 0.25;
     }
 }

@@ -178,11 +178,15 @@ __device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs
     /* fast path without a range test: x below e(0) gives k < 0, above e(n)
      * k >= n, NaN fails every comparison -- all go to the checked path */
     const float f = FMA ? __fmaf_rn(x, b.scale_f, b.off_f) : (x - b.lo_f) * b.scale_f;
-    const float &m = FMA ? b.margin_fma_f : b.margin_f;
+    const float h = FMA ? b.half_fma_f : b.half_f;
     const float t = __fadd_rd(f, 8388608.0f);
     const int k = __float_as_int(t) - 0x4B000000;
-    const float fr = f - (t - 8388608.0f);
-    if ((unsigned)k < (unsigned)n && fr > m && fr < 1.0f - m)
+    /* f - (k + 0.5) (t - (2^23 - 0.5) is k + 0.5 exactly; the difference is exact by Sterbenz's lemma but
+     * for k = 0 and f < 0.25, off by 2^-25 at most: half_f's slack): inside (m, 1 - m) of the bin as one
+     * compare of its magnitude -- one instruction less than two compares (float binning is issue-bound on
+     * the H200); NaN and infinities fail it */
+    const float c = f - (t - 8388607.5f);
+    if ((unsigned)k < (unsigned)n && fabsf(c) < h)
         return k;
     if (!(x >= b.lo_f && x <= b.stop_f))
         return -1;
