@@ -84,7 +84,7 @@ GS_HD double gs_dmul(double a, double b) { return GS_RN(__dmul_rn, a, *, b); }
 GS_HD double gs_dadd(double a, double b) { return GS_RN(__dadd_rn, a, +, b); }
 #undef GS_RN
 
-/* A GS_BINS_UNIFORM description's edge formula alone (48 bytes: what a
+/* A GS_BINS_UNIFORM description's edge formula alone (40 bytes: what a
  * device function kept out of line takes by value -- a reference to the
  * 1.1 KB binner made every kernel that could call one copy the binner to
  * its stack). */

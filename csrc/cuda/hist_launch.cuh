@@ -182,9 +182,11 @@ __device__ __forceinline__ int64_t gs_bin_uniform_f(const gs_binner &b, const gs
     const float t = __fadd_rd(f, 8388608.0f);
     const int k = __float_as_int(t) - 0x4B000000;
     /* f - (k + 0.5) (t - (2^23 - 0.5) is k + 0.5 exactly; the difference is exact by Sterbenz's lemma but
-     * for k = 0 and f < 0.25, off by 2^-25 at most: half_f's slack): inside (m, 1 - m) of the bin as one
-     * compare of its magnitude -- one instruction less than two compares (float binning is issue-bound on
-     * the H200); NaN and infinities fail it */
+     * for k = 0 and f < 0.25, off by 2^-26 at most -- and where ptxas fuses the non-FMA estimate's product
+     * into this subtraction, c comes from the unrounded product, also within 2^-26: half_f's 2^-23 of
+     * slack covers both, review33b emulated them): inside (m, 1 - m) of the bin as one compare of its
+     * magnitude -- one instruction less than two compares (float binning is issue-bound on the H200);
+     * NaN and infinities fail it */
     const float c = f - (t - 8388607.5f);
     if ((unsigned)k < (unsigned)n && fabsf(c) < h)
         return k;
