@@ -150,7 +150,7 @@ __device__ __noinline__ int gs_correct(const E *e, int n, E x, int k)
 
 /* Near an edge (rare), equal-width bins without the edges in shared memory
  * (more than GS_HIST_SMEM_EDGES - 1 bins): the estimate k corrected against
- * the edges' formula (gs_uniform_correct: NumPy's edges, compared in double,
+ * the edges' formula (gs_formula_correct: NumPy's edges, compared in double,
  * which for float32 edges and values is the float comparison). */
 static __device__ __noinline__ int64_t gs_correct_formula(gs_uniform u, double x, int k)
 {
