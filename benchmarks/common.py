@@ -110,6 +110,42 @@ def copy_ceiling(cp, timer, src, dst):
     return 2 * n * 16 / ms / 1e6
 
 
+PACK_KERNEL = r"""
+extern "C" __global__ void read_pack(const uint4 *a, long long n, unsigned short *b) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        uint4 v = __ldcs(a + i); unsigned s = v.x ^ v.y ^ v.z ^ v.w;
+        b[i] = (unsigned short)(s ^ (s >> 16));
+    }
+}
+extern "C" __global__ void read_pack_cs(const uint4 *a, long long n, unsigned short *b) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        uint4 v = __ldcs(a + i); unsigned s = v.x ^ v.y ^ v.z ^ v.w;
+        __stcs(b + i, (unsigned short)(s ^ (s >> 16)));
+    }
+}
+"""
+
+
+def pack_ceiling(cp, timer, src, graph=False):
+    """GB/s of `src` bytes (read only counted) of a kernel that reads 16 bytes
+    and writes 2 per thread -- packbits' traffic (a bit out per byte in) with
+    no work: the roof of packing 8-bit data, below the read ceiling by what
+    its writes cost.  The faster of plain and streaming (__stcs) stores.
+    graph: timed by graph replay as bits_table times gpusync (the launch
+    included)."""
+    n = src.nbytes // 16
+    dst = cp.empty(n, cp.uint16)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    best = None
+    for name in ("read_pack", "read_pack_cs"):
+        k = cp.RawKernel(PACK_KERNEL, name)
+        fn = lambda: k((sms * 8,), (512,), (src, np.int64(n), dst))
+        ms = timer.graph(fn, reps=7, inner=5) if graph else timer.gpu(fn, reps=20)
+        print(f"  pack roof {name} {src.nbytes >> 20} MiB: {ms * 1e3:.1f} us", flush=True)
+        best = ms if best is None else min(best, ms)
+    return src.nbytes / best / 1e6
+
+
 _PEERS = {
     "cub_hist_u8": (ctypes.c_int,), "cub_hist_f32": (ctypes.c_float,), "cub_hist_i32": (ctypes.c_int,),
     "cub_hist_f64": (ctypes.c_double,),

@@ -257,13 +257,20 @@ def bits_table(cp, timer, rows, ceiling):
     predicates (GPUSYNC_BITS_SIMD=0), graph replay, % of read."""
     variants = (("", {}), ("(4 loads)", {"GPUSYNC_BITS_LOADS": "4"}), ("(before: per element)",
                                                                        {"GPUSYNC_BITS_SIMD": "0"}))
+    from benchmarks.common import pack_ceiling
+
     out = ["", "packbits / count_nonzero (graph replay, % of read; '4 loads': GPUSYNC_BITS_LOADS=4, 4 loads in "
-           "flight per thread instead of 2; 'per element': GPUSYNC_BITS_SIMD=0):", "",
-           "| case | " + " | ".join(f"{t or 'auto'} us | %" for t, _ in variants) + " | check |",
-           "|---|" + "---:|---:|" * len(variants) + "---|"]
+           "flight per thread instead of 2; 'per element': GPUSYNC_BITS_SIMD=0).  'pack roof': a kernel with "
+           "packbits' traffic and no work (16 bytes read, 2 written a thread, graph replay), % of read; "
+           "'of roof': packbits' time against it:", "",
+           "| case | " + " | ".join(f"{t or 'auto'} us | %" for t, _ in variants) + " | pack roof % | of roof | check |",
+           "|---|" + "---:|---:|" * len(variants) + "---:|---:|---|"]
     rs = cp.random.RandomState(9)
     for n, label in ((32 << 20, "32MiB"), (256 << 20, "256MiB"), (GIB, "1GiB")):
         u8 = rs.randint(0, 4, n, dtype=cp.uint8) * (rs.randint(0, 2, n, dtype=cp.uint8))
+        roof = pack_ceiling(cp, timer, u8, graph=True)
+        rows.append({"op": "packbits", "case": f"packbits-u8-graph-{label}", "impl": "roof:read16-write2(graph)",
+                     "ms": round(u8.nbytes / roof / 1e6, 5), "gbps": round(roof, 1)})
         f32 = None if n > (256 << 20) else (u8[: n // 4].astype(cp.float32) - 1.5)
         cases = [(f"packbits-u8-graph-{label}", "packbits", u8, lambda: gs.packbits(u8), lambda: cp.packbits(u8)),
                  (f"packbits-u8-threshold-graph-{label}", "packbits", u8, lambda: gs.packbits(u8, threshold=1),
@@ -285,9 +292,12 @@ def bits_table(cp, timer, rows, ceiling):
                 rows.append({"op": op, "case": case, "impl": f"gpusync{tag}(graph)", "ms": round(ms, 5),
                              "gbps": round(x.nbytes / ms / 1e6, 1), "correct": ok})
                 res.append((ms, ok))
+            pack = op == "packbits"
             out.append(f"| {case} | " + " | ".join(f"{m * 1e3:.1f} | {100 * x.nbytes / m / 1e6 / ceiling:.1f}%"
                                                   for m, _ in res)
                        + " | -" * (len(variants) - len(res)) * 2
+                       + (f" | {100 * roof / ceiling:.1f}% | {100 * x.nbytes / res[0][0] / 1e6 / roof:.1f}%" if pack
+                          else " | - | -")
                        + f" | {'ok' if all(k for _, k in res) else '**WRONG**'} |")
             print(out[-1], flush=True)
         u8 = f32 = None

@@ -123,6 +123,10 @@ struct priv_args {
  * count 175 -> 187 (benchmarks/results/binstat_copies_H200_r77.txt; r79 with the choice fixed per kind at compile time:
  * 1-D float64 mean 280 -> 242, float32 sum 221 -> 180, every other case within 3 %). */
 __host__ __device__ constexpr bool copies_by_lane(int kind) { return kind == K_SUM || kind == K_MEAN || kind == K_STD; }
+/* (Tried and not kept: mean's (s1, n) and std's (s1, s2) in one 16-byte cell a bin, one 128-bit
+ * compare-and-swap loop a point (sm_90 ATOMS.CAS.128) instead of a float64 CAS loop each and a 32-bit count
+ * add: r119, H200, mean float64 +19-24 % time, float32 +58-76 %, std no faster, 2-D mean +13 %;
+ * benchmarks/results/binstat_pairs_ab_H200_r119.txt.) */
 
 /* Shared layout of the partials (bytes), per kind, key width and number of
  * copies R: one array per partial of nbins x R cells (copy c of bin k at

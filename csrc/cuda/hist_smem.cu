@@ -80,7 +80,7 @@ __device__ __forceinline__ void hist_floats(const gs_binner &b, const gs_smem_bi
 {
     const int sh = SHIFT >= 0 ? SHIFT : rshift;
     gs_for_each<LOOP_WARP>(x, n, xs, [&](float v, int64_t, bool ok) {
-        const int k = ok ? (int)gs_bin_uniform_f<false, true>(b, sb, v) : -1;
+        const int k = ok ? (int)gs_bin_uniform_f(b, sb, v) : -1;
         if (k >= 0)
             atomicAdd_block(mine + (k << sh), 1u);
     });
@@ -120,7 +120,10 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     } else if constexpr (std::is_same<T, float>::value && !W) {
         /* float32 on equal-width float32 edges: the float estimate alone,
          * with the mode tests hoisted out of the loop */
-        if (b.kind == GS_BINS_UNIFORM && b.edges_f32) {
+        if (b.kind == GS_BINS_UNIFORM && b.edges_f32 && gs_edges_in_smem(b)) {
+            /* (past the shared table the generic path below: the edges' formula compiled into this loop made
+             * the kernel spill 144 bytes instead of 64 -- review33b; contiguous data past it takes
+             * hist_small.cu's kernel) */
             if (rshift == 5)
                 hist_floats<5>(b, sb, x, n, xs, (unsigned *)mine, 5);
             else
