@@ -86,25 +86,46 @@ def _direct_offset(edges: np.ndarray, x_dtype: np.dtype):
     return e0
 
 
-def _uniform_formula(edges: np.ndarray):
+def _uniform_formula(edges: np.ndarray, bounds=None):
     """(start, step, stop, arith_f32, edges_f32) of a formula that reproduces
-    `edges` bit for bit in the kernels (see gs_uniform_edge), or None."""
+    `edges` bit for bit in the kernels (see gs_uniform_edge), or None.
+
+    np.linspace computes in float64 from the range's float64 bounds and casts
+    the result to the edges' dtype, so float32 edges of a range whose bounds
+    are not float32 values (range=(0.16, 0.84)) come from bounds that their
+    first and last edges only approximate: the candidates are the edges' own
+    ends (in their dtype, then float64), `bounds` (the range asked for, when
+    the caller knows it) and, for float32 edges, the shortest decimals that
+    round to their ends (what a user types).  Each is checked against every
+    edge; `stop` is the last edge itself (the formula's last edge is `stop`,
+    cast to the edges' dtype)."""
     if edges.dtype not in (np.float32, np.float64) or len(edges) < 2:
         return None
     n = len(edges) - 1
     first, last = edges[0], edges[-1]
     if not (np.isfinite(first) and np.isfinite(last)) or not last > first:
         return None
+    f64 = np.dtype(np.float64)
+    cands = [(edges.dtype, first, last), (f64, first, last)]
+    if edges.dtype == np.float32:
+        if bounds is not None:
+            try:
+                cands.append((f64, float(bounds[0]), float(bounds[1])))
+            except (TypeError, ValueError, IndexError):
+                pass
+        cands.append((f64, float(str(first)), float(str(last))))  # (str: the shortest round-trip decimal)
     k = np.arange(n + 1, dtype=np.float64)
-    for adt in (edges.dtype, np.dtype(np.float64)):
-        start, stop = adt.type(first), adt.type(last)
+    for adt, s0, s1 in cands:
+        start, stop = adt.type(s0), adt.type(s1)
+        if not (np.isfinite(start) and np.isfinite(stop)):
+            continue
         step = (stop - start) / adt.type(n)
         with np.errstate(all="ignore"):
             y = k.astype(adt) * step + start
         y[-1] = stop
         y = y.astype(edges.dtype)
         if np.array_equal(y, edges):
-            return float(start), float(step), float(stop), adt == np.float32, edges.dtype == np.float32
+            return float(start), float(step), float(last), adt == np.float32, edges.dtype == np.float32
     return None
 
 
@@ -192,7 +213,7 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool, bounds=N
             # signedness is the data's (int64 data: int64, uint64 data: uint64)
             return _bins_tuple(_EDGES_INT, n, edges=np.ascontiguousarray(edges.astype(cmp)).view(np.float64))
     if uniform:
-        f = _uniform_formula(edges)
+        f = _uniform_formula(edges, bounds)
         if f is not None:
             start, step, stop, af32, ef32 = f
             e64 = edges.astype(np.float64)
@@ -342,7 +363,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
             return res
         edges.flags.writeable = False
         # device input: the edges written on the device by their formula (no host copy)
-        _fast_plans[fast] = (edges, desc, _edges_formula(edges) if uniform else None)
+        _fast_plans[fast] = (edges, desc, _edges_formula(edges, desc) if uniform else None)
     return res
 
 
@@ -410,7 +431,7 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
 
     if w is not None and np.dtype(w.dtype) != np.float64:
         out = Lib.of(x.lib).astype(out, w.dtype) if device else out.astype(w.dtype)
-    edges_out = _edges_for(x, edges, uniform) if device else edges
+    edges_out = _edges_for(x, edges, uniform, desc) if device else edges
     if density:
         db = np.array(np.diff(edges), float)
         if device:
@@ -484,9 +505,13 @@ def _formula_cached(dtype, data):
     return _uniform_formula(np.frombuffer(data, dtype=dtype))
 
 
-def _edges_formula(edges: np.ndarray):
+def _edges_formula(edges: np.ndarray, desc=None):
     """The bins description whose formula reproduces `edges` exactly (for the
-    uniform_edges kernel), or None when no formula does."""
+    uniform_edges kernel), or None when no formula does.  desc: the bins'
+    description when the caller has it (an equal-width one carries the
+    formula _describe_bins checked, found with the range's bounds)."""
+    if desc is not None and desc[0] == _UNIFORM and desc[1] == len(edges) - 1:
+        return desc
     f = _formula_cached(edges.dtype.str, edges.tobytes())
     if f is None:
         return None
@@ -494,12 +519,12 @@ def _edges_formula(edges: np.ndarray):
     return _bins_tuple(_UNIFORM, len(edges) - 1, start=start, step=step, stop=stop, arith_f32=af32, edges_f32=ef32)
 
 
-def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool):
+def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool, bins_desc=None):
     """The edges as an array of the input's library, written on the device by
     a kernel when a formula describes them (no host copy, no wait: capturable
     in a CUDA graph); copied from the host otherwise."""
     lib = Lib.of(x.lib)
-    desc = _edges_formula(edges) if uniform and _backend.backend() == "cuda" else None
+    desc = _edges_formula(edges, bins_desc) if uniform and _backend.backend() == "cuda" else None
     if desc is not None:
         out = lib.empty(len(edges), edges.dtype, x.device)
         _core.uniform_edges("cuda", desc, _dispatch.new_desc(lib, out, len(edges), edges.dtype, x.device), x.stream)

@@ -399,3 +399,46 @@ def test_cpu_estimate_matches_numpy_on_shifted_and_narrow_ranges():
             got = gs.histogram(x, nb, (lo, hi))
             np.testing.assert_array_equal(got[0], want[0])
             np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("bounds", [(0.16, 0.84), (-3.3, 4.1), (0.1, 0.7), (1 / 3, 2 / 3), (1e-3, 2.5e-3),
+                                    (-1.0, 1.0)], ids=str)
+@pytest.mark.parametrize("bins", [1, 10, 100, 1000])
+def test_float32_decimal_ranges_take_the_equal_width_bins(kind, bounds, bins):
+    """float32 data with a range whose bounds are no float32 values: NumPy's float32 edges are np.linspace's
+    float64 arithmetic on the float64 bounds, rounded -- a formula _uniform_formula now finds (from the range
+    given, or the shortest decimals of the first and last edge), so these take the equal-width kernels
+    instead of a binary search over the edges (H200, r123: 256M float32, 10 bins of (0.16, 0.84) 1.13 ms
+    against 0.28 ms for (0, 1)).  Counts and edges are NumPy's: values on every edge, next to each, the
+    bounds themselves, outside, NaN, +-inf; device inputs get their edges from the formula's kernel."""
+    lo, hi = bounds
+    rng = np.random.default_rng(bins)
+    e = np.histogram_bin_edges(np.zeros(1, np.float32), bins, bounds)
+    assert e.dtype == np.float32
+    _, desc, _ = _histogram.plan_edges(np.dtype(np.float32), bins, bounds)
+    assert desc[0] == _histogram._UNIFORM, desc[:2]
+    assert _histogram._edges_formula(e, desc) is not None
+    if bounds != (1 / 3, 2 / 3):  # (short decimals: found from the edges alone too)
+        assert _histogram._edges_formula(e) is not None
+    a = np.concatenate([(lo + (hi - lo) * (rng.random(50_001) * 1.4 - 0.2)).astype(np.float32), e,
+                        np.nextafter(e, np.float32(np.inf)), np.nextafter(e, np.float32(-np.inf)),
+                        np.float32([lo, hi, np.nan, np.inf, -np.inf])])
+    want = np.histogram(a, bins, bounds)
+    x = a if kind == "numpy" else to_kind(a, kind)
+    got = gs.histogram(x, bins, bounds)
+    np.testing.assert_array_equal(to_host(got[0]), want[0])
+    np.testing.assert_array_equal(to_host(got[1]), want[1])
+    assert to_host(got[1]).dtype == np.float32
+
+
+def to_kind(a, kind):
+    if kind == "cupy":
+        return pytest.importorskip("cupy").asarray(a)
+    torch = pytest.importorskip("torch")
+    return torch.as_tensor(a, device="cuda")
+
+
+def to_host(r):
+    if isinstance(r, np.ndarray):
+        return r
+    return r.get() if hasattr(r, "get") else r.cpu().numpy()
