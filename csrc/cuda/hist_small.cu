@@ -256,22 +256,24 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
  * The mode is a template parameter: a run-time test in the element loop let
  * the compiler execute both paths (measured: 64% of read against 75% for the
  * generic kernel on float32). */
-template <int MODE> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, float v)
+template <int MODE, bool ANY_N>
+__device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, float v)
 {
     if (MODE == 0)
-        return (int)gs_bin_uniform_d<true>(b, sb, (double)v);
-    return (int)gs_bin_uniform_f<MODE == 2, true>(b, sb, v);
+        return (int)gs_bin_uniform_d<ANY_N>(b, sb, (double)v);
+    return (int)gs_bin_uniform_f<MODE == 2, ANY_N>(b, sb, v);
 }
-template <int MODE> __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, double v)
+template <int MODE, bool ANY_N>
+__device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &sb, double v)
 {
-    return (int)gs_bin_uniform_d<true>(b, sb, v);
+    return (int)gs_bin_uniform_d<ANY_N>(b, sb, v);
 }
 
 /* R replicas (lane % R) of the bins in dynamic shared memory, the edges in
  * static shared memory; its own launch bounds, so that the binning and the
  * loads in flight need no spills (the generic shared kernel, 1024 x 2 at 32
  * registers, spilled on floats). */
-template <class T, int MODE, int SHIFT, int THREADS, int MINB, int U, bool STREAM>
+template <class T, int MODE, int SHIFT, int THREADS, int MINB, int U, bool STREAM, bool ANY_N>
 __global__ void __launch_bounds__(THREADS, MINB)
     hist_real_kernel(gs_binner b, const T *__restrict__ x, int64_t n, unsigned long long *out, int rshift_)
 {
@@ -284,7 +286,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
     gs_bins_prepare(b, sb); /* also the barrier after zeroing */
     unsigned *const mine = hr + (threadIdx.x & (R - 1));
     auto add = [&](T v) {
-        const int k = real_bin<MODE>(b, sb, v);
+        const int k = real_bin<MODE, ANY_N>(b, sb, v);
         if (k >= 0)
             atomicAdd_block(mine + (k << rshift), 1u);
     };
@@ -292,13 +294,13 @@ __global__ void __launch_bounds__(THREADS, MINB)
     gs_hist_merge(hr, nb, rshift, out);
 }
 
-template <class T, int MODE, int THREADS, int MINB, int U>
+template <class T, int MODE, int THREADS, int MINB, int U, bool ANY_N>
 static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool stream)
 {
-    auto kern = rshift == 5 ? (stream ? hist_real_kernel<T, MODE, 5, THREADS, MINB, U, true>
-                                      : hist_real_kernel<T, MODE, 5, THREADS, MINB, U, false>)
-                            : (stream ? hist_real_kernel<T, MODE, -1, THREADS, MINB, U, true>
-                                      : hist_real_kernel<T, MODE, -1, THREADS, MINB, U, false>);
+    auto kern = rshift == 5 ? (stream ? hist_real_kernel<T, MODE, 5, THREADS, MINB, U, true, ANY_N>
+                                      : hist_real_kernel<T, MODE, 5, THREADS, MINB, U, false, ANY_N>)
+                            : (stream ? hist_real_kernel<T, MODE, -1, THREADS, MINB, U, true, ANY_N>
+                                      : hist_real_kernel<T, MODE, -1, THREADS, MINB, U, false, ANY_N>);
     const size_t smem = (size_t)l->binner.nbins << rshift << 2;
     int64_t g = 0;
     const gs_status st = small_grid(l, (const void *)kern, THREADS, smem, l->n / (16 / (int)sizeof(T)), U, &g);
@@ -316,10 +318,17 @@ static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool str
  * dtypes (benchmarks/results/histogram_float_H200.md). */
 template <class T, int MODE> static gs_status launch_real(const gs_hist_launch *l, int rshift, bool stream)
 {
-    switch (env_int(GS_ENV_HIST_REAL_CFG, 0)) {
-    case 1: return launch_real_shape<T, MODE, 512, 3, 3>(l, rshift, stream);
-    case 2: return launch_real_shape<T, MODE == 2 ? 1 : MODE, 512, 2, 4>(l, rshift, stream);
-    default: return launch_real_shape<T, MODE, 512, 2, 4>(l, rshift, stream);
+    /* bins whose edges fit the shared table: a kernel without the out-of-line formula call on its checked
+     * path (56 registers instead of 64).  r125 (H200, 256M float32, builds alternating twice,
+     * benchmarks/results/hist_f32_anyn_H200_r125.txt): 10 bins of normal data on (-1, 1), 32 % outside,
+     * 353 / 367 -> 341 / 342 us; on (-5, 5) 279 / 290 -> 271 / 272; uniform 100 bins 282 / 295 -> 277 / 278 */
+    const bool any_n = !gs_edges_in_smem(l->binner);
+    switch (env_int(GS_ENV_HIST_REAL_CFG, 0)) { /* (the tuning shapes 1 and 2: one kernel for every bin count) */
+    case 1: return launch_real_shape<T, MODE, 512, 3, 3, true>(l, rshift, stream);
+    case 2: return launch_real_shape<T, MODE == 2 ? 1 : MODE, 512, 2, 4, true>(l, rshift, stream);
+    default:
+        return any_n ? launch_real_shape<T, MODE, 512, 2, 4, true>(l, rshift, stream)
+                     : launch_real_shape<T, MODE, 512, 2, 4, false>(l, rshift, stream);
     }
 }
 
