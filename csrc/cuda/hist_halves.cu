@@ -31,6 +31,8 @@
 #include "elements.cuh"
 #include "hist_launch.cuh"
 
+#include <type_traits>
+
 namespace {
 
 constexpr int HALF_THREADS = 1024;
@@ -63,6 +65,19 @@ static bool half_loads_fit(const gs_device_info *dev, size_t smem, int loads)
     return (size_t)dev->shared_memory_per_multiprocessor >= smem + in_flight;
 }
 
+/* Bin of one element.  FMODE 0: the shared binning rules (gs_dbin: floats in double past the shared edge
+ * table); 1: float32 data on float32-exact equal-width edges, the float estimate and near an edge the
+ * edges' formula (hist_launch.cuh's gs_bin_uniform_f, as hist_small.cu's float kernel past the table);
+ * 2: the same with the estimate as one fused multiply-add (gs_binner.fma_f).  The same bins: both are
+ * NumPy's.  A template parameter: a run-time mode test in the element loop made the compiler keep both. */
+template <int FMODE, class T> __device__ __forceinline__ int half_bin(const gs_binner &b, const gs_smem_bins &sb, T v)
+{
+    if constexpr (FMODE != 0 && std::is_same<T, float>::value)
+        return (int)gs_bin_uniform_f<FMODE == 2, true>(b, sb, v);
+    else
+        return (int)gs_dbin(b, sb, v);
+}
+
 /* The halves: the block's dynamic shared memory, through one extern array. */
 __device__ __forceinline__ unsigned *half_words()
 {
@@ -70,7 +85,7 @@ __device__ __forceinline__ unsigned *half_words()
     return gs_half_words;
 }
 
-template <class T, int LOADS>
+template <class T, int LOADS, int FMODE>
 __global__ void __launch_bounds__(HALF_THREADS, 1)
     hist_halves_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, unsigned long long *out,
                        int *overflow, int force)
@@ -87,7 +102,7 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
         gs_settle16(half_words(), k, old, &s_over, [&](unsigned v) { atomicAdd(out + k, (unsigned long long)v); });
     };
     auto one = [&](T v, int64_t, bool ok) {
-        const int k = ok ? (int)gs_dbin(b, sb, v) : -1;
+        const int k = ok ? half_bin<FMODE>(b, sb, v) : -1;
         if (k >= 0) {
             const unsigned old = gs_add16(half_words(), k);
             if (gs_near16(old))
@@ -112,7 +127,7 @@ __global__ void __launch_bounds__(HALF_THREADS, 1)
         unsigned old[V];
 #pragma unroll
         for (int e = 0; e < V; e++)
-            k[e] = ok ? (int)gs_dbin(b, sb, r.e[e]) : -1;
+            k[e] = ok ? half_bin<FMODE>(b, sb, r.e[e]) : -1;
         bool same = HALF_SAME_WARP && k[0] >= 0;
 #pragma unroll
         for (int e = 1; e < V; e++)
@@ -175,11 +190,12 @@ __global__ void __launch_bounds__(HALF_THREADS)
 /* Dynamic shared memory of the halves of nbins bins (16-byte multiple). */
 size_t halves_bytes(int64_t nbins) { return (size_t)(((nbins + 1) / 2 * 4 + 15) / 16 * 16); }
 
-template <class T> gs_status launch(const gs_hist_launch *l)
+template <class T, int FMODE> gs_status launch_mode(const gs_hist_launch *l)
 {
     const size_t smem = halves_bytes(l->binner.nbins);
-    auto kern = half_loads_fit(l->dev, smem, half_loads<T>()) ? hist_halves_kernel<T, half_loads<T>()>
-                                                               : hist_halves_kernel<T, GS_HIST_VEC_UNROLL>;
+    auto kern = FMODE == 0 && half_loads_fit(l->dev, smem, half_loads<T>())
+                    ? hist_halves_kernel<T, FMODE == 0 ? half_loads<T>() : GS_HIST_VEC_UNROLL, FMODE>
+                    : hist_halves_kernel<T, GS_HIST_VEC_UNROLL, FMODE>;
     gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
     int64_t resident = 0;
     if (st == GS_OK)
@@ -217,6 +233,20 @@ template <class T> gs_status launch(const gs_hist_launch *l)
 fail:
     gs_free_async(d_flag, l->stream, &st);
     return st;
+}
+
+/* float32 on float32-exact equal-width edges: the float estimate (FMODE 1 / 2) where the halves leave room
+ * for only GS_HIST_VEC_UNROLL loads in flight; everything else: gs_dbin.  r126 (H200, 128M float32, graph
+ * replay, benchmarks/results/hist_halves_f32_H200_r126.txt): 100,000 bins 1167 -> 731 us, 99,999 bins of
+ * normal data 1062 -> 707 us; 65,536 bins (4 loads in flight) 629 -> 673 us: the double binning kept there. */
+template <class T> gs_status launch(const gs_hist_launch *l)
+{
+    if constexpr (std::is_same<T, float>::value) {
+        const gs_binner &b = l->binner;
+        if (b.kind == GS_BINS_UNIFORM && b.edges_f32 && !half_loads_fit(l->dev, halves_bytes(b.nbins), half_loads<T>()))
+            return b.fma_f ? launch_mode<T, 2>(l) : launch_mode<T, 1>(l);
+    }
+    return launch_mode<T, 0>(l);
 }
 
 } // namespace
