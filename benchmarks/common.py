@@ -123,6 +123,19 @@ extern "C" __global__ void read_pack_cs(const uint4 *a, long long n, unsigned sh
         __stcs(b + i, (unsigned short)(s ^ (s >> 16)));
     }
 }
+extern "C" __global__ void __launch_bounds__(256) read_pack16(const uint4 *a, long long n, unsigned short *b) {
+    __shared__ __align__(16) unsigned short t[8][256];  // a warp's 8 x 32 outputs, stored as 16 bytes a lane
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const long long groups = n / 256, nw = (long long)gridDim.x * 8;
+    for (long long g = blockIdx.x * 8LL + w; g < groups; g += nw) {
+        uint4 v[8];
+        for (int j = 0; j < 8; j++) v[j] = __ldcs(a + g * 256 + j * 32 + lane);
+        for (int j = 0; j < 8; j++) { unsigned s = v[j].x ^ v[j].y ^ v[j].z ^ v[j].w; t[w][j * 32 + lane] = (unsigned short)(s ^ (s >> 16)); }
+        __syncwarp();
+        __stcs((uint4 *)b + g * 32 + lane, reinterpret_cast<const uint4 *>(t[w])[lane]);
+        __syncwarp();
+    }
+}
 """
 
 
@@ -130,20 +143,53 @@ def pack_ceiling(cp, timer, src, graph=False):
     """GB/s of `src` bytes (read only counted) of a kernel that reads 16 bytes
     and writes 2 per thread -- packbits' traffic (a bit out per byte in) with
     no work: the roof of packing 8-bit data, below the read ceiling by what
-    its writes cost.  The faster of plain and streaming (__stcs) stores.
-    graph: timed by graph replay as bits_table times gpusync (the launch
-    included)."""
+    its writes cost.  The fastest of: a 2-byte store a thread (plain or
+    streaming, __stcs; 8 blocks of 512 a SM: r127 measured them erratic,
+    90-229 us at 256 MiB), and a warp's 8 x 64 output bytes gathered in
+    shared memory and stored as 16 bytes a lane (4 or 8 blocks of 256 a SM:
+    82-87 % of read at 1 GiB in r119-r122).  graph: timed by graph replay as
+    bits_table times gpusync (the launch included)."""
     n = src.nbytes // 16
     dst = cp.empty(n, cp.uint16)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     best = None
-    for name in ("read_pack", "read_pack_cs"):
+    for name, blocks, threads in (("read_pack", 8, 512), ("read_pack_cs", 8, 512), ("read_pack16", 4, 256),
+                                  ("read_pack16", 8, 256)):
         k = cp.RawKernel(PACK_KERNEL, name)
-        fn = lambda: k((sms * 8,), (512,), (src, np.int64(n), dst))
+        fn = lambda: k((sms * blocks,), (threads,), (src, np.int64(n), dst))
         ms = timer.graph(fn, reps=7, inner=5) if graph else timer.gpu(fn, reps=20)
-        print(f"  pack roof {name} {src.nbytes >> 20} MiB: {ms * 1e3:.1f} us", flush=True)
+        print(f"  pack roof {name} {blocks}x{threads}/SM {src.nbytes >> 20} MiB: {ms * 1e3:.1f} us", flush=True)
         best = ms if best is None else min(best, ms)
     return src.nbytes / best / 1e6
+
+
+BINSTAT_ROOF_KERNEL = r"""
+template <class V, class T, int N> __device__ void go(const V *x, const V *v, long long n, long long *b, int rv) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        V a = __ldcs(x + i), c = a;
+        if (rv) c = __ldcs(v + i);
+        const T *pa = (const T *)&a, *pc = (const T *)&c;
+        long long o[N];
+        for (int j = 0; j < N; j++) o[j] = (long long)(pa[j] + pc[j]);
+        for (int j = 0; j < N; j += 2) __stcs((longlong2 *)(b + i * N + j), make_longlong2(o[j], o[j + 1]));
+    }
+}
+extern "C" __global__ void roof_d(const double2 *x, const double2 *v, long long n, long long *b, int rv) { go<double2, double, 2>(x, v, n, b, rv); }
+extern "C" __global__ void roof_f(const float4 *x, const float4 *v, long long n, long long *b, int rv) { go<float4, float, 4>(x, v, n, b, rv); }
+"""
+
+
+def binstat_roof(cp, timer, x, v, read_values=True):
+    """ms of a kernel with binned_statistic's traffic and no other work: it
+    reads the coordinates `x` and (read_values) the values `v` with 16-byte
+    streaming loads and writes an int64 a point (SciPy's bin number) -- the
+    roof of a 1-D binned statistic that returns its bin numbers."""
+    m = cp.RawModule(code=BINSTAT_ROOF_KERNEL, options=("-std=c++17",))
+    k = m.get_function("roof_d" if x.dtype == cp.float64 else "roof_f")
+    b = cp.empty(x.size, cp.int64)
+    nv = x.size // (16 // x.itemsize)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    return timer.gpu(lambda: k((sms * 8,), (512,), (x, v, np.int64(nv), b, np.int32(read_values))), reps=20)
 
 
 _PEERS = {

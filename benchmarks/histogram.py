@@ -331,7 +331,8 @@ def binstat_cases(cp, timer, rows, ceiling, torch=None):
     privatized strategy) against the seed's mutex strategy ("shared") and a
     PyTorch recipe.  Bytes: x and values once (the bin numbers gpusync also
     writes, 8 bytes a point, and the min/max pass over x for the edges are
-    not counted)."""
+    not counted); the roof rows time a kernel with that traffic and no work
+    (benchmarks.common.binstat_roof)."""
     rs = cp.random.RandomState(7)
     out = []
 
@@ -341,10 +342,21 @@ def binstat_cases(cp, timer, rows, ceiling, torch=None):
         if ms is not None:
             rows[-1]["pct_read"] = round(100 * nbytes / ms / 1e6 / ceiling, 1)
 
+    from benchmarks.common import binstat_roof
+
     for dt, sfx in ((cp.float64, ""), (cp.float32, "-f32")):
         x = rs.standard_normal(1 << 25).astype(dt)
         v = (rs.standard_normal(1 << 25) * 3 + 1).astype(dt)
         nbytes = x.nbytes + v.nbytes
+        # the traffic's own roof: x and v read, the int64 bin number written, no work (count: x alone read)
+        for stat, rv in (("mean", True), ("count", False)):
+            ms = binstat_roof(cp, timer, x, v, rv)
+            case = f"binstat-{stat}-1000-32M{sfx}"
+            rows.append({"op": "binned_statistic", "case": case, "impl": "roof:read-write-binnumber", "ms": round(ms, 5),
+                         "gbps": round(nbytes / ms / 1e6, 1), "pct_read": round(100 * nbytes / ms / 1e6 / ceiling, 1)})
+            out.append(f"| {case} | roof: {'x, v' if rv else 'x'} read, int64 bin number written, no work | "
+                       f"{ms * 1e3:.1f} | {100 * nbytes / ms / 1e6 / ceiling:.1f}% |")
+            print(out[-1], flush=True)
         for nb, stats in ((1000, ("mean", "std", "count", "sum", "min", "max")), (4096, ("mean", "std"))):
             for stat in stats:
                 case = f"binstat-{stat}-{nb}-32M{sfx}"
