@@ -17,6 +17,7 @@ Implicit host synchronizations are marked ``# synchronize!``.
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import operator
@@ -361,6 +362,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
             return res
         if desc is None:  # not cacheable there: no fast plan either
             return res
+        if _keep_slivers(np.dtype(fast[0]), edges, range):  # (the general path corrects these; the C one would not)
+            return res
         edges.flags.writeable = False
         # device input: the edges written on the device by their formula (no host copy)
         _fast_plans[fast] = (edges, desc, _edges_formula(edges, desc) if uniform else None)
@@ -428,6 +431,13 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
         desc = _describe_bins(np.dtype(dt), edges, uniform, range)
     nbins = len(edges) - 1
     out, _ = _run(func, x if host_flat is None else host_flat, w, nbins, desc, strategy, x_dtype)
+    slivers = _keep_slivers(np.dtype(dt), edges, range) if plan is None and np.ndim(bins) == 0 else ()
+    if slivers:  # (device: the input's own array and weights; host: the prepared NumPy arrays, flat)
+        if device:
+            out = _apply_slivers(out, a, weights, slivers, True)
+        else:
+            out = _apply_slivers(out, np.asarray(x).reshape(-1), None if w is None else np.asarray(w).reshape(-1),
+                                 slivers, False)
 
     if w is not None and np.dtype(w.dtype) != np.float64:
         out = Lib.of(x.lib).astype(out, w.dtype) if device else out.astype(w.dtype)
@@ -503,6 +513,96 @@ class _Hashed:
 @functools.lru_cache(maxsize=256)
 def _formula_cached(dtype, data):
     return _uniform_formula(np.frombuffer(data, dtype=dtype))
+
+
+def _keep_slivers(dt: np.dtype, edges: np.ndarray, bounds):
+    """NumPy's equal-width path keeps ``a >= range[0]`` and ``a <= range[1]``,
+    each bound compared in its own precision under NEP 50, and bins what it
+    keeps by the edges; every gpusync kernel keeps exactly [edges[0],
+    edges[-1]].  The two agree unless the bounds mix a Python number with a
+    NumPy scalar (review34: ``(np.float64(1000.1), 1000.2)`` on float32 data
+    compares the upper bound in float32, above the float64 last edge).  The
+    data values where they differ, as half-open intervals of `dt` values
+    with what NumPy does with them: ((lo, hi, action, bin), ...); action
+    "add" (NumPy counts them in `bin`, gpusync dropped them), "drop"
+    (gpusync counted them in `bin`, NumPy does not), "raise" (NumPy gives
+    them bin -1 and its bincount raises).  Empty in every other case."""
+    if bounds is None or dt.kind != "f" or len(edges) < 2 or len(bounds) != 2:
+        return ()
+    r0, r1 = bounds
+    if type(r0) is type(r1) or not (isinstance(r0, np.generic) or isinstance(r1, np.generic)):
+        return ()
+    try:
+        if not r0 < r1:  # (equal bounds: NumPy widens them by 0.5)
+            return ()
+    except TypeError:
+        return ()
+    one = np.zeros(1, dt)
+
+    def first(pred, v):  # the smallest dt value at or near v for which pred holds (pred is monotone)
+        v = dt.type(v)
+        for _ in builtins.range(64):
+            prev = np.nextafter(v, dt.type(-np.inf))
+            if pred(prev):
+                v = prev
+            elif pred(v):
+                return v
+            else:
+                v = np.nextafter(v, dt.type(np.inf))
+        return v
+
+    def keeps(b, lower):  # NumPy's own comparison of a dt value with the bound b
+        def pred(v):
+            one[0] = v
+            return bool(one >= b) if lower else not bool(one <= b)
+        return pred
+
+    e0, en = float(edges[0]), float(edges[-1])
+    with np.errstate(all="ignore"):
+        t_np = first(keeps(r0, True), r0)             # NumPy keeps x >= t_np
+        t_gs = first(lambda v: float(v) >= e0, e0)     # gpusync keeps x >= t_gs
+        u_np = first(keeps(r1, False), r1)            # NumPy drops x >= u_np (above the top)
+        u_gs = first(lambda v: float(v) > en, en)      # gpusync drops x >= u_gs
+    n = len(edges) - 1
+    out = []
+    if t_np < t_gs:
+        out.append((t_np, t_gs, "raise", -1))
+    elif t_gs < t_np:
+        out.append((t_gs, t_np, "drop", 0))
+    if u_gs < u_np:
+        out.append((u_gs, u_np, "add", n - 1))
+    elif u_np < u_gs:
+        out.append((u_np, u_gs, "drop", n - 1))
+    return tuple(out)
+
+
+def _apply_slivers(out, a, weights, slivers, device):
+    """Corrects `out` (counts, or float64 weight sums) by _keep_slivers' intervals: one pass over the data
+    each, with the array's own library (a wait for a device input only where NumPy would raise)."""
+    for lo, hi, action, k in slivers:
+        if device:
+            lo_, hi_ = float(lo), float(hi)  # (exact: dt values; CuPy and PyTorch compare them in the data's dtype)
+        else:
+            lo_, hi_ = lo, hi
+        mask = (a >= lo_) & (a < hi_)
+        if action == "raise":
+            if bool(mask.any()):  # synchronize!
+                raise ValueError("'list' argument must have no negative elements")
+            continue
+        if weights is None:
+            c = mask.sum()
+        else:
+            ww = weights.reshape(mask.shape) if hasattr(weights, "reshape") else weights
+            c = ww[mask].sum()
+        if device:
+            c = c.to(out.dtype) if hasattr(c, "to") else c.astype(out.dtype)
+        else:
+            c = out.dtype.type(c)
+        if action == "add":
+            out[k] += c
+        else:
+            out[k] -= c
+    return out
 
 
 def _edges_formula(edges: np.ndarray, desc=None):

@@ -442,3 +442,34 @@ def to_host(r):
     if isinstance(r, np.ndarray):
         return r
     return r.get() if hasattr(r, "get") else r.cpu().numpy()
+
+
+@pytest.mark.parametrize("case", [
+    (np.float32, [1000.2], 4, (np.float64(1000.1), 1000.2)),          # NumPy keeps float32(1000.2) > 1000.2
+    (np.float64, [np.float32(0.0025)], 4, (0.0025, np.float32(7.4025))),  # linspace in float32: e0 < 0.0025
+    (np.float64, [1225456900.0], 10, (np.float32(-7.527807e9), 1225456945)),
+    (np.float32, [-5.16, -5.67, np.float32(-5.16)], 50, (np.float64(-5.67), -5.16)),
+], ids=["f32-top", "f64-bottom", "f64-int-top", "f32-both"])
+def test_range_bounds_of_mixed_precision(kind, case):
+    """A range mixing a Python number with a NumPy scalar: NumPy keeps a >= range[0] and a <= range[1], each
+    bound compared in its own precision (NEP 50), which can differ from [edges[0], edges[-1]] by a few values
+    next to a bound (review34); gpusync corrects its counts by those values (_keep_slivers), weighted too."""
+    dt, extra, bins, bounds = case
+    rng = np.random.default_rng(3)
+    lo, hi = float(bounds[0]), float(bounds[1])
+    a = np.concatenate([np.asarray(extra, dt), (lo + (hi - lo) * rng.random(5000)).astype(dt),
+                        np.asarray([lo, hi], dtype=np.float64).astype(dt)])
+    e = np.histogram_bin_edges(a, bins, bounds)
+    a = np.concatenate([a, e.astype(dt), np.nextafter(e.astype(dt), dt(np.inf)), np.nextafter(e.astype(dt), dt(-np.inf))])
+    w = rng.random(len(a))
+    x = a if kind == "numpy" else to_kind(a, kind)
+    wx = w if kind == "numpy" else to_kind(w, kind)
+    for _ in range(2):  # (the second call: no fast plan for these bounds either)
+        want = np.histogram(a, bins, bounds)
+        got = gs.histogram(x, bins, bounds)
+        np.testing.assert_array_equal(to_host(got[0]), want[0])
+        np.testing.assert_array_equal(to_host(got[1]), want[1])
+    np.testing.assert_allclose(to_host(gs.histogram(x, bins, bounds, weights=wx)[0]),
+                               np.histogram(a, bins, bounds, weights=w)[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(to_host(gs.histogram(x, bins, bounds, density=True)[0]),
+                               np.histogram(a, bins, bounds, density=True)[0], rtol=1e-12)
