@@ -57,6 +57,26 @@ def cp(cuda):
     return pytest.importorskip("cupy")
 
 
+def to_kind(a, kind):
+    """`a` (host) as an array of the input library `kind` ('numpy': itself)."""
+    if kind == "cupy":
+        cp = pytest.importorskip("cupy")
+        return cp.asarray(a)
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        return torch.as_tensor(np.asarray(a).copy(), device="cuda")  # (a C-order copy: no negative strides)
+    return a
+
+
+def to_host(r):
+    """A result of any input library as a NumPy array (or scalar)."""
+    if hasattr(r, "get"):
+        return r.get()
+    if type(r).__module__.startswith("torch"):
+        return r.cpu().numpy()
+    return r
+
+
 def strategies_for(backend):
     """Every histogram strategy that can run on this backend."""
     s = ["auto", "global", "shared", "warp"]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gpusync as gs
-from conftest import assert_raises_like_numpy, random_array
+from conftest import assert_raises_like_numpy, random_array, to_host, to_kind
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32,
           np.float64]
@@ -17,24 +17,6 @@ SHAPES = [(0,), (1,), (31,), (33,), (100_000,), (0, 3), (3, 0), (1, 33), (31, 33
           (4, 5, 6), (2, 3, 4, 5), (250, 400)]
 
 
-
-
-def to_kind(a, kind):
-    if kind == "cupy":
-        cp = pytest.importorskip("cupy")
-        return cp.asarray(a)
-    if kind == "torch":
-        torch = pytest.importorskip("torch")
-        return torch.as_tensor(np.asarray(a).copy(), device="cuda")  # (a C-order copy: no negative strides)
-    return a
-
-
-def to_host(r):
-    if hasattr(r, "get"):
-        return r.get()
-    if type(r).__module__.startswith("torch"):
-        return r.cpu().numpy()
-    return r
 
 
 def _axes(ndim):

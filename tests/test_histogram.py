@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 import gpusync as gs
 from gpusync import _histogram
-from conftest import assert_raises_like_numpy, random_array, strategies_for
+from conftest import assert_raises_like_numpy, random_array, strategies_for, to_host, to_kind
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
           np.float16, np.float32, np.float64]
@@ -429,19 +429,6 @@ def test_float32_decimal_ranges_take_the_equal_width_bins(kind, bounds, bins):
     np.testing.assert_array_equal(to_host(got[0]), want[0])
     np.testing.assert_array_equal(to_host(got[1]), want[1])
     assert to_host(got[1]).dtype == np.float32
-
-
-def to_kind(a, kind):
-    if kind == "cupy":
-        return pytest.importorskip("cupy").asarray(a)
-    torch = pytest.importorskip("torch")
-    return torch.as_tensor(a, device="cuda")
-
-
-def to_host(r):
-    if isinstance(r, np.ndarray):
-        return r
-    return r.get() if hasattr(r, "get") else r.cpu().numpy()
 
 
 @pytest.mark.parametrize("case", [
