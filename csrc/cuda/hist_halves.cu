@@ -190,12 +190,10 @@ __global__ void __launch_bounds__(HALF_THREADS)
 /* Dynamic shared memory of the halves of nbins bins (16-byte multiple). */
 size_t halves_bytes(int64_t nbins) { return (size_t)(((nbins + 1) / 2 * 4 + 15) / 16 * 16); }
 
-template <class T, int FMODE> gs_status launch_mode(const gs_hist_launch *l)
+template <class T, int LOADS, int FMODE> gs_status launch_kernel(const gs_hist_launch *l)
 {
     const size_t smem = halves_bytes(l->binner.nbins);
-    auto kern = FMODE == 0 && half_loads_fit(l->dev, smem, half_loads<T>())
-                    ? hist_halves_kernel<T, FMODE == 0 ? half_loads<T>() : GS_HIST_VEC_UNROLL, FMODE>
-                    : hist_halves_kernel<T, GS_HIST_VEC_UNROLL, FMODE>;
+    auto kern = hist_halves_kernel<T, LOADS, FMODE>;
     gs_status st = gs_cuda_allow_smem((const void *)kern, l->dev);
     int64_t resident = 0;
     if (st == GS_OK)
@@ -241,12 +239,14 @@ fail:
  * normal data 1062 -> 707 us; 65,536 bins (4 loads in flight) 629 -> 673 us: the double binning kept there. */
 template <class T> gs_status launch(const gs_hist_launch *l)
 {
+    const gs_binner &b = l->binner;
+    if (half_loads_fit(l->dev, halves_bytes(b.nbins), half_loads<T>()))
+        return launch_kernel<T, half_loads<T>(), 0>(l);
     if constexpr (std::is_same<T, float>::value) {
-        const gs_binner &b = l->binner;
-        if (b.kind == GS_BINS_UNIFORM && b.edges_f32 && !half_loads_fit(l->dev, halves_bytes(b.nbins), half_loads<T>()))
-            return b.fma_f ? launch_mode<T, 2>(l) : launch_mode<T, 1>(l);
+        if (b.kind == GS_BINS_UNIFORM && b.edges_f32)
+            return b.fma_f ? launch_kernel<T, GS_HIST_VEC_UNROLL, 2>(l) : launch_kernel<T, GS_HIST_VEC_UNROLL, 1>(l);
     }
-    return launch_mode<T, 0>(l);
+    return launch_kernel<T, GS_HIST_VEC_UNROLL, 0>(l);
 }
 
 } // namespace
