@@ -85,7 +85,34 @@ template <class T, bool DOT> __host__ __device__ constexpr int unroll_of() { ret
  * sums load a whole float32 tile in one round (16 vectors per thread). */
 template <class T, bool DOT> __host__ __device__ constexpr int tile_unroll_of() { return DOT ? 8 : 16; }
 
-template <class T, bool DOT, class A, int U = unroll_of<T, DOT>()>
+/* Pairwise sum of the N values x[0..N) (into x[0]): a tree of depth log2 N
+ * instead of a chain of N dependent adds. */
+template <int N, class A> __device__ __forceinline__ A pairwise(A *x)
+{
+#pragma unroll
+    for (int w = 1; w < N; w *= 2)
+#pragma unroll
+        for (int i = 0; i + w < N; i += 2 * w)
+            x[i] += x[i + w];
+    return x[0];
+}
+
+/* Sums of 4-byte elements take the pairwise tree below, and their kernel
+ * asks for a full SM of blocks: 32 registers, no spills (sm_90, -Xptxas -v;
+ * the tree alone took 48 and 5 blocks per SM).  2-byte float16 spilled under
+ * that bound and 1-byte elements hold 16 converted values per vector: both
+ * keep the chain. */
+template <class T, bool DOT> __host__ __device__ constexpr bool tree_of() { return !DOT && sizeof(T) == 4; }
+template <class T, bool DOT> __host__ __device__ constexpr int reduce_min_blocks(int threads)
+{
+    return tree_of<T, DOT>() ? 2048 / threads : 1;
+}
+
+/* TREE (sums, deterministic=False): each round's U x V elements meet in a
+ * pairwise tree before one add into s; a thread's only dependent chain is
+ * one add per round (a chain of U x V double adds per round held 4-byte sums
+ * at 0.87-0.94x CUB's float adds where a block runs one or two rounds). */
+template <class T, bool DOT, class A, int U = unroll_of<T, DOT>(), bool TREE = false>
 __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_t sa, const T *__restrict__ b,
                                            int64_t sb, int64_t lo, int64_t hi, int64_t start, int64_t step, bool vec,
                                            bool stream)
@@ -112,6 +139,19 @@ __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_
             ra[u].v = jj < nv ? load16(av + jj, stream) : make_int4(0, 0, 0, 0);
             if (DOT)
                 rb[u].v = jj < nv ? load16(bv + jj, stream) : make_int4(0, 0, 0, 0);
+        }
+        if (TREE && !DOT) { /* vectors past nv were loaded as zeros */
+            A t[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                A x[V];
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    x[e] = cv(ra[u].e[e]);
+                t[u] = pairwise<V>(x);
+            }
+            s += pairwise<U>(t);
+            continue;
         }
 #pragma unroll
         for (int u = 0; u < U; u++)
@@ -199,7 +239,7 @@ template <class A, class R> __device__ __forceinline__ void threadfence_finish(c
  * tiles of THREADS x GS_REDUCE_UNROLL 16-byte vectors in turn, so that each
  * block's loads in flight are one contiguous stretch of memory. */
 template <class T, bool DOT, int MODE, int THREADS>
-__global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
+__global__ void __launch_bounds__(THREADS, reduce_min_blocks<T, DOT>(THREADS)) reduce_kernel(reduce_args<T> r)
 {
     using A = acc_of<T>;
     __shared__ A scratch[32];
@@ -209,8 +249,8 @@ __global__ void __launch_bounds__(THREADS) reduce_kernel(reduce_args<T> r)
     if (MODE == MODE_PARTIAL)
         gs_pdl_launch_dependents(); /* the finishing kernel may launch; it waits for us (gs_pdl_wait) */
     for (int64_t lo = (int64_t)blockIdx.x * TB; lo < r.n; lo += (int64_t)gridDim.x * TB)
-        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x, THREADS, r.vec,
-                           r.stream);
+        accumulate<T, DOT, A, unroll_of<T, DOT>(), tree_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n,
+                                                         threadIdx.x, THREADS, r.vec, r.stream);
     if (MODE == MODE_SINGLE) { /* one block: no workspace, no second step */
         s = gpusync::block_sum(s, scratch);
         if (threadIdx.x == 0)
@@ -318,8 +358,8 @@ __global__ void __launch_bounds__(GS_REDUCE_SMALL_THREADS) reduce_cluster_kernel
     A s = A();
     constexpr int64_t TB = (int64_t)GS_REDUCE_SMALL_THREADS * (16 / sizeof(T)) * unroll_of<T, DOT>();
     for (int64_t lo = (int64_t)blockIdx.x * TB; lo < r.n; lo += (int64_t)gridDim.x * TB)
-        accumulate<T, DOT>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n, threadIdx.x,
-                           GS_REDUCE_SMALL_THREADS, r.vec, r.stream);
+        accumulate<T, DOT, A, unroll_of<T, DOT>(), tree_of<T, DOT>()>(s, r.a, r.sa, r.b, r.sb, lo, lo + TB < r.n ? lo + TB : r.n,
+                                                         threadIdx.x, GS_REDUCE_SMALL_THREADS, r.vec, r.stream);
     s = gpusync::block_sum(s, scratch);
     if (threadIdx.x == 0)
         part = s;
