@@ -102,6 +102,8 @@
 #define GS_REDUCE_MUTEX_THREADS 1024
 /* 16-byte loads per array each thread issues before using them. */
 #define GS_REDUCE_UNROLL 4
+/* Partials each thread of the finishing block loads before adding them. */
+#define GS_REDUCE_FINISH_LOADS 8
 /* deterministic=True: the input is cut into tiles of this many elements,
  * each reduced in a fixed order to one partial, the partials in a fixed
  * order -- the same bits whatever the grid, strategy or device. */
