@@ -460,3 +460,28 @@ def test_range_bounds_of_mixed_precision(kind, case):
                                np.histogram(a, bins, bounds, weights=w)[0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(to_host(gs.histogram(x, bins, bounds, density=True)[0]),
                                np.histogram(a, bins, bounds, density=True)[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("bins,range_", [(10, (0, 1)), (100, (-2.5, 7)), (7, (0.16, 0.84)), (1000, (-3, 3)),
+                                         (10, (0, 10))])  # (int32: unit-width integer bins, no formula)
+def test_counting_call_writes_the_edges_of_its_formula(dtype, bins, range_):
+    """The C entry's optional `edges` (what the device fast path passes, so
+    that the kernel zeroing the counts writes them): NumPy's edges, and the
+    counts unchanged; a description without a formula is refused."""
+    from gpusync import _core
+
+    edges, desc, uniform = _histogram._plan(np.empty(0, dtype), bins, range_)
+    x = (np.random.default_rng(bins).standard_normal(20_001) * 2).astype(dtype)
+    ref_c, ref_e = np.histogram(x, bins, range_)
+    out = np.empty(len(edges) - 1, np.int64)
+    got = np.full(len(edges), np.nan, ref_e.dtype)
+    if desc[0] != _histogram._UNIFORM:
+        with pytest.raises(ValueError, match="equal-width"):
+            _core.histogram("cpu", x, None, out, desc, "auto", 0, got)
+        return
+    _core.histogram("cpu", x, None, out, desc, "auto", 0, got)
+    np.testing.assert_array_equal(got, ref_e)
+    np.testing.assert_array_equal(out, ref_c)
+    with pytest.raises(ValueError, match="nbins \\+ 1"):
+        _core.histogram("cpu", x, None, out, desc, "auto", 0, got[:-1])

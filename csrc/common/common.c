@@ -126,6 +126,31 @@ int64_t gs_hist_halves_max(int64_t smem_optin)
     return room > 0 ? room / 16 * 8 : 0;
 }
 
+gs_status gs_hist_edges_check(const gs_hist_bins *bins, const gs_array *out, const gs_array *edges)
+{
+    if (!edges)
+        return GS_OK;
+    if (bins->kind != GS_BINS_UNIFORM)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "edges: only an equal-width (uniform) description has a formula");
+    if (edges->length != bins->nbins + 1 || edges->device != out->device ||
+        (edges->dtype != GS_FLOAT32 && edges->dtype != GS_FLOAT64))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "edges must hold nbins + 1 float32 or float64 elements where out is");
+    return GS_OK;
+}
+
+void gs_hist_edges_fill_host(const gs_hist_bins *bins, gs_array *edges)
+{
+    gs_binner b;
+    gs_binner_init(&b, bins, NULL);
+    for (int64_t k = 0; k <= bins->nbins; k++) {
+        const double e = gs_uniform_edge(&b, k);
+        if (edges->dtype == GS_FLOAT32)
+            ((float *)edges->data)[k * edges->stride] = (float)e;
+        else
+            ((double *)edges->data)[k * edges->stride] = e;
+    }
+}
+
 gs_strategy gs_hist_auto_strategy(const gs_hist_shape *s)
 {
     if (s->cc_major == 0) /* CPU threads */

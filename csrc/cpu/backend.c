@@ -6,7 +6,7 @@
 #include <string.h>
 
 gs_status gs_cpu_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins, gs_array *out,
-                           gs_strategy strategy, void *stream, gs_strategy *used);
+                           gs_array *edges, gs_strategy strategy, void *stream, gs_strategy *used);
 gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy strategy, int deterministic,
                         void *stream, gs_strategy *used);
 gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,

@@ -414,11 +414,16 @@ static void hist_slice(void *ctx, int tid, int64_t begin, int64_t end)
 }
 
 gs_status gs_cpu_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins, gs_array *out,
-                           gs_strategy strategy, void *stream, gs_strategy *used)
+                           gs_array *edges, gs_strategy strategy, void *stream, gs_strategy *used)
 {
     (void)stream;
     const int64_t nb = bins->nbins;
     const int weighted = w != NULL;
+    const gs_status est = gs_hist_edges_check(bins, out, edges);
+    if (est != GS_OK)
+        return est;
+    if (edges)
+        gs_hist_edges_fill_host(bins, edges);
     if (strategy == GS_STRATEGY_CLUSTER)
         return gs_fail(GS_ERR_UNSUPPORTED_DEVICE,
                        "strategy 'cluster' needs thread-block clusters (a CUDA GPU of compute capability >= 9.0); "

@@ -54,12 +54,24 @@ int gs_hist_replica_shift(const gs_hist_launch *l)
  * strategies launch as its programmatic dependents (gs_launch_pdl) and count
  * while it runs, waiting for it only before their merge (gs_hist_merge).  A
  * memset node ahead of the kernel cost a graph replay about 2 us of its 15
- * us on 32 MiB of bytes (H200). */
-__global__ void hist_zero_kernel(unsigned long long *out, int64_t n)
+ * us on 32 MiB of bytes (H200).  With `edges` it also writes the edges of an
+ * equal-width description (float32 when e32): the device fast path's call
+ * needs no launch of uniform_edges of its own (host time, issue 13). */
+__global__ void hist_zero_kernel(unsigned long long *out, int64_t n, gs_binner b, void *edges, int64_t es, int e32)
 {
     gs_pdl_launch_dependents();
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = 0;
+    const int64_t m = edges && b.nbins + 1 > n ? b.nbins + 1 : n;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (int64_t)gridDim.x * blockDim.x) {
+        if (i < n)
+            out[i] = 0;
+        if (edges && i <= b.nbins) {
+            const double e = gs_uniform_edge(&b, i);
+            if (e32)
+                ((float *)edges)[i * es] = (float)e;
+            else
+                ((double *)edges)[i * es] = e;
+        }
+    }
 }
 
 static gs_status run_strategy(gs_strategy s, const gs_hist_launch *l)
@@ -109,7 +121,8 @@ static gs_status resolve_strategy(gs_strategy *s, const gs_hist_bins *bins, int6
 }
 
 extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins,
-                                       gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used)
+                                       gs_array *out, gs_array *edges, gs_strategy strategy, void *stream,
+                                       gs_strategy *used)
 {
     const int64_t nb = bins->nbins;
     const int weighted = w != NULL;
@@ -126,6 +139,13 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
     if (w && w->dtype != GS_FLOAT32 && w->dtype != GS_FLOAT64)
         return gs_fail(GS_ERR_TYPE, "weights must be float32 or float64 at the C API");
+    gs_status est = gs_hist_edges_check(bins, out, edges);
+    if (est != GS_OK)
+        return est;
+    if (edges && on_host) { /* host output: the edges are host memory too */
+        gs_hist_edges_fill_host(bins, edges);
+        edges = NULL;
+    }
 
     gs_cuda_call call(x->device, stream);
     gs_status st = call.status;
@@ -150,15 +170,22 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
     gs_hist_launch l;
     memset(&l, 0, sizeof l);
 
-    if (nb == 0)
+    if (nb == 0 && !edges)
         return GS_OK;
     if (on_host)
         GS_CUDA_GOTO(gs_malloc_async(&d_out, out_bytes, s));
     {
-        const int64_t blocks = (nb + 255) / 256, most = 2 * (int64_t)dev->multiprocessors;
-        hist_zero_kernel<<<(unsigned)(blocks < most ? blocks : most), 256, 0, s>>>((unsigned long long *)d_out, nb);
+        gs_binner eb;
+        gs_binner_init(&eb, bins, NULL);
+        const int64_t m = edges ? nb + 1 : nb;
+        const int64_t blocks = (m + 255) / 256, most = 2 * (int64_t)dev->multiprocessors;
+        hist_zero_kernel<<<(unsigned)(blocks < most ? blocks : most), 256, 0, s>>>(
+            (unsigned long long *)d_out, nb, eb, edges ? edges->data : NULL, edges ? edges->stride : 0,
+            edges && edges->dtype == GS_FLOAT32);
         GS_CUDA_GOTO(cudaGetLastError());
     }
+    if (nb == 0)
+        return GS_OK;
     if (bins->kind == GS_BINS_EDGES || bins->kind == GS_BINS_EDGES_INT) {
         /* the edges come from host memory; this copy may wait for the stream */
         kept = (const double *)gs_cuda_constants(bins->edges, (size_t)(nb + 1) * sizeof(double), dev_ord, s);

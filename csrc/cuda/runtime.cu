@@ -472,7 +472,7 @@ static gs_status cuda_stream_wait(int device, void *consumer, void *producer)
 
 extern "C" {
 gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins, gs_array *out,
-                            gs_strategy strategy, void *stream, gs_strategy *used);
+                            gs_array *edges, gs_strategy strategy, void *stream, gs_strategy *used);
 gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream);
 gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream);
 gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy strategy,

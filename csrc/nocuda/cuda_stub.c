@@ -21,9 +21,9 @@ static gs_status stub_device_info(int ordinal, gs_device_info *info)
     return NO_CUDA;
 }
 static gs_status stub_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *b, gs_array *out,
-                                gs_strategy s, void *stream, gs_strategy *used)
+                                gs_array *edges, gs_strategy s, void *stream, gs_strategy *used)
 {
-    (void)x, (void)w, (void)b, (void)out, (void)s, (void)stream, (void)used;
+    (void)x, (void)w, (void)b, (void)out, (void)edges, (void)s, (void)stream, (void)used;
     return NO_CUDA;
 }
 static gs_status stub_minmax(const gs_array *x, void *out2, void *stream)

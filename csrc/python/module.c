@@ -373,16 +373,22 @@ static PyObject *py_histogram(PyObject *self, PyObject *args)
 {
     (void)self;
     const gs_backend_ops *ops;
-    gs_arg x = {.what = "x"}, w = {.what = "weights"}, out = {.what = "out"};
+    gs_arg x = {.what = "x"}, w = {.what = "weights"}, out = {.what = "out"}, edges = {.what = "edges"};
     bins_arg bins;
     gs_strategy strategy, used = GS_STRATEGY_AUTO;
     void *stream;
-    if (!PyArg_ParseTuple(args, "O&O&O&O&O&O&O&", conv_backend, &ops, conv_array, &x, conv_array_opt, &w, conv_out,
-                          &out, conv_bins, &bins, conv_strategy, &strategy, conv_stream, &stream))
+    if (!PyArg_ParseTuple(args, "O&O&O&O&O&O&O&|O&", conv_backend, &ops, conv_array, &x, conv_array_opt, &w, conv_out,
+                          &out, conv_bins, &bins, conv_strategy, &strategy, conv_stream, &stream, conv_array_opt,
+                          &edges))
         return NULL;
+    if (edges.present && !edges.writable) {
+        bins_release(&bins);
+        PyErr_SetString(PyExc_ValueError, "edges: array is read-only");
+        return NULL;
+    }
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->histogram(&x.a, GS_OPT(w), &bins.b, &out.a, strategy, stream, &used);
+    st = ops->histogram(&x.a, GS_OPT(w), &bins.b, &out.a, GS_OPT(edges), strategy, stream, &used);
     Py_END_ALLOW_THREADS
     bins_release(&bins);
     if (!gs_done(st))
@@ -1400,7 +1406,7 @@ static PyObject *py_fast_histogram(PyObject *self, PyObject *const *args, Py_ssi
     gs_strategy used = GS_STRATEGY_AUTO;
     gs_status st;
     const gs_backend_ops *ops = gs_cpu_backend();
-    FAST_RUN(FAST_HISTOGRAM, a.length, st, ops->histogram(&a, NULL, &bins.b, &out, GS_STRATEGY_AUTO, NULL, &used));
+    FAST_RUN(FAST_HISTOGRAM, a.length, st, ops->histogram(&a, NULL, &bins.b, &out, NULL, GS_STRATEGY_AUTO, NULL, &used));
     bins_release(&bins);
     return fast_finish(r, st, FAST_HISTOGRAM, &a, PyArray_TYPE((PyArrayObject *)ao), used);
 }
@@ -1542,7 +1548,7 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     gs_strategy used = GS_STRATEGY_AUTO;
     gs_status st;
     FAST_RUN(FAST_BINCOUNT, a.length, st,
-             ops->histogram(&a, weighted ? &w : NULL, &bins, &out, GS_STRATEGY_AUTO, NULL, &used));
+             ops->histogram(&a, weighted ? &w : NULL, &bins, &out, NULL, GS_STRATEGY_AUTO, NULL, &used));
     return fast_finish(r, st, FAST_BINCOUNT, &a, PyArray_TYPE((PyArrayObject *)ao), used);
 }
 
@@ -1870,7 +1876,8 @@ static PyMethodDef methods[] = {
     {"cpu_threads", py_cpu_threads, METH_O,
      "cpu_threads(n): the CPU engine's threads for this thread's next calls (1: the caller alone; 0: its own choice)"},
     {"histogram", py_histogram, METH_VARARGS,
-     "histogram(backend, x, weights, out, bins, strategy, stream) -> strategy used"},
+     "histogram(backend, x, weights, out, bins, strategy, stream[, edges]) -> strategy used (edges: filled with "
+     "an equal-width description's edges)"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
     {"minmax_many", py_minmax_many, METH_VARARGS,
      "minmax_many(backend, [x, ...], stream) -> bytes of each x's (min, max) in their one dtype"},

@@ -197,9 +197,12 @@ typedef struct gs_backend_ops {
      * CUDA backend stages host arrays through device memory).  x must not
      * overlap out.  `strategy` is resolved (auto -> a concrete one) and the
      * one used is written to *used.  Work is enqueued on `stream`; the call
-     * returns without waiting when every array is on the device. */
+     * returns without waiting when every array is on the device.
+     * edges: NULL, or nbins + 1 float32 / float64 elements where out lives,
+     * filled with a GS_BINS_UNIFORM description's edges (gs_uniform_edge;
+     * CUDA: by the kernel that zeroes the counts, no launch of its own). */
     gs_status (*histogram)(const gs_array *x, const gs_array *weights, const gs_hist_bins *bins,
-                           gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used);
+                           gs_array *out, gs_array *edges, gs_strategy strategy, void *stream, gs_strategy *used);
 
     /* Min and max of x (NaN propagates, as in NumPy) written to out2[0], out2[1]
      * as two host elements of x's dtype.  Synchronizes with the stream. */
@@ -504,6 +507,12 @@ typedef struct gs_hist_shape {
     int64_t smem_per_sm;
 } gs_hist_shape;
 gs_strategy gs_hist_auto_strategy(const gs_hist_shape *shape);
+
+/* The checks of ops->histogram's `edges` (NULL passes): a GS_BINS_UNIFORM
+ * description, nbins + 1 float32 / float64 elements where `out` lives. */
+gs_status gs_hist_edges_check(const gs_hist_bins *bins, const gs_array *out, const gs_array *edges);
+/* Fill host `edges` (checked) with the description's edges. */
+void gs_hist_edges_fill_host(const gs_hist_bins *bins, gs_array *edges);
 
 /* sum/dot: resolve auto (threadfence with warps, two-pass on CPU threads),
  * check that `s` is a reduction strategy this backend has and that it can be
