@@ -413,7 +413,9 @@ def main():
             cp.get_default_memory_pool().free_all_blocks()
         print(f"{op}: done at {time.time() - t_start:.0f} s", flush=True)
 
-    data = merge_results(args.out, info, rows, ceilings={"host_read_gbps": round(ceiling, 2)})
+    # partial: a run of some places, ops or sizes replaces only the cases it measured (reduce.py --sweep writes
+    # sweep-<op>-device-<n> rows of its own; a --places device run had dropped every host row of its GPU)
+    data = merge_results(args.out, info, rows, ceilings={"host_read_gbps": round(ceiling, 2)}, partial=True)
     report(args.out, rows, data, ceiling, ops, places, sizes)
 
 
