@@ -619,7 +619,8 @@ def many_bins_sweep(args):
             one(case, "torch:bincount" + (" (int32 copy)" if x.dtype == cp.uint16 else ""),
                 lambda: torch.bincount(t, minlength=minlength), x.nbytes)
 
-    # 16-bit bincounts: the maximum read first (NumPy's length), then max + 1 bins
+    # 16-bit bincounts: one count of the values 0 .. 4095 that also finds the largest value (NumPy's length),
+    # and where that is 4,096 or more a count of max + 1 bins after it
     for top, dt, name in ((4096, cp.uint16, "u16"), (65536, cp.uint16, "u16"), (4096, cp.int16, "i16")):
         x = rs.randint(0, top, n16, dtype=dt)
         ref = cp.bincount(x, minlength=top).get()

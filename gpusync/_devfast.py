@@ -400,12 +400,21 @@ def cumsum_(a, out_dtype_of, strategy="auto"):
 
 
 def bincount_(a, minlength, bins_desc_of):
-    """gs.bincount(a, minlength=) without weights of a 1-D device array of
-    integers of 2 bytes or more: one minmax read (the result's length is
-    max + 1: NumPy's rule makes the call wait), then the counting kernel into
-    an int64 array of the input's library, on its stream.  8-bit integers:
-    the counts of all 256 byte values, read back once for the length (and
-    the negatives of int8), the result a view of them when it is not longer.
+    """gs.bincount(a, minlength=) without weights of a 1-D device integer
+    array into an int64 array of the input's library, on its stream; the
+    result's length is max + 1 (NumPy's rule makes the call wait).
+
+    * 8-bit integers: the counts of all 256 byte values, read back once for
+      the length (and the negatives of int8); the result is a view of them
+      when it is not longer.
+    * 16- and 32-bit integers: first one count of the values 0 ..
+      BINCOUNT_FIRST_BINS - 1 that also finds the largest value
+      (``_core.bincount_first``): when that is below BINCOUNT_FIRST_BINS,
+      those counts are the result (one read of the input, a view of them);
+      otherwise a count of max + 1 bins follows (two reads, as a min/max pass
+      and a count took before).
+    * 64-bit integers: a minmax read, then the count of max + 1 bins.
+
     Bool inputs take the general path."""
     r = _ready(a)
     if r is None or getattr(a, "ndim", 0) != 1:
@@ -417,9 +426,21 @@ def bincount_(a, minlength, bins_desc_of):
     if dt.itemsize == 1:
         return _bincount8(h, ptr, n, dt, dev, stream, minlength, bins_desc_of)
     src = (ptr, n, 1, code, dev)
-    lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
-    if lo < 0:
-        raise ValueError("'list' argument must have no negative elements")
+    if dt.itemsize <= 4:
+        b = _core.BINCOUNT_FIRST_BINS
+        counts, cptr = h.out((b,), _INT64, dev)
+        hi, negative = _core.bincount_first("cuda", src, (cptr, b, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                                            stream)  # synchronize!
+        if negative:
+            raise ValueError("'list' argument must have no negative elements")
+        if hi < b:  # every value counted: these are the counts
+            _note("bincount", n, dt, dt.itemsize, b * 8, "shared")
+            return _counts_cut(h, counts, hi, b, minlength, dev)
+        counts = None
+    else:
+        lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
+        if lo < 0:
+            raise ValueError("'list' argument must have no negative elements")
     nbins = max(int(hi) + 1, minlength)
     counts, cptr = h.out((nbins,), _INT64, dev)
     used = _core.histogram("cuda", src, None, (cptr, nbins, 1, _arrays._DTYPE_CODES[_INT64], dev),
@@ -440,9 +461,15 @@ def _bincount8(h, ptr, n, dt, dev, stream, minlength, bins_desc_of):
     got = h.host(counts)  # synchronize!
     if top == 128 and got[128:].any():
         raise ValueError("'list' argument must have no negative elements")
-    nz = np.flatnonzero(got[:top])
-    nbins = max(int(nz[-1]) + 1, minlength)  # (n > 0: some byte was counted)
-    _note("bincount", n, dt, 1, nbins * 8, used)
+    _note("bincount", n, dt, 1, 256 * 8, used)
+    return _counts_cut(h, counts, int(np.flatnonzero(got[:top])[-1]), top, minlength, dev)  # (n > 0)
+
+
+def _counts_cut(h, counts, hi, top, minlength, dev):
+    """NumPy's bincount from device `counts` whose first `top` bins count
+    the values 0 .. top - 1 (every value counted), the largest `hi`: a view
+    of them, or a longer zero-padded copy for a longer minlength."""
+    nbins = max(hi + 1, minlength)
     if nbins <= top:
         return counts[:nbins]
     res, _ = h.out((nbins,), _INT64, dev)

@@ -105,3 +105,53 @@ def test_fast_path_zeroes_the_bins_past_the_maximum():
         small = rng.integers(0, 10, int(rng.integers(1, 2_000)))
         for x, m in ((big, 0), (small, 3000), (small, 0), (big, 4000)):
             np.testing.assert_array_equal(gs.bincount(x, minlength=m), np.bincount(x, minlength=m))
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32"])
+@pytest.mark.parametrize("lo,hi", [(0, 1), (0, 4096), (0, 4097), (0, 4095), (5, 300), (-3, 50), (0, 60_000),
+                                   (4096, 4097)])  # (one value, just past the bins)
+@pytest.mark.parametrize("small", ["1", "0"])
+def test_first_count_finds_the_largest_value(backend, dtype, lo, hi, small, monkeypatch):
+    """ops->bincount_first (the device bincount's one-read count): counts of
+    0 .. nbins - 1 (no other value counted), the largest value and whether
+    one is negative -- on both engines, every dtype, at the bins' edge; on
+    the GPU also without the kernel that finds the largest value as it
+    counts (GPUSYNC_HIST_SMALL=0: a count and a min/max pass)."""
+    from gpusync import _arrays, _core
+
+    if small == "0" and backend != "cuda":
+        pytest.skip("GPUSYNC_HIST_SMALL picks CUDA kernels")
+    monkeypatch.setenv("GPUSYNC_HIST_SMALL", small)
+
+    info = np.iinfo(dtype)
+    lo, hi = max(lo, int(info.min)), min(hi, int(info.max) + 1)
+    x = np.random.default_rng(hi).integers(lo, hi, 20_001).astype(dtype)
+    nb = _core.BINCOUNT_FIRST_BINS
+    k = x.astype(np.int64)
+    ref = np.bincount(k[(k >= 0) & (k < nb)], minlength=nb)
+    if backend == "cuda":
+        cp = pytest.importorskip("cupy")
+        d, out = cp.asarray(x), cp.zeros(nb, cp.int64)
+        top, neg = _core.bincount_first("cuda", (d.data.ptr, d.size, 1, _arrays._DTYPE_CODES[np.dtype(dtype)], 0),
+                                        (out.data.ptr, nb, 1, _arrays._DTYPE_CODES[np.dtype(np.int64)], 0),
+                                        cp.cuda.get_current_stream().ptr)
+        out = out.get()
+    else:
+        out = np.full(nb, -7, np.int64)
+        top, neg = _core.bincount_first("cpu", x, out, 0)
+    assert neg == bool(x.min() < 0)
+    assert top == (-1 if neg else int(x.max()))
+    np.testing.assert_array_equal(out, ref)
+    if not neg and top < nb:  # what the device bincount returns from these counts
+        np.testing.assert_array_equal(out[:top + 1], np.bincount(x))
+
+
+def test_first_count_refuses_what_it_does_not_take():
+    from gpusync import _core
+
+    with pytest.raises(TypeError, match="int16, uint16, int32 or uint32"):
+        _core.bincount_first("cpu", np.zeros(3, np.int64), np.zeros(5, np.int64), 0)
+    with pytest.raises(ValueError, match="1 or more contiguous int64"):
+        _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(0, np.int64), 0)
+    with pytest.raises(ValueError, match="1 or more contiguous int64"):
+        _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(5, np.float64), 0)

@@ -485,3 +485,4 @@ def test_counting_call_writes_the_edges_of_its_formula(dtype, bins, range_):
     np.testing.assert_array_equal(out, ref_c)
     with pytest.raises(ValueError, match="nbins \\+ 1"):
         _core.histogram("cpu", x, None, out, desc, "auto", 0, got[:-1])
+

@@ -56,6 +56,44 @@ static gs_status cpu_minmax_many(const gs_array *xs, int k, void *out, void *str
     return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax of host arrays is NumPy's: the cpu backend has none");
 }
 
+static int64_t int_at(const void *p, gs_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case GS_INT16: return ((const int16_t *)p)[i];
+    case GS_UINT16: return ((const uint16_t *)p)[i];
+    case GS_INT32: return ((const int32_t *)p)[i];
+    default: return ((const uint32_t *)p)[i];
+    }
+}
+
+/* bincount's first count (ops->bincount_first) on the calling thread: the
+ * CUDA backend's contract, for device inputs; host bincounts take the C fast
+ * path or the general one. */
+static gs_status cpu_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int *negative, void *stream)
+{
+    (void)stream;
+    const gs_dtype dt = x->dtype;
+    if (dt != GS_INT16 && dt != GS_UINT16 && dt != GS_INT32 && dt != GS_UINT32)
+        return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32 or uint32");
+    if (x->device != GS_HOST || out->device != GS_HOST || out->dtype != GS_INT64 || out->stride != 1 ||
+        out->length < 1)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "bincount_first: x and out (1 or more contiguous int64) on the host");
+    int64_t *h = (int64_t *)out->data, hi = -1;
+    const int64_t nb = out->length;
+    int neg = 0;
+    memset(h, 0, (size_t)nb * sizeof *h);
+    for (int64_t i = 0; i < x->length; i++) {
+        const int64_t v = int_at(x->data, dt, i * x->stride);
+        neg |= v < 0;
+        hi = v > hi ? v : hi;
+        if (v >= 0 && v < nb)
+            h[v]++;
+    }
+    *negative = neg;
+    *top = neg ? -1 : hi;
+    return GS_OK;
+}
+
 static gs_status cpu_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
 {
     (void)bins, (void)out, (void)stream;
@@ -98,6 +136,7 @@ static const gs_backend_ops cpu_ops = {
     .histogram = gs_cpu_histogram,
     .minmax = gs_cpu_minmax,
     .uniform_edges = cpu_uniform_edges,
+    .bincount_first = cpu_bincount_first,
     .reduce = gs_cpu_reduce,
     .binned_statistic = gs_cpu_binned_statistic,
     .packbits = gs_cpu_packbits,

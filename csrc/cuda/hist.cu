@@ -57,9 +57,12 @@ int gs_hist_replica_shift(const gs_hist_launch *l)
  * us on 32 MiB of bytes (H200).  With `edges` it also writes the edges of an
  * equal-width description (float32 when e32): the device fast path's call
  * needs no launch of uniform_edges of its own (host time, issue 13). */
-__global__ void hist_zero_kernel(unsigned long long *out, int64_t n, gs_binner b, void *edges, int64_t es, int e32)
+__global__ void hist_zero_kernel(unsigned long long *out, int64_t n, gs_binner b, void *edges, int64_t es, int e32,
+                                 unsigned long long *word)
 {
     gs_pdl_launch_dependents();
+    if (word && blockIdx.x == 0 && threadIdx.x == 0)
+        *word = 0; /* bincount's first count: the largest x (gs_hist_launch.top) */
     const int64_t m = edges && b.nbins + 1 > n ? b.nbins + 1 : n;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (int64_t)gridDim.x * blockDim.x) {
         if (i < n)
@@ -181,7 +184,7 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
         const int64_t blocks = (m + 255) / 256, most = 2 * (int64_t)dev->multiprocessors;
         hist_zero_kernel<<<(unsigned)(blocks < most ? blocks : most), 256, 0, s>>>(
             (unsigned long long *)d_out, nb, eb, edges ? edges->data : NULL, edges ? edges->stride : 0,
-            edges && edges->dtype == GS_FLOAT32);
+            edges && edges->dtype == GS_FLOAT32, (unsigned long long *)NULL);
         GS_CUDA_GOTO(cudaGetLastError());
     }
     if (nb == 0)
@@ -229,6 +232,83 @@ fail:
         if (st != GS_OK)
             cudaStreamSynchronize(s);
     }
+    return st;
+}
+
+int gs_hist_small_try(const gs_hist_launch *l, gs_status *st);
+extern "C" gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream);
+
+/* bincount's first count (ops->bincount_first): the 16/32-bit kernel of
+ * hist_small.cu on DIRECT bins 0 .. nbins - 1, leaving the largest x in one
+ * device word -- one read of x where a min/max pass and a count took two.
+ * Where that kernel does not run (GPUSYNC_HIST_SMALL=0), the shared strategy
+ * counts and gs_cuda_minmax reads the largest x. */
+extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int *negative,
+                                            void *stream)
+{
+    const gs_dtype dt = x->dtype;
+    if (dt != GS_INT16 && dt != GS_UINT16 && dt != GS_INT32 && dt != GS_UINT32)
+        return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32 or uint32");
+    if (x->device == GS_HOST || out->device != x->device || out->dtype != GS_INT64 || out->stride != 1 ||
+        out->length < 1 || x->length < 0)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                       "bincount_first: x and out (1 or more contiguous int64) must be on one device");
+    *top = -1;
+    *negative = 0;
+    gs_cuda_call call(x->device, stream);
+    gs_status st = call.status;
+    if (st != GS_OK)
+        return st;
+    cudaStream_t s = call.stream;
+    gs_hist_bins bins;
+    memset(&bins, 0, sizeof bins);
+    bins.kind = GS_BINS_DIRECT;
+    bins.nbins = out->length; /* (offset 0: the kernel's TOP maximum is of x itself) */
+    gs_hist_launch l;
+    memset(&l, 0, sizeof l);
+    gs_binner_init(&l.binner, &bins, NULL);
+    l.x = x->data;
+    l.n = x->length;
+    l.xstride = x->stride;
+    l.xdtype = dt;
+    l.wdtype = GS_FLOAT64;
+    l.out = out->data;
+    l.stream = s;
+    l.dev = call.dev;
+    unsigned long long *d_top = NULL, h_top = 0;
+    GS_CUDA_GOTO(gs_malloc_async(&d_top, sizeof *d_top, s));
+    {
+        const int64_t blocks = (out->length + 255) / 256, most = 2 * (int64_t)call.dev->multiprocessors;
+        hist_zero_kernel<<<(unsigned)(blocks < most ? blocks : most), 256, 0, s>>>(
+            (unsigned long long *)out->data, out->length, l.binner, NULL, 0, 0, d_top);
+        GS_CUDA_GOTO(cudaGetLastError());
+    }
+    if (x->length == 0)
+        goto fail; /* (zeroed counts; *top -1) */
+    l.top = d_top;
+    if (!gs_hist_small_try(&l, &st)) {
+        l.top = NULL;
+        GS_GOTO(gs_hist_shared_launch(&l));
+        int64_t mm[2] = {0, 0}; /* (min, max) in x's dtype, read as such below */
+        GS_GOTO(gs_cuda_minmax(x, mm, stream));
+        int64_t lo, hi;
+        switch (dt) {
+        case GS_INT16: lo = ((int16_t *)mm)[0], hi = ((int16_t *)mm)[1]; break;
+        case GS_UINT16: lo = ((uint16_t *)mm)[0], hi = ((uint16_t *)mm)[1]; break;
+        case GS_INT32: lo = ((int32_t *)mm)[0], hi = ((int32_t *)mm)[1]; break;
+        default: lo = ((uint32_t *)mm)[0], hi = ((uint32_t *)mm)[1]; break;
+        }
+        *negative = lo < 0;
+        *top = lo < 0 ? -1 : hi;
+        goto fail;
+    }
+    GS_GOTO(st);
+    GS_CUDA_GOTO(cudaMemcpyAsync(&h_top, d_top, sizeof h_top, cudaMemcpyDeviceToHost, s));
+    GS_GOTO(gs_cuda_wait_stream(s));
+    *negative = h_top == ~0ull;
+    *top = *negative ? -1 : (int64_t)h_top;
+fail:
+    gs_free_async(d_top, s, &st);
     return st;
 }
 

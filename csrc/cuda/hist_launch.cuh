@@ -25,6 +25,10 @@ struct gs_hist_launch {
     void *out;            /* int64 counts (unsigned long long atomics) or double sums */
     cudaStream_t stream;
     const gs_device_info *dev;
+    /* NULL, or (bincount's first count: 16/32-bit integers on DIRECT bins,
+     * hist_small.cu) a zeroed device word where the kernel leaves the largest
+     * x - offset, or ~0 when some x < offset (atomicMax) */
+    unsigned long long *top;
 };
 
 gs_status gs_hist_global_launch(const gs_hist_launch *l);

@@ -41,6 +41,11 @@ static gs_status stub_uniform_edges(const gs_hist_bins *b, gs_array *out, void *
     (void)b, (void)out, (void)stream;
     return NO_CUDA;
 }
+static gs_status stub_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int *negative, void *stream)
+{
+    (void)x, (void)out, (void)top, (void)negative, (void)stream;
+    return NO_CUDA;
+}
 static gs_status stub_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy s, int det,
                              void *stream, gs_strategy *used)
 {
@@ -153,6 +158,7 @@ static const gs_backend_ops stub_ops = {
     .histogram = stub_histogram,
     .minmax = stub_minmax,
     .uniform_edges = stub_uniform_edges,
+    .bincount_first = stub_bincount_first,
     .reduce = stub_reduce,
     .binned_statistic = stub_binned_statistic,
     .packbits = stub_packbits,

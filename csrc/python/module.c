@@ -396,6 +396,26 @@ static PyObject *py_histogram(PyObject *self, PyObject *args)
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
+/* bincount_first(backend, x, out, stream) -> (top, negative): ops->bincount_first */
+static PyObject *py_bincount_first(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const gs_backend_ops *ops;
+    gs_arg x = {.what = "x"}, out = {.what = "out"};
+    void *stream;
+    if (!PyArg_ParseTuple(args, "O&O&O&O&", conv_backend, &ops, conv_array, &x, conv_out, &out, conv_stream, &stream))
+        return NULL;
+    int64_t top = -1;
+    int negative = 0;
+    gs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ops->bincount_first(&x.a, &out.a, &top, &negative, stream);
+    Py_END_ALLOW_THREADS
+    if (!gs_done(st))
+        return NULL;
+    return Py_BuildValue("(LO)", (long long)top, negative ? Py_True : Py_False);
+}
+
 static PyObject *py_minmax(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -1879,6 +1899,9 @@ static PyMethodDef methods[] = {
      "histogram(backend, x, weights, out, bins, strategy, stream[, edges]) -> strategy used (edges: filled with "
      "an equal-width description's edges)"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
+    {"bincount_first", py_bincount_first, METH_VARARGS,
+     "bincount_first(backend, x, out, stream) -> (largest x, any x < 0), out the counts of 0 .. len(out) - 1; "
+     "synchronizes"},
     {"minmax_many", py_minmax_many, METH_VARARGS,
      "minmax_many(backend, [x, ...], stream) -> bytes of each x's (min, max) in their one dtype"},
     {"uniform_edges", py_uniform_edges, METH_VARARGS, "uniform_edges(backend, bins, out, stream)"},
@@ -1960,7 +1983,8 @@ PyMODINIT_FUNC PyInit__core(void)
     Py_CLEAR(b);
     if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
         add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
-        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0 || add_names(m, "AXIS_OPS", axis_op_name_of) < 0)
+        add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0 || add_names(m, "AXIS_OPS", axis_op_name_of) < 0 ||
+        PyModule_AddIntConstant(m, "BINCOUNT_FIRST_BINS", GS_BINCOUNT_FIRST_BINS) < 0)
         goto fail;
     { /* threading.main_thread().ident: the thread Python runs signal handlers in */
         PyObject *thr = PyImport_ImportModule("threading"), *mt = NULL, *id = NULL;

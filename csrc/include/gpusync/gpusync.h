@@ -212,6 +212,14 @@ typedef struct gs_backend_ops {
      * work) with the edges of a GS_BINS_UNIFORM description.  Asynchronous. */
     gs_status (*uniform_edges)(const gs_hist_bins *bins, gs_array *out, void *stream);
 
+    /* bincount's first count of 16- or 32-bit integers x: out (nbins >= 1
+     * contiguous int64 where x is) gets the counts of x == 0 .. nbins - 1
+     * (other values are not counted), *top the largest x (-1 when x is
+     * empty), *negative whether some x < 0 (then *top is -1).  When
+     * 0 <= *top < nbins the counts are NumPy's bincount, from one read of x.
+     * Synchronizes (reads *top). */
+    gs_status (*bincount_first)(const gs_array *x, gs_array *out, int64_t *top, int *negative, void *stream);
+
     /* Sum of a (b == NULL) or dot product of a and b (same length, same
      * dtype), written to out (one element of out->dtype, on a's device or
      * host).  Floating inputs accumulate in float64; integer and bool inputs
