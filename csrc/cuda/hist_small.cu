@@ -239,6 +239,10 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     };
     each_element<T, U, STREAM>(x, n, (int64_t)blockIdx.x * GS_HIST_BLOCK_THREADS + threadIdx.x,
                                (int64_t)gridDim.x * GS_HIST_BLOCK_THREADS, add);
+    gs_hist_merge(hs, nb, rshift, out);
+    /* After the merge: it waits for the kernel that zeroes the counts and *top
+     * (gs_pdl_wait; this kernel is its programmatic dependent and may start
+     * while it runs), so that zero cannot land after our max. */
     if (TOP) { /* every thread of the block is here: a full-warp reduction */
         unsigned m = tmax;
 #pragma unroll
@@ -248,7 +252,6 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
         if ((threadIdx.x & 31) == 0 && m)
             atomicMax(top, neg ? ~0ull : (unsigned long long)m);
     }
-    gs_hist_merge(hs, nb, rshift, out);
 }
 
 template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshift, bool stream)
