@@ -435,7 +435,7 @@ def bincount_(a, minlength, bins_desc_of):
             raise ValueError("'list' argument must have no negative elements")
         if hi < b:  # every value counted: these are the counts
             _note("bincount", n, dt, dt.itemsize, b * 8, "shared")
-            return _counts_cut(h, counts, hi, b, minlength, dev)
+            return _counts_cut(h, counts, hi, b, minlength, dev, copy_below=b // 4)
         counts = None
     else:
         lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
@@ -465,13 +465,19 @@ def _bincount8(h, ptr, n, dt, dev, stream, minlength, bins_desc_of):
     return _counts_cut(h, counts, int(np.flatnonzero(got[:top])[-1]), top, minlength, dev)  # (n > 0)
 
 
-def _counts_cut(h, counts, hi, top, minlength, dev):
+def _counts_cut(h, counts, hi, top, minlength, dev, copy_below=0):
     """NumPy's bincount from device `counts` whose first `top` bins count
     the values 0 .. top - 1 (every value counted), the largest `hi`: a view
-    of them, or a longer zero-padded copy for a longer minlength."""
+    of them, a copy of its own when shorter than `copy_below` (a view would
+    keep the whole 32 KiB buffer alive for every small result a caller
+    keeps), or a longer zero-padded copy for a longer minlength."""
     nbins = max(hi + 1, minlength)
-    if nbins <= top:
+    if copy_below <= nbins <= top:
         return counts[:nbins]
+    if nbins <= top:
+        res, _ = h.out((nbins,), _INT64, dev)
+        res[:] = counts[:nbins]
+        return res
     res, _ = h.out((nbins,), _INT64, dev)
     res[top:] = 0
     res[:top] = counts[:top]

@@ -109,7 +109,8 @@ def test_fast_path_zeroes_the_bins_past_the_maximum():
 
 @pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32"])
 @pytest.mark.parametrize("lo,hi", [(0, 1), (0, 4096), (0, 4097), (0, 4095), (5, 300), (-3, 50), (0, 60_000),
-                                   (4096, 4097)])  # (one value, just past the bins)
+                                   (4096, 4097),  # (one value, just past the bins)
+                                   (2**31 - 5, 2**31 + 5), (-2**31, -2**31 + 3)])  # (uint32 past int32's range, int32's min)
 @pytest.mark.parametrize("small", ["1", "0"])
 def test_first_count_finds_the_largest_value(backend, dtype, lo, hi, small, monkeypatch):
     """ops->bincount_first (the device bincount's one-read count): counts of
@@ -125,13 +126,16 @@ def test_first_count_finds_the_largest_value(backend, dtype, lo, hi, small, monk
 
     info = np.iinfo(dtype)
     lo, hi = max(lo, int(info.min)), min(hi, int(info.max) + 1)
-    x = np.random.default_rng(hi).integers(lo, hi, 20_001).astype(dtype)
+    if lo >= hi:
+        pytest.skip("no such values in this dtype")
+    x = np.random.default_rng(abs(hi)).integers(lo, hi, 20_001).astype(dtype)
+    x[-1] = hi - 1  # the largest value in the last element (the tail past the 16-byte vectors)
     nb = _core.BINCOUNT_FIRST_BINS
     k = x.astype(np.int64)
     ref = np.bincount(k[(k >= 0) & (k < nb)], minlength=nb)
     if backend == "cuda":
         cp = pytest.importorskip("cupy")
-        d, out = cp.asarray(x), cp.zeros(nb, cp.int64)
+        d, out = cp.asarray(x), cp.full(nb, -7, cp.int64)  # (the call zeroes the counts)
         top, neg = _core.bincount_first("cuda", (d.data.ptr, d.size, 1, _arrays._DTYPE_CODES[np.dtype(dtype)], 0),
                                         (out.data.ptr, nb, 1, _arrays._DTYPE_CODES[np.dtype(np.int64)], 0),
                                         cp.cuda.get_current_stream().ptr)

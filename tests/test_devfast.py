@@ -157,7 +157,9 @@ def test_histogram_fast_path_after_a_general_call(lib, dtype, bins, rng_):
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "uint16", "int32", "uint32", "int64"])
 @pytest.mark.parametrize("n,top,minlength", [(1, 1, 0), (1000, 7, 0), (1000, 7, 50), (100_003, 5000, 3),
                                              (5000, 256, 0), (5000, 128, 300), (3000, 100, 200),
-                                             (20_000, 4095, 0), (20_000, 4096, 5000)])  # (the first count's edge)
+                                             (20_000, 4096, 0), (20_000, 4097, 0), (20_000, 4096, 5000),
+                                             (20_000, 1025, 0)])  # (the first count's edge: largest 4095, 4096;
+                                             # a view of the counts from 1,024 bins on, a copy below)
 def test_bincount_fast_path(lib, dtype, n, top, minlength):
     _warm()
     top = min(top, np.iinfo(dtype).max + 1)  # 8-bit: up to the dtype's largest value (its result is a view of

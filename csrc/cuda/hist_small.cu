@@ -368,6 +368,8 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
     const gs_binner &b = l->binner;
     const int es = (int)gs_dtype_size((gs_dtype)l->xdtype);
     const bool stream = l->n * (int64_t)es > l->dev->l2_cache_bytes;
+    if (l->top && ((es != 2 && es != 4) || b.kind != GS_BINS_DIRECT))
+        return 0; /* only the 16/32-bit kernel below keeps the largest value (bincount_first) */
     if (es == 1) {
         /* measured slower than the generic kernel above this size (see
          * GS_HIST_U8_SMALL_MAX_BYTES); GPUSYNC_HIST_SMALL=2 takes it anyway */

@@ -98,8 +98,10 @@ template <int N, class A> __device__ __forceinline__ A pairwise(A *x)
 }
 
 /* Sums of 4-byte elements take the pairwise tree below, and their kernel
- * asks for a full SM of blocks: 32 registers, no spills (sm_90, -Xptxas -v;
- * the tree alone took 48 and 5 blocks per SM).  2-byte float16 spilled under
+ * asks for a full SM of blocks: 32 registers (sm_90, -Xptxas -v; the tree
+ * alone took 48 and 5 blocks per SM), no spills except uint32's threadfence
+ * and grid kernels: 24-32 bytes in the block's finishing step (its 8 partials
+ * in flight), once a block, not in the element loop.  2-byte float16 spilled under
  * that bound and 1-byte elements hold 16 converted values per vector: both
  * keep the chain. */
 template <class T, bool DOT> __host__ __device__ constexpr bool tree_of() { return !DOT && sizeof(T) == 4; }
@@ -140,7 +142,7 @@ __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_
             if (DOT)
                 rb[u].v = jj < nv ? load16(bv + jj, stream) : make_int4(0, 0, 0, 0);
         }
-        if (TREE && !DOT) { /* vectors past nv were loaded as zeros */
+        if constexpr (TREE && !DOT) { /* vectors past nv were loaded as zeros */
             A t[U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
@@ -151,15 +153,15 @@ __device__ __forceinline__ void accumulate(A &s, const T *__restrict__ a, int64_
                 t[u] = pairwise<V>(x);
             }
             s += pairwise<U>(t);
-            continue;
+        } else {
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (j + u * step < nv) {
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        add<DOT>(s, ra[u].e[e], DOT ? rb[u].e[e] : T());
+                }
         }
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            if (j + u * step < nv) {
-#pragma unroll
-                for (int e = 0; e < V; e++)
-                    add<DOT>(s, ra[u].e[e], DOT ? rb[u].e[e] : T());
-            }
     }
     for (int64_t i = v0 + nv * V + start; i < hi; i += step)
         add<DOT>(s, a[i], DOT ? b[i] : T());
