@@ -155,7 +155,9 @@ def test_first_count_refuses_what_it_does_not_take():
 
     with pytest.raises(TypeError, match="int16, uint16, int32 or uint32"):
         _core.bincount_first("cpu", np.zeros(3, np.int64), np.zeros(5, np.int64), 0)
-    with pytest.raises(ValueError, match="1 or more contiguous int64"):
+    with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
         _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(0, np.int64), 0)
-    with pytest.raises(ValueError, match="1 or more contiguous int64"):
+    with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
+        _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(4097, np.int64), 0)
+    with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
         _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(5, np.float64), 0)

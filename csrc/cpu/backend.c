@@ -76,8 +76,9 @@ static gs_status cpu_bincount_first(const gs_array *x, gs_array *out, int64_t *t
     if (dt != GS_INT16 && dt != GS_UINT16 && dt != GS_INT32 && dt != GS_UINT32)
         return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32 or uint32");
     if (x->device != GS_HOST || out->device != GS_HOST || out->dtype != GS_INT64 || out->stride != 1 ||
-        out->length < 1)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "bincount_first: x and out (1 or more contiguous int64) on the host");
+        out->length < 1 || out->length > GS_BINCOUNT_FIRST_BINS)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "bincount_first: x and out (1 to %d contiguous int64) on the host",
+                       GS_BINCOUNT_FIRST_BINS);
     int64_t *h = (int64_t *)out->data, hi = -1;
     const int64_t nb = out->length;
     int neg = 0;

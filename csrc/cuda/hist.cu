@@ -250,9 +250,10 @@ extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, in
     if (dt != GS_INT16 && dt != GS_UINT16 && dt != GS_INT32 && dt != GS_UINT32)
         return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32 or uint32");
     if (x->device == GS_HOST || out->device != x->device || out->dtype != GS_INT64 || out->stride != 1 ||
-        out->length < 1 || x->length < 0)
+        out->length < 1 || out->length > GS_BINCOUNT_FIRST_BINS || x->length < 0)
         return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "bincount_first: x and out (1 or more contiguous int64) must be on one device");
+                       "bincount_first: x and out (1 to %d contiguous int64) must be on one device",
+                       GS_BINCOUNT_FIRST_BINS);
     *top = -1;
     *negative = 0;
     gs_cuda_call call(x->device, stream);

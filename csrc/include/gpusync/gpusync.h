@@ -212,8 +212,8 @@ typedef struct gs_backend_ops {
      * work) with the edges of a GS_BINS_UNIFORM description.  Asynchronous. */
     gs_status (*uniform_edges)(const gs_hist_bins *bins, gs_array *out, void *stream);
 
-    /* bincount's first count of 16- or 32-bit integers x: out (nbins >= 1
-     * contiguous int64 where x is) gets the counts of x == 0 .. nbins - 1
+    /* bincount's first count of 16- or 32-bit integers x: out (1 <= nbins <=
+     * GS_BINCOUNT_FIRST_BINS contiguous int64 where x is) gets the counts of x == 0 .. nbins - 1
      * (other values are not counted), *top the largest x (-1 when x is
      * empty), *negative whether some x < 0 (then *top is -1).  When
      * 0 <= *top < nbins the counts are NumPy's bincount, from one read of x.
