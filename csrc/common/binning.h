@@ -115,6 +115,22 @@ GS_HD double gs_uniform_edge(const gs_binner *b, int64_t k)
     const gs_uniform u = gs_uniform_of(b);
     return gs_formula_edge(&u, k);
 }
+/* The formula of a GS_BINS_UNIFORM description, without building a binner. */
+GS_HD gs_uniform gs_uniform_of_bins(const gs_hist_bins *bins)
+{
+    gs_uniform u = {bins->nbins, bins->start, bins->step, bins->stop, bins->arith_f32, bins->edges_f32};
+    return u;
+}
+/* edges[k * stride] = edge k, float32 when e32: the one store of formula
+ * edges (ops->uniform_edges, and ops->histogram's `edges` on both engines). */
+GS_HD void gs_formula_edge_put(const gs_uniform *u, void *edges, int e32, int64_t stride, int64_t k)
+{
+    const double e = gs_formula_edge(u, k);
+    if (e32)
+        ((float *)edges)[k * stride] = (float)e;
+    else
+        ((double *)edges)[k * stride] = e;
+}
 
 GS_HD void gs_binner_init(gs_binner *b, const gs_hist_bins *bins, const double *edges)
 {

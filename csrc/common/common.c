@@ -140,15 +140,9 @@ gs_status gs_hist_edges_check(const gs_hist_bins *bins, const gs_array *out, con
 
 void gs_hist_edges_fill_host(const gs_hist_bins *bins, gs_array *edges)
 {
-    gs_binner b;
-    gs_binner_init(&b, bins, NULL);
-    for (int64_t k = 0; k <= bins->nbins; k++) {
-        const double e = gs_uniform_edge(&b, k);
-        if (edges->dtype == GS_FLOAT32)
-            ((float *)edges->data)[k * edges->stride] = (float)e;
-        else
-            ((double *)edges->data)[k * edges->stride] = e;
-    }
+    const gs_uniform u = gs_uniform_of_bins(bins);
+    for (int64_t k = 0; k <= bins->nbins; k++)
+        gs_formula_edge_put(&u, edges->data, edges->dtype == GS_FLOAT32, edges->stride, k);
 }
 
 gs_strategy gs_hist_auto_strategy(const gs_hist_shape *s)

@@ -43,6 +43,22 @@ GS_HD uint16_t gs_double_to_half(double d)
 
 GS_HD int gs_dtype_is_float(int dt) { return dt == GS_FLOAT16 || dt == GS_FLOAT32 || dt == GS_FLOAT64; }
 
+/* Element i of an integer or bool array of dtype dt, as int64 (uint64: its
+ * bits). */
+GS_HD int64_t gs_int_at(const void *p, int dt, int64_t i)
+{
+    switch (dt) {
+    case GS_BOOL:
+    case GS_UINT8: return ((const uint8_t *)p)[i];
+    case GS_INT8: return ((const int8_t *)p)[i];
+    case GS_INT16: return ((const int16_t *)p)[i];
+    case GS_UINT16: return ((const uint16_t *)p)[i];
+    case GS_INT32: return ((const int32_t *)p)[i];
+    case GS_UINT32: return ((const uint32_t *)p)[i];
+    default: return ((const int64_t *)p)[i];
+    }
+}
+
 /* Store an accumulator as one element of dtype dt: fa for floating results,
  * ia (wrapped to the dtype's width) for integers, ia != 0 for bool. */
 GS_HD void gs_store_acc(void *out, int dt, double fa, uint64_t ia)

@@ -1,5 +1,6 @@
 /* CPU backend: the gs_backend_ops table and its small entry points; the demo table. */
 #include "binning.h"
+#include "convert.h"
 #include "demos.h"
 
 #include <math.h>
@@ -56,16 +57,6 @@ static gs_status cpu_minmax_many(const gs_array *xs, int k, void *out, void *str
     return gs_fail(GS_ERR_INVALID_ARGUMENT, "minmax of host arrays is NumPy's: the cpu backend has none");
 }
 
-static int64_t int_at(const void *p, gs_dtype dt, int64_t i)
-{
-    switch (dt) {
-    case GS_INT16: return ((const int16_t *)p)[i];
-    case GS_UINT16: return ((const uint16_t *)p)[i];
-    case GS_INT32: return ((const int32_t *)p)[i];
-    default: return ((const uint32_t *)p)[i];
-    }
-}
-
 /* bincount's first count (ops->bincount_first) on the calling thread: the
  * CUDA backend's contract, for device inputs; host bincounts take the C fast
  * path or the general one. */
@@ -84,7 +75,7 @@ static gs_status cpu_bincount_first(const gs_array *x, gs_array *out, int64_t *t
     int neg = 0;
     memset(h, 0, (size_t)nb * sizeof *h);
     for (int64_t i = 0; i < x->length; i++) {
-        const int64_t v = int_at(x->data, dt, i * x->stride);
+        const int64_t v = gs_int_at(x->data, dt, i * x->stride);
         neg |= v < 0;
         hi = v > hi ? v : hi;
         if (v >= 0 && v < nb)

@@ -6,6 +6,7 @@
  * that writes equal-width bin edges on the device (so that a histogram of a
  * device array with bins and range given never waits for the host).
  */
+#include "../common/convert.h"
 #include "hist_launch.cuh"
 #include "stage.cuh"
 
@@ -55,26 +56,37 @@ int gs_hist_replica_shift(const gs_hist_launch *l)
  * while it runs, waiting for it only before their merge (gs_hist_merge).  A
  * memset node ahead of the kernel cost a graph replay about 2 us of its 15
  * us on 32 MiB of bytes (H200).  With `edges` it also writes the edges of an
- * equal-width description (float32 when e32): the device fast path's call
- * needs no launch of uniform_edges of its own (host time, issue 13). */
-__global__ void hist_zero_kernel(unsigned long long *out, int64_t n, gs_binner b, void *edges, int64_t es, int e32,
+ * equal-width formula (float32 when e32): the device fast path's call needs
+ * no launch of uniform_edges of its own (host time, issue 13), and
+ * uniform_edges is this kernel with no counts.  It takes the 40-byte formula,
+ * not the 1.1 KB binner (parameter bytes of every histogram launch). */
+__global__ void hist_init_kernel(unsigned long long *out, int64_t n, gs_uniform u, void *edges, int64_t es, int e32,
                                  unsigned long long *word)
 {
     gs_pdl_launch_dependents();
     if (word && blockIdx.x == 0 && threadIdx.x == 0)
         *word = 0; /* bincount's first count: the largest x (gs_hist_launch.top) */
-    const int64_t m = edges && b.nbins + 1 > n ? b.nbins + 1 : n;
+    const int64_t m = edges && u.nbins + 1 > n ? u.nbins + 1 : n;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (int64_t)gridDim.x * blockDim.x) {
         if (i < n)
             out[i] = 0;
-        if (edges && i <= b.nbins) {
-            const double e = gs_uniform_edge(&b, i);
-            if (e32)
-                ((float *)edges)[i * es] = (float)e;
-            else
-                ((double *)edges)[i * es] = e;
-        }
+        if (edges && i <= u.nbins)
+            gs_formula_edge_put(&u, edges, e32, es, i);
     }
+}
+
+/* hist_init_kernel's launch: enough blocks of 256 for `m` elements, at most
+ * two per SM (grid-stride). */
+static gs_status hist_init(const gs_device_info *dev, cudaStream_t s, unsigned long long *out, int64_t n,
+                           const gs_hist_bins *bins, gs_array *edges, unsigned long long *word)
+{
+    const gs_uniform u = edges ? gs_uniform_of_bins(bins) : gs_uniform{};
+    const int64_t m = edges && bins->nbins + 1 > n ? bins->nbins + 1 : n;
+    const int64_t blocks = (m + 255) / 256, most = 2 * (int64_t)dev->multiprocessors;
+    hist_init_kernel<<<(unsigned)(blocks < 1 ? 1 : blocks < most ? blocks : most), 256, 0, s>>>(
+        out, n, u, edges ? edges->data : NULL, edges ? edges->stride : 0, edges && edges->dtype == GS_FLOAT32, word);
+    GS_CUDA_CHECK(cudaGetLastError());
+    return GS_OK;
 }
 
 static gs_status run_strategy(gs_strategy s, const gs_hist_launch *l)
@@ -177,16 +189,7 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
         return GS_OK;
     if (on_host)
         GS_CUDA_GOTO(gs_malloc_async(&d_out, out_bytes, s));
-    {
-        gs_binner eb;
-        gs_binner_init(&eb, bins, NULL);
-        const int64_t m = edges ? nb + 1 : nb;
-        const int64_t blocks = (m + 255) / 256, most = 2 * (int64_t)dev->multiprocessors;
-        hist_zero_kernel<<<(unsigned)(blocks < most ? blocks : most), 256, 0, s>>>(
-            (unsigned long long *)d_out, nb, eb, edges ? edges->data : NULL, edges ? edges->stride : 0,
-            edges && edges->dtype == GS_FLOAT32, (unsigned long long *)NULL);
-        GS_CUDA_GOTO(cudaGetLastError());
-    }
+    GS_GOTO(hist_init(dev, s, (unsigned long long *)d_out, nb, bins, edges, NULL));
     if (nb == 0)
         return GS_OK;
     if (bins->kind == GS_BINS_EDGES || bins->kind == GS_BINS_EDGES_INT) {
@@ -278,27 +281,16 @@ extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, in
     l.dev = call.dev;
     unsigned long long *d_top = NULL, h_top = 0;
     GS_CUDA_GOTO(gs_malloc_async(&d_top, sizeof *d_top, s));
-    {
-        const int64_t blocks = (out->length + 255) / 256, most = 2 * (int64_t)call.dev->multiprocessors;
-        hist_zero_kernel<<<(unsigned)(blocks < most ? blocks : most), 256, 0, s>>>(
-            (unsigned long long *)out->data, out->length, l.binner, NULL, 0, 0, d_top);
-        GS_CUDA_GOTO(cudaGetLastError());
-    }
+    GS_GOTO(hist_init(call.dev, s, (unsigned long long *)out->data, out->length, &bins, NULL, d_top));
     if (x->length == 0)
         goto fail; /* (zeroed counts; *top -1) */
     l.top = d_top;
     if (!gs_hist_small_try(&l, &st)) {
         l.top = NULL;
         GS_GOTO(gs_hist_shared_launch(&l));
-        int64_t mm[2] = {0, 0}; /* (min, max) in x's dtype, read as such below */
+        int64_t mm[2] = {0, 0}; /* (min, max) in x's dtype */
         GS_GOTO(gs_cuda_minmax(x, mm, stream));
-        int64_t lo, hi;
-        switch (dt) {
-        case GS_INT16: lo = ((int16_t *)mm)[0], hi = ((int16_t *)mm)[1]; break;
-        case GS_UINT16: lo = ((uint16_t *)mm)[0], hi = ((uint16_t *)mm)[1]; break;
-        case GS_INT32: lo = ((int32_t *)mm)[0], hi = ((int32_t *)mm)[1]; break;
-        default: lo = ((uint32_t *)mm)[0], hi = ((uint32_t *)mm)[1]; break;
-        }
+        const int64_t lo = gs_int_at(mm, dt, 0), hi = gs_int_at(mm, dt, 1);
         *negative = lo < 0;
         *top = lo < 0 ? -1 : hi;
         goto fail;
@@ -314,13 +306,8 @@ fail:
 }
 
 /* The edges of an equal-width description, computed on the device (the
- * formula gs_uniform_edge that the kernels bin by). */
-template <class E> __global__ void uniform_edges_kernel(gs_binner b, E *out, int64_t s)
-{
-    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k <= b.nbins; k += (int64_t)gridDim.x * blockDim.x)
-        out[k * s] = (E)gs_uniform_edge(&b, k);
-}
-
+ * formula gs_uniform_edge that the kernels bin by): hist_init_kernel with
+ * no counts. */
 extern "C" gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream)
 {
     if (bins->kind != GS_BINS_UNIFORM || out->length != bins->nbins + 1 || out->device == GS_HOST ||
@@ -329,16 +316,5 @@ extern "C" gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *o
     gs_cuda_call call(out->device, stream);
     if (call.status != GS_OK)
         return call.status;
-    cudaStream_t s = call.stream;
-    gs_binner b;
-    gs_binner_init(&b, bins, NULL);
-    int64_t blocks = (bins->nbins + 256) / 256;
-    if (blocks > 4096)
-        blocks = 4096;
-    if (out->dtype == GS_FLOAT32)
-        uniform_edges_kernel<float><<<(unsigned)blocks, 256, 0, s>>>(b, (float *)out->data, out->stride);
-    else
-        uniform_edges_kernel<double><<<(unsigned)blocks, 256, 0, s>>>(b, (double *)out->data, out->stride);
-    GS_CUDA_CHECK(cudaGetLastError());
-    return GS_OK;
+    return hist_init(call.dev, call.stream, NULL, 0, bins, out, NULL);
 }
