@@ -360,3 +360,63 @@ def test_host_input_on_a_stream(cp, nbytes):
     np.testing.assert_array_equal(gs.bincount(a, stream=s), np.bincount(a))
     assert gs.sum(a, stream=s) == a.sum(dtype=np.uint64)
     np.testing.assert_array_equal(gs.cumsum(a, stream=s), np.cumsum(a, dtype=np.uint64))
+
+
+@pytest.mark.gpu
+def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
+    """Device sums past one block, strategy auto, outside graph capture: one launch into the
+    calling thread's kept workspace (strategy_used 'threadfence').  Uses on other streams are
+    ordered after the previous one; threads keep their own; sizes that need more partials grow
+    it; a capture takes the two-pass path with a workspace of its own (replays stay right)."""
+    import threading
+    rng = np.random.default_rng(11)
+    sizes = [70_001, 1_000_003, 9_999_991, 40_000_000]
+    hosts = [rng.integers(-1000, 1000, n).astype(np.int64) for n in sizes]
+    devs = [cp.asarray(h) for h in hosts]
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(3)]
+    outs = []
+    for rep in range(4):  # the same buffer, its ticket reset by every call's last block
+        for k, d in enumerate(devs):
+            with streams[(rep + k) % 3]:
+                outs.append((k, gs.sum(d), gs.dot(d, d)))
+                assert gs.last_plan()["strategy_used"] == "threadfence", gs.last_plan()
+    cp.cuda.Device().synchronize()
+    for k, s, p in outs:
+        assert int(s) == int(hosts[k].sum()) and int(p) == int(hosts[k] @ hosts[k])
+    f = cp.asarray(rng.standard_normal(3_000_017))
+    errors = []
+
+    def work(seed):
+        try:
+            st = cp.cuda.Stream(non_blocking=True)
+            with st:
+                for i in range(30):
+                    d = devs[(seed + i) % len(devs)]
+                    r, rf = gs.sum(d), gs.sum(f)
+                    st.synchronize()
+                    assert int(r) == int(hosts[(seed + i) % len(devs)].sum())
+                    assert float(rf) == pytest.approx(float(f.get().sum()), rel=1e-9, abs=1e-6)
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
+    torch = pytest.importorskip("torch")
+    x = torch.arange(2_000_000, dtype=torch.int64, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        gs.sum(x)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        r = gs.sum(x)
+        assert gs.last_plan()["strategy_used"] == "two-pass"
+    for v in (1, 3):
+        x.fill_(v)
+        g.replay()
+        torch.cuda.synchronize()
+        assert int(r) == v * 2_000_000
+        assert int(gs.sum(x)) == v * 2_000_000  # and the kept workspace between replays

@@ -105,9 +105,30 @@ template <int N, class A> __device__ __forceinline__ A pairwise(A *x)
  * that bound and 1-byte elements hold 16 converted values per vector: both
  * keep the chain. */
 template <class T, bool DOT> __host__ __device__ constexpr bool tree_of() { return !DOT && sizeof(T) == 4; }
+/* Partials in flight a thread in a finishing step inside the element kernel
+ * (threadfence, grid): 4 under the 32-register bound of the tree sums
+ * (GS_REDUCE_FINISH_LOADS = 8 spilled uint32's 24-32 bytes there, review35
+ * F2), else as the finishing kernel. */
+template <class T, bool DOT> __host__ __device__ constexpr int in_kernel_finish_loads()
+{
+    return tree_of<T, DOT>() ? 4 : GS_REDUCE_FINISH_LOADS;
+}
+
+/* Blocks an SM the element loop's registers must allow.  Dots of <= 4-byte
+ * elements on sm_90: 3 of 256 threads (<= 80 registers), the class the two-pass
+ * partial kernel fell in unbounded; the threadfence kernel, whose last block
+ * finishes, took 85-91 without the bound (float32: 2 blocks an SM, 100M
+ * 105 -> 126 us on the H200, r147). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+#define GS_REDUCE_DOT_BOUND_THREADS 768
+#else /* measured on sm_90 only; sm_120's code spilled 8-48 bytes under it */
+#define GS_REDUCE_DOT_BOUND_THREADS 0
+#endif
 template <class T, bool DOT> __host__ __device__ constexpr int reduce_min_blocks(int threads)
 {
-    return tree_of<T, DOT>() ? 2048 / threads : 1;
+    return tree_of<T, DOT>()                                                    ? 2048 / threads
+           : (DOT && sizeof(T) <= 4 && threads <= GS_REDUCE_DOT_BOUND_THREADS) ? GS_REDUCE_DOT_BOUND_THREADS / threads
+                                                                               : 1;
 }
 
 /* TREE (sums, deterministic=False): each round's U x V elements meet in a
@@ -195,7 +216,8 @@ __device__ __forceinline__ void store_result(void *out, int dt, unsigned long lo
 /* Add partials[0..p) in a fixed order (GS_REDUCE_THREADS threads: thread t
  * takes t, t + 256, ...; then a block reduction) into the accumulator, or,
  * with out, store accumulator + that sum converted to out's dtype. */
-template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t p, void *out, int out_dtype)
+template <class A, int L = GS_REDUCE_FINISH_LOADS>
+__device__ __forceinline__ void finish(reduce_ws *ws, int64_t p, void *out, int out_dtype)
 {
     __shared__ A scratch[32];
     const A *part = partials_of<A>(ws);
@@ -207,7 +229,6 @@ template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t
      * against CUB's single-tile 3.2 us; graph replay of 3-10M float32 sums 4-6%
      * faster, r137).  At most one partial each: one load, as the grouped
      * loop's address arithmetic cost this one-block kernel ~0.13 us (r137). */
-    constexpr int L = GS_REDUCE_FINISH_LOADS;
     if (p <= (int64_t)blockDim.x) {
         if ((int64_t)threadIdx.x < p)
             s += __ldcg(part + threadIdx.x); /* L2: written by other SMs */
@@ -236,16 +257,16 @@ template <class A> __device__ __forceinline__ void finish(reduce_ws *ws, int64_t
 
 /* grid: every block waits at the barrier (its release / acquire orders the
  * partials), then block 0 adds them. */
-template <class A, class R> __device__ __forceinline__ void grid_finish(const R &r, int64_t parts)
+template <class A, int L, class R> __device__ __forceinline__ void grid_finish(const R &r, int64_t parts)
 {
     unsigned round = 0;
     if (gpusync::barrier_sense(r.bw, r.groups, round, &r.ws->error, r.timeout_ns) && blockIdx.x == 0)
-        finish<A>(r.ws, parts, r.out, r.out_dtype);
+        finish<A, L>(r.ws, parts, r.out, r.out_dtype);
 }
 
 /* threadfence: the last block to take a ticket adds the partials.  `last`
  * is the kernel's __shared__ flag. */
-template <class A, class R> __device__ __forceinline__ void threadfence_finish(const R &r, int64_t parts, bool &last)
+template <class A, int L, class R> __device__ __forceinline__ void threadfence_finish(const R &r, int64_t parts, bool &last)
 {
     if (threadIdx.x == 0) {
         __threadfence(); /* our partial is visible before our ticket is */
@@ -254,7 +275,7 @@ template <class A, class R> __device__ __forceinline__ void threadfence_finish(c
     __syncthreads();
     if (last) {
         __threadfence(); /* and we read the partials only after seeing every ticket */
-        finish<A>(r.ws, parts, r.out, r.out_dtype);
+        finish<A, L>(r.ws, parts, r.out, r.out_dtype);
         if (threadIdx.x == 0)
             r.ws->ticket = 0; /* ready for the next chunk */
     }
@@ -304,9 +325,9 @@ __global__ void __launch_bounds__(THREADS, reduce_min_blocks<T, DOT>(THREADS)) r
         }
     }
     if (MODE == MODE_THREADFENCE)
-        threadfence_finish<A>(r, gridDim.x, last);
+        threadfence_finish<A, in_kernel_finish_loads<T, DOT>()>(r, gridDim.x, last);
     if (MODE == MODE_GRID)
-        grid_finish<A>(r, gridDim.x);
+        grid_finish<A, in_kernel_finish_loads<T, DOT>()>(r, gridDim.x);
 }
 
 /* deterministic=True: the sum of fixed tile t (valid in thread 0). */
@@ -337,9 +358,9 @@ __global__ void __launch_bounds__(GS_REDUCE_THREADS) reduce_tiles_kernel(reduce_
         __syncthreads(); /* scratch is reused by the next tile */
     }
     if (MODE == MODE_THREADFENCE)
-        threadfence_finish<A>(r, tiles, last);
+        threadfence_finish<A, GS_REDUCE_FINISH_LOADS>(r, tiles, last);
     if (MODE == MODE_GRID)
-        grid_finish<A>(r, tiles);
+        grid_finish<A, GS_REDUCE_FINISH_LOADS>(r, tiles);
 }
 
 /* deterministic=True on a few tiles: one block does what the tile kernel's
@@ -617,6 +638,20 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
         st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
                : launch<false>(p, a->dtype, a->data, NULL, a->length, a->stride, 1);
         return st;
+    }
+    if (p.out && asked == GS_STRATEGY_AUTO && !det && strategy == GS_STRATEGY_TWO_PASS) {
+        /* Outside graph capture: the thread's kept workspace, whose ticket the last block resets, and the
+         * threadfence kernel -- one launch, no allocation, no free (r147, H200 host: ~3.5 us less host time
+         * a call than two-pass's allocation, free and second launch). */
+        p.ws = (reduce_ws *)gs_cuda_scratch(ord, s, ws_bytes, sizeof(reduce_ws));
+        if (p.ws) {
+            p.strategy = GS_STRATEGY_THREADFENCE;
+            *used = GS_STRATEGY_THREADFENCE;
+            st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
+                   : launch<false>(p, a->dtype, a->data, NULL, a->length, a->stride, 1);
+            gs_cuda_scratch_done(ord, s);
+            return st;
+        }
     }
     GS_CUDA_GOTO(gs_malloc_async((void **)&p.ws, ws_bytes, s));
     if (!(p.out && strategy == GS_STRATEGY_TWO_PASS)) /* (two-pass storing into out reads no header word) */

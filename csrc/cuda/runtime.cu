@@ -194,6 +194,82 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaS
     return found;
 }
 
+/* ---- The calling thread's scratch buffers (gs_cuda_scratch). */
+namespace {
+struct thread_scratch {
+    void *p[GS_MAX_DEVICES];
+    size_t bytes[GS_MAX_DEVICES];
+    cudaEvent_t done[GS_MAX_DEVICES]; /* recorded after the last use */
+    ~thread_scratch()
+    {
+        for (int d = 0; d < GS_MAX_DEVICES; d++)
+            if (p[d] || done[d]) {
+                gs_device_guard g(d);
+                if (done[d])
+                    cudaEventSynchronize(done[d]); /* the last use has finished */
+                if (p[d])
+                    cudaFreeAsync(p[d], cudaStreamLegacy);
+                if (done[d])
+                    cudaEventDestroy(done[d]);
+                cudaGetLastError(); /* (at process exit the runtime may be gone) */
+            }
+    }
+};
+thread_local thread_scratch t_scratch;
+} // namespace
+
+void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes, size_t zero_bytes)
+{
+    if (ordinal < 0 || ordinal >= GS_MAX_DEVICES || bytes > GS_SCRATCH_MAX_BYTES || zero_bytes > bytes)
+        return NULL;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+        cudaGetLastError(); /* (another thread's global capture: the caller's own path reports it) */
+        return NULL;
+    }
+    thread_scratch &t = t_scratch;
+    if (!t.done[ordinal] && cudaEventCreateWithFlags(&t.done[ordinal], cudaEventDisableTiming) != cudaSuccess) {
+        t.done[ordinal] = NULL;
+        cudaGetLastError();
+        return NULL;
+    }
+    if (cudaStreamWaitEvent(s, t.done[ordinal], 0) != cudaSuccess) { /* after the previous use, on any stream */
+        cudaGetLastError();
+        return NULL;
+    }
+    if (t.bytes[ordinal] < bytes) {
+        if (t.p[ordinal]) /* ordered after its last use by the wait above */
+            cudaFreeAsync(t.p[ordinal], s);
+        t.p[ordinal] = NULL;
+        t.bytes[ordinal] = 0;
+        void *p = NULL;
+        const size_t want = bytes < ((size_t)64 << 10) ? ((size_t)64 << 10) : bytes;
+        if (gs_cuda_pool_alloc(&p, want, s) != cudaSuccess ||
+            (zero_bytes && cudaMemsetAsync(p, 0, zero_bytes, s) != cudaSuccess)) {
+            cudaGetLastError();
+            if (p)
+                cudaFreeAsync(p, s);
+            cudaGetLastError();
+            return NULL;
+        }
+        t.p[ordinal] = p;
+        t.bytes[ordinal] = want;
+    }
+    return t.p[ordinal];
+}
+
+void gs_cuda_scratch_done(int ordinal, cudaStream_t s)
+{
+    if (ordinal >= 0 && ordinal < GS_MAX_DEVICES && t_scratch.done[ordinal] &&
+        cudaEventRecord(t_scratch.done[ordinal], s) != cudaSuccess) {
+        /* no record: the next use cannot be ordered after this one, so it takes a fresh buffer (this one is
+         * left, not freed under work that may still run) */
+        cudaGetLastError();
+        t_scratch.p[ordinal] = NULL;
+        t_scratch.bytes[ordinal] = 0;
+    }
+}
+
 static gs_status cuda_empty_cache(void)
 {
     pthread_mutex_lock(&g_pool_lock);
