@@ -231,9 +231,14 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     using UT = typename std::make_unsigned<T>::type;
     unsigned tmax = 0; /* (UT widened: 16-bit maxima in 32-bit registers) */
     auto add = [&](T v) {
+        if (TOP) { /* offset 0, no closed top (launch_int checks): x itself is the bin, in 32 bits */
+            const unsigned u = (unsigned)(UT)v; /* a negative signed x: past every bin */
+            tmax = max(tmax, u);
+            if (u < (unsigned)nb)
+                atomicAdd_block(mine + (u << rshift), 1u);
+            return;
+        }
         const UI d = (UI)((I)v - off); /* exact: |v|, |off| < 2^40 */
-        if (TOP)
-            tmax = max(tmax, (unsigned)(UT)v);
         if (d < lim)
             atomicAdd_block(mine + ((unsigned)(d < last ? d : last) << rshift), 1u);
     };
@@ -257,6 +262,8 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
 template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshift, bool stream)
 {
     constexpr int U = 2;
+    if (l->top && (l->binner.offset != 0 || l->binner.closed_top))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "internal: a first count's bins start at 0 and have no closed top");
     auto kern = l->top ? (stream ? hist_int_kernel<T, U, true, true> : hist_int_kernel<T, U, false, true>)
                        : (stream ? hist_int_kernel<T, U, true, false> : hist_int_kernel<T, U, false, false>);
     const size_t smem = (size_t)l->binner.nbins << rshift << 2;
