@@ -365,9 +365,9 @@ def test_host_input_on_a_stream(cp, nbytes):
 @pytest.mark.gpu
 def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
     """Device sums past one block, strategy auto, outside graph capture: one launch into the
-    calling thread's kept workspace (strategy_used 'threadfence').  Uses on other streams are
-    ordered after the previous one; threads keep their own; sizes that need more partials grow
-    it; a capture takes the two-pass path with a workspace of its own (replays stay right)."""
+    calling thread's kept workspace for the stream (strategy_used 'threadfence'), the same buffer
+    again and again; threads keep their own; a capture takes the two-pass path with a workspace of
+    its own (replays stay right)."""
     import threading
     rng = np.random.default_rng(11)
     sizes = [70_001, 1_000_003, 9_999_991, 40_000_000]
@@ -420,3 +420,133 @@ def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
         torch.cuda.synchronize()
         assert int(r) == v * 2_000_000
         assert int(gs.sum(x)) == v * 2_000_000  # and the kept workspace between replays
+
+
+_SPIN = r"""
+extern "C" __global__ void spin(unsigned long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        __nanosleep(1000);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}"""
+
+
+@pytest.mark.gpu
+def test_kept_workspace_never_ties_two_streams(cp):
+    """A kept-workspace sum on stream B does not wait for stream A's work (a kernel spinning
+    300 ms, then a sum that used its own kept workspace): B's sum is done while A still spins."""
+    import time
+    spin = cp.RawKernel(_SPIN, "spin")
+    x = cp.arange(3_000_000, dtype=cp.int64)
+    a, b = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    for s in (a, b):  # each stream's kept workspace exists before the timed part
+        with s:
+            gs.sum(x)
+    cp.cuda.Device().synchronize()
+    with a:
+        spin((1,), (1,), (np.uint64(300_000_000),))
+        ra = gs.sum(x)
+        ea = cp.cuda.Event()
+        ea.record()
+    t0 = time.perf_counter()
+    with b:
+        rb = gs.sum(x)
+        assert gs.last_plan()["strategy_used"] == "threadfence"
+        eb = cp.cuda.Event()
+        eb.record()
+    eb.synchronize()
+    waited = time.perf_counter() - t0
+    still_spinning = not ea.done
+    ea.synchronize()
+    expect = 3_000_000 * 2_999_999 // 2
+    assert int(ra) == expect and int(rb) == expect
+    assert still_spinning and waited < 0.2, (still_spinning, waited)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+def test_thread_exit_during_a_capture_leaves_it_intact(cp, lib):
+    """A thread that used a kept workspace exits while another thread captures a graph (torch's
+    global mode; a CuPy blocking stream): its workspace is freed without a host wait and without
+    the legacy stream, so the capture stays valid and its replay is right."""
+    import threading
+    import time
+    x = cp.arange(2_000_000, dtype=cp.int64)
+    go, got = threading.Event(), {}
+
+    def worker():
+        s = cp.cuda.Stream(non_blocking=True)
+        with s:
+            got["r"] = gs.sum(x)
+        s.synchronize()
+        go.wait(10)
+    t = threading.Thread(target=worker)
+    t.start()
+    while "r" not in got:
+        time.sleep(0.01)
+    if lib == "torch":
+        torch = pytest.importorskip("torch")
+        xt = torch.arange(2_000_000, dtype=torch.int64, device="cuda")
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            gs.sum(xt)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            r = gs.sum(xt)
+            go.set()
+            t.join()
+            time.sleep(0.2)  # (CPython <= 3.12: join returns before the thread's C++ destructors run)
+        g.replay()
+        torch.cuda.synchronize()
+        assert int(r) == 2_000_000 * 1_999_999 // 2
+    else:
+        s = cp.cuda.Stream(non_blocking=False)
+        with s:
+            gs.sum(x)
+            s.synchronize()
+            s.begin_capture()
+            r = gs.sum(x)
+            go.set()
+            t.join()
+            time.sleep(0.2)
+            g = s.end_capture()
+            g.launch()
+        s.synchronize()
+        assert int(r) == 2_000_000 * 1_999_999 // 2
+    assert int(got["r"]) == 2_000_000 * 1_999_999 // 2
+
+
+@pytest.mark.gpu
+def test_kept_workspace_every_grid_dtype_and_layout(cp, monkeypatch):
+    """The kept path at every size (one-block path off), forced grids of 1, 2 and 7 blocks (a
+    ticket left behind would spoil the next call), every dot dtype whose register bound changed,
+    uint32 sums (4 partials in flight in the finishing step), strided and misaligned inputs."""
+    rng = np.random.default_rng(17)
+    monkeypatch.setenv("GPUSYNC_REDUCE_SMALL_BYTES", "0")
+    for grid in ("1", "2", "7", None):
+        if grid:
+            monkeypatch.setenv("GPUSYNC_REDUCE_GRID", grid)
+        else:
+            monkeypatch.delenv("GPUSYNC_REDUCE_GRID", raising=False)
+        for n in (1, 5, 4097, 1_000_003):
+            h = rng.integers(-300, 700, n).astype(np.int64)
+            d = cp.asarray(h)
+            assert int(gs.sum(d)) == int(h.sum()), (grid, n)
+            assert gs.last_plan()["strategy_used"] == "threadfence"
+            assert int(gs.dot(d, d)) == int(h @ h), (grid, n)
+    monkeypatch.delenv("GPUSYNC_REDUCE_GRID")
+    for dt in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float16", "float32", "float64"):
+        h = rng.integers(0, 2 if dt == "float16" else 5, 30_011).astype(dt)
+        d = cp.asarray(h)
+        for a, b in ((d, d), (d[::3], d[1::3]), (d[1:], d[:-1])):
+            ha, hb = cp.asnumpy(a), cp.asnumpy(b)
+            got = gs.dot(a, b)
+            if h.dtype.kind == "f":
+                assert float(got) == pytest.approx(float(np.dot(ha.astype(np.float64), hb)), rel=1e-3), dt
+            else:
+                assert int(got) == int(np.dot(ha, hb)), dt  # (NumPy's wrap-around in the dtype)
+        if dt == "uint32":
+            assert int(gs.sum(d)) == int(h.sum()) and int(gs.sum(d[1:])) == int(h[1:].sum())

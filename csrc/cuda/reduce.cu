@@ -23,7 +23,13 @@
  *
  * All strategies add their result into a per-call workspace accumulator
  * (host inputs arrive in chunks and add up there); a one-thread kernel
- * converts it to the result dtype at the end.
+ * converts it to the result dtype at the end -- except where the finishing
+ * block stores the result into a device output itself (two-pass, threadfence
+ * and grid on device inputs).  Strategy auto on device inputs: one block or
+ * one cluster for small inputs (no workspace); above that, outside graph
+ * capture, threadfence into the calling thread's kept workspace for its
+ * stream (gs_cuda_scratch: one launch, no allocation), and under capture
+ * two-pass with a per-call workspace.
  */
 #include "dtypes.cuh"
 #include "elements.cuh"
@@ -43,7 +49,8 @@ namespace cg = cooperative_groups;
 
 namespace {
 
-/* The per-call workspace (zeroed before the first kernel). */
+/* The workspace: per call (zeroed before the first kernel), or the calling
+ * thread's kept one (zeroed once; the threadfence kernel resets its ticket). */
 struct reduce_ws {
     union {
         double f;
@@ -99,9 +106,9 @@ template <int N, class A> __device__ __forceinline__ A pairwise(A *x)
 
 /* Sums of 4-byte elements take the pairwise tree below, and their kernel
  * asks for a full SM of blocks: 32 registers (sm_90, -Xptxas -v; the tree
- * alone took 48 and 5 blocks per SM), no spills except uint32's threadfence
- * and grid kernels: 24-32 bytes in the block's finishing step (its 8 partials
- * in flight), once a block, not in the element loop.  2-byte float16 spilled under
+ * alone took 48 and 5 blocks per SM), no spills (the finishing step inside
+ * the threadfence and grid kernels loads 4 partials at a time, see
+ * in_kernel_finish_loads).  2-byte float16 spilled under
  * that bound and 1-byte elements hold 16 converted values per vector: both
  * keep the chain. */
 template <class T, bool DOT> __host__ __device__ constexpr bool tree_of() { return !DOT && sizeof(T) == 4; }
@@ -115,13 +122,18 @@ template <class T, bool DOT> __host__ __device__ constexpr int in_kernel_finish_
 }
 
 /* Blocks an SM the element loop's registers must allow.  Dots of <= 4-byte
- * elements on sm_90: 3 of 256 threads (<= 80 registers), the class the two-pass
- * partial kernel fell in unbounded; the threadfence kernel, whose last block
- * finishes, took 85-91 without the bound (float32: 2 blocks an SM, 100M
- * 105 -> 126 us on the H200, r147). */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+ * elements (every strategy) before sm_100: 3 of 256 threads (<= 80
+ * registers), the class the two-pass partial kernel fell in unbounded; the
+ * threadfence kernel, whose last block finishes, took 85-91 registers
+ * without the bound for float32, float16 and int8 (2 blocks an SM: float32
+ * 100M 105 -> 126 us on the H200, r147) and 72 for 16/32-bit integers (3
+ * blocks; 64 and 4 with it).  No spills under it on sm_75/80/86/90
+ * (-Xptxas -v); native sm_120 code spilled 8-48 bytes, so sm_100+ keep no
+ * bound (the compute_90 PTX that a build with no GPU in sight ships carries
+ * it, and ptxas 13.0 assembles it for sm_120 at 80 registers, no spills). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 1000
 #define GS_REDUCE_DOT_BOUND_THREADS 768
-#else /* measured on sm_90 only; sm_120's code spilled 8-48 bytes under it */
+#else
 #define GS_REDUCE_DOT_BOUND_THREADS 0
 #endif
 template <class T, bool DOT> __host__ __device__ constexpr int reduce_min_blocks(int threads)
@@ -608,9 +620,10 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
     if (!on_host && a->length > 0 && asked == GS_STRATEGY_AUTO) {
         /* Device input, strategy auto.  Small inputs: one launch of one block
          * (or one cluster of blocks on devices with clusters), no workspace
-         * -- launch latency dominates there.  Larger: two-pass with the
-         * finishing kernel storing the result: two launches and no memset
-         * (a memset in a stream or graph costs about a launch more). */
+         * -- launch latency dominates there.  Larger: the finishing block
+         * stores the result (no memset, no store kernel; a memset in a stream
+         * or graph costs about a launch more): threadfence into the kept
+         * workspace below, or two-pass (two launches). */
         const int clusters = dev->major >= 9;
         int set = 0; /* threshold sweeps */
         const double forced = gs_env_number(GS_ENV_REDUCE_SMALL_BYTES, 0, &set);
@@ -629,29 +642,29 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
                                    strategy == GS_STRATEGY_TWO_PASS);
     if (fused && a->length > 0)
         p.out = out->data;
-    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
-        fprintf(stderr, "[gpusync] %s n=%lld dtype=%d strategy=%s deterministic=%d device=%d%s\n",
-                b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
-                on_host ? " (host input staged)" : "");
-
-    if (p.single) {
-        st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
-               : launch<false>(p, a->dtype, a->data, NULL, a->length, a->stride, 1);
-        return st;
-    }
-    if (p.out && asked == GS_STRATEGY_AUTO && !det && strategy == GS_STRATEGY_TWO_PASS) {
-        /* Outside graph capture: the thread's kept workspace, whose ticket the last block resets, and the
-         * threadfence kernel -- one launch, no allocation, no free (r147, H200 host: ~3.5 us less host time
-         * a call than two-pass's allocation, free and second launch). */
+    /* Outside graph capture: the calling thread's kept workspace for this stream, whose ticket the last block
+     * resets, and the threadfence kernel -- one launch, no allocation, no free (H200 host, r148: 14.1-15.2 ->
+     * 10.0-10.9 us a call).  Under capture, or when no kept workspace can be had: two-pass, per call. */
+    int kept = 0;
+    if (!p.single && p.out && asked == GS_STRATEGY_AUTO && !det && strategy == GS_STRATEGY_TWO_PASS) {
         p.ws = (reduce_ws *)gs_cuda_scratch(ord, s, ws_bytes, sizeof(reduce_ws));
         if (p.ws) {
-            p.strategy = GS_STRATEGY_THREADFENCE;
-            *used = GS_STRATEGY_THREADFENCE;
-            st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
-                   : launch<false>(p, a->dtype, a->data, NULL, a->length, a->stride, 1);
-            gs_cuda_scratch_done(ord, s);
-            return st;
+            kept = 1;
+            strategy = p.strategy = GS_STRATEGY_THREADFENCE;
+            *used = strategy;
         }
+    }
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
+        fprintf(stderr, "[gpusync] %s n=%lld dtype=%d strategy=%s deterministic=%d device=%d%s%s\n",
+                b ? "dot" : "sum", (long long)a->length, (int)a->dtype, gs_strategy_name(strategy), det, ord,
+                on_host ? " (host input staged)" : "", kept ? " (kept workspace)" : "");
+
+    if (p.single || kept) {
+        st = b ? launch<true>(p, a->dtype, a->data, b->data, a->length, a->stride, b->stride)
+               : launch<false>(p, a->dtype, a->data, NULL, a->length, a->stride, 1);
+        if (kept)
+            gs_cuda_scratch_done(ord, s); /* (on failure too: the use is ordered either way) */
+        return st;
     }
     GS_CUDA_GOTO(gs_malloc_async((void **)&p.ws, ws_bytes, s));
     if (!(p.out && strategy == GS_STRATEGY_TWO_PASS)) /* (two-pass storing into out reads no header word) */

@@ -194,28 +194,113 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaS
     return found;
 }
 
-/* ---- The calling thread's scratch buffers (gs_cuda_scratch). */
+/* ---- The calling thread's scratch buffers (gs_cuda_scratch).
+ * One buffer per (device, stream handle) a thread uses, at most
+ * SCRATCH_SLOTS of them; a use never waits on another stream's work (a wait
+ * across streams would tie them: a sum on stream B queued behind a kernel on
+ * A that waits for work queued on B after it would never run, review36 #1).
+ * The same handle's use waits on its own slot's event -- free on a live
+ * stream, and it keeps a handle that a destroyed stream's successor reuses
+ * ordered after the old stream's last use.  A full table frees a slot whose
+ * event has completed (queried in relaxed capture mode), else the caller
+ * takes its per-call workspace. */
 namespace {
+enum { SCRATCH_SLOTS = 8 };
+struct scratch_slot {
+    int ordinal; /* -1: free */
+    cudaStream_t stream;
+    void *p;
+    size_t bytes;
+    cudaEvent_t done; /* recorded after each use */
+};
+cudaStream_t g_scratch_free_stream[GS_MAX_DEVICES]; /* non-blocking: frees at thread exit, no host wait */
+pthread_mutex_t g_scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Relaxed stream-capture mode on this thread for a scope: the calls below
+ * (event queries, stream creation, frees) do not invalidate another
+ * thread's capture in global mode. */
+struct relaxed_capture {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    relaxed_capture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+    ~relaxed_capture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+};
+
+/* Release a slot's buffer and event without a host wait: the free and the
+ * event's destruction are ordered after its last use on a private
+ * non-blocking stream (never the legacy stream: a use of it invalidates any
+ * capture of a blocking stream, review36 #2). */
+void slot_release(scratch_slot &x)
+{
+    if (x.ordinal < 0)
+        return;
+    gs_device_guard g(x.ordinal);
+    cudaStream_t fs = g_scratch_free_stream[x.ordinal];
+    if (x.p && fs && (!x.done || cudaStreamWaitEvent(fs, x.done, 0) == cudaSuccess))
+        cudaFreeAsync(x.p, fs);
+    /* (no free stream or no wait: the buffer is left, not freed under work that may still run) */
+    if (x.done)
+        cudaEventDestroy(x.done); /* (allowed with a wait pending) */
+    cudaGetLastError(); /* (at process exit the runtime may be gone) */
+    x = scratch_slot{-1, NULL, NULL, 0, NULL};
+}
+
 struct thread_scratch {
-    void *p[GS_MAX_DEVICES];
-    size_t bytes[GS_MAX_DEVICES];
-    cudaEvent_t done[GS_MAX_DEVICES]; /* recorded after the last use */
+    scratch_slot slot[SCRATCH_SLOTS];
+    thread_scratch()
+    {
+        for (auto &x : slot)
+            x = scratch_slot{-1, NULL, NULL, 0, NULL};
+    }
     ~thread_scratch()
     {
-        for (int d = 0; d < GS_MAX_DEVICES; d++)
-            if (p[d] || done[d]) {
-                gs_device_guard g(d);
-                if (done[d])
-                    cudaEventSynchronize(done[d]); /* the last use has finished */
-                if (p[d])
-                    cudaFreeAsync(p[d], cudaStreamLegacy);
-                if (done[d])
-                    cudaEventDestroy(done[d]);
-                cudaGetLastError(); /* (at process exit the runtime may be gone) */
-            }
+        relaxed_capture r;
+        for (auto &x : slot)
+            slot_release(x);
+    }
+    scratch_slot *find(int ordinal, cudaStream_t s)
+    {
+        for (auto &x : slot)
+            if (x.ordinal == ordinal && x.stream == s)
+                return &x;
+        return NULL;
     }
 };
 thread_local thread_scratch t_scratch;
+
+/* A free slot for (ordinal, s), its event made; NULL when none can be had. */
+scratch_slot *slot_take(thread_scratch &t, int ordinal, cudaStream_t s)
+{
+    relaxed_capture r;
+    scratch_slot *x = NULL;
+    for (auto &y : t.slot)
+        if (y.ordinal < 0) {
+            x = &y;
+            break;
+        }
+    for (int k = 0; !x && k < SCRATCH_SLOTS; k++) { /* a slot whose last use has completed */
+        scratch_slot &y = t.slot[k];
+        if (!y.done || cudaEventQuery(y.done) == cudaSuccess) {
+            slot_release(y);
+            x = &y;
+        }
+        cudaGetLastError(); /* (cudaErrorNotReady) */
+    }
+    if (!x)
+        return NULL;
+    pthread_mutex_lock(&g_scratch_lock);
+    if (!g_scratch_free_stream[ordinal] &&
+        cudaStreamCreateWithFlags(&g_scratch_free_stream[ordinal], cudaStreamNonBlocking) != cudaSuccess)
+        g_scratch_free_stream[ordinal] = NULL;
+    const bool have_free = g_scratch_free_stream[ordinal] != NULL;
+    pthread_mutex_unlock(&g_scratch_lock);
+    cudaEvent_t e = NULL;
+    if (!have_free || cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    *x = scratch_slot{ordinal, s, NULL, 0, e};
+    return x;
+}
 } // namespace
 
 void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes, size_t zero_bytes)
@@ -224,49 +309,51 @@ void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes, size_t zero_byt
         return NULL;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(s, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-        cudaGetLastError(); /* (another thread's global capture: the caller's own path reports it) */
+        /* (an error: the legacy stream while a blocking stream is captured; the caller's path reports it) */
+        cudaGetLastError();
         return NULL;
     }
     thread_scratch &t = t_scratch;
-    if (!t.done[ordinal] && cudaEventCreateWithFlags(&t.done[ordinal], cudaEventDisableTiming) != cudaSuccess) {
-        t.done[ordinal] = NULL;
+    scratch_slot *x = t.find(ordinal, s);
+    if (!x && !(x = slot_take(t, ordinal, s)))
+        return NULL;
+    if (cudaStreamWaitEvent(s, x->done, 0) != cudaSuccess) { /* this handle's previous use (a no-op on a live stream) */
         cudaGetLastError();
+        x->p = NULL; /* (forgotten, not freed: e.g. after a device reset every handle is stale) */
+        x->done = NULL;
+        x->ordinal = -1;
         return NULL;
     }
-    if (cudaStreamWaitEvent(s, t.done[ordinal], 0) != cudaSuccess) { /* after the previous use, on any stream */
-        cudaGetLastError();
-        return NULL;
-    }
-    if (t.bytes[ordinal] < bytes) {
-        if (t.p[ordinal]) /* ordered after its last use by the wait above */
-            cudaFreeAsync(t.p[ordinal], s);
-        t.p[ordinal] = NULL;
-        t.bytes[ordinal] = 0;
+    if (x->bytes < bytes) {
+        if (x->p && cudaFreeAsync(x->p, s) != cudaSuccess) /* ordered after its last use by the wait above */
+            cudaGetLastError();
+        x->p = NULL;
+        x->bytes = 0;
         void *p = NULL;
-        const size_t want = bytes < ((size_t)64 << 10) ? ((size_t)64 << 10) : bytes;
-        if (gs_cuda_pool_alloc(&p, want, s) != cudaSuccess ||
+        if (gs_cuda_pool_alloc(&p, bytes, s) != cudaSuccess ||
             (zero_bytes && cudaMemsetAsync(p, 0, zero_bytes, s) != cudaSuccess)) {
             cudaGetLastError();
-            if (p)
-                cudaFreeAsync(p, s);
-            cudaGetLastError();
+            if (p && cudaFreeAsync(p, s) != cudaSuccess)
+                cudaGetLastError();
             return NULL;
         }
-        t.p[ordinal] = p;
-        t.bytes[ordinal] = want;
+        x->p = p;
+        x->bytes = bytes;
     }
-    return t.p[ordinal];
+    return x->p;
 }
 
 void gs_cuda_scratch_done(int ordinal, cudaStream_t s)
 {
-    if (ordinal >= 0 && ordinal < GS_MAX_DEVICES && t_scratch.done[ordinal] &&
-        cudaEventRecord(t_scratch.done[ordinal], s) != cudaSuccess) {
-        /* no record: the next use cannot be ordered after this one, so it takes a fresh buffer (this one is
-         * left, not freed under work that may still run) */
+    scratch_slot *x = t_scratch.find(ordinal, s);
+    if (x && cudaEventRecord(x->done, s) != cudaSuccess) {
+        /* no record: a later use could not be ordered after this one -- free the buffer after this use (on s)
+         * and let the next use start afresh */
         cudaGetLastError();
-        t_scratch.p[ordinal] = NULL;
-        t_scratch.bytes[ordinal] = 0;
+        if (x->p && cudaFreeAsync(x->p, s) != cudaSuccess)
+            cudaGetLastError();
+        x->p = NULL;
+        x->bytes = 0;
     }
 }
 

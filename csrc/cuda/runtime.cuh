@@ -166,19 +166,23 @@ gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev);
  * returns: any stream may read it at once. */
 const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaStream_t stream);
 
-/* A scratch buffer the calling thread keeps on device `ordinal` (current)
- * for kernels that would otherwise allocate and free a workspace every call
- * (a two-launch sum's partials: cudaMallocAsync + cudaFreeAsync + a second
- * launch cost ~5 us of host time a call on the H200 host, r146).  Its first
- * `zero_bytes` are zero the first time it is handed out, and the caller's
- * kernels must leave them zero (a ticket the last block resets).  Uses are
- * ordered, whatever their streams: this makes `s` wait on the event recorded
- * after the previous use, and gs_cuda_scratch_done() records it after the
- * caller's launches -- call it whenever this returned a buffer, on failure
- * too.  NULL (no error pending) while `s` is being captured (a graph must not
- * keep a thread's buffer), when it cannot be had, or when `bytes` exceeds
- * GS_SCRATCH_MAX_BYTES: the caller takes its per-call workspace.  Freed when
- * the thread exits, after its last use has completed. */
+/* A scratch buffer the calling thread keeps for stream `s` on device
+ * `ordinal` (current), for kernels that would otherwise allocate and free a
+ * workspace every call (a sum's partials: the allocation, free and second
+ * launch of two-pass took ~4 us of host time a call on the H200 host, r148).
+ * Its first `zero_bytes` are zero the first time it is handed out, and the
+ * caller's kernels must leave them zero (a ticket the last block resets).
+ * One buffer per stream handle (at most 8 a thread; one whose last use has
+ * completed is freed for a new stream): a use waits only on the previous
+ * use of its own handle (through an event, so a destroyed stream's reused
+ * handle is safe too) and never ties two streams together.  Call
+ * gs_cuda_scratch_done() after the launches whenever this returned a buffer,
+ * on failure too (it records that event).  NULL (no error pending) while `s`
+ * is being captured (a graph must not keep a thread's buffer), when no slot
+ * or memory can be had, or when `bytes` exceeds GS_SCRATCH_MAX_BYTES: the
+ * caller takes its per-call workspace.  Freed when the thread exits, without
+ * a host wait (stream-ordered after the last use, in relaxed capture mode);
+ * gs.empty_cache() leaves them. */
 #define GS_SCRATCH_MAX_BYTES ((size_t)1 << 20)
 void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes, size_t zero_bytes);
 void gs_cuda_scratch_done(int ordinal, cudaStream_t s);
