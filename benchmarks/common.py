@@ -277,11 +277,12 @@ def merge_results(outdir, info, rows, ceilings=None, sweeps=None, partial=False)
     for r in rows:  # each row names its GPU, so that both GPUs' results live side by side
         r["device"] = short_device(r.get("device", dev))
     ops = {r["op"] for r in rows}
-    cases = {r["case"] for r in rows}
+    measured = {(r["case"], r["impl"]) for r in rows}
     # a benchmark's rows replace its earlier rows on the same GPU (a partial run, e.g. --dist or
-    # --sweep, replaces only the cases it measured)
+    # --sweep, replaces only the (case, impl) rows it measured: sizes.py's wall-time rows and
+    # reduce.py's graph-replay rows of one sweep case live side by side)
     kept = [r for r in data.get("rows", []) if not (r["op"] in ops and r["device"] == dev and
-                                                    (not partial or r["case"] in cases))]
+                                                    (not partial or (r["case"], r["impl"]) in measured))]
     data["device"] = info["name"]  # (the GPU of the latest run; each row names its own)
     data["date"] = datetime.date.today().isoformat()
     data.setdefault("ceilings", {}).update(ceilings or {})

@@ -422,7 +422,7 @@ def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
         assert int(gs.sum(x)) == v * 2_000_000  # and the kept workspace between replays
 
 
-_SPIN = r"""
+_SPIN_NS = r"""
 extern "C" __global__ void spin(unsigned long long ns) {
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -438,7 +438,7 @@ def test_kept_workspace_never_ties_two_streams(cp):
     """A kept-workspace sum on stream B does not wait for stream A's work (a kernel spinning
     300 ms, then a sum that used its own kept workspace): B's sum is done while A still spins."""
     import time
-    spin = cp.RawKernel(_SPIN, "spin")
+    spin = cp.RawKernel(_SPIN_NS, "spin")
     x = cp.arange(3_000_000, dtype=cp.int64)
     a, b = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
     for s in (a, b):  # each stream's kept workspace exists before the timed part
@@ -537,7 +537,7 @@ def test_kept_workspace_every_grid_dtype_and_layout(cp, monkeypatch):
             assert int(gs.sum(d)) == int(h.sum()), (grid, n)
             assert gs.last_plan()["strategy_used"] == "threadfence"
             assert int(gs.dot(d, d)) == int(h @ h), (grid, n)
-    monkeypatch.delenv("GPUSYNC_REDUCE_GRID")
+    monkeypatch.delenv("GPUSYNC_REDUCE_GRID", raising=False)
     for dt in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float16", "float32", "float64"):
         h = rng.integers(0, 2 if dt == "float16" else 5, 30_011).astype(dt)
         d = cp.asarray(h)
