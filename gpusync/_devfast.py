@@ -43,6 +43,11 @@ class _Cupy:
         self.empty = cp.empty
         self.get_device = cp.cuda.runtime.getDevice
         self.get_stream = cp.cuda.get_current_stream
+        # the array's own fields where CuPy exposes them (a.flags builds a Flags object and a.device a
+        # Device object every call), else the public properties
+        nd, mp = cp.ndarray, cp.cuda.MemoryPointer
+        if hasattr(nd, "_c_contiguous") and hasattr(mp, "device_id") and hasattr(mp, "ptr"):
+            self.view = self._view_fields
 
     def view(self, a):
         """(ptr, n, dtype, code, device) of a readable array, else None."""
@@ -54,6 +59,21 @@ class _Cupy:
             return None
         dev = a.device.id
         ptr = a.data.ptr
+        if dev != self.get_device() or ptr % dt.itemsize:
+            return None
+        return ptr, a.size, dt, code, dev
+
+    def _view_fields(self, a):
+        """view() from the ndarray's and its MemoryPointer's fields."""
+        if not a._c_contiguous:
+            return None
+        dt = a.dtype
+        code = _arrays._DTYPE_CODES.get(dt)
+        if code is None or not dt.isnative:
+            return None
+        m = a.data
+        dev = m.device_id
+        ptr = m.ptr
         if dev != self.get_device() or ptr % dt.itemsize:
             return None
         return ptr, a.size, dt, code, dev
