@@ -362,6 +362,17 @@ def test_host_input_on_a_stream(cp, nbytes):
     np.testing.assert_array_equal(gs.cumsum(a, stream=s), np.cumsum(a, dtype=np.uint64))
 
 
+def _torch_sum_to_capture(n):
+    """(torch, an int64 arange of n on the GPU, a CUDAGraph): gs.sum warmed up on a side stream."""
+    torch = pytest.importorskip("torch")
+    x = torch.arange(n, dtype=torch.int64, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # warm up outside the capture
+        gs.sum(x)
+    torch.cuda.synchronize()
+    return torch, x, torch.cuda.CUDAGraph()
+
+
 @pytest.mark.gpu
 def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
     """Device sums past one block, strategy auto, outside graph capture: one launch into the
@@ -404,13 +415,7 @@ def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
     for t in ts:
         t.join()
     assert not errors, errors[0]
-    torch = pytest.importorskip("torch")
-    x = torch.arange(2_000_000, dtype=torch.int64, device="cuda")
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        gs.sum(x)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
+    torch, x, g = _torch_sum_to_capture(2_000_000)
     with torch.cuda.graph(g):
         r = gs.sum(x)
         assert gs.last_plan()["strategy_used"] == "two-pass"
@@ -487,13 +492,7 @@ def test_thread_exit_during_a_capture_leaves_it_intact(cp, lib):
     while "r" not in got:
         time.sleep(0.01)
     if lib == "torch":
-        torch = pytest.importorskip("torch")
-        xt = torch.arange(2_000_000, dtype=torch.int64, device="cuda")
-        side = torch.cuda.Stream()
-        with torch.cuda.stream(side):
-            gs.sum(xt)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
+        torch, xt, g = _torch_sum_to_capture(2_000_000)
         with torch.cuda.graph(g):
             r = gs.sum(xt)
             go.set()
