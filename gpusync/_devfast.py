@@ -41,6 +41,7 @@ class _Cupy:
 
     def __init__(self, cp):
         self.empty = cp.empty
+        self.zeros_ = cp.zeros
         self.get_device = cp.cuda.runtime.getDevice
         self.get_stream = cp.cuda.get_current_stream
         # the array's own fields where CuPy exposes them (a.flags builds a Flags object and a.device a
@@ -83,6 +84,10 @@ class _Cupy:
 
     def out(self, shape, dt, dev):
         r = self.empty(shape, dt)
+        return r, r.data.ptr
+
+    def zeros(self, shape, dt, dev):
+        r = self.zeros_(shape, dt)
         return r, r.data.ptr
 
     def word(self, a):
@@ -134,6 +139,11 @@ class _Torch:
             d = self.devices[dev] = self.torch.device("cuda", dev)
         r = self.empty(shape, dtype=self.to_torch[dt], device=d)
         return r, r.data_ptr()
+
+    def zeros(self, shape, dt, dev):
+        r, ptr = self.out(shape, dt, dev)
+        r.zero_()
+        return r, ptr
 
     def word(self, a):
         """The first element of a small device array, on the host (waits)."""
@@ -431,9 +441,14 @@ def bincount_(a, minlength, bins_desc_of):
       BINCOUNT_FIRST_BINS - 1 that also finds the largest value
       (``_core.bincount_first``): when that is below BINCOUNT_FIRST_BINS,
       those counts are the result (one read of the input, a view of them);
-      otherwise a count of max + 1 bins follows (two reads, as a min/max pass
-      and a count took before).
-    * 64-bit integers: a minmax read, then the count of max + 1 bins.
+      otherwise a count follows (two reads, as a min/max pass and a count
+      took before).
+    * 64-bit integers: a minmax read, then the count.
+
+    That count takes the values min .. max alone (a histogram of max - min + 1
+    bins into that stretch of zeroed counts) where they are at most half of
+    0 .. max, e.g. identifiers from 10^6 up: fewer bins, the counting
+    kernels of few bins; else the max + 1 bins.
 
     Bool inputs take the general path."""
     r = _ready(a)
@@ -449,8 +464,8 @@ def bincount_(a, minlength, bins_desc_of):
     if dt.itemsize <= 4:
         b = _core.BINCOUNT_FIRST_BINS
         counts, cptr = h.out((b,), _INT64, dev)
-        hi, negative = _core.bincount_first("cuda", src, (cptr, b, 1, _arrays._DTYPE_CODES[_INT64], dev),
-                                            stream)  # synchronize!
+        hi, negative, lo = _core.bincount_first("cuda", src, (cptr, b, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                                                stream)  # synchronize!
         if negative:
             raise ValueError("'list' argument must have no negative elements")
         if hi < b:  # every value counted: these are the counts
@@ -461,7 +476,15 @@ def bincount_(a, minlength, bins_desc_of):
         lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
         if lo < 0:
             raise ValueError("'list' argument must have no negative elements")
-    nbins = max(int(hi) + 1, minlength)
+    hi, lo = int(hi), int(lo)
+    nbins = max(hi + 1, minlength)
+    span = hi - lo + 1
+    if 2 * span <= hi + 1:  # the values lo .. hi alone, into that stretch of zeroed counts
+        counts, cptr = h.zeros((nbins,), _INT64, dev)
+        used = _core.histogram("cuda", src, None, (cptr + 8 * lo, span, 1, _arrays._DTYPE_CODES[_INT64], dev),
+                               bins_desc_of(span, lo), "auto", stream)
+        _note("bincount", n, dt, dt.itemsize, nbins * 8, used)
+        return counts
     counts, cptr = h.out((nbins,), _INT64, dev)
     used = _core.histogram("cuda", src, None, (cptr, nbins, 1, _arrays._DTYPE_CODES[_INT64], dev),
                            bins_desc_of(nbins), "auto", stream)

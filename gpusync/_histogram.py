@@ -707,9 +707,9 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     return out
 
 
-def _direct_bins(nbins):
-    """The counting kernel's bins for values 0 .. nbins - 1 (bincount)."""
-    return _bins_tuple(_DIRECT, nbins, offset=0, closed=0)
+def _direct_bins(nbins, offset=0):
+    """The counting kernel's bins for values offset .. offset + nbins - 1 (bincount)."""
+    return _bins_tuple(_DIRECT, nbins, offset=offset, closed=0)
 
 
 def _bincount_small(xa, xin, x_dtype, minlength, strategy, device):

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gpusync as gs
-from conftest import assert_raises_like_numpy, strategies_for
+from conftest import assert_raises_like_numpy, strategies_for, to_host, to_kind
 
 INT_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
 
@@ -114,8 +114,8 @@ def test_fast_path_zeroes_the_bins_past_the_maximum():
 @pytest.mark.parametrize("small", ["1", "0"])
 def test_first_count_finds_the_largest_value(backend, dtype, lo, hi, small, monkeypatch):
     """ops->bincount_first (the device bincount's one-read count): counts of
-    0 .. nbins - 1 (no other value counted), the largest value and whether
-    one is negative -- on both engines, every dtype, at the bins' edge; on
+    0 .. nbins - 1 (no other value counted), the largest and the smallest
+    value and whether one is negative -- on both engines, every dtype, at the bins' edge; on
     the GPU also without the kernel that finds the largest value as it
     counts (GPUSYNC_HIST_SMALL=0: a count and a min/max pass)."""
     from gpusync import _arrays, _core
@@ -130,21 +130,23 @@ def test_first_count_finds_the_largest_value(backend, dtype, lo, hi, small, monk
         pytest.skip("no such values in this dtype")
     x = np.random.default_rng(abs(hi)).integers(lo, hi, 20_001).astype(dtype)
     x[-1] = hi - 1  # the largest value in the last element (the tail past the 16-byte vectors)
+    x[-2] = lo  # and the smallest in the one before
     nb = _core.BINCOUNT_FIRST_BINS
     k = x.astype(np.int64)
     ref = np.bincount(k[(k >= 0) & (k < nb)], minlength=nb)
     if backend == "cuda":
         cp = pytest.importorskip("cupy")
         d, out = cp.asarray(x), cp.full(nb, -7, cp.int64)  # (the call zeroes the counts)
-        top, neg = _core.bincount_first("cuda", (d.data.ptr, d.size, 1, _arrays._DTYPE_CODES[np.dtype(dtype)], 0),
-                                        (out.data.ptr, nb, 1, _arrays._DTYPE_CODES[np.dtype(np.int64)], 0),
-                                        cp.cuda.get_current_stream().ptr)
+        top, neg, bottom = _core.bincount_first(
+            "cuda", (d.data.ptr, d.size, 1, _arrays._DTYPE_CODES[np.dtype(dtype)], 0),
+            (out.data.ptr, nb, 1, _arrays._DTYPE_CODES[np.dtype(np.int64)], 0), cp.cuda.get_current_stream().ptr)
         out = out.get()
     else:
         out = np.full(nb, -7, np.int64)
-        top, neg = _core.bincount_first("cpu", x, out, 0)
+        top, neg, bottom = _core.bincount_first("cpu", x, out, 0)
     assert neg == bool(x.min() < 0)
     assert top == (-1 if neg else int(x.max()))
+    assert bottom == (-1 if neg else int(x.min()))
     np.testing.assert_array_equal(out, ref)
     if not neg and top < nb:  # what the device bincount returns from these counts
         np.testing.assert_array_equal(out[:top + 1], np.bincount(x))
@@ -161,3 +163,24 @@ def test_first_count_refuses_what_it_does_not_take():
         _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(4097, np.int64), 0)
     with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
         _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(5, np.float64), 0)
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "int32", "uint32", "int64", "uint64"])
+@pytest.mark.parametrize("lo,span", [(40_000, 1), (40_000, 1000), (1_000_000, 4097), (3000, 2001), (9000, 9001)])
+@pytest.mark.parametrize("minlength", [0, 2_000_000])
+def test_bincount_of_values_far_from_zero(kind, dtype, lo, span, minlength):
+    """Values lo .. lo + span - 1 far from 0 (identifiers, one value): the device bincount counts
+    that stretch alone when it is at most half of 0 .. max (a histogram of span bins into zeroed
+    counts) -- NumPy's result either way, on every dtype and with a minlength past it."""
+    info = np.iinfo(dtype)
+    if lo + span - 1 > info.max:
+        pytest.skip("no such values in this dtype")
+    x = np.random.default_rng(lo + span).integers(lo, lo + span, 30_001).astype(dtype)
+    x[-1], x[-2] = lo + span - 1, lo  # both ends in the tail
+    ref = np.bincount(x, minlength=minlength)
+    try:
+        xd = to_kind(x, kind)
+    except (TypeError, RuntimeError) as e:  # (a torch without this unsigned dtype)
+        pytest.skip(str(e))
+    got = gs.bincount(xd, minlength=minlength)
+    np.testing.assert_array_equal(to_host(got), ref)

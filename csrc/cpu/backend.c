@@ -4,6 +4,7 @@
 #include "demos.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 gs_status gs_cpu_histogram(const gs_array *x, const gs_array *w, const gs_hist_bins *bins, gs_array *out,
@@ -60,7 +61,8 @@ static gs_status cpu_minmax_many(const gs_array *xs, int k, void *out, void *str
 /* bincount's first count (ops->bincount_first) on the calling thread: the
  * CUDA backend's contract, for device inputs; host bincounts take the C fast
  * path or the general one. */
-static gs_status cpu_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int *negative, void *stream)
+static gs_status cpu_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int64_t *bottom, int *negative,
+                                    void *stream)
 {
     (void)stream;
     const gs_dtype dt = x->dtype;
@@ -70,7 +72,7 @@ static gs_status cpu_bincount_first(const gs_array *x, gs_array *out, int64_t *t
         out->length < 1 || out->length > GS_BINCOUNT_FIRST_BINS)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "bincount_first: x and out (1 to %d contiguous int64) on the host",
                        GS_BINCOUNT_FIRST_BINS);
-    int64_t *h = (int64_t *)out->data, hi = -1;
+    int64_t *h = (int64_t *)out->data, hi = -1, lo = INT64_MAX;
     const int64_t nb = out->length;
     int neg = 0;
     memset(h, 0, (size_t)nb * sizeof *h);
@@ -78,11 +80,13 @@ static gs_status cpu_bincount_first(const gs_array *x, gs_array *out, int64_t *t
         const int64_t v = gs_int_at(x->data, dt, i * x->stride);
         neg |= v < 0;
         hi = v > hi ? v : hi;
+        lo = v < lo ? v : lo;
         if (v >= 0 && v < nb)
             h[v]++;
     }
     *negative = neg;
     *top = neg ? -1 : hi;
+    *bottom = neg || x->length == 0 ? -1 : lo;
     return GS_OK;
 }
 

@@ -64,8 +64,10 @@ __global__ void hist_init_kernel(unsigned long long *out, int64_t n, gs_uniform 
                                  unsigned long long *word)
 {
     gs_pdl_launch_dependents();
-    if (word && blockIdx.x == 0 && threadIdx.x == 0)
-        *word = 0; /* bincount's first count: the largest x (gs_hist_launch.top) */
+    if (word && blockIdx.x == 0 && threadIdx.x == 0) {
+        word[0] = 0; /* bincount's first count: the largest x and the smallest (gs_hist_launch.top) */
+        word[1] = ~0ull;
+    }
     const int64_t m = edges && u.nbins + 1 > n ? u.nbins + 1 : n;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (int64_t)gridDim.x * blockDim.x) {
         if (i < n)
@@ -242,12 +244,12 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st);
 extern "C" gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream);
 
 /* bincount's first count (ops->bincount_first): the 16/32-bit kernel of
- * hist_small.cu on DIRECT bins 0 .. nbins - 1, leaving the largest x in one
- * device word -- one read of x where a min/max pass and a count took two.
- * Where that kernel does not run (GPUSYNC_HIST_SMALL=0), the shared strategy
- * counts and gs_cuda_minmax reads the largest x. */
-extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int *negative,
-                                            void *stream)
+ * hist_small.cu on DIRECT bins 0 .. nbins - 1, leaving the largest and the
+ * smallest x in two device words -- one read of x where a min/max pass and a
+ * count took two.  Where that kernel does not run (GPUSYNC_HIST_SMALL=0), the
+ * shared strategy counts and gs_cuda_minmax reads them. */
+extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int64_t *bottom,
+                                            int *negative, void *stream)
 {
     const gs_dtype dt = x->dtype;
     if (dt != GS_INT16 && dt != GS_UINT16 && dt != GS_INT32 && dt != GS_UINT32)
@@ -258,6 +260,7 @@ extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, in
                        "bincount_first: x and out (1 to %d contiguous int64) must be on one device",
                        GS_BINCOUNT_FIRST_BINS);
     *top = -1;
+    *bottom = -1;
     *negative = 0;
     gs_cuda_call call(x->device, stream);
     gs_status st = call.status;
@@ -279,8 +282,8 @@ extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, in
     l.out = out->data;
     l.stream = s;
     l.dev = call.dev;
-    unsigned long long *d_top = NULL, h_top = 0;
-    GS_CUDA_GOTO(gs_malloc_async(&d_top, sizeof *d_top, s));
+    unsigned long long *d_top = NULL, h_top[2] = {0, 0}; /* (largest, smallest) */
+    GS_CUDA_GOTO(gs_malloc_async(&d_top, sizeof h_top, s));
     GS_GOTO(hist_init(call.dev, s, (unsigned long long *)out->data, out->length, &bins, NULL, d_top));
     if (x->length == 0)
         goto fail; /* (zeroed counts; *top -1) */
@@ -293,13 +296,15 @@ extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, in
         const int64_t lo = gs_int_at(mm, dt, 0), hi = gs_int_at(mm, dt, 1);
         *negative = lo < 0;
         *top = lo < 0 ? -1 : hi;
+        *bottom = lo < 0 ? -1 : lo;
         goto fail;
     }
     GS_GOTO(st);
-    GS_CUDA_GOTO(cudaMemcpyAsync(&h_top, d_top, sizeof h_top, cudaMemcpyDeviceToHost, s));
+    GS_CUDA_GOTO(cudaMemcpyAsync(h_top, d_top, sizeof h_top, cudaMemcpyDeviceToHost, s));
     GS_GOTO(gs_cuda_wait_stream(s));
-    *negative = h_top == ~0ull;
-    *top = *negative ? -1 : (int64_t)h_top;
+    *negative = h_top[0] == ~0ull;
+    *top = *negative ? -1 : (int64_t)h_top[0];
+    *bottom = *negative ? -1 : (int64_t)h_top[1];
 fail:
     gs_free_async(d_top, s, &st);
     return st;

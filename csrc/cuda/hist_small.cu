@@ -208,9 +208,10 @@ template <class T> struct int_math {
 };
 
 /* TOP (bincount's first count, offset 0): the kernel also leaves the largest x
- * in *top, or ~0 when some x < 0 -- one unsigned max an element, in the
- * data's own width (a negative signed x is past the signed range as
- * unsigned), so a bincount needs no min/max pass.  (The max of the 64-bit
+ * in top[0], or ~0 when some x < 0, and the smallest in top[1] -- one
+ * unsigned max and min an element, in the data's own width (a negative
+ * signed x is past the signed range as unsigned), so a bincount needs no
+ * min/max pass, and its second count takes only the values min .. max.  (The max of the 64-bit
  * difference spilled 8 bytes for 32-bit data, and one int32 pass over 65,536
  * values ran 11 % slower than the min/max pass, r142.) */
 template <class T, int U, bool STREAM, bool TOP>
@@ -229,11 +230,12 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     using UI = typename std::make_unsigned<I>::type;
     const UI lim = (UI)nb + (UI)closed, last = (UI)nb - 1;
     using UT = typename std::make_unsigned<T>::type;
-    unsigned tmax = 0; /* (UT widened: 16-bit maxima in 32-bit registers) */
+    unsigned tmax = 0, tmin = ~0u; /* (UT widened: 16-bit extremes in 32-bit registers) */
     auto add = [&](T v) {
         if (TOP) { /* offset 0, no closed top (launch_int checks): x itself is the bin, in 32 bits */
             const unsigned u = (unsigned)(UT)v; /* a negative signed x: past every bin */
             tmax = max(tmax, u);
+            tmin = min(tmin, u);
             if (u < (unsigned)nb)
                 atomicAdd_block(mine + (u << rshift), 1u);
             return;
@@ -248,14 +250,18 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     /* After the merge: it waits for the kernel that zeroes the counts and *top
      * (gs_pdl_wait; this kernel is its programmatic dependent and may start
      * while it runs), so that zero cannot land after our max. */
-    if (TOP) { /* every thread of the block is here: a full-warp reduction */
-        unsigned m = tmax;
+    if (TOP) { /* every thread of the block is here: full-warp reductions */
+        unsigned m = tmax, b = tmin;
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
+        for (int o = 16; o > 0; o >>= 1) {
             m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+            b = min(b, __shfl_xor_sync(0xffffffffu, b, o));
+        }
         const bool neg = std::is_signed<T>::value && m > (unsigned)((UT) ~(UT)0 >> 1);
         if ((threadIdx.x & 31) == 0 && m)
             atomicMax(top, neg ? ~0ull : (unsigned long long)m);
+        if ((threadIdx.x & 31) == 0) /* (a warp that saw no element adds ~0u: no smaller than any x) */
+            atomicMin(top + 1, (unsigned long long)b);
     }
 }
 

@@ -638,7 +638,8 @@ gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, const gs_hist_
                             gs_array *edges, gs_strategy strategy, void *stream, gs_strategy *used);
 gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream);
 gs_status gs_cuda_uniform_edges(const gs_hist_bins *bins, gs_array *out, void *stream);
-gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int *negative, void *stream);
+gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int64_t *bottom, int *negative,
+                                 void *stream);
 gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy strategy,
                          int deterministic, void *stream, gs_strategy *used);
 gs_status gs_cuda_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,

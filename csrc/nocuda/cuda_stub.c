@@ -41,9 +41,10 @@ static gs_status stub_uniform_edges(const gs_hist_bins *b, gs_array *out, void *
     (void)b, (void)out, (void)stream;
     return NO_CUDA;
 }
-static gs_status stub_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int *negative, void *stream)
+static gs_status stub_bincount_first(const gs_array *x, gs_array *out, int64_t *top, int64_t *bottom, int *negative,
+                                     void *stream)
 {
-    (void)x, (void)out, (void)top, (void)negative, (void)stream;
+    (void)x, (void)out, (void)top, (void)bottom, (void)negative, (void)stream;
     return NO_CUDA;
 }
 static gs_status stub_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_strategy s, int det,

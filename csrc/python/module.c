@@ -396,7 +396,7 @@ static PyObject *py_histogram(PyObject *self, PyObject *args)
     return PyUnicode_FromString(gs_strategy_name(used));
 }
 
-/* bincount_first(backend, x, out, stream) -> (top, negative): ops->bincount_first */
+/* bincount_first(backend, x, out, stream) -> (top, negative, bottom): ops->bincount_first */
 static PyObject *py_bincount_first(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -405,15 +405,15 @@ static PyObject *py_bincount_first(PyObject *self, PyObject *args)
     void *stream;
     if (!PyArg_ParseTuple(args, "O&O&O&O&", conv_backend, &ops, conv_array, &x, conv_out, &out, conv_stream, &stream))
         return NULL;
-    int64_t top = -1;
+    int64_t top = -1, bottom = -1;
     int negative = 0;
     gs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ops->bincount_first(&x.a, &out.a, &top, &negative, stream);
+    st = ops->bincount_first(&x.a, &out.a, &top, &bottom, &negative, stream);
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
-    return Py_BuildValue("(LO)", (long long)top, negative ? Py_True : Py_False);
+    return Py_BuildValue("(LOL)", (long long)top, negative ? Py_True : Py_False, (long long)bottom);
 }
 
 static PyObject *py_minmax(PyObject *self, PyObject *args)
@@ -1900,7 +1900,7 @@ static PyMethodDef methods[] = {
      "an equal-width description's edges)"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
     {"bincount_first", py_bincount_first, METH_VARARGS,
-     "bincount_first(backend, x, out, stream) -> (largest x, any x < 0), out the counts of 0 .. len(out) - 1; "
+     "bincount_first(backend, x, out, stream) -> (largest x, any x < 0, smallest x), out the counts of 0 .. len(out) - 1; "
      "synchronizes"},
     {"minmax_many", py_minmax_many, METH_VARARGS,
      "minmax_many(backend, [x, ...], stream) -> bytes of each x's (min, max) in their one dtype"},

@@ -214,11 +214,13 @@ typedef struct gs_backend_ops {
 
     /* bincount's first count of 16- or 32-bit integers x: out (1 <= nbins <=
      * GS_BINCOUNT_FIRST_BINS contiguous int64 where x is) gets the counts of x == 0 .. nbins - 1
-     * (other values are not counted), *top the largest x (-1 when x is
-     * empty), *negative whether some x < 0 (then *top is -1).  When
-     * 0 <= *top < nbins the counts are NumPy's bincount, from one read of x.
-     * Synchronizes (reads *top). */
-    gs_status (*bincount_first)(const gs_array *x, gs_array *out, int64_t *top, int *negative, void *stream);
+     * (other values are not counted), *top the largest x and *bottom the
+     * smallest (both -1 when x is empty), *negative whether some x < 0
+     * (then both are -1).  When 0 <= *top < nbins the counts are NumPy's
+     * bincount, from one read of x; otherwise a count of the values
+     * *bottom .. *top follows.  Synchronizes (reads *top and *bottom). */
+    gs_status (*bincount_first)(const gs_array *x, gs_array *out, int64_t *top, int64_t *bottom, int *negative,
+                                void *stream);
 
     /* Sum of a (b == NULL) or dot product of a and b (same length, same
      * dtype), written to out (one element of out->dtype, on a's device or
