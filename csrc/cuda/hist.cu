@@ -304,7 +304,7 @@ extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, in
     GS_GOTO(gs_cuda_wait_stream(s));
     *negative = h_top[0] == ~0ull;
     *top = *negative ? -1 : (int64_t)h_top[0];
-    *bottom = *negative ? -1 : (int64_t)h_top[1];
+    *bottom = *negative || h_top[1] == ~0ull ? -1 : (int64_t)h_top[1]; /* (~0: 16-bit data all past the bins) */
 fail:
     gs_free_async(d_top, s, &st);
     return st;

@@ -210,12 +210,15 @@ template <class T> struct int_math {
 /* TOP (bincount's first count, offset 0): the kernel also leaves the largest x
  * in top[0], or ~0 when some x < 0, and the smallest in top[1] -- one
  * unsigned max an element, in the data's own width (a negative signed x is
- * past the signed range as unsigned), and a min of the x past the bins (the
- * smallest counted x is the block's first nonzero bin: a min an element cost
- * in-bin data 3-5 %, r153), so a bincount needs no min/max pass, and its
- * second count takes only the values min .. max.  (The max of the 64-bit
- * difference spilled 8 bytes for 32-bit data, and one int32 pass over 65,536
- * values ran 11 % slower than the min/max pass, r142.) */
+ * past the signed range as unsigned), so a bincount needs no min/max pass,
+ * and its second count can take only the values min .. max.  The smallest:
+ * 32-bit data one min an element; 16-bit data only the smallest counted x
+ * (each block's first nonzero bin, after the merge), ~0 when every x is
+ * past the bins -- a min an element cost 16-bit data of 4,096 values 5 %
+ * (r153), and a min of only the x past the bins (a branch) 9 % (r154).
+ * (The max of the 64-bit difference spilled 8 bytes for 32-bit data, and one
+ * int32 pass over 65,536 values ran 11 % slower than the min/max pass,
+ * r142.) */
 template <class T, int U, bool STREAM, bool TOP>
 __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     hist_int_kernel(const T *__restrict__ x, int64_t n, long long offset, int nb, int closed,
@@ -237,10 +240,10 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
         if (TOP) { /* offset 0, no closed top (launch_int checks): x itself is the bin, in 32 bits */
             const unsigned u = (unsigned)(UT)v; /* a negative signed x: past every bin */
             tmax = max(tmax, u);
+            if (sizeof(T) == 4) /* (16-bit: the smallest counted x alone, from the counts below) */
+                tmin = min(tmin, u);
             if (u < (unsigned)nb)
                 atomicAdd_block(mine + (u << rshift), 1u);
-            else /* (the smallest counted x is the block's first nonzero bin, found once below) */
-                tmin = min(tmin, u);
             return;
         }
         const UI d = (UI)((I)v - off); /* exact: |v|, |off| < 2^40 */

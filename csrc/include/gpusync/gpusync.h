@@ -216,9 +216,11 @@ typedef struct gs_backend_ops {
      * GS_BINCOUNT_FIRST_BINS contiguous int64 where x is) gets the counts of x == 0 .. nbins - 1
      * (other values are not counted), *top the largest x and *bottom the
      * smallest (both -1 when x is empty), *negative whether some x < 0
-     * (then both are -1).  When 0 <= *top < nbins the counts are NumPy's
-     * bincount, from one read of x; otherwise a count of the values
-     * *bottom .. *top follows.  Synchronizes (reads *top and *bottom). */
+     * (then both are -1).  *bottom may also be -1 (not known) where every x
+     * is at least nbins: the CUDA engine finds the smallest x of 16-bit data
+     * among the counted values alone.  When 0 <= *top < nbins the counts are
+     * NumPy's bincount, from one read of x; otherwise a count of the values
+     * *bottom .. *top (or 0 .. *top) follows.  Synchronizes. */
     gs_status (*bincount_first)(const gs_array *x, gs_array *out, int64_t *top, int64_t *bottom, int *negative,
                                 void *stream);
 
