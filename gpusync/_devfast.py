@@ -479,7 +479,7 @@ def bincount_(a, minlength, bins_desc_of):
     hi, lo = int(hi), int(lo)
     nbins = max(hi + 1, minlength)
     span = hi - lo + 1
-    if 2 * span <= hi + 1:  # the values lo .. hi alone, into that stretch of zeroed counts
+    if 0 <= lo <= hi and 2 * span <= hi + 1:  # the values lo .. hi alone, into that stretch of zeroed counts
         counts, cptr = h.zeros((nbins,), _INT64, dev)
         used = _core.histogram("cuda", src, None, (cptr + 8 * lo, span, 1, _arrays._DTYPE_CODES[_INT64], dev),
                                bins_desc_of(span, lo), "auto", stream)

@@ -272,7 +272,9 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
         const bool neg = std::is_signed<T>::value && m > (unsigned)((UT) ~(UT)0 >> 1);
         if ((threadIdx.x & 31) == 0 && m)
             atomicMax(top, neg ? ~0ull : (unsigned long long)m);
-        if ((threadIdx.x & 31) == 0) /* (a warp that saw no element adds ~0u: no smaller than any x) */
+        /* (32-bit: a warp that saw no element adds ~0u, no smaller than any x; 16-bit: ~0u is "no value
+         * counted" and adds nothing, so top[1] stays ~0 when every x is past the bins: not known) */
+        if ((threadIdx.x & 31) == 0 && (sizeof(T) == 4 || b != ~0u))
             atomicMin(top + 1, (unsigned long long)b);
     }
 }
