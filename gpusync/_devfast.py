@@ -446,9 +446,13 @@ def bincount_(a, minlength, bins_desc_of):
     * 64-bit integers: a minmax read, then the count.
 
     That count takes the values min .. max alone (a histogram of max - min + 1
-    bins into that stretch of zeroed counts) where they are at most half of
-    0 .. max, e.g. identifiers from 10^6 up: fewer bins, the counting
-    kernels of few bins; else the max + 1 bins.
+    unit-wide bins from min into that stretch of zeroed counts) where they are
+    at most half of 0 .. max and max is at least BINCOUNT_FIRST_BINS, e.g.
+    identifiers from 10^6 up: fewer bins, the counting kernels of few bins;
+    else the max + 1 bins.  16-bit data: the first count knows the smallest
+    value only when it is below BINCOUNT_FIRST_BINS (a min an element cost 5 %
+    of the common case), so 16-bit identifiers far from 0 take max + 1 bins
+    (GPUSYNC_HIST_SMALL=0, whose min/max pass knows it, takes min .. max).
 
     Bool inputs take the general path."""
     r = _ready(a)
@@ -479,7 +483,9 @@ def bincount_(a, minlength, bins_desc_of):
     hi, lo = int(hi), int(lo)
     nbins = max(hi + 1, minlength)
     span = hi - lo + 1
-    if 0 <= lo <= hi and 2 * span <= hi + 1:  # the values lo .. hi alone, into that stretch of zeroed counts
+    if 0 <= lo <= hi and 2 * span <= hi + 1 and hi >= _core.BINCOUNT_FIRST_BINS:
+        # the values lo .. hi alone, into that stretch of zeroed counts (a few thousand bins: no saving
+        # worth the zeroing launch)
         counts, cptr = h.zeros((nbins,), _INT64, dev)
         used = _core.histogram("cuda", src, None, (cptr + 8 * lo, span, 1, _arrays._DTYPE_CODES[_INT64], dev),
                                bins_desc_of(span, lo), "auto", stream)

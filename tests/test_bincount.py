@@ -110,7 +110,8 @@ def test_fast_path_zeroes_the_bins_past_the_maximum():
 @pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32"])
 @pytest.mark.parametrize("lo,hi", [(0, 1), (0, 4096), (0, 4097), (0, 4095), (5, 300), (-3, 50), (0, 60_000),
                                    (4096, 4097),  # (one value, just past the bins)
-                                   (2**31 - 5, 2**31 + 5), (-2**31, -2**31 + 3)])  # (uint32 past int32's range, int32's min)
+                                   (2**31 - 5, 2**31 + 5), (-2**31, -2**31 + 3),  # (uint32 past int32's range, int32's min)
+                                   (2**32 - 3, 2**32)])  # (uint32's 0xFFFFFFFF: the empty warp's marker)
 @pytest.mark.parametrize("small", ["1", "0"])
 def test_first_count_finds_the_largest_value(backend, dtype, lo, hi, small, monkeypatch):
     """ops->bincount_first (the device bincount's one-read count): counts of
@@ -168,8 +169,9 @@ def test_first_count_refuses_what_it_does_not_take():
         _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(5, np.float64), 0)
 
 
-@pytest.mark.parametrize("dtype", ["uint16", "int32", "uint32", "int64", "uint64"])
-@pytest.mark.parametrize("lo,span", [(40_000, 1), (40_000, 1000), (1_000_000, 4097), (3000, 2001), (9000, 9001)])
+@pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32", "int64", "uint64"])
+@pytest.mark.parametrize("lo,span", [(40_000, 1), (40_000, 1000), (1_000_000, 4097), (3000, 2001), (9000, 9001),
+                                     (5000, 5000), (5000, 5001), (6, 6)])  # (the half boundary; a small range)
 @pytest.mark.parametrize("minlength", [0, 2_000_000])
 def test_bincount_of_values_far_from_zero(kind, dtype, lo, span, minlength):
     """Values lo .. lo + span - 1 far from 0 (identifiers, one value): the device bincount counts

@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     gs_hist_merge(hs, nb, rshift, out);
     /* After the merge: it waits for the kernel that zeroes the counts and *top
      * (gs_pdl_wait; this kernel is its programmatic dependent and may start
-     * while it runs), so that zero cannot land after our max. */
+     * while it runs), so that zero (and word[1] = ~0) cannot land after our max or min. */
     if (TOP) { /* every thread of the block is here: full-warp reductions */
         unsigned first = ~0u; /* the smallest x this block counted (the merge's barrier: the counts are whole) */
         for (int i = threadIdx.x; i < (nb << rshift); i += GS_HIST_BLOCK_THREADS)

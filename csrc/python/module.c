@@ -1900,7 +1900,7 @@ static PyMethodDef methods[] = {
      "an equal-width description's edges)"},
     {"minmax", py_minmax, METH_VARARGS, "minmax(backend, x, stream) -> bytes of (min, max) in x's dtype"},
     {"bincount_first", py_bincount_first, METH_VARARGS,
-     "bincount_first(backend, x, out, stream) -> (largest x, any x < 0, smallest x), out the counts of 0 .. len(out) - 1; "
+     "bincount_first(backend, x, out, stream) -> (largest x, any x < 0, smallest x or -1 when not known), out the counts of 0 .. len(out) - 1; "
      "synchronizes"},
     {"minmax_many", py_minmax_many, METH_VARARGS,
      "minmax_many(backend, [x, ...], stream) -> bytes of each x's (min, max) in their one dtype"},
