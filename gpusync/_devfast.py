@@ -44,28 +44,17 @@ class _Cupy:
         self.zeros_ = cp.zeros
         self.get_device = cp.cuda.runtime.getDevice
         self.get_stream = cp.cuda.get_current_stream
-        # the array's own fields where CuPy exposes them (a.flags builds a Flags object and a.device a
-        # Device object every call), else the public properties
-        nd, mp = cp.ndarray, cp.cuda.MemoryPointer
-        if hasattr(nd, "_c_contiguous") and hasattr(mp, "device_id") and hasattr(mp, "ptr"):
-            self.view = self._view_fields
+
+    @staticmethod
+    def readable(cp):
+        """Whether this CuPy exposes the fields view() reads (a.flags builds a Flags object and a.device a
+        Device object every call: 0.70 against 0.36 us, H200 r151); else the general path takes its arrays."""
+        mp = cp.cuda.MemoryPointer
+        return hasattr(cp.ndarray, "_c_contiguous") and hasattr(mp, "device_id") and hasattr(mp, "ptr")
 
     def view(self, a):
-        """(ptr, n, dtype, code, device) of a readable array, else None."""
-        if not a.flags.c_contiguous:
-            return None
-        dt = a.dtype
-        code = _arrays._DTYPE_CODES.get(dt)
-        if code is None or not dt.isnative:
-            return None
-        dev = a.device.id
-        ptr = a.data.ptr
-        if dev != self.get_device() or ptr % dt.itemsize:
-            return None
-        return ptr, a.size, dt, code, dev
-
-    def _view_fields(self, a):
-        """view() from the ndarray's and its MemoryPointer's fields."""
+        """(ptr, n, dtype, code, device) of a readable array, else None: the ndarray's and its
+        MemoryPointer's own fields."""
         if not a._c_contiguous:
             return None
         dt = a.dtype
@@ -161,7 +150,7 @@ def _handler(a):
         return h
     h = None
     mod = t.__module__.split(".")[0]
-    if mod == "cupy" and t.__name__ == "ndarray" and "cupy" in sys.modules:
+    if mod == "cupy" and t.__name__ == "ndarray" and "cupy" in sys.modules and _Cupy.readable(sys.modules["cupy"]):
         h = _Cupy(sys.modules["cupy"])
     elif mod == "torch" and t.__name__ == "Tensor" and "torch" in sys.modules:
         h = _Torch(sys.modules["torch"])

@@ -54,7 +54,7 @@
 /* bincount of 16- and 32-bit device integers (ops->bincount_first): the
  * first count takes the values 0 .. B - 1 and finds the largest value; when
  * that is below B the counts are NumPy's bincount from one read of the input,
- * else a count of max + 1 bins follows (two reads, as the min/max pass and
+ * else a count follows, of min .. max or of max + 1 bins (two reads, as the min/max pass and
  * the count took before: 317 us for 256M uint16 of 4,096 values against
  * 157 us for the count alone, histogram_manybins_H200.md).  Values above B
  * are only compared (an overflow bin that counted them made one-valued data
