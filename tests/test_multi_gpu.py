@@ -44,6 +44,7 @@ def test_stream_of_the_other_gpu():
     a = np.arange(1_000_000) % 97
     with cp.cuda.Device(1):
         d = cp.asarray(a)
+        cp.cuda.Device().synchronize()  # s1 is not ordered after the null stream's copy
         s1 = cp.cuda.Stream(non_blocking=True)
     got = gs.bincount(d, stream=s1)
     s1.synchronize()

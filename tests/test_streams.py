@@ -171,6 +171,7 @@ def _get(cp, r, stream):
 @pytest.mark.gpu
 def test_non_default_stream(cp):
     a = cp.random.randint(0, 256, 5_000_000, dtype=cp.uint8)
+    cp.cuda.Device().synchronize()  # a non-blocking stream is not ordered after the null stream's work
     s = cp.cuda.Stream(non_blocking=True)
     with s:
         h, _ = gs.histogram(a, bins=256, range=(0, 256))
@@ -384,6 +385,9 @@ def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
     sizes = [70_001, 1_000_003, 9_999_991, 40_000_000]
     hosts = [rng.integers(-1000, 1000, n).astype(np.int64) for n in sizes]
     devs = [cp.asarray(h) for h in hosts]
+    # the copies ran on the null stream, which non-blocking streams do not wait for (a pageable copy
+    # returns before its DMA lands: r157 read a 320 MB input still arriving)
+    cp.cuda.Device().synchronize()
     streams = [cp.cuda.Stream(non_blocking=True) for _ in range(3)]
     outs = []
     for rep in range(4):  # the same buffer, its ticket reset by every call's last block
@@ -395,6 +399,7 @@ def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
     for k, s, p in outs:
         assert int(s) == int(hosts[k].sum()) and int(p) == int(hosts[k] @ hosts[k])
     f = cp.asarray(rng.standard_normal(3_000_017))
+    cp.cuda.Device().synchronize()
     errors = []
 
     def work(seed):
@@ -479,6 +484,7 @@ def test_thread_exit_during_a_capture_leaves_it_intact(cp, lib):
     import threading
     import time
     x = cp.arange(2_000_000, dtype=cp.int64)
+    cp.cuda.Device().synchronize()  # the worker's non-blocking stream does not wait for the null stream
     go, got = threading.Event(), {}
 
     def worker():
