@@ -289,6 +289,7 @@ def merge_results(outdir, info, rows, ceilings=None, sweeps=None, partial=False)
     data["rows"] = kept + rows
     if sweeps:
         data.setdefault("sweeps", {}).update(sweeps)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w") as f:
         json.dump(data, f, indent=1)
     return data

@@ -357,3 +357,9 @@ def _count_nonzero_impl(a, threshold=None):
 
     (out,) = _dispatch.run("count_nonzero", [_host(x)], [(1, np.int64)], call, names=["a"], merge=True)
     return np.intp(out[0]) if isinstance(out, np.ndarray) else _dispatch.scalar(out)  # NumPy 2: an intp scalar
+
+
+# the common calls' fast path straight from the call, no Python frame (_core.front; the functions above run the rest)
+packbits = _core.front("packbits", packbits, None, _devfast.packbits_)
+unpackbits = _core.front("unpackbits", unpackbits)
+count_nonzero = _core.front("count_nonzero", count_nonzero, None, _devfast.count_nonzero_)

@@ -758,3 +758,8 @@ def _bincount_cut(counts, dtype, minlength):
     keep = min(nbins, pos.size)
     out[:keep] = pos[:keep]
     return out
+
+
+# the common calls' fast path straight from the call, no Python frame (_core.front; the functions above run the rest)
+histogram = _core.front("histogram", histogram, _fast_plans)
+bincount = _core.front("bincount", bincount, None, functools.partial(_devfast.bincount_, bins_desc_of=_direct_bins))
