@@ -1913,6 +1913,7 @@ typedef struct {
     PyObject *device;                    /* the device arrays' fast path (gpusync/_devfast.py), or None */
     PyObject *names[FRONT_MAX_PARAMS];   /* the parameters' names (str), NULL where positional-only */
     PyObject *defaults[FRONT_MAX_PARAMS]; /* their defaults, NULL where required */
+    PyObject *weakrefs;
 } front_object;
 
 /* The fast path's answer for the parameters v (every one given or its
@@ -1943,12 +1944,22 @@ static PyObject *front_fast(front_object *f, PyObject *const *v)
     }
 }
 
+/* Whether x may be a device array: not NumPy's (arrays, subclasses, scalars)
+ * nor Python's own numbers and sequences -- those go straight to the Python
+ * function (a list through the device hook cost ~1 us, review37 #5). */
+static int front_device_candidate(PyObject *x)
+{
+    return !(PyArray_Check(x) || PyArray_IsScalar(x, Generic) || PyList_Check(x) || PyTuple_Check(x) ||
+             PyLong_Check(x) || PyFloat_Check(x) || PyComplex_Check(x) || x == Py_None);
+}
+
 /* The device arrays' fast path for the same parameters (a host array, a
  * list, ... answer NotImplemented there too): device(a), dot's device(a, b),
  * bincount's device(x, minlength) without weights. */
 static PyObject *front_device(front_object *f, PyObject *const *v)
 {
-    if (f->device == Py_None || PyArray_CheckExact(v[0]))
+    if (f->device == Py_None || !front_device_candidate(v[0]) ||
+        (f->op == FRONT_DOT && !front_device_candidate(v[1])))
         Py_RETURN_NOTIMPLEMENTED;
     switch (f->op) {
     case FRONT_DOT: return PyObject_Vectorcall(f->device, v, 2, NULL);
@@ -1979,11 +1990,15 @@ static PyObject *front_call(PyObject *self, PyObject *const *args, size_t nargsf
     for (Py_ssize_t k = 0; take && k < nkw; k++) { /* keywords: the fast path's parameters, each once */
         PyObject *name = PyTuple_GET_ITEM(kwnames, k);
         int hit = -1;
-        for (int i = 0; i < f->nparams && hit < 0; i++)
-            if (f->names[i] && (f->names[i] == name || PyUnicode_Compare(f->names[i], name) == 0))
+        for (int i = 0; i < f->nparams && hit < 0; i++) {
+            if (!f->names[i])
+                continue;
+            const int c = f->names[i] == name ? 0 : PyUnicode_Compare(f->names[i], name);
+            if (c == -1 && PyErr_Occurred())
+                return NULL;
+            if (c == 0)
                 hit = i;
-        if (PyErr_Occurred())
-            return NULL;
+        }
         if (hit < 0 || v[hit])
             take = 0; /* another parameter, or one given twice: the Python function decides */
         else
@@ -2017,7 +2032,7 @@ static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         if (strcmp(front_specs[i].name, opname) == 0)
             op = i;
     if (op < 0)
-        return PyErr_Format(PyExc_ValueError, "front: unknown op %R", PyTuple_GET_ITEM(args, 0));
+        return PyErr_Format(PyExc_ValueError, "front: unknown op '%s'", opname);
     if (!PyFunction_Check(fallback))
         return PyErr_Format(PyExc_TypeError, "front: fallback must be a Python function, not %R", fallback);
     if (op == FRONT_HISTOGRAM && !PyDict_CheckExact(extra))
@@ -2088,7 +2103,10 @@ static int front_traverse(PyObject *self, visitproc visit, void *arg)
     return 0;
 }
 
-static int front_clear(PyObject *self)
+/* (no tp_clear: the fields never change after construction, every entry
+ * point uses them, and a cycle through the module's globals is broken by
+ * the Python function's own clear) */
+static void front_release(PyObject *self)
 {
     front_object *f = (front_object *)self;
     Py_CLEAR(f->fallback);
@@ -2098,13 +2116,14 @@ static int front_clear(PyObject *self)
         Py_CLEAR(f->names[i]);
         Py_CLEAR(f->defaults[i]);
     }
-    return 0;
 }
 
 static void front_dealloc(PyObject *self)
 {
     PyObject_GC_UnTrack(self);
-    front_clear(self);
+    if (((front_object *)self)->weakrefs)
+        PyObject_ClearWeakRefs(self);
+    front_release(self);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -2113,13 +2132,6 @@ static void front_dealloc(PyObject *self)
 static PyObject *front_getattro(PyObject *self, PyObject *name)
 {
     front_object *f = (front_object *)self;
-    if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
-        Py_INCREF(f->fallback);
-        return f->fallback;
-    }
-    if (PyUnicode_CompareWithASCIIString(name, "__doc__") == 0 ||
-        PyUnicode_CompareWithASCIIString(name, "__module__") == 0)
-        return PyObject_GetAttr(f->fallback, name);
     PyObject *r = PyObject_GenericGetAttr(self, name);
     if (r || !PyErr_ExceptionMatches(PyExc_AttributeError))
         return r;
@@ -2127,14 +2139,60 @@ static PyObject *front_getattro(PyObject *self, PyObject *name)
     return PyObject_GetAttr(f->fallback, name);
 }
 
+/* __doc__, __name__, __qualname__, __module__: the function's, read and
+ * written there (a data descriptor: pydoc reads __doc__ with
+ * object.__getattribute__, review37 #1); __wrapped__: the function. */
+static PyObject *front_attr_get(PyObject *self, void *name)
+{
+    front_object *f = (front_object *)self;
+    if (!name) {
+        Py_INCREF(f->fallback);
+        return f->fallback;
+    }
+    return PyObject_GetAttrString(f->fallback, (const char *)name);
+}
+
+static int front_attr_set(PyObject *self, PyObject *value, void *name)
+{
+    if (!name) {
+        PyErr_SetString(PyExc_AttributeError, "__wrapped__ is read-only");
+        return -1;
+    }
+    return PyObject_SetAttrString(((front_object *)self)->fallback, (const char *)name, value);
+}
+
+static PyGetSetDef front_getset[] = {
+    {"__doc__", front_attr_get, front_attr_set, NULL, "__doc__"},
+    {"__name__", front_attr_get, front_attr_set, NULL, "__name__"},
+    {"__qualname__", front_attr_get, front_attr_set, NULL, "__qualname__"},
+    {"__module__", front_attr_get, front_attr_set, NULL, "__module__"},
+    {"__wrapped__", front_attr_get, front_attr_set, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+/* Any other attribute is set on the function (a user's own, e.g. by a decorator library). */
+static int front_setattro(PyObject *self, PyObject *name, PyObject *value)
+{
+    if (PyObject_GenericSetAttr(self, name, value) == 0) /* the attributes above */
+        return 0;
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+    PyErr_Clear();
+    return value ? PyObject_SetAttr(((front_object *)self)->fallback, name, value)
+                 : PyObject_DelAttr(((front_object *)self)->fallback, name);
+}
+
 static PyObject *front_repr(PyObject *self) { return PyObject_Repr(((front_object *)self)->fallback); }
 
-/* As a class attribute: itself (a static function), like a builtin; it also makes inspect.isroutine true. */
+/* As a class attribute it binds like the Python function (an instance's
+ * method gets the instance first); it also makes inspect.isroutine true. */
 static PyObject *front_get(PyObject *self, PyObject *obj, PyObject *type)
 {
-    (void)obj, (void)type;
-    Py_INCREF(self);
-    return self;
+    (void)type;
+    if (!obj || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
 }
 
 /* Pickled by reference: the name, looked up in the function's module (where this object is bound). */
@@ -2144,21 +2202,28 @@ static PyObject *front_reduce(PyObject *self, PyObject *noargs)
     return PyObject_GetAttrString(((front_object *)self)->fallback, "__qualname__");
 }
 
+static PyObject *front_dir(PyObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return PyObject_Dir(((front_object *)self)->fallback);
+}
+
 static PyMethodDef front_methods[] = {
     {"__reduce__", front_reduce, METH_NOARGS, "pickled by reference (the function's qualified name)"},
+    {"__dir__", front_dir, METH_NOARGS, "the function's attributes"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject front_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gpusync._core.front",
     .tp_basicsize = sizeof(front_object),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "front(op, fallback, extra=None, device=None): a public function whose common calls run its C fast "
-              "path (then device, the device arrays' fast path) with no Python frame of its own; every other call "
-              "runs fallback, the Python function",
+    /* (no tp_doc: __doc__ is the function's; front(op, fallback, extra=None, device=None)) */
     .tp_new = front_new,
     .tp_dealloc = front_dealloc,
     .tp_traverse = front_traverse,
-    .tp_clear = front_clear,
+    .tp_weaklistoffset = offsetof(front_object, weakrefs),
+    .tp_getset = front_getset,
+    .tp_setattro = front_setattro,
     .tp_vectorcall_offset = offsetof(front_object, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_getattro = front_getattro,
