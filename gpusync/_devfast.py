@@ -40,7 +40,10 @@ class _Cupy:
     lib = "cupy"
 
     def __init__(self, cp):
-        self.empty = cp.empty
+        # the ndarray constructor itself: cp.empty is a Python function around it (3.4 against 4.4 us a
+        # call, H200 host r164)
+        self.empty = cp.ndarray
+        self.alloc = cp.cuda.alloc
         self.zeros_ = cp.zeros
         self.get_device = cp.cuda.runtime.getDevice
         self.get_stream = cp.cuda.get_current_stream
@@ -74,6 +77,14 @@ class _Cupy:
     def out(self, shape, dt, dev):
         r = self.empty(shape, dt)
         return r, r.data.ptr
+
+    def out2(self, n1, dt1, n2, dt2, dev):
+        """Two new 1-D arrays from one allocation (two arrays each with its own: 10.4 against 5.2 us,
+        H200 host r164): (a1, ptr1, a2, ptr2)."""
+        off = (n1 * dt1.itemsize + 255) & ~255
+        m = self.alloc(off + n2 * dt2.itemsize)
+        a1, a2 = self.empty((n1,), dt1, m), self.empty((n2,), dt2, m + off)
+        return a1, m.ptr, a2, m.ptr + off
 
     def zeros(self, shape, dt, dev):
         r = self.zeros_(shape, dt)
@@ -128,6 +139,12 @@ class _Torch:
             d = self.devices[dev] = self.torch.device("cuda", dev)
         r = self.empty(shape, dtype=self.to_torch[dt], device=d)
         return r, r.data_ptr()
+
+    def out2(self, n1, dt1, n2, dt2, dev):
+        """Two new 1-D tensors: (a1, ptr1, a2, ptr2)."""
+        a1, p1 = self.out((n1,), dt1, dev)
+        a2, p2 = self.out((n2,), dt2, dev)
+        return a1, p1, a2, p2
 
     def zeros(self, shape, dt, dev):
         r, ptr = self.out(shape, dt, dev)
@@ -261,6 +278,7 @@ def dot_(a, b, out_dtype_of):
 
 
 _INT64 = np.dtype(np.int64)
+_I64_CODE = _arrays._DTYPE_CODES[_INT64]
 _AXIS_SUM = _core.AXIS_OPS["sum"]
 _AXIS_CUMSUM = _core.AXIS_OPS["cumsum"]
 _UINT8 = np.dtype(np.uint8)
@@ -373,26 +391,42 @@ def packbits_(a):
     return res
 
 
-def histogram_(a, bins_desc, edges_desc, edges_host):
+def plan_key(dt, bins, range):
+    """The key of gs.histogram's plans (gpusync/_histogram.py, _fast_plans)
+    for data of NumPy dtype dt: an int `bins` and a (lo, hi) `range` fix
+    NumPy's edges, with the bounds' types; None for other arguments."""
+    if type(bins) is not int or type(range) is not tuple or len(range) != 2:
+        return None
+    r0, r1 = range
+    return (dt, bins, type(r0), r0, type(r1), r1)
+
+
+def histogram_(plans, a, bins, range):
     """gs.histogram(a, bins, range) of a device array whose plan (the bins'
     description for the counting kernel, the edges' formula and NumPy's
-    edges) the general path made for the same dtype, bins and range: counts
-    and edges arrays of the input's library, written on its stream."""
+    edges) the general path made for the same dtype, bins and range (plans:
+    _histogram._fast_plans): counts and edges arrays of the input's library,
+    written on its stream; else NotImplemented."""
     r = _ready(a)
     if r is None:
         return NotImplemented
     h, (ptr, n, dt, code, dev) = r
-    if dt.kind == "b":  # NumPy's warning and uint8 view: the general path
+    key = plan_key(dt, bins, range)
+    try:
+        hit = None if key is None else plans.get(key)
+    except TypeError:  # unhashable bounds: the general path says what is wrong with them
         return NotImplemented
+    if hit is None or hit[2] is None or dt.kind == "b":  # (bool: NumPy's warning and uint8 view, the general path)
+        return NotImplemented
+    edges_host, bins_desc, edges_desc = hit
     stream = h.stream(dev)
     nedges = len(edges_host)
     nb = nedges - 1
-    counts, cptr = h.out((nb,), _INT64, dev)
     edt = edges_host.dtype
-    edges, eptr = h.out((nedges,), edt, dev)
+    counts, cptr, edges, eptr = h.out2(nb, _INT64, nedges, edt, dev)
     edesc = (eptr, nedges, 1, _arrays._DTYPE_CODES[edt], dev)
-    cdesc = (cptr, nb, 1, _arrays._DTYPE_CODES[_INT64], dev)
-    if edges_desc is bins_desc:  # equal-width counting: the kernel that zeroes the counts writes the edges too
+    cdesc = (cptr, nb, 1, _I64_CODE, dev)
+    if edges_desc is bins_desc:  # equal-width counting: the counting (or zeroing) kernel writes the edges too
         used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, cdesc, bins_desc, "auto", stream, edesc)
     else:  # (integer bins counted another way: the edges' formula is a description of its own)
         used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, cdesc, bins_desc, "auto", stream)

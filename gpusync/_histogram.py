@@ -340,18 +340,11 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
         res = _core.fast_histogram_of(a, bins, range, _fast_plans)  # a NumPy array, planned: all of it in C
         if res is not NotImplemented:
             return res
-        if type(bins) is int and type(range) is tuple and len(range) == 2:
-            r0, r1 = range
-            dt = a.dtype if type(a) is np.ndarray else _devfast.numpy_dtype(a)
-            fast = None if dt is None else (dt, bins, type(r0), r0, type(r1), r1)  # NumPy's edges: bound types too
-            try:
-                hit = None if fast is None else _fast_plans.get(fast)
-            except TypeError:  # unhashable bounds: the general path says what is wrong with them
-                hit = fast = None
-            if hit is not None and type(a) is not np.ndarray and hit[2] is not None:
-                r = _devfast.histogram_(a, hit[1], hit[2], hit[0])  # device arrays' fast path
-                if r is not NotImplemented:
-                    return r
+        fast = _plan_key(a, bins, range)
+        if fast is not None and type(a) is not np.ndarray:
+            r = _devfast.histogram_(_fast_plans, a, bins, range)  # device arrays' fast path
+            if r is not NotImplemented:
+                return r
     with _arrays.call_stream(stream, a):
         res = _histogram_impl(a, bins, range, weights, density, strategy=strategy)
     if fast is not None and fast[0] != np.bool_ and len(_fast_plans) < 1024:
@@ -373,6 +366,17 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
 # (dtype, bins, range with its types) -> (edges, bins description) of calls
 # whose bins and range fix the edges: the fast path's cached plans
 _fast_plans: dict = {}
+
+
+def _plan_key(a, bins, range):
+    """The _fast_plans key of histogram(a, bins, range), or None."""
+    dt = a.dtype if type(a) is np.ndarray else _devfast.numpy_dtype(a)
+    key = None if dt is None else _devfast.plan_key(dt, bins, range)
+    try:
+        hash(key)
+    except TypeError:  # unhashable bounds: the general path says what is wrong with them
+        return None
+    return key
 
 
 def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy="auto", plan=None):
@@ -761,5 +765,5 @@ def _bincount_cut(counts, dtype, minlength):
 
 
 # the common calls' fast path straight from the call, no Python frame (_core.front; the functions above run the rest)
-histogram = _core.front("histogram", histogram, _fast_plans)
+histogram = _core.front("histogram", histogram, _fast_plans, functools.partial(_devfast.histogram_, _fast_plans))
 bincount = _core.front("bincount", bincount, None, functools.partial(_devfast.bincount_, bins_desc_of=_direct_bins))

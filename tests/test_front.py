@@ -174,7 +174,7 @@ def test_front_from_threads():
 
 
 def test_front_device_hook_gets_the_parameters():
-    """The device fast path sees (a), (a, b) or bincount's (x, minlength) -- never a NumPy array,
+    """The device fast path sees (a), (a, b), bincount's (x, minlength) or histogram's (a, bins, range) -- never a NumPy array,
     never bincount with weights or a negative minlength -- and its NotImplemented runs the function."""
     seen = []
 
@@ -202,8 +202,18 @@ def test_front_device_hook_gets_the_parameters():
     for a in ([1, 2], (1,), 3, 2.5, 1j, None, np.float32(2), np.ones(2).view(np.matrix)):
         assert fd(a, "dev") == "python" and fd("dev", a) == "python" and fb(a) == "python"
     assert len(seen) == n
+    def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="auto", stream=None):
+        return "python"
+
+    fh = _core.front("histogram", histogram, {}, hook)
+    assert fh("dev") == "device" and seen[-1] == ("dev", 10, None)
+    assert fh("dev", 5, range=(0, 1)) == "device" and seen[-1] == ("dev", 5, (0, 1))
+    n = len(seen)
+    assert fh("dev", 5, weights=np.ones(2)) == "python" and fh("dev", density=True) == "python"
+    assert fh(np.ones(3), 4) == "python" and fh([1.0], 4) == "python"
+    assert len(seen) == n
     with pytest.raises(TypeError, match="no device fast path"):
-        _core.front("histogram", gs.histogram.__wrapped__, {}, hook)
+        _core.front("unpackbits", gs.unpackbits.__wrapped__, None, hook)
     with pytest.raises(TypeError, match="no device fast path"):
         _core.front("dot", dot, None, 3)
 
@@ -219,8 +229,17 @@ def test_front_device_arrays_take_the_device_fast_path():
     for name, args, want in [("sum", (d,), h.sum()), ("dot", (d, d), np.dot(h, h)),
                              ("count_nonzero", (d,), np.count_nonzero(h)), ("cumsum", (d,), np.cumsum(h)),
                              ("packbits", (d,), np.packbits(h != 0)), ("bincount", (d,), np.bincount(h)),
-                             ("bincount", (d, None, 400), np.bincount(h, minlength=400))]:
+                             ("bincount", (d, None, 400), np.bincount(h, minlength=400)),
+                             ("histogram", (d, 37, (0, 300)), np.histogram(h, 37, (0, 300))),
+                             ("histogram", (d.astype(cp.float64), 37, (0.0, 300.0)),
+                              np.histogram(h.astype(np.float64), 37, (0.0, 300.0)))]:
         got = getattr(gs, name)(*args)
-        assert isinstance(got, cp.ndarray), name
-        np.testing.assert_array_equal(got.get(), want)
+        if name == "histogram":  # (the first call plans; the second takes the device fast path)
+            got = gs.histogram(*args)
+            for g, w in zip(got, want):
+                assert isinstance(g, cp.ndarray) and g.dtype == w.dtype, name
+                np.testing.assert_array_equal(g.get(), w)
+        else:
+            assert isinstance(got, cp.ndarray), name
+            np.testing.assert_array_equal(got.get(), want)
         assert gs.last_plan()["notes"] == ["the device fast path"], (name, gs.last_plan())

@@ -13,6 +13,15 @@
 #include "elements.cuh"
 #include "runtime.cuh"
 
+/* Equal-width edges a kernel writes from their formula (NULL edges: none);
+ * float32 when e32. */
+struct gs_hist_formula_edges {
+    gs_uniform u;
+    void *edges;
+    int64_t stride;
+    int e32;
+};
+
 /* Launch shape of one strategy, computed by the dispatcher. */
 struct gs_hist_launch {
     gs_binner binner;     /* edges: device pointer when kind == EDGES */
@@ -30,7 +39,16 @@ struct gs_hist_launch {
      * where the kernel leaves the largest x (~0 when some x < 0; atomicMax)
      * and the smallest (atomicMin; see hist_int_kernel) */
     unsigned long long *top;
+    /* Nonzero (the most partial counts a fused grid may leave: g x nbins)
+     * when hist.cu lets the fast paths of hist_small.cu take the fused form
+     * (gs_hist_fin): the counts are not zeroed yet, and a fast path that
+     * cannot fuse declines (launches nothing) so that the dispatcher zeroes
+     * them and comes back the usual way.  fuse_edges: the edges the fused
+     * kernel writes too. */
+    int64_t fuse;
+    gs_hist_formula_edges fuse_edges;
 };
+
 
 gs_status gs_hist_global_launch(const gs_hist_launch *l);
 gs_status gs_hist_shared_launch(const gs_hist_launch *l);
@@ -38,6 +56,10 @@ gs_status gs_hist_warp_launch(const gs_hist_launch *l);
 gs_status gs_hist_cluster_launch(const gs_hist_launch *l);
 /* `shared` with 16-bit halves (unweighted; gs_hist_halves_fit): hist_halves.cu */
 gs_status gs_hist_halves_launch(const gs_hist_launch *l);
+/* hist_small.cu's fast paths (8-bit data, small-range integers, floats on
+ * equal-width bins), when they apply: 1 and *st set; else 0 -- also when
+ * l->fuse asked for the fused form and it did not fit (nothing launched). */
+int gs_hist_small_try(const gs_hist_launch *l, gs_status *st);
 /* Largest number of bins the cluster strategy can hold on this device. */
 int64_t gs_hist_cluster_max_bins(const gs_device_info *dev, int weighted);
 

@@ -16,6 +16,11 @@
  *    replicas (lane % R), 16-byte loads pipelined the same way, 32-bit index
  *    arithmetic for 16-bit data.
  *
+ * Each kernel ends in one of two ways (gs_hist_fin): adding its block's
+ * counts into counts zeroed by hist_init (it runs as that kernel's
+ * programmatic dependent), or -- a device call whose partial counts are few,
+ * hist.cu decides -- writing every count itself in one launch.
+ *
  * Launch shape from the device: threads per block fixed per kernel, blocks
  * per SM from the occupancy API, grid = resident blocks (or fewer when the
  * input is small).  Inputs that fit in L2 are read with ordinary loads (a
@@ -101,6 +106,99 @@ __device__ __forceinline__ void each_element(const T *__restrict__ x, int64_t n,
         add(x[done + tid]);
 }
 
+/* How a histogram kernel of hist_small.cu ends (issue 13: a device histogram
+ * in one launch, no zeroing kernel ahead of it).  on == 0: the block adds its
+ * counts into counts zeroed by hist_init (gs_hist_merge).  on == 1: the
+ * kernel writes every one of the `nb` counts itself -- a grid of one block
+ * stores its counts; a larger grid stores each block's counts in part[block]
+ * [nb] and the block that draws the last ticket adds them up, stores them
+ * and leaves the ticket zero (the calling thread's kept scratch buffer:
+ * gs_cuda_scratch, ticket at GS_SCRATCH_TICKET).  Block 0 also writes the
+ * equal-width edges when asked.  A fused kernel is launched without the
+ * programmatic-dependent attribute: nothing runs ahead of it. */
+struct gs_hist_fin {
+    unsigned long long *part;
+    unsigned *ticket;
+    int64_t nb;
+    int on;
+    gs_hist_formula_edges e;
+};
+
+/* The fused end of a kernel below (gs_hist_fin), out of line: inlined, it
+ * made the counting loops of the 32-register kernels spill.  h holds nbh
+ * bins (R = 1 << rshift replicas, 32-bit counters); the counts have f.nb bins
+ * (the 8-bit kernel counts 256 bins into up to 256 or more counts: the ones
+ * past its bins are zero). */
+__device__ __noinline__ void gs_hist_fused_end(const unsigned *h, int nbh, int rshift, unsigned long long *out,
+                                               const gs_hist_fin f)
+{
+    const int64_t nb = f.nb;
+    if (blockIdx.x == 0 && f.e.edges)
+        for (int64_t i = threadIdx.x; i <= f.e.u.nbins; i += blockDim.x)
+            gs_formula_edge_put(&f.e.u, f.e.edges, f.e.e32, f.e.stride, i);
+    unsigned long long *dst = gridDim.x == 1 ? out : f.part + (int64_t)blockIdx.x * nb;
+    const int R = 1 << rshift;
+    int lp = 0; /* P threads a bin, as gs_hist_merge */
+    while ((1 << lp) < R && ((int64_t)nbh << (lp + 1)) <= (int64_t)blockDim.x)
+        lp++;
+    const int P = 1 << lp, per = R >> lp;
+    __syncthreads();
+    const int64_t slots = (int64_t)nbh << lp;
+    for (int64_t base = 0; base < slots; base += blockDim.x) { /* the same trips for every lane: the shuffles */
+        const int64_t idx = base + threadIdx.x;
+        const int k = (int)(idx >> lp), p = (int)(idx & (P - 1));
+        unsigned acc = 0;
+        if (k < nbh)
+            for (int j = 0; j < per; j++)
+                acc += h[((int64_t)k << rshift) + ((p * per + j + k) & (R - 1))];
+        for (int off = P >> 1; off > 0; off >>= 1)
+            acc += __shfl_xor_sync(0xffffffffu, acc, off);
+        if (k < nbh && k < nb && p == 0)
+            dst[k] = acc;
+    }
+    for (int64_t k = nbh + threadIdx.x; k < nb; k += blockDim.x) /* counts past the kernel's bins */
+        dst[k] = 0;
+    if (gridDim.x == 1)
+        return;
+    __shared__ int last;
+    __threadfence(); /* this block's counts are visible before its ticket is */
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(f.ticket, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence(); /* and the last block reads the counts only after every ticket */
+    const int64_t g = gridDim.x;
+    for (int64_t k = threadIdx.x; k < nb; k += blockDim.x) {
+        unsigned long long s0 = 0, s1 = 0, s2 = 0, s3 = 0; /* four loads in flight */
+        int64_t b = 0;
+        for (; b + 4 <= g; b += 4) {
+            s0 += __ldcg(f.part + b * nb + k);
+            s1 += __ldcg(f.part + (b + 1) * nb + k);
+            s2 += __ldcg(f.part + (b + 2) * nb + k);
+            s3 += __ldcg(f.part + (b + 3) * nb + k);
+        }
+        for (; b < g; b++)
+            s0 += __ldcg(f.part + b * nb + k);
+        out[k] = s0 + s1 + s2 + s3;
+    }
+    if (threadIdx.x == 0)
+        *f.ticket = 0; /* ready for the next use of the scratch buffer */
+}
+
+/* The end of a kernel below: gs_hist_merge into zeroed counts, or the
+ * fused form (never in bincount's first count: CAN_FUSE false). */
+template <bool CAN_FUSE = true>
+__device__ __forceinline__ void gs_hist_finish(const unsigned *h, int nbh, int rshift, unsigned long long *out,
+                                               const gs_hist_fin &f)
+{
+    if (CAN_FUSE && f.on)
+        gs_hist_fused_end(h, nbh, rshift, out, f);
+    else
+        gs_hist_merge(h, nbh, rshift, out);
+}
+
 /* Blocks for one of these kernels: the resident count (occupancy API; a
  * kernel with dynamic shared memory may use up to the device's opt-in), no
  * more than the work needs (`vectors` / (threads x U)) unless
@@ -124,6 +222,51 @@ static gs_status small_grid(const gs_hist_launch *l, const void *kern, int threa
     return GS_OK;
 }
 
+/* Launch one of these kernels (its last parameter a gs_hist_fin) on g
+ * blocks.  The usual way: a programmatic dependent of hist_init, adding into
+ * the zeroed counts.  When the dispatcher asks for the fused form (l->fuse:
+ * the most partial counts it allows) and it fits -- g x nbins within
+ * l->fuse, and for more than one block the calling thread's scratch buffer
+ * at hand -- one plain launch that writes every count (gs_hist_fin).  Else, with
+ * l->fuse, *declined and nothing launched: the dispatcher zeroes the counts
+ * and comes back the usual way. */
+template <class... K, class... A>
+static gs_status small_launch(const gs_hist_launch *l, void (*kern)(K...), int64_t g, int threads, size_t smem,
+                              int *declined, A &&...args)
+{
+    gs_hist_fin f{};
+    if (!l->fuse)
+        return gs_launch_pdl(kern, dim3((unsigned)g), dim3(threads), smem, l->stream, l->dev,
+                             static_cast<A &&>(args)..., f);
+    f.on = 1;
+    f.nb = l->binner.nbins;
+    f.e = l->fuse_edges;
+    void *scratch = NULL;
+    const int ord = l->dev->ordinal;
+    if (g * f.nb > l->fuse) { /* (one block too: past its own bins, the 8-bit kernel stores zeros one by one) */
+        *declined = 1;
+        return GS_OK;
+    }
+    if (g > 1) {
+        if (!(scratch = gs_cuda_scratch(ord, l->stream, GS_SCRATCH_DATA + (size_t)(g * f.nb) * 8, GS_SCRATCH_DATA))) {
+            *declined = 1;
+            return GS_OK;
+        }
+        f.ticket = (unsigned *)((char *)scratch + GS_SCRATCH_TICKET);
+        f.part = (unsigned long long *)((char *)scratch + GS_SCRATCH_DATA);
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)g);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = l->stream;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(args)..., f);
+    if (scratch)
+        gs_cuda_scratch_done(ord, l->stream); /* (on failure too: the use is ordered either way) */
+    GS_CUDA_CHECK(e);
+    return GS_OK;
+}
+
 /* ---------------------------------------------------------------- 8-bit */
 
 constexpr int U8_R = 32;
@@ -132,7 +275,8 @@ constexpr int U8_R = 32;
  * map[byte] (already shifted by 5; -1: dropped). */
 template <int THREADS, int MINB, int U, bool STREAM>
 __global__ void __launch_bounds__(THREADS, MINB)
-    hist_u8_kernel(gs_binner b, const uint8_t *__restrict__ x, int64_t n, unsigned long long *out, int mode)
+    hist_u8_kernel(gs_binner b, const uint8_t *__restrict__ x, int64_t n, unsigned long long *out, int mode,
+                   gs_hist_fin fin)
 {
     __shared__ __align__(16) unsigned h[256 * U8_R];
     __shared__ int map[256];
@@ -184,19 +328,19 @@ __global__ void __launch_bounds__(THREADS, MINB)
         if (k >= 0)
             atomicAdd_block(mine + k, 1u);
     }
-    gs_hist_merge(h, 256, 5, out);
+    gs_hist_finish(h, 256, 5, out, fin);
 }
 
 template <int THREADS, int MINB, int U>
-static gs_status launch_u8_shape(const gs_hist_launch *l, bool stream, int mode)
+static gs_status launch_u8_shape(const gs_hist_launch *l, bool stream, int mode, int *declined)
 {
     auto kern = stream ? hist_u8_kernel<THREADS, MINB, U, true> : hist_u8_kernel<THREADS, MINB, U, false>;
     int64_t g = 0;
     const gs_status st = small_grid(l, (const void *)kern, THREADS, 0, l->n >> 4, U, &g);
     if (st != GS_OK)
         return st;
-    return gs_launch_pdl(kern, dim3((unsigned)g), dim3(THREADS), 0, l->stream, l->dev, l->binner,
-                         (const uint8_t *)l->x, l->n, (unsigned long long *)l->out, mode);
+    return small_launch(l, kern, g, THREADS, 0, declined, l->binner, (const uint8_t *)l->x, l->n,
+                        (unsigned long long *)l->out, mode);
 }
 
 static int env_int(gs_env_var v, int dflt) { return (int)gs_env_number(v, dflt, NULL); }
@@ -222,7 +366,7 @@ template <class T> struct int_math {
 template <class T, int U, bool STREAM, bool TOP>
 __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     hist_int_kernel(const T *__restrict__ x, int64_t n, long long offset, int nb, int closed,
-                    unsigned long long *out, int rshift, unsigned long long *top)
+                    unsigned long long *out, int rshift, unsigned long long *top, gs_hist_fin fin)
 {
     using I = typename int_math<T>::I;
     extern __shared__ __align__(16) unsigned hs[];
@@ -252,7 +396,7 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     };
     each_element<T, U, STREAM>(x, n, (int64_t)blockIdx.x * GS_HIST_BLOCK_THREADS + threadIdx.x,
                                (int64_t)gridDim.x * GS_HIST_BLOCK_THREADS, add);
-    gs_hist_merge(hs, nb, rshift, out);
+    gs_hist_finish<!TOP>(hs, nb, rshift, out, fin);
     /* After the merge: it waits for the kernel that zeroes the counts and *top
      * (gs_pdl_wait; this kernel is its programmatic dependent and may start
      * while it runs), so that zero (and word[1] = ~0) cannot land after our max or min. */
@@ -279,7 +423,7 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     }
 }
 
-template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshift, bool stream)
+template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshift, bool stream, int *declined)
 {
     constexpr int U = 2;
     if (l->top && (l->binner.offset != 0 || l->binner.closed_top))
@@ -292,9 +436,9 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
         small_grid(l, (const void *)kern, GS_HIST_BLOCK_THREADS, smem, l->n / (16 / (int)sizeof(T)), U, &g);
     if (st != GS_OK)
         return st;
-    return gs_launch_pdl(kern, dim3((unsigned)g), dim3(GS_HIST_BLOCK_THREADS), smem, l->stream, l->dev,
-                         (const T *)l->x, l->n, (long long)l->binner.offset, (int)l->binner.nbins,
-                         l->binner.closed_top, (unsigned long long *)l->out, rshift, l->top);
+    return small_launch(l, kern, g, GS_HIST_BLOCK_THREADS, smem, declined, (const T *)l->x, l->n,
+                        (long long)l->binner.offset, (int)l->binner.nbins, l->binner.closed_top,
+                        (unsigned long long *)l->out, rshift, l->top);
 }
 
 
@@ -325,7 +469,8 @@ __device__ __forceinline__ int real_bin(const gs_binner &b, const gs_smem_bins &
  * registers, spilled on floats). */
 template <class T, int MODE, int SHIFT, int THREADS, int MINB, int U, bool STREAM, bool ANY_N>
 __global__ void __launch_bounds__(THREADS, MINB)
-    hist_real_kernel(gs_binner b, const T *__restrict__ x, int64_t n, unsigned long long *out, int rshift_)
+    hist_real_kernel(gs_binner b, const T *__restrict__ x, int64_t n, unsigned long long *out, int rshift_,
+                     gs_hist_fin fin)
 {
     extern __shared__ __align__(16) unsigned hr[];
     __shared__ gs_smem_bins sb;
@@ -341,11 +486,11 @@ __global__ void __launch_bounds__(THREADS, MINB)
             atomicAdd_block(mine + (k << rshift), 1u);
     };
     each_element<T, U, STREAM>(x, n, (int64_t)blockIdx.x * THREADS + threadIdx.x, (int64_t)gridDim.x * THREADS, add);
-    gs_hist_merge(hr, nb, rshift, out);
+    gs_hist_finish(hr, nb, rshift, out, fin);
 }
 
 template <class T, int MODE, int THREADS, int MINB, int U, bool ANY_N>
-static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool stream)
+static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool stream, int *declined)
 {
     auto kern = rshift == 5 ? (stream ? hist_real_kernel<T, MODE, 5, THREADS, MINB, U, true, ANY_N>
                                       : hist_real_kernel<T, MODE, 5, THREADS, MINB, U, false, ANY_N>)
@@ -356,8 +501,8 @@ static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool str
     const gs_status st = small_grid(l, (const void *)kern, THREADS, smem, l->n / (16 / (int)sizeof(T)), U, &g);
     if (st != GS_OK)
         return st;
-    return gs_launch_pdl(kern, dim3((unsigned)g), dim3(THREADS), smem, l->stream, l->dev, l->binner, (const T *)l->x,
-                         l->n, (unsigned long long *)l->out, rshift);
+    return small_launch(l, kern, g, THREADS, smem, declined, l->binner, (const T *)l->x, l->n,
+                        (unsigned long long *)l->out, rshift);
 }
 
 /* GPUSYNC_HIST_REAL_CFG: 0: 512 threads x 2 blocks/SM (64 registers), 4
@@ -366,7 +511,8 @@ static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool str
  * Float32 binning is issue-bound (ncu: 0.88 warps issued per scheduler at
  * 512 x 3 x 2): the 4 loads of shape 0 measured best on the H200 for both
  * dtypes (benchmarks/results/histogram_float_H200.md). */
-template <class T, int MODE> static gs_status launch_real(const gs_hist_launch *l, int rshift, bool stream)
+template <class T, int MODE>
+static gs_status launch_real(const gs_hist_launch *l, int rshift, bool stream, int *declined)
 {
     /* bins whose edges fit the shared table: a kernel without the out-of-line formula call on its checked
      * path (56 registers instead of 64).  r125 (H200, 256M float32, builds alternating twice,
@@ -374,20 +520,30 @@ template <class T, int MODE> static gs_status launch_real(const gs_hist_launch *
      * 353 / 367 -> 341 / 342 us; on (-5, 5) 279 / 290 -> 271 / 272; uniform 100 bins 282 / 295 -> 277 / 278 */
     const bool any_n = !gs_edges_in_smem(l->binner);
     switch (env_int(GS_ENV_HIST_REAL_CFG, 0)) { /* (the tuning shapes 1 and 2: one kernel for every bin count) */
-    case 1: return launch_real_shape<T, MODE, 512, 3, 3, true>(l, rshift, stream);
-    case 2: return launch_real_shape<T, MODE == 2 ? 1 : MODE, 512, 2, 4, true>(l, rshift, stream);
+    case 1: return launch_real_shape<T, MODE, 512, 3, 3, true>(l, rshift, stream, declined);
+    case 2: return launch_real_shape<T, MODE == 2 ? 1 : MODE, 512, 2, 4, true>(l, rshift, stream, declined);
     default:
-        return any_n ? launch_real_shape<T, MODE, 512, 2, 4, true>(l, rshift, stream)
-                     : launch_real_shape<T, MODE, 512, 2, 4, false>(l, rshift, stream);
+        return any_n ? launch_real_shape<T, MODE, 512, 2, 4, true>(l, rshift, stream, declined)
+                     : launch_real_shape<T, MODE, 512, 2, 4, false>(l, rshift, stream, declined);
     }
 }
 
 } // namespace
 
+static int small_try(const gs_hist_launch *l, gs_status *st, int *declined);
+
 /* The fast paths above, when they apply to this launch (unweighted,
  * contiguous; 8-bit data, integers on few unit-width bins, or floats on
- * equal-width bins whose replicas fit shared memory): 1 and *st set; else 0. */
+ * equal-width bins whose replicas fit shared memory): 1 and *st set; else 0
+ * (also when l->fuse asked for the fused form and it did not fit: nothing
+ * was launched). */
 int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
+{
+    int declined = 0;
+    return small_try(l, st, &declined) && !declined;
+}
+
+static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
 {
     const int on = env_int(GS_ENV_HIST_SMALL, 1);
     if (l->w != NULL || l->xstride != 1 || l->n <= 0 || on == 0)
@@ -410,10 +566,10 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
         else
             return 0;
         switch (env_int(GS_ENV_HIST_U8_CFG, 0)) {
-        case 1: *st = launch_u8_shape<1024, 2, 2>(l, stream, mode); break;
-        case 2: *st = launch_u8_shape<256, 8, 2>(l, stream, mode); break;
-        case 3: *st = launch_u8_shape<512, 2, 4>(l, stream, mode); break;
-        default: *st = launch_u8_shape<512, 4, 2>(l, stream, mode); break;
+        case 1: *st = launch_u8_shape<1024, 2, 2>(l, stream, mode, declined); break;
+        case 2: *st = launch_u8_shape<256, 8, 2>(l, stream, mode, declined); break;
+        case 3: *st = launch_u8_shape<512, 2, 4>(l, stream, mode, declined); break;
+        default: *st = launch_u8_shape<512, 4, 2>(l, stream, mode, declined); break;
         }
         return 1;
     }
@@ -427,11 +583,12 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
         if (rshift < 0)
             return 0;
         if (l->xdtype == GS_FLOAT64)
-            *st = launch_real<double, 0>(l, rshift, stream);
+            *st = launch_real<double, 0>(l, rshift, stream, declined);
         else if (!b.edges_f32)
-            *st = launch_real<float, 0>(l, rshift, stream);
+            *st = launch_real<float, 0>(l, rshift, stream, declined);
         else
-            *st = b.fma_f ? launch_real<float, 2>(l, rshift, stream) : launch_real<float, 1>(l, rshift, stream);
+            *st = b.fma_f ? launch_real<float, 2>(l, rshift, stream, declined)
+                          : launch_real<float, 1>(l, rshift, stream, declined);
         return 1;
     }
     if (b.kind != GS_BINS_DIRECT || es > 4 || b.nbins < 1 || b.nbins > (1 << 20))
@@ -445,10 +602,10 @@ int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
     if (rshift < 0)
         return 0;
     switch (l->xdtype) {
-    case GS_INT16: *st = launch_int<int16_t>(l, rshift, stream); return 1;
-    case GS_UINT16: *st = launch_int<uint16_t>(l, rshift, stream); return 1;
-    case GS_INT32: *st = launch_int<int32_t>(l, rshift, stream); return 1;
-    case GS_UINT32: *st = launch_int<uint32_t>(l, rshift, stream); return 1;
+    case GS_INT16: *st = launch_int<int16_t>(l, rshift, stream, declined); return 1;
+    case GS_UINT16: *st = launch_int<uint16_t>(l, rshift, stream, declined); return 1;
+    case GS_INT32: *st = launch_int<int32_t>(l, rshift, stream, declined); return 1;
+    case GS_UINT32: *st = launch_int<uint32_t>(l, rshift, stream, declined); return 1;
     default: return 0;
     }
 }

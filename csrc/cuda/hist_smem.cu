@@ -140,9 +140,6 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
         gs_hist_merge(h, nb, rshift, (unsigned long long *)out);
 }
 
-/* hist_small.cu: 8-bit data and small-range integers (issue 14) */
-int gs_hist_small_try(const gs_hist_launch *l, gs_status *st);
-
 template <class T> static gs_status launch(const gs_hist_launch *l)
 {
     gs_status small_st = GS_OK;

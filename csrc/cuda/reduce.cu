@@ -62,7 +62,10 @@ struct reduce_ws {
     int pad;
     unsigned long long result; /* the converted result, for host outputs */
 };
-#define GS_WS_PARTIALS_OFFSET 64 /* partials follow the header, 8-byte aligned */
+#define GS_WS_PARTIALS_OFFSET GS_SCRATCH_DATA /* partials follow the header, 8-byte aligned */
+/* the kept workspace is a scratch buffer: its ticket where every user of one keeps it (runtime.cuh) */
+static_assert(offsetof(reduce_ws, ticket) == GS_SCRATCH_TICKET && sizeof(reduce_ws) <= GS_SCRATCH_DATA,
+              "reduce_ws: the scratch buffer layout");
 
 
 template <bool DOT, class T> __device__ __forceinline__ void add(double &s, T x, T y)

@@ -184,6 +184,14 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaS
  * a host wait (stream-ordered after the last use, in relaxed capture mode);
  * gs.empty_cache() leaves them. */
 #define GS_SCRATCH_MAX_BYTES ((size_t)1 << 20)
+/* The layout every user of a scratch buffer keeps (one buffer serves a
+ * thread's sums and histograms on one stream, one use after the other): the
+ * 32-bit word at GS_SCRATCH_TICKET is the blocks-done ticket of a last-block
+ * kernel, zero when handed out and left zero by every use; the bytes below
+ * GS_SCRATCH_DATA are a header that only the sums' kernels touch (they ask
+ * for it zeroed); a use's own data starts at GS_SCRATCH_DATA and is not kept. */
+#define GS_SCRATCH_TICKET 8
+#define GS_SCRATCH_DATA 64
 void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes, size_t zero_bytes);
 void gs_cuda_scratch_done(int ordinal, cudaStream_t s);
 

@@ -1955,7 +1955,8 @@ static int front_device_candidate(PyObject *x)
 
 /* The device arrays' fast path for the same parameters (a host array, a
  * list, ... answer NotImplemented there too): device(a), dot's device(a, b),
- * bincount's device(x, minlength) without weights. */
+ * bincount's device(x, minlength) without weights, histogram's device(a,
+ * bins, range). */
 static PyObject *front_device(front_object *f, PyObject *const *v)
 {
     if (f->device == Py_None || !front_device_candidate(v[0]) ||
@@ -1974,6 +1975,7 @@ static PyObject *front_device(front_object *f, PyObject *const *v)
         PyObject *args[2] = {v[0], v[2]};
         return PyObject_Vectorcall(f->device, args, 2, NULL);
     }
+    case FRONT_HISTOGRAM: return PyObject_Vectorcall(f->device, v, 3, NULL); /* device(a, bins, range) */
     default: return PyObject_Vectorcall(f->device, v, 1, NULL);
     }
 }
@@ -2037,7 +2039,7 @@ static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return PyErr_Format(PyExc_TypeError, "front: fallback must be a Python function, not %R", fallback);
     if (op == FRONT_HISTOGRAM && !PyDict_CheckExact(extra))
         return PyErr_Format(PyExc_TypeError, "front: histogram's extra must be its plans dict");
-    if (device != Py_None && (!PyCallable_Check(device) || op == FRONT_HISTOGRAM || op == FRONT_UNPACKBITS))
+    if (device != Py_None && (!PyCallable_Check(device) || op == FRONT_UNPACKBITS))
         return PyErr_Format(PyExc_TypeError, "front: %s takes no device fast path %R", opname, device);
     /* the leading parameters' names and defaults from the function itself */
     PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(fallback);

@@ -43,6 +43,15 @@
  * against 10.3 / 9.9; 1 GiB 82% against 91% of read. */
 #define GS_HIST_U8_SMALL_MAX_BYTES ((int64_t)3 << 20)
 
+/* A device histogram of the shared strategy's fast paths counts in one
+ * launch (no zeroing kernel ahead of it, hist.cu / gs_hist_fin) when its
+ * blocks' partial counts (grid x bins) are at most this many: one block
+ * stores its counts, more leave them for the last block to add (at most
+ * 32 KB from L2, 8 loads a thread of 512), where the zeroing launch cost
+ * ~3.5 us of host time a call (H200 host, r162).  GPUSYNC_HIST_FUSE_WORDS
+ * overrides it. */
+#define GS_HIST_FUSE_WORDS 4096
+
 /* Per-block shared-memory counters are 32-bit; the launcher keeps the
  * elements one block (or one cluster) may see below this. */
 #define GS_HIST_MAX_ELEMS_PER_BLOCK ((int64_t)1 << 31)

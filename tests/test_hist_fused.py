@@ -1,0 +1,175 @@
+"""Device histograms in one launch (issue 13; csrc/cuda/hist.cu, gs_hist_fin
+in hist_small.cu): the counting kernel writes every count and the edges
+itself -- one block storing its counts, or many blocks leaving partial counts
+in the calling thread's scratch buffer for the block that draws the last
+ticket -- with no zeroing kernel ahead of it.  Results equal NumPy's at the
+grid sizes around each switch (one block, a few blocks, partials past
+GPUSYNC_HIST_FUSE_WORDS: the zeroing kernel again), for each kernel that
+fuses (8-bit, 16/32-bit integers on unit bins, float32/float64 on equal-width
+bins), with the scratch buffer shared with the sums' kept workspace, across
+streams and threads, and inside a CUDA graph capture."""
+import threading
+
+import numpy as np
+import pytest
+
+import gpusync as gs
+
+pytestmark = pytest.mark.gpu
+
+# (dtype, bins, range): the 8-bit kernel (<= 256 bins, and 300 counts: the ones past its 256 bins are zero),
+# integers on unit-width bins, floats on equal-width bins (a bin count past the shared edge table too)
+CASES = [
+    ("uint8", 256, (0, 256)),
+    ("uint8", 17, (3, 20)),
+    ("int16", 300, (-100, 200)),
+    ("int32", 64, (0, 64)),
+    ("uint16", 1000, (0, 1000)),
+    ("float32", 100, (0.0, 1.0)),
+    ("float64", 100, (0.0, 1.0)),
+    ("float64", 7, (0.25, 0.5)),
+    ("float32", 1000, (-0.1, 1.1)),
+]
+# one block, the first sizes past one block, many blocks (within the default cap or past it: the usual road)
+SIZES = [1, 3, 100, 4_096, 4_097, 16_385, 70_001, 300_007, 2_000_003]
+
+
+def _data(dtype, n, rng):
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return rng.random(n).astype(dt) * 1.2 - 0.1  # some past the range on both sides
+    lo, hi = (0, 256) if dt.itemsize == 1 else (-120, 1100) if dt.kind == "i" else (0, 1100)
+    return rng.integers(lo, hi, n).astype(dt)
+
+
+def _check(got, x, bins, rng_):
+    want_h, want_e = np.histogram(x, bins, rng_)
+    h, e = got
+    np.testing.assert_array_equal(h.get(), want_h)
+    assert h.dtype == want_h.dtype
+    np.testing.assert_array_equal(e.get(), want_e)
+    assert e.dtype == want_e.dtype
+
+
+@pytest.mark.parametrize("fuse_words", [None, "0", "1", "131072"])
+@pytest.mark.parametrize("dtype,bins,rng_", CASES)
+def test_one_launch_histogram_equals_numpy(cp, monkeypatch, fuse_words, dtype, bins, rng_):
+    if fuse_words is not None:
+        monkeypatch.setenv("GPUSYNC_HIST_FUSE_WORDS", fuse_words)
+    rng = np.random.default_rng(hash((dtype, bins)) % 2**32)
+    for n in SIZES:
+        x = _data(dtype, n, rng)
+        d = cp.asarray(x)
+        for _ in range(2):  # the general path's call (plans), then the device fast path's
+            _check(gs.histogram(d, bins, rng_), x, bins, rng_)
+        # the same call again and again: every use leaves the scratch buffer's ticket zero
+        outs = [gs.histogram(d, bins, rng_) for _ in range(3)]
+        for o in outs:
+            _check(o, x, bins, rng_)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint16", "int32"])
+def test_one_launch_bincount_equals_numpy(cp, dtype):
+    """bincount's counts past the data's own bins (minlength) are zero too."""
+    rng = np.random.default_rng(9)
+    for n in (1, 50, 5_000, 100_003):
+        x = rng.integers(0, 200, n).astype(dtype)
+        d = cp.asarray(x)
+        for m in (0, 1, 300, 5000):
+            for _ in range(2):
+                got = gs.bincount(d, minlength=m)
+                np.testing.assert_array_equal(got.get(), np.bincount(x, minlength=m))
+
+
+def test_one_launch_histogram_shares_the_scratch_buffer_with_sums(cp):
+    """Sums (whose kept workspace is the same scratch buffer) and fused histograms alternate on
+    one stream; a histogram whose counts start zero in the first place (no stale counts)."""
+    rng = np.random.default_rng(3)
+    xs = [rng.random(n) for n in (10_007, 70_001, 200_003)]
+    ints = rng.integers(-1000, 1000, 3_000_017)
+    ds, di = [cp.asarray(x) for x in xs], cp.asarray(ints)
+    cp.cuda.Device().synchronize()
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        for rep in range(3):
+            for x, d in zip(xs, ds):
+                h, e = gs.histogram(d, 50, (0.0, 1.0))
+                t = gs.sum(di)  # the kept workspace: threadfence, its ticket at the same word
+                assert gs.last_plan()["strategy_used"] == "threadfence"
+                h2, _ = gs.histogram(d, 50, (0.0, 1.0))
+                s.synchronize()
+                want = np.histogram(x, 50, (0.0, 1.0))[0]
+                np.testing.assert_array_equal(h.get(), want)
+                np.testing.assert_array_equal(h2.get(), want)
+                assert int(t) == int(ints.sum())
+
+
+def test_one_launch_histogram_across_streams_and_threads(cp):
+    rng = np.random.default_rng(5)
+    xs = [rng.random(n).astype(np.float32) for n in (999, 20_011, 120_001)]
+    ds = [cp.asarray(x) for x in xs]
+    wants = [np.histogram(x, 64, (0.0, 1.0))[0] for x in xs]
+    cp.cuda.Device().synchronize()
+    errors = []
+
+    def work(seed):
+        try:
+            streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+            outs = []
+            for i in range(40):
+                k = (seed + i) % len(ds)
+                with streams[i % 2]:
+                    outs.append((k, gs.histogram(ds[k], 64, (0.0, 1.0))[0]))
+            for st in streams:
+                st.synchronize()
+            for k, h in outs:
+                np.testing.assert_array_equal(h.get(), wants[k])
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_one_launch_histogram_in_a_graph_capture():
+    """Under capture a one-block grid still fuses (no scratch buffer); a larger grid takes the
+    zeroing kernel and atomics (a graph must not keep a thread's buffer).  Replays stay right."""
+    torch = pytest.importorskip("torch")
+    if not gs.cuda_available():
+        pytest.skip("needs a CUDA GPU")
+    small = torch.rand(1_000, device="cuda", dtype=torch.float64)
+    mid = torch.rand(50_000, device="cuda", dtype=torch.float64)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # plans, outside the capture
+        gs.histogram(small, 20, (0.0, 1.0))
+        gs.histogram(mid, 20, (0.0, 1.0))
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        hs, es = gs.histogram(small, 20, (0.0, 1.0))
+        hm, em = gs.histogram(mid, 20, (0.0, 1.0))
+    for _ in range(2):
+        small.uniform_()
+        mid.uniform_()
+        g.replay()
+        torch.cuda.synchronize()
+        for h, e, x in ((hs, es, small), (hm, em, mid)):
+            want_h, want_e = np.histogram(x.cpu().numpy(), 20, (0.0, 1.0))
+            np.testing.assert_array_equal(h.cpu().numpy(), want_h)
+            np.testing.assert_array_equal(e.cpu().numpy(), want_e)
+
+
+@pytest.mark.sanitizer
+@pytest.mark.parametrize("dtype,bins,rng_", [CASES[0], CASES[2], CASES[6], CASES[8]])
+def test_one_launch_histogram_sanitized(cp, dtype, bins, rng_):
+    """A few of the cases above at modest sizes, for compute-sanitizer: one block, a ticket of a
+    few blocks, past the cap (the zeroing kernel)."""
+    rng = np.random.default_rng(1)
+    for n in (100, 9_000, 70_001):
+        x = _data(dtype, n, rng)
+        d = cp.asarray(x)
+        for _ in range(2):
+            _check(gs.histogram(d, bins, rng_), x, bins, rng_)
