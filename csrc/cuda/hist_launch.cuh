@@ -83,17 +83,17 @@ int gs_hist_replica_shift(const gs_hist_launch *l);
  * lanes adds them.  One thread per bin summing all 32 replicas left the
  * block waiting on 32 dependent shared loads at the end of every call.  The
  * first thing after the barrier is gs_pdl_wait: the shared strategies launch
- * as programmatic dependents of the kernel that zeroes out (hist.cu). */
-template <class C, class O>
-__device__ __forceinline__ void gs_hist_merge(const C *h, int nb, int rshift, O *out)
+ * as programmatic dependents of the kernel that zeroes out (hist.cu).
+ * gs_hist_merge_each: the P-thread sums alone, put(bin, sum) for each bin
+ * (hist_small.cu's one-launch end stores them). */
+template <class C, class F>
+__device__ __forceinline__ void gs_hist_merge_each(const C *h, int nb, int rshift, F &&put)
 {
     const int R = 1 << rshift;
     int lp = 0; /* log2 P */
     while ((1 << lp) < R && ((int64_t)nb << (lp + 1)) <= (int64_t)blockDim.x)
         lp++;
     const int P = 1 << lp, per = R >> lp;
-    __syncthreads();
-    gs_pdl_wait();
     const int64_t slots = (int64_t)nb << lp;
     for (int64_t base = 0; base < slots; base += blockDim.x) { /* the same trips for every lane: the shuffles */
         const int64_t idx = base + threadIdx.x;
@@ -104,9 +104,19 @@ __device__ __forceinline__ void gs_hist_merge(const C *h, int nb, int rshift, O 
                 acc += h[((int64_t)k << rshift) + ((p * per + j + k) & (R - 1))];
         for (int off = P >> 1; off > 0; off >>= 1)
             acc += __shfl_xor_sync(0xffffffffu, acc, off);
-        if (k < nb && p == 0 && acc != 0)
-            atomicAdd(out + k, (O)acc);
+        if (k < nb && p == 0)
+            put(k, acc);
     }
+}
+template <class C, class O>
+__device__ __forceinline__ void gs_hist_merge(const C *h, int nb, int rshift, O *out)
+{
+    __syncthreads();
+    gs_pdl_wait();
+    gs_hist_merge_each(h, nb, rshift, [&](int k, C acc) {
+        if (acc != 0)
+            atomicAdd(out + k, (O)acc);
+    });
 }
 
 /*

@@ -137,25 +137,11 @@ __device__ __noinline__ void gs_hist_fused_end(const unsigned *h, int nbh, int r
         for (int64_t i = threadIdx.x; i <= f.e.u.nbins; i += blockDim.x)
             gs_formula_edge_put(&f.e.u, f.e.edges, f.e.e32, f.e.stride, i);
     unsigned long long *dst = gridDim.x == 1 ? out : f.part + (int64_t)blockIdx.x * nb;
-    const int R = 1 << rshift;
-    int lp = 0; /* P threads a bin, as gs_hist_merge */
-    while ((1 << lp) < R && ((int64_t)nbh << (lp + 1)) <= (int64_t)blockDim.x)
-        lp++;
-    const int P = 1 << lp, per = R >> lp;
     __syncthreads();
-    const int64_t slots = (int64_t)nbh << lp;
-    for (int64_t base = 0; base < slots; base += blockDim.x) { /* the same trips for every lane: the shuffles */
-        const int64_t idx = base + threadIdx.x;
-        const int k = (int)(idx >> lp), p = (int)(idx & (P - 1));
-        unsigned acc = 0;
-        if (k < nbh)
-            for (int j = 0; j < per; j++)
-                acc += h[((int64_t)k << rshift) + ((p * per + j + k) & (R - 1))];
-        for (int off = P >> 1; off > 0; off >>= 1)
-            acc += __shfl_xor_sync(0xffffffffu, acc, off);
-        if (k < nbh && k < nb && p == 0)
+    gs_hist_merge_each(h, nbh, rshift, [&](int k, unsigned acc) {
+        if (k < nb)
             dst[k] = acc;
-    }
+    });
     for (int64_t k = nbh + threadIdx.x; k < nb; k += blockDim.x) /* counts past the kernel's bins */
         dst[k] = 0;
     if (gridDim.x == 1)
