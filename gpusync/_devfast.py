@@ -398,7 +398,12 @@ def plan_key(dt, bins, range):
     if type(bins) is not int or type(range) is not tuple or len(range) != 2:
         return None
     r0, r1 = range
+    if not (isinstance(r0, _BOUNDS) and isinstance(r1, _BOUNDS)):
+        return None  # (a tensor bound hashes by identity: a plan would keep it and miss its changes)
     return (dt, bins, type(r0), r0, type(r1), r1)
+
+
+_BOUNDS = (int, float, np.generic)  # the range bounds a plan is kept for: values, hashed by value
 
 
 def histogram_(plans, a, bins, range):

@@ -9,11 +9,13 @@ fuses (8-bit, 16/32-bit integers on unit bins, float32/float64 on equal-width
 bins), with the scratch buffer shared with the sums' kept workspace, across
 streams and threads, and inside a CUDA graph capture."""
 import threading
+import zlib
 
 import numpy as np
 import pytest
 
 import gpusync as gs
+from gpusync import _core
 
 pytestmark = pytest.mark.gpu
 
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.gpu
 # integers on unit-width bins, floats on equal-width bins (a bin count past the shared edge table too)
 CASES = [
     ("uint8", 256, (0, 256)),
+    ("uint8", 300, (0, 300)),
     ("uint8", 17, (3, 20)),
     ("int16", 300, (-100, 200)),
     ("int32", 64, (0, 64)),
@@ -51,12 +54,12 @@ def _check(got, x, bins, rng_):
     assert e.dtype == want_e.dtype
 
 
-@pytest.mark.parametrize("fuse_words", [None, "0", "1", "131072"])
+@pytest.mark.parametrize("fuse_words", [None, "0", "1", "131064"])
 @pytest.mark.parametrize("dtype,bins,rng_", CASES)
 def test_one_launch_histogram_equals_numpy(cp, monkeypatch, fuse_words, dtype, bins, rng_):
     if fuse_words is not None:
         monkeypatch.setenv("GPUSYNC_HIST_FUSE_WORDS", fuse_words)
-    rng = np.random.default_rng(hash((dtype, bins)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(f"{dtype} {bins}".encode()))
     for n in SIZES:
         x = _data(dtype, n, rng)
         d = cp.asarray(x)
@@ -70,15 +73,43 @@ def test_one_launch_histogram_equals_numpy(cp, monkeypatch, fuse_words, dtype, b
 
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "uint16", "int32"])
 def test_one_launch_bincount_equals_numpy(cp, dtype):
-    """bincount's counts past the data's own bins (minlength) are zero too."""
+    """bincount's counts past the data's own bins (minlength) are zero too; values past the
+    first count's 4,096 bins take a second count (of 0 .. max, or of min .. max far from 0)."""
     rng = np.random.default_rng(9)
     for n in (1, 50, 5_000, 100_003):
-        x = rng.integers(0, 200, n).astype(dtype)
+        for lo, hi in ((0, 200), (0, 5_000), (9_000, 9_100), (20_000, 30_000)):
+            if np.dtype(dtype).itemsize == 1 and hi > 256:
+                continue
+            x = rng.integers(lo, hi, n).astype(dtype)
+            d = cp.asarray(x)
+            for m in (0, 1, 300, 5000):
+                for _ in range(2):
+                    got = gs.bincount(d, minlength=m)
+                    np.testing.assert_array_equal(got.get(), np.bincount(x, minlength=m))
+
+
+def test_one_launch_is_what_runs(cp, monkeypatch, capfd):
+    """The fused form runs where it fits and declines past the cap (GPUSYNC_DEBUG's line)."""
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    rng = np.random.default_rng(2)
+    for n, bins, one in ((100, 100, True), (50_000, 100, True), (50_000, 7, True), (2_000_003, 100, False)):
+        x = rng.random(n)
         d = cp.asarray(x)
-        for m in (0, 1, 300, 5000):
-            for _ in range(2):
-                got = gs.bincount(d, minlength=m)
-                np.testing.assert_array_equal(got.get(), np.bincount(x, minlength=m))
+        gs.histogram(d, bins, (0.0, 1.0))
+        capfd.readouterr()
+        _check(gs.histogram(d, bins, (0.0, 1.0)), x, bins, (0.0, 1.0))
+        err = capfd.readouterr().err
+        want = "one launch" if one else "the zeroing kernel, then the count"
+        assert f"[gpusync] histogram: {want}" in err, (n, bins, err)
+
+
+def test_fast_path_kernels_fit_the_static_shared_memory_budget(cuda):
+    """The replicas' budget leaves GS_HIST_STATIC_SMEM bytes a block for the kernels' own static
+    shared memory: the fast-path kernels (and their one-launch end) stay within it."""
+    names = [k for k in gs.kernels() if k.startswith("histogram:shared")]
+    assert len(names) >= 5, names
+    for k in names:
+        assert gs.occupancy(k)["static_smem"] <= _core.HIST_STATIC_SMEM, (k, gs.occupancy(k))
 
 
 def test_one_launch_histogram_shares_the_scratch_buffer_with_sums(cp):
@@ -173,3 +204,19 @@ def test_one_launch_histogram_sanitized(cp, dtype, bins, rng_):
         d = cp.asarray(x)
         for _ in range(2):
             _check(gs.histogram(d, bins, rng_), x, bins, rng_)
+
+
+def test_a_tensor_range_bound_keeps_no_plan(cp):
+    """A range bound that hashes by identity (a tensor) keeps no plan: changed in place, the next
+    call's edges follow it."""
+    torch = pytest.importorskip("torch")
+    x = np.linspace(0.0, 1.0, 1001)
+    d = cp.asarray(x)
+    lo = torch.tensor(0.0)
+    for v in (0.0, 0.5, 0.25):
+        lo.fill_(v)
+        for _ in range(2):
+            h, e = gs.histogram(d, 10, (lo, 1.0))
+            want_h, want_e = np.histogram(x, 10, (v, 1.0))
+            np.testing.assert_array_equal(h.get(), want_h)
+            np.testing.assert_allclose(e.get(), want_e)

@@ -119,7 +119,7 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                               .meaning = "tuning: the nap (ns) of cumsum's lookback tiles between publishing their "
                                          "sum and their look-back's first poll (-1: tuning.h's GS_SCAN_DELAY_NS)"},
     [GS_ENV_HIST_FUSE_WORDS] = {.name = "GPUSYNC_HIST_FUSE_WORDS", .type = "int", .fallback = "", .lo = 0,
-                                .hi = 131072,
+                                .hi = 131064, /* (what the 1 MiB scratch buffer holds past its 64-byte header) */
                                 .meaning = "tuning: the most partial counts (blocks x bins) a one-launch device "
                                            "histogram leaves for its last block to add (0: never one launch; "
                                            "unset: tuning.h's GS_HIST_FUSE_WORDS)"},

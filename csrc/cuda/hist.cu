@@ -232,7 +232,11 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
         l.xstride = x->stride;
         l.x = x->data;
         l.n = x->length;
-        if (gs_hist_small_try(&l, &st))
+        const int one = gs_hist_small_try(&l, &st);
+        if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
+            fprintf(stderr, "[gpusync] histogram: %s\n",
+                    one ? "one launch (the count writes every count)" : "the zeroing kernel, then the count");
+        if (one)
             return st; /* one launch, or nothing launched and the error */
         l.fuse = 0; /* declined (or no fast path applies): zeroed counts, the usual road */
         GS_GOTO(hist_init(dev, s, (unsigned long long *)d_out, nb, bins, edges, NULL));

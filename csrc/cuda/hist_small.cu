@@ -146,28 +146,43 @@ __device__ __noinline__ void gs_hist_fused_end(const unsigned *h, int nbh, int r
         dst[k] = 0;
     if (gridDim.x == 1)
         return;
-    __shared__ int last;
     __threadfence(); /* this block's counts are visible before its ticket is */
     __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(f.ticket, 1u) == gridDim.x - 1;
-    __syncthreads();
+    /* (the block's vote, not a __shared__ flag: static shared memory in every
+     * kernel here would pass GS_HIST_STATIC_SMEM, the budget of the replicas) */
+    const int last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(f.ticket, 1u) == gridDim.x - 1);
     if (!last)
         return;
     __threadfence(); /* and the last block reads the counts only after every ticket */
+    /* P threads a bin (a power of two up to 32, as many as the block holds),
+     * each adding every P-th block's count, four loads in flight, then a
+     * shuffle over the P: few bins on many blocks are not one thread's long
+     * chain of loads (7 bins of 264 blocks: 9 loads a thread, not 264) */
     const int64_t g = gridDim.x;
-    for (int64_t k = threadIdx.x; k < nb; k += blockDim.x) {
-        unsigned long long s0 = 0, s1 = 0, s2 = 0, s3 = 0; /* four loads in flight */
-        int64_t b = 0;
-        for (; b + 4 <= g; b += 4) {
-            s0 += __ldcg(f.part + b * nb + k);
-            s1 += __ldcg(f.part + (b + 1) * nb + k);
-            s2 += __ldcg(f.part + (b + 2) * nb + k);
-            s3 += __ldcg(f.part + (b + 3) * nb + k);
+    int lp = 0;
+    while ((1 << lp) < 32 && (nb << (lp + 1)) <= (int64_t)blockDim.x)
+        lp++;
+    const int P = 1 << lp;
+    for (int64_t base = 0; base < (nb << lp); base += blockDim.x) { /* the same trips for every lane: the shuffles */
+        const int64_t idx = base + threadIdx.x, k = idx >> lp;
+        const int p = (int)(idx & (P - 1));
+        unsigned long long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        if (k < nb) {
+            int64_t b = p;
+            for (; b + 3 * P < g; b += 4 * P) {
+                s0 += __ldcg(f.part + b * nb + k);
+                s1 += __ldcg(f.part + (b + P) * nb + k);
+                s2 += __ldcg(f.part + (b + 2 * P) * nb + k);
+                s3 += __ldcg(f.part + (b + 3 * P) * nb + k);
+            }
+            for (; b < g; b += P)
+                s0 += __ldcg(f.part + b * nb + k);
         }
-        for (; b < g; b++)
-            s0 += __ldcg(f.part + b * nb + k);
-        out[k] = s0 + s1 + s2 + s3;
+        unsigned long long sum = (s0 + s1) + (s2 + s3);
+        for (int off = P >> 1; off > 0; off >>= 1)
+            sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        if (k < nb && p == 0)
+            out[k] = sum;
     }
     if (threadIdx.x == 0)
         *f.ticket = 0; /* ready for the next use of the scratch buffer */
@@ -594,4 +609,19 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
     case GS_UINT32: *st = launch_int<uint32_t>(l, rshift, stream, declined); return 1;
     default: return 0;
     }
+}
+
+/* The fast-path kernels as gs.occupancy reports them (kernel_refs.cuh): the
+ * float64 and float32 equal-width kernels (100 bins of 32 replicas), the
+ * 16-bit unit-bin kernel (4,096 bins of 4 replicas) and the 8-bit kernel. */
+int gs_hist_small_refs(gs_kernel_ref *r)
+{
+    r[0] = {"histogram:shared-f64", (const void *)hist_real_kernel<double, 0, 5, 512, 2, 4, false, false>, 512,
+            (size_t)100 * 32 * 4};
+    r[1] = {"histogram:shared-f32", (const void *)hist_real_kernel<float, 1, 5, 512, 2, 4, false, false>, 512,
+            (size_t)100 * 32 * 4};
+    r[2] = {"histogram:shared-u16", (const void *)hist_int_kernel<uint16_t, 2, false, false>, GS_HIST_BLOCK_THREADS,
+            (size_t)4096 * 4 * 4};
+    r[3] = {"histogram:shared-u8", (const void *)hist_u8_kernel<512, 4, 2, false>, 512, 0};
+    return 4;
 }

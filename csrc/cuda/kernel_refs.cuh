@@ -20,6 +20,7 @@ struct gs_kernel_ref {
 /* Each file appends its kernels to refs and returns how many it added. */
 int gs_hist_global_refs(gs_kernel_ref *refs);
 int gs_hist_shared_refs(gs_kernel_ref *refs);
+int gs_hist_small_refs(gs_kernel_ref *refs); /* hist_small.cu: the shared strategy's fast paths */
 int gs_hist_warp_refs(gs_kernel_ref *refs);
 int gs_hist_cluster_refs(gs_kernel_ref *refs);
 int gs_reduce_refs(gs_kernel_ref *refs);

@@ -19,6 +19,7 @@ static int all_refs(gs_kernel_ref *r)
     int n = 0;
     n += gs_hist_global_refs(r + n);
     n += gs_hist_shared_refs(r + n);
+    n += gs_hist_small_refs(r + n);
     n += gs_hist_warp_refs(r + n);
     n += gs_hist_cluster_refs(r + n);
     n += gs_reduce_refs(r + n);

@@ -2361,7 +2361,8 @@ PyMODINIT_FUNC PyInit__core(void)
     if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
         add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
         add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0 || add_names(m, "AXIS_OPS", axis_op_name_of) < 0 ||
-        PyModule_AddIntConstant(m, "BINCOUNT_FIRST_BINS", GS_BINCOUNT_FIRST_BINS) < 0)
+        PyModule_AddIntConstant(m, "BINCOUNT_FIRST_BINS", GS_BINCOUNT_FIRST_BINS) < 0 ||
+        PyModule_AddIntConstant(m, "HIST_STATIC_SMEM", GS_HIST_STATIC_SMEM) < 0)
         goto fail;
     { /* threading.main_thread().ident: the thread Python runs signal handlers in */
         PyObject *thr = PyImport_ImportModule("threading"), *mt = NULL, *id = NULL;
