@@ -402,12 +402,16 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
      * (gs_pdl_wait; this kernel is its programmatic dependent and may start
      * while it runs), so that zero (and word[1] = ~0) cannot land after our max or min. */
     if (TOP) { /* every thread of the block is here: full-warp reductions */
-        unsigned first = ~0u; /* the smallest x this block counted (the merge's barrier: the counts are whole) */
-        for (int i = threadIdx.x; i < (nb << rshift); i += GS_HIST_BLOCK_THREADS)
-            if (hs[i]) {
-                first = (unsigned)(i >> rshift);
-                break;
-            }
+        /* 16-bit data: the smallest x this block counted (the merge's barrier:
+         * the counts are whole); 32-bit data's tmin is already the smallest x
+         * (a counted x is no smaller: no scan, review36b #3) */
+        unsigned first = ~0u;
+        if (sizeof(T) == 2)
+            for (int i = threadIdx.x; i < (nb << rshift); i += GS_HIST_BLOCK_THREADS)
+                if (hs[i]) {
+                    first = (unsigned)(i >> rshift);
+                    break;
+                }
         unsigned m = tmax, b = min(tmin, first);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
