@@ -1,3 +1,5 @@
+import threading
+
 import numpy as np
 import pytest
 
@@ -125,3 +127,22 @@ def scipy_binned_statistic(x, values, statistic="mean", bins=10, range=None, **k
             raise
         return scipy.stats.binned_statistic(np.where(np.isnan(xa), np.inf, xa), values, statistic, bins, range,
                                             **kw)
+
+
+def in_threads(work, n=4):
+    """work(k) for k in range(n), each on a thread of its own, all at once; the first exception
+    any of them raised is raised here."""
+    errors = []
+
+    def run(k):
+        try:
+            work(k)
+        except BaseException as e:  # noqa: BLE001 (raised below)
+            errors.append(e)
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]

@@ -5,13 +5,13 @@ import copy
 import inspect
 import pickle
 import pydoc
-import threading
 import weakref
 
 import numpy as np
 import pytest
 
 import gpusync as gs
+from conftest import in_threads
 from gpusync import _core
 
 FRONTED = ["sum", "dot", "count_nonzero", "cumsum", "packbits", "unpackbits", "bincount", "histogram"]
@@ -155,22 +155,13 @@ def test_front_from_threads():
     rng = np.random.default_rng(5)
     xs = [rng.integers(0, 1000, n) for n in (10, 1000, 100_000)]
     want = [(int(x.sum()), np.bincount(x)) for x in xs]
-    errors = []
 
     def work(k):
-        try:
-            for i in range(200):
-                j = (k + i) % len(xs)
-                assert gs.sum(xs[j]) == want[j][0]
-                np.testing.assert_array_equal(gs.bincount(xs[j]), want[j][1])
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors, errors[0]
+        for i in range(200):
+            j = (k + i) % len(xs)
+            assert gs.sum(xs[j]) == want[j][0]
+            np.testing.assert_array_equal(gs.bincount(xs[j]), want[j][1])
+    in_threads(work)
 
 
 def test_front_device_hook_gets_the_parameters():

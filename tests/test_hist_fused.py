@@ -8,13 +8,13 @@ GPUSYNC_HIST_FUSE_WORDS: the zeroing kernel again), for each kernel that
 fuses (8-bit, 16/32-bit integers on unit bins, float32/float64 on equal-width
 bins), with the scratch buffer shared with the sums' kept workspace, across
 streams and threads, and inside a CUDA graph capture."""
-import threading
 import zlib
 
 import numpy as np
 import pytest
 
 import gpusync as gs
+from conftest import in_threads
 from gpusync import _core
 
 pytestmark = pytest.mark.gpu
@@ -147,28 +147,19 @@ def test_one_launch_histogram_across_streams_and_threads(cp):
     ds = [cp.asarray(x) for x in xs]
     wants = [np.histogram(x, 64, (0.0, 1.0))[0] for x in xs]
     cp.cuda.Device().synchronize()
-    errors = []
 
     def work(seed):
-        try:
-            streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
-            outs = []
-            for i in range(40):
-                k = (seed + i) % len(ds)
-                with streams[i % 2]:
-                    outs.append((k, gs.histogram(ds[k], 64, (0.0, 1.0))[0]))
-            for st in streams:
-                st.synchronize()
-            for k, h in outs:
-                np.testing.assert_array_equal(h.get(), wants[k])
-        except BaseException as e:  # noqa: BLE001 (reported below)
-            errors.append(e)
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors, errors[0]
+        streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+        outs = []
+        for i in range(40):
+            k = (seed + i) % len(ds)
+            with streams[i % 2]:
+                outs.append((k, gs.histogram(ds[k], 64, (0.0, 1.0))[0]))
+        for st in streams:
+            st.synchronize()
+        for k, h in outs:
+            np.testing.assert_array_equal(h.get(), wants[k])
+    in_threads(work)
 
 
 def test_one_launch_histogram_in_a_graph_capture():

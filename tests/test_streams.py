@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import gpusync as gs
+from conftest import in_threads
 from gpusync import _arrays
 
 
@@ -380,7 +381,6 @@ def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
     calling thread's kept workspace for the stream (strategy_used 'threadfence'), the same buffer
     again and again; threads keep their own; a capture takes the two-pass path with a workspace of
     its own (replays stay right)."""
-    import threading
     rng = np.random.default_rng(11)
     sizes = [70_001, 1_000_003, 9_999_991, 40_000_000]
     hosts = [rng.integers(-1000, 1000, n).astype(np.int64) for n in sizes]
@@ -400,26 +400,17 @@ def test_kept_sum_workspace_across_streams_threads_and_capture(cp):
         assert int(s) == int(hosts[k].sum()) and int(p) == int(hosts[k] @ hosts[k])
     f = cp.asarray(rng.standard_normal(3_000_017))
     cp.cuda.Device().synchronize()
-    errors = []
 
     def work(seed):
-        try:
-            st = cp.cuda.Stream(non_blocking=True)
-            with st:
-                for i in range(30):
-                    d = devs[(seed + i) % len(devs)]
-                    r, rf = gs.sum(d), gs.sum(f)
-                    st.synchronize()
-                    assert int(r) == int(hosts[(seed + i) % len(devs)].sum())
-                    assert float(rf) == pytest.approx(float(f.get().sum()), rel=1e-9, abs=1e-6)
-        except BaseException as e:  # noqa: BLE001 (reported below)
-            errors.append(e)
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors, errors[0]
+        st = cp.cuda.Stream(non_blocking=True)
+        with st:
+            for i in range(30):
+                d = devs[(seed + i) % len(devs)]
+                r, rf = gs.sum(d), gs.sum(f)
+                st.synchronize()
+                assert int(r) == int(hosts[(seed + i) % len(devs)].sum())
+                assert float(rf) == pytest.approx(float(f.get().sum()), rel=1e-9, abs=1e-6)
+    in_threads(work)
     torch, x, g = _torch_sum_to_capture(2_000_000)
     with torch.cuda.graph(g):
         r = gs.sum(x)
