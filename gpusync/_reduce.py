@@ -291,7 +291,6 @@ def _dot_impl(a, b, strategy="auto", deterministic=False):
     return _run("dot", arrays, rt, strategy, deterministic)
 
 
-
 # the common calls' fast path straight from the call, no Python frame (_core.front; the functions above run the rest)
 sum = _core.front("sum", sum, None, functools.partial(_devfast.sum_, out_dtype_of=_sum_dtype))  # noqa: A001
 dot = _core.front("dot", dot, None, functools.partial(_devfast.dot_, out_dtype_of=_dot_dtype))

@@ -63,7 +63,15 @@ int gs_cpu_features(void);
  * 0.032-0.034 ms with the AVX-512 clone and the vector fold (reduce.c). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
 #define GS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+/* GS_CLONES with an FMA clone where the CPU has it (x86-64-v3: AVX2 + FMA;
+ * AVX-512F has FMA too), and GS_FUSED_MULADD: multiply-adds fused in the
+ * clones that have FMA -- for a loop whose fused multiply-add rounds exactly
+ * as the multiply and the add (reduce.c's float32 dot). */
+#define GS_CLONES_FMA __attribute__((target_clones("avx512f", "arch=x86-64-v3", "avx2", "default")))
+#define GS_FUSED_MULADD __attribute__((optimize("fp-contract=fast")))
 #else
 #define GS_CLONES
+#define GS_CLONES_FMA
+#define GS_FUSED_MULADD
 #endif
 #endif

@@ -122,17 +122,6 @@ typedef double gs_pw_d4 __attribute__((vector_size(32)));
     }
 #define SUM_TERM(k) ((double)a[k])
 #define DOT_TERM(k) ((double)a[k] * (double)b[k])
-/* GS_CLONES (parallel.h) with an FMA clone where the CPU has it (x86-64-v3:
- * AVX2 + FMA; AVX-512F has FMA too), and the multiply-add fused in it: for
- * a loop whose fused multiply-add rounds exactly as the multiply and the add
- * (the float32 dot below) */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define GS_CLONES_FMA __attribute__((target_clones("avx512f", "arch=x86-64-v3", "avx2", "default")))
-#define GS_FUSED_MULADD __attribute__((optimize("fp-contract=fast")))
-#else
-#define GS_CLONES_FMA
-#define GS_FUSED_MULADD
-#endif
 PAIRWISE(pw_sum_f32, float, SUM_TERM, GS_CLONES)
 PAIRWISE(pw_sum_f64, double, SUM_TERM, GS_CLONES)
 /* float32 products are exact in double (48 bits), so a fused multiply-add

@@ -49,7 +49,6 @@ struct gs_hist_launch {
     gs_hist_formula_edges fuse_edges;
 };
 
-
 gs_status gs_hist_global_launch(const gs_hist_launch *l);
 gs_status gs_hist_shared_launch(const gs_hist_launch *l);
 gs_status gs_hist_warp_launch(const gs_hist_launch *l);
