@@ -1,13 +1,15 @@
 """Device histograms in one launch (issue 13; csrc/cuda/hist.cu, gs_hist_fin
-in hist_small.cu): the counting kernel writes every count and the edges
-itself -- one block storing its counts, or many blocks leaving partial counts
-in the calling thread's scratch buffer for the block that draws the last
-ticket -- with no zeroing kernel ahead of it.  Results equal NumPy's at the
-grid sizes around each switch (one block, a few blocks, partials past
-GPUSYNC_HIST_FUSE_WORDS: the zeroing kernel again), for each kernel that
-fuses (8-bit, 16/32-bit integers on unit bins, float32/float64 on equal-width
-bins), with the scratch buffer shared with the sums' kept workspace, across
-streams and threads, and inside a CUDA graph capture."""
+in hist_launch.cuh): the counting kernel writes every count and the edges
+itself -- one block storing its counts, or every block adding into the
+calling thread's scratch buffer's accumulators, which the block that draws
+the last ticket stores and zeroes again -- with no zeroing kernel ahead of it
+(GPUSYNC_HIST_ONE_LAUNCH=0: the zeroing kernel again).  Results equal NumPy's at the
+grid sizes around each switch, for each kernel that fuses (8-bit, 16/32-bit
+integers on unit bins, float32/float64 on equal-width bins, and the generic
+shared kernel: wide integers, float16, explicit edges, strided data, 8-bit
+data past the 8-bit kernel's size), with the scratch buffer shared with the
+sums' kept workspace, across streams and threads, and inside a CUDA graph
+capture (where many blocks take the zeroing kernel again)."""
 import zlib
 
 import numpy as np
@@ -34,7 +36,7 @@ CASES = [
     ("float64", 7, (0.25, 0.5)),
     ("float32", 1000, (-0.1, 1.1)),
 ]
-# one block, the first sizes past one block, many blocks (within the default cap or past it: the usual road)
+# one block, the first sizes past one block, many blocks
 SIZES = [1, 3, 100, 4_096, 4_097, 16_385, 70_001, 300_007, 2_000_003]
 
 
@@ -55,11 +57,11 @@ def _check(got, x, bins, rng_):
     assert e.dtype == want_e.dtype
 
 
-@pytest.mark.parametrize("fuse_words", [None, "0", "1", "131064"])
+@pytest.mark.parametrize("one_launch", [None, "0"])
 @pytest.mark.parametrize("dtype,bins,rng_", CASES)
-def test_one_launch_histogram_equals_numpy(cp, monkeypatch, fuse_words, dtype, bins, rng_):
-    if fuse_words is not None:
-        monkeypatch.setenv("GPUSYNC_HIST_FUSE_WORDS", fuse_words)
+def test_one_launch_histogram_equals_numpy(cp, monkeypatch, one_launch, dtype, bins, rng_):
+    if one_launch is not None:
+        monkeypatch.setenv("GPUSYNC_HIST_ONE_LAUNCH", one_launch)
     rng = np.random.default_rng(zlib.crc32(f"{dtype} {bins}".encode()))
     for n in SIZES:
         x = _data(dtype, n, rng)
@@ -90,18 +92,84 @@ def test_one_launch_bincount_equals_numpy(cp, dtype):
 
 
 def test_one_launch_is_what_runs(cp, monkeypatch, capfd):
-    """The fused form runs where it fits and declines past the cap (GPUSYNC_DEBUG's line)."""
+    """Which end runs (GPUSYNC_DEBUG's line): one block storing its counts, the accumulators on
+    more blocks, and the zeroing kernel where the bins outnumber the accumulators (8,192) or
+    where one launch is turned off."""
     monkeypatch.setenv("GPUSYNC_DEBUG", "1")
     rng = np.random.default_rng(2)
-    for n, bins, one in ((100, 100, True), (50_000, 100, True), (50_000, 7, True), (2_000_003, 100, False)):
+    for n, bins, fuse, want in (
+        (100, 100, None, "one block"),
+        (50_000, 100, None, "accumulators"),
+        (50_000, 7, None, "accumulators"),
+        (2_000_003, 100, None, "accumulators"),
+        (100, 8_192, None, "one block"),
+        (2_000_003, 8_192, None, "accumulators"),
+        (100, 8_193, None, "zeroing"),
+        (2_000_003, 20_000, None, "zeroing"),
+        (2_000_003, 100, "0", "zeroing"),
+    ):
+        if fuse is None:
+            monkeypatch.delenv("GPUSYNC_HIST_ONE_LAUNCH", raising=False)
+        else:
+            monkeypatch.setenv("GPUSYNC_HIST_ONE_LAUNCH", fuse)
         x = rng.random(n)
         d = cp.asarray(x)
-        gs.histogram(d, bins, (0.0, 1.0))
+        gs.histogram(d, bins, (0.0, 1.0), strategy="shared")
         capfd.readouterr()
-        _check(gs.histogram(d, bins, (0.0, 1.0)), x, bins, (0.0, 1.0))
+        _check(gs.histogram(d, bins, (0.0, 1.0), strategy="shared"), x, bins, (0.0, 1.0))
         err = capfd.readouterr().err
-        want = "one launch" if one else "the zeroing kernel, then the count"
-        assert f"[gpusync] histogram: {want}" in err, (n, bins, err)
+        if want == "zeroing" and fuse == "0":  # (never asked: no line about the ends)
+            assert "one launch" not in err and "[gpusync] histogram n=" in err, (n, bins, fuse, err)
+        elif want == "zeroing":
+            assert "[gpusync] histogram: the zeroing kernel, then the count" in err, (n, bins, fuse, err)
+            assert "one launch" not in err
+        else:
+            assert "[gpusync] histogram: one launch" in err and want in err, (n, bins, fuse, err)
+
+
+def _generic_cases(rng):
+    """Inputs that the generic shared kernel counts (no fast path): 8-bit data past the 8-bit
+    kernel's size, int64, float16, explicit (uneven) edges, strided data."""
+    big = rng.integers(0, 256, 4 * 2**20 + 3).astype(np.uint8)
+    yield "uint8 4 MiB, 256 bins", big, 256, (0, 256), None
+    yield "uint8 4 MiB, 17 bins of (3, 20)", big, 17, (3, 20), None
+    yield "int64, 100 bins", rng.integers(-50, 1050, 300_007), 100, (0, 1000), None
+    yield "float16, 50 bins", (rng.random(70_001) * 1.2 - 0.1).astype(np.float16), 50, (0.0, 1.0), None
+    edges = np.sort(rng.random(41))
+    yield "float64, 40 uneven edges", rng.random(500_009), edges, None, None
+    yield "float32 strided, 64 bins", (rng.random(600_010).astype(np.float32)), 64, (0.0, 1.0), 2
+
+
+@pytest.mark.parametrize("one_launch", [None, "0"])
+def test_one_launch_generic_kernel_equals_numpy(cp, monkeypatch, capfd, one_launch):
+    """The generic shared kernel (every input no fast path takes) in one launch too, each end."""
+    if one_launch is not None:
+        monkeypatch.setenv("GPUSYNC_HIST_ONE_LAUNCH", one_launch)
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    rng = np.random.default_rng(zlib.crc32(b"generic"))
+    for name, x, bins, rng_, step in _generic_cases(rng):
+        d = cp.asarray(x)
+        if step:
+            x, d = x[::step], d[::step]
+        capfd.readouterr()
+        for _ in range(3):  # the general path's call, then the fast path's; the accumulators stay zero
+            got = gs.histogram(d, bins, rng_)
+            want_h, want_e = np.histogram(x, bins, rng_)
+            np.testing.assert_array_equal(got[0].get(), want_h, err_msg=name)
+            np.testing.assert_array_equal(got[1].get(), want_e, err_msg=name)
+        err = capfd.readouterr().err
+        if one_launch == "0":  # (never asked: no line about the ends)
+            assert "one launch" not in err and "zeroing kernel" not in err, (name, err)
+        else:
+            assert "one launch" in err and "zeroing kernel" not in err, (name, err)
+    # weighted calls keep the zeroing kernel (hist.cu does not ask them for one launch), and stay right
+    x = rng.random(100_003)
+    w = rng.random(100_003)
+    capfd.readouterr()
+    got = gs.histogram(cp.asarray(x), 30, (0.0, 1.0), weights=cp.asarray(w))[0].get()
+    np.testing.assert_allclose(got, np.histogram(x, 30, (0.0, 1.0), weights=w)[0], rtol=1e-12)
+    err = capfd.readouterr().err
+    assert "weighted=1" in err and "one launch" not in err, err
 
 
 def test_fast_path_kernels_fit_the_static_shared_memory_budget(cuda):
@@ -120,7 +188,7 @@ def test_fast_path_kernels_fit_the_static_shared_memory_budget(cuda):
 
 def test_one_launch_histogram_shares_the_scratch_buffer_with_sums(cp):
     """Sums (whose kept workspace is the same scratch buffer) and fused histograms alternate on
-    one stream; a histogram whose counts start zero in the first place (no stale counts)."""
+    one stream; every histogram's counts start from zero (no stale accumulators)."""
     rng = np.random.default_rng(3)
     xs = [rng.random(n) for n in (10_007, 70_001, 200_003)]
     ints = rng.integers(-1000, 1000, 3_000_017)
@@ -194,7 +262,7 @@ def test_one_launch_histogram_in_a_graph_capture():
 @pytest.mark.parametrize("dtype,bins,rng_", [CASES[i] for i in (0, 1, 3, 7, 9)])
 def test_one_launch_histogram_sanitized(cp, dtype, bins, rng_):
     """A few of the cases above at modest sizes, for compute-sanitizer: one block, a ticket of a
-    few blocks, past the cap (the zeroing kernel)."""
+    few blocks, many blocks."""
     rng = np.random.default_rng(1)
     for n in (100, 9_000, 70_001):
         x = _data(dtype, n, rng)
@@ -203,3 +271,14 @@ def test_one_launch_histogram_sanitized(cp, dtype, bins, rng_):
             _check(gs.histogram(d, bins, rng_), x, bins, rng_)
 
 
+
+
+@pytest.mark.sanitizer
+def test_one_launch_generic_kernel_sanitized(cp, monkeypatch):
+    """The generic kernel's one launch (accumulators: 66+ blocks), for compute-sanitizer."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(-5, 300, 40_003)
+    d = cp.asarray(x)
+    for _ in range(2):
+        got = gs.histogram(d, 64, (0, 256))
+        np.testing.assert_array_equal(got[0].get(), np.histogram(x, 64, (0, 256))[0])

@@ -9,7 +9,7 @@ pieces of gpusync's device fast path -- the plan lookup, the two output
 allocations, the C call with outputs made beforehand, an empty sync -- each
 alone, so that the difference between two rows is one piece's cost.  Rows
 marked 'enqueue' do not synchronize: the host's own cost of the call; rows
-marked '[fuse off]' run with GPUSYNC_HIST_FUSE_WORDS=0 (the zeroing kernel
+marked '[fuse off]' run with GPUSYNC_HIST_ONE_LAUNCH=0 (the zeroing kernel
 ahead of the count), interleaved with the others in the same process."""
 import os
 import statistics
@@ -40,9 +40,9 @@ def rounds(cases, reps=400, rounds_=7):
     for _ in range(rounds_):
         for k, (fn, sync) in cases.items():
             if k.endswith(FUSE_OFF):  # the same call with the one-launch histogram off (in-process A/B)
-                os.environ["GPUSYNC_HIST_FUSE_WORDS"] = "0"
+                os.environ["GPUSYNC_HIST_ONE_LAUNCH"] = "0"
             else:
-                os.environ.pop("GPUSYNC_HIST_FUSE_WORDS", None)
+                os.environ.pop("GPUSYNC_HIST_ONE_LAUNCH", None)
             fn()
             if sync:
                 sync()

@@ -118,11 +118,11 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                               .hi = 100000,
                               .meaning = "tuning: the nap (ns) of cumsum's lookback tiles between publishing their "
                                          "sum and their look-back's first poll (-1: tuning.h's GS_SCAN_DELAY_NS)"},
-    [GS_ENV_HIST_FUSE_WORDS] = {.name = "GPUSYNC_HIST_FUSE_WORDS", .type = "int", .fallback = "", .lo = 0,
-                                .hi = 131064, /* (what the 1 MiB scratch buffer holds past its 64-byte header) */
-                                .meaning = "tuning: the most partial counts (blocks x bins) a one-launch device "
-                                           "histogram leaves for its last block to add (0: never one launch; "
-                                           "unset: tuning.h's GS_HIST_FUSE_WORDS)"},
+    [GS_ENV_HIST_ONE_LAUNCH] = {.name = "GPUSYNC_HIST_ONE_LAUNCH", .type = "flag", .fallback = "1", .lo = 0,
+                                .hi = 1,
+                                .meaning = "tuning: 0 gives every device histogram of the shared strategy the "
+                                           "zeroing kernel ahead of its count (1: one launch where the bins fit "
+                                           "the scratch buffer's accumulators)"},
     [GS_ENV_HISTDD_RING] = {.name = "GPUSYNC_HISTDD_RING", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
                             .meaning = "tuning: 0 keeps unweighted histogram2d's 16-bit shared count from "
                                        "copying its coordinates ahead into a cp.async ring (one group ahead "

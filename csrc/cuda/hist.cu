@@ -189,17 +189,14 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
 
     if (nb == 0 && !edges)
         return GS_OK;
-    /* A device call of the shared strategy may count in one launch that
-     * writes every count and the edges (hist_small.cu's fast paths, fused:
-     * gs_hist_fin) -- no zeroing kernel ahead of it.  H200, CuPy float64,
-     * 100 bins, range given (r162): the zeroing launch was ~3.5 us of a
-     * 30 us call's host time.  GPUSYNC_HIST_FUSE_WORDS caps the partials
-     * a fused grid leaves for its last block to add (0: never fused). */
-    const int64_t fuse = !on_host && nb > 0 && strategy == GS_STRATEGY_SHARED && !weighted &&
-                                 (bins->kind == GS_BINS_UNIFORM || bins->kind == GS_BINS_DIRECT ||
-                                  bins->kind == GS_BINS_LUT)
-                             ? (int64_t)gs_env_number(GS_ENV_HIST_FUSE_WORDS, GS_HIST_FUSE_WORDS, NULL)
-                             : 0;
+    /* A device call of the shared strategy counts in one launch that writes
+     * every result and the edges (gs_hist_fin, hist_launch.cuh) -- no zeroing
+     * kernel ahead of it.  H200, CuPy float64, 100 bins, range given (r162):
+     * the zeroing launch was ~3.5 us of a 30 us call's host time.  Weighted
+     * calls keep the zeroing kernel (hist_smem.cu); GPUSYNC_HIST_ONE_LAUNCH=0
+     * gives it to every call. */
+    const int fuse = !on_host && nb > 0 && strategy == GS_STRATEGY_SHARED && !weighted &&
+                     gs_env_number(GS_ENV_HIST_ONE_LAUNCH, 1, NULL) != 0;
     if (on_host)
         GS_CUDA_GOTO(gs_malloc_async(&d_out, out_bytes, s));
     if (!fuse)
@@ -229,16 +226,15 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
             l.fuse_edges.stride = edges->stride;
             l.fuse_edges.e32 = edges->dtype == GS_FLOAT32;
         }
-        l.xstride = x->stride;
         l.x = x->data;
         l.n = x->length;
-        const int one = gs_hist_small_try(&l, &st);
-        if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
-            fprintf(stderr, "[gpusync] histogram: %s\n",
-                    one ? "one launch (the count writes every count)" : "the zeroing kernel, then the count");
+        l.xstride = x->stride;
+        const int one = gs_hist_shared_fused(&l, &st);
+        if (!one && gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0) /* (one launch: gs_hist_launch_fin says so) */
+            fprintf(stderr, "[gpusync] histogram: the zeroing kernel, then the count\n");
         if (one)
-            return st; /* one launch, or nothing launched and the error */
-        l.fuse = 0; /* declined (or no fast path applies): zeroed counts, the usual road */
+            goto fail; /* one launch, or nothing launched and the error (st) */
+        l.fuse = 0; /* declined: zeroed counts, the usual road */
         GS_GOTO(hist_init(dev, s, (unsigned long long *)d_out, nb, bins, edges, NULL));
     }
 
@@ -314,12 +310,13 @@ extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, in
     l.stream = s;
     l.dev = call.dev;
     unsigned long long *d_top = NULL, h_top[2] = {0, 0}; /* (largest, smallest) */
+    int declined = 0;                                    /* (l.fuse 0: never) */
     GS_CUDA_GOTO(gs_malloc_async(&d_top, sizeof h_top, s));
     GS_GOTO(hist_init(call.dev, s, (unsigned long long *)out->data, out->length, &bins, NULL, d_top));
     if (x->length == 0)
         goto fail; /* (zeroed counts; *top -1) */
     l.top = d_top;
-    if (!gs_hist_small_try(&l, &st)) {
+    if (!gs_hist_small_try(&l, &st, &declined)) {
         l.top = NULL;
         GS_GOTO(gs_hist_shared_launch(&l));
         int64_t mm[2] = {0, 0}; /* (min, max) in x's dtype */

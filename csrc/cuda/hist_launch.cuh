@@ -13,6 +13,8 @@
 #include "elements.cuh"
 #include "runtime.cuh"
 
+#include <stdio.h>
+
 /* Equal-width edges a kernel writes from their formula (NULL edges: none);
  * float32 when e32. */
 struct gs_hist_formula_edges {
@@ -39,13 +41,12 @@ struct gs_hist_launch {
      * where the kernel leaves the largest x (~0 when some x < 0; atomicMax)
      * and the smallest (atomicMin; see hist_int_kernel) */
     unsigned long long *top;
-    /* Nonzero (the most partial counts a fused grid may leave: g x nbins)
-     * when hist.cu lets the fast paths of hist_small.cu take the fused form
-     * (gs_hist_fin): the counts are not zeroed yet, and a fast path that
-     * cannot fuse declines (launches nothing) so that the dispatcher zeroes
-     * them and comes back the usual way.  fuse_edges: the edges the fused
-     * kernel writes too. */
-    int64_t fuse;
+    /* Nonzero when hist.cu lets the shared strategy's kernels take the fused
+     * form (gs_hist_fin, below): the counts are not zeroed yet, and a kernel
+     * that cannot fuse declines (launches nothing) so that the dispatcher
+     * zeroes them and comes back the usual way.  fuse_edges: the edges the
+     * fused kernel writes too. */
+    int fuse;
     gs_hist_formula_edges fuse_edges;
 };
 
@@ -57,8 +58,14 @@ gs_status gs_hist_cluster_launch(const gs_hist_launch *l);
 gs_status gs_hist_halves_launch(const gs_hist_launch *l);
 /* hist_small.cu's fast paths (8-bit data, small-range integers, floats on
  * equal-width bins), when they apply: 1 and *st set; else 0 -- also when
- * l->fuse asked for the fused form and it did not fit (nothing launched). */
-int gs_hist_small_try(const gs_hist_launch *l, gs_status *st);
+ * l->fuse asked for the fused form and it did not fit (*declined, nothing
+ * launched). */
+int gs_hist_small_try(const gs_hist_launch *l, gs_status *st, int *declined);
+/* Strategy `shared` in the fused form (l->fuse set, gs_hist_fin): the fast
+ * paths or the generic kernel in one launch that writes every result: 1 and
+ * *st set; 0 when it did not fit (nothing launched: zero the counts and take
+ * gs_hist_shared_launch). */
+int gs_hist_shared_fused(const gs_hist_launch *l, gs_status *st);
 /* Largest number of bins the cluster strategy can hold on this device. */
 int64_t gs_hist_cluster_max_bins(const gs_device_info *dev, int weighted);
 
@@ -116,6 +123,137 @@ __device__ __forceinline__ void gs_hist_merge(const C *h, int nb, int rshift, O 
         if (acc != 0)
             atomicAdd(out + k, (O)acc);
     });
+}
+
+/* How a shared-strategy histogram kernel ends (issue 13: a device histogram
+ * in one launch, no zeroing kernel ahead of it):
+ *   GS_FIN_MERGE  the block adds its counts into counts zeroed by hist_init
+ *                 (gs_hist_merge; the kernel runs as that kernel's
+ *                 programmatic dependent);
+ *   GS_FIN_STORE  a grid of one block stores every one of the `nb` results;
+ *   GS_FIN_ADD    every block adds its counts into the scratch buffer's
+ *                 accumulators (zero at rest, GS_SCRATCH_ACC, runtime.cuh),
+ *                 and the block that draws the last ticket (GS_SCRATCH_TICKET)
+ *                 stores the results and zeroes the accumulators and the
+ *                 ticket again -- the last block's work is nb words, whatever
+ *                 the grid.
+ * Block 0 also writes the equal-width edges when asked.  A fused kernel
+ * (STORE, ADD) is launched without the programmatic-dependent attribute:
+ * nothing runs ahead of it.
+ * (Measured and dropped: each block storing its counts for the last block to
+ * add -- 16,384 partial counts cost that block ~4 us: uint8 1 MiB 33.0
+ * against 28.5 us a call with the accumulators, int64 10^6 on the generic
+ * kernel 36.7 against 32.6; no case was faster; H200, r171,
+ * benchmarks/results/fuse_ends_H200_r171.txt.) */
+enum { GS_FIN_MERGE = 0, GS_FIN_STORE = 1, GS_FIN_ADD = 2 };
+struct gs_hist_fin {
+    void *acc;        /* ADD: nb accumulators of the output's type, zero at rest */
+    unsigned *ticket; /* ADD */
+    int64_t nb;
+    int on;
+    gs_hist_formula_edges e;
+};
+
+/* The fused end (STORE, ADD) of a kernel, out of line: inlined, it made the
+ * counting loops of the 32-register kernels spill.  h holds nbh bins (R =
+ * 1 << rshift replicas of the counter type C); the results have f.nb bins of
+ * the output's type O (unsigned long long counts, double sums).  The 8-bit
+ * kernel counts 256 bins into up to 256 or more results: the ones past its
+ * bins are zero. */
+template <class C, class O>
+__device__ __noinline__ void gs_hist_fused_end(const C *h, int nbh, int rshift, O *out, const gs_hist_fin f)
+{
+    const int64_t nb = f.nb;
+    if (blockIdx.x == 0 && f.e.edges)
+        for (int64_t i = threadIdx.x; i <= f.e.u.nbins; i += blockDim.x)
+            gs_formula_edge_put(&f.e.u, f.e.edges, f.e.e32, f.e.stride, i);
+    __syncthreads();
+    if (f.on == GS_FIN_STORE) {
+        gs_hist_merge_each(h, nbh, rshift, [&](int k, C v) {
+            if (k < nb)
+                out[k] = (O)v;
+        });
+        for (int64_t k = nbh + threadIdx.x; k < nb; k += blockDim.x) /* results past the kernel's bins */
+            out[k] = 0;
+        return;
+    }
+    O *const acc = (O *)f.acc;
+    gs_hist_merge_each(h, nbh, rshift, [&](int k, C v) {
+        if (k < nb && v != 0)
+            atomicAdd(acc + k, (O)v);
+    });
+    __threadfence(); /* this block's additions are visible before its ticket is */
+    __syncthreads();
+    /* (the block's vote, not a __shared__ flag: static shared memory in every
+     * kernel here would pass GS_HIST_STATIC_SMEM, the budget of the replicas) */
+    const int last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(f.ticket, 1u) == gridDim.x - 1);
+    if (!last)
+        return;
+    __threadfence(); /* and the last block reads the sums only after every ticket */
+    for (int64_t k = threadIdx.x; k < nb; k += blockDim.x) {
+        out[k] = __ldcg(acc + k);
+        acc[k] = 0; /* zero at rest again */
+    }
+    if (threadIdx.x == 0)
+        *f.ticket = 0; /* ready for the next use of the scratch buffer */
+}
+
+/* The end of a kernel: gs_hist_merge into zeroed counts, or the fused form
+ * (never in bincount's first count: CAN_FUSE false). */
+template <bool CAN_FUSE = true, class C, class O>
+__device__ __forceinline__ void gs_hist_finish(const C *h, int nbh, int rshift, O *out, const gs_hist_fin &f)
+{
+    if (CAN_FUSE && f.on != GS_FIN_MERGE)
+        gs_hist_fused_end(h, nbh, rshift, out, f);
+    else
+        gs_hist_merge(h, nbh, rshift, out);
+}
+
+/* Launch a histogram kernel whose last parameter is a gs_hist_fin, on g
+ * blocks of `threads` (results of 8 bytes: counts or sums).  The usual way
+ * (l->fuse 0): a programmatic dependent of hist_init, adding into the zeroed
+ * counts.  When the dispatcher asks for the fused form (l->fuse) and the
+ * bins fit the scratch buffer's accumulators: one plain launch that writes
+ * every result (STORE on one block, else ADD).  Where they do not fit, or no
+ * scratch buffer is at hand for more than one block (graph capture: a graph
+ * must not keep a thread's buffer), *declined and nothing launched: the
+ * dispatcher zeroes the counts and comes back the usual way. */
+template <class... K, class... A>
+static gs_status gs_hist_launch_fin(const gs_hist_launch *l, void (*kern)(K...), int64_t g, int threads, size_t smem,
+                                    int *declined, A &&...args)
+{
+    gs_hist_fin f{};
+    if (!l->fuse)
+        return gs_launch_pdl(kern, dim3((unsigned)g), dim3(threads), smem, l->stream, l->dev,
+                             static_cast<A &&>(args)..., f);
+    f.nb = l->binner.nbins;
+    f.e = l->fuse_edges;
+    f.on = g == 1 ? GS_FIN_STORE : GS_FIN_ADD;
+    void *scratch = NULL;
+    const int ord = l->dev->ordinal;
+    if (f.nb > GS_SCRATCH_ACC_WORDS ||
+        (f.on == GS_FIN_ADD && !(scratch = gs_cuda_scratch(ord, l->stream, GS_SCRATCH_DATA)))) {
+        *declined = 1;
+        return GS_OK;
+    }
+    if (scratch) {
+        f.ticket = (unsigned *)((char *)scratch + GS_SCRATCH_TICKET);
+        f.acc = (char *)scratch + GS_SCRATCH_ACC;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)g);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = l->stream;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(args)..., f);
+    if (scratch)
+        gs_cuda_scratch_done(ord, l->stream); /* (on failure too: the use is ordered either way) */
+    GS_CUDA_CHECK(e);
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
+        fprintf(stderr, "[gpusync] histogram: one launch (%s; %lld blocks, %lld bins)\n",
+                g == 1 ? "one block stores the counts" : "the blocks add into the accumulators", (long long)g,
+                (long long)f.nb);
+    return GS_OK;
 }
 
 /*

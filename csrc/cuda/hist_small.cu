@@ -16,10 +16,10 @@
  *    replicas (lane % R), 16-byte loads pipelined the same way, 32-bit index
  *    arithmetic for 16-bit data.
  *
- * Each kernel ends in one of two ways (gs_hist_fin): adding its block's
- * counts into counts zeroed by hist_init (it runs as that kernel's
- * programmatic dependent), or -- a device call whose partial counts are few,
- * hist.cu decides -- writing every count itself in one launch.
+ * Each kernel ends in one of the ways of gs_hist_fin (hist_launch.cuh):
+ * adding its block's counts into counts zeroed by hist_init (it runs as that
+ * kernel's programmatic dependent), or -- a device call, hist.cu decides --
+ * writing every count itself in one launch.
  *
  * Launch shape from the device: threads per block fixed per kernel, blocks
  * per SM from the occupancy API, grid = resident blocks (or fewer when the
@@ -106,100 +106,6 @@ __device__ __forceinline__ void each_element(const T *__restrict__ x, int64_t n,
         add(x[done + tid]);
 }
 
-/* How a histogram kernel of hist_small.cu ends (issue 13: a device histogram
- * in one launch, no zeroing kernel ahead of it).  on == 0: the block adds its
- * counts into counts zeroed by hist_init (gs_hist_merge).  on == 1: the
- * kernel writes every one of the `nb` counts itself -- a grid of one block
- * stores its counts; a larger grid stores each block's counts in part[block]
- * [nb] and the block that draws the last ticket adds them up, stores them
- * and leaves the ticket zero (the calling thread's kept scratch buffer:
- * gs_cuda_scratch, ticket at GS_SCRATCH_TICKET).  Block 0 also writes the
- * equal-width edges when asked.  A fused kernel is launched without the
- * programmatic-dependent attribute: nothing runs ahead of it. */
-struct gs_hist_fin {
-    unsigned long long *part;
-    unsigned *ticket;
-    int64_t nb;
-    int on;
-    gs_hist_formula_edges e;
-};
-
-/* The fused end of a kernel below (gs_hist_fin), out of line: inlined, it
- * made the counting loops of the 32-register kernels spill.  h holds nbh
- * bins (R = 1 << rshift replicas, 32-bit counters); the counts have f.nb bins
- * (the 8-bit kernel counts 256 bins into up to 256 or more counts: the ones
- * past its bins are zero). */
-__device__ __noinline__ void gs_hist_fused_end(const unsigned *h, int nbh, int rshift, unsigned long long *out,
-                                               const gs_hist_fin f)
-{
-    const int64_t nb = f.nb;
-    if (blockIdx.x == 0 && f.e.edges)
-        for (int64_t i = threadIdx.x; i <= f.e.u.nbins; i += blockDim.x)
-            gs_formula_edge_put(&f.e.u, f.e.edges, f.e.e32, f.e.stride, i);
-    unsigned long long *dst = gridDim.x == 1 ? out : f.part + (int64_t)blockIdx.x * nb;
-    __syncthreads();
-    gs_hist_merge_each(h, nbh, rshift, [&](int k, unsigned acc) {
-        if (k < nb)
-            dst[k] = acc;
-    });
-    for (int64_t k = nbh + threadIdx.x; k < nb; k += blockDim.x) /* counts past the kernel's bins */
-        dst[k] = 0;
-    if (gridDim.x == 1)
-        return;
-    __threadfence(); /* this block's counts are visible before its ticket is */
-    __syncthreads();
-    /* (the block's vote, not a __shared__ flag: static shared memory in every
-     * kernel here would pass GS_HIST_STATIC_SMEM, the budget of the replicas) */
-    const int last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(f.ticket, 1u) == gridDim.x - 1);
-    if (!last)
-        return;
-    __threadfence(); /* and the last block reads the counts only after every ticket */
-    /* P threads a bin (a power of two up to 32, as many as the block holds),
-     * each adding every P-th block's count, four loads in flight, then a
-     * shuffle over the P: few bins on many blocks are not one thread's long
-     * chain of loads (7 bins of 264 blocks: 9 loads a thread, not 264) */
-    const int64_t g = gridDim.x;
-    int lp = 0;
-    while ((1 << lp) < 32 && (nb << (lp + 1)) <= (int64_t)blockDim.x)
-        lp++;
-    const int P = 1 << lp;
-    for (int64_t base = 0; base < (nb << lp); base += blockDim.x) { /* the same trips for every lane: the shuffles */
-        const int64_t idx = base + threadIdx.x, k = idx >> lp;
-        const int p = (int)(idx & (P - 1));
-        unsigned long long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        if (k < nb) {
-            int64_t b = p;
-            for (; b + 3 * P < g; b += 4 * P) {
-                s0 += __ldcg(f.part + b * nb + k);
-                s1 += __ldcg(f.part + (b + P) * nb + k);
-                s2 += __ldcg(f.part + (b + 2 * P) * nb + k);
-                s3 += __ldcg(f.part + (b + 3 * P) * nb + k);
-            }
-            for (; b < g; b += P)
-                s0 += __ldcg(f.part + b * nb + k);
-        }
-        unsigned long long sum = (s0 + s1) + (s2 + s3);
-        for (int off = P >> 1; off > 0; off >>= 1)
-            sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        if (k < nb && p == 0)
-            out[k] = sum;
-    }
-    if (threadIdx.x == 0)
-        *f.ticket = 0; /* ready for the next use of the scratch buffer */
-}
-
-/* The end of a kernel below: gs_hist_merge into zeroed counts, or the
- * fused form (never in bincount's first count: CAN_FUSE false). */
-template <bool CAN_FUSE = true>
-__device__ __forceinline__ void gs_hist_finish(const unsigned *h, int nbh, int rshift, unsigned long long *out,
-                                               const gs_hist_fin &f)
-{
-    if (CAN_FUSE && f.on)
-        gs_hist_fused_end(h, nbh, rshift, out, f);
-    else
-        gs_hist_merge(h, nbh, rshift, out);
-}
-
 /* Blocks for one of these kernels: the resident count (occupancy API; a
  * kernel with dynamic shared memory may use up to the device's opt-in), no
  * more than the work needs (`vectors` / (threads x U)) unless
@@ -220,51 +126,6 @@ static gs_status small_grid(const gs_hist_launch *l, const void *kern, int threa
     if (!forced && g > work)
         g = work > 0 ? work : 1;
     *grid = g;
-    return GS_OK;
-}
-
-/* Launch one of these kernels (its last parameter a gs_hist_fin) on g
- * blocks.  The usual way: a programmatic dependent of hist_init, adding into
- * the zeroed counts.  When the dispatcher asks for the fused form (l->fuse:
- * the most partial counts it allows) and it fits -- g x nbins within
- * l->fuse, and for more than one block the calling thread's scratch buffer
- * at hand -- one plain launch that writes every count (gs_hist_fin).  Else, with
- * l->fuse, *declined and nothing launched: the dispatcher zeroes the counts
- * and comes back the usual way. */
-template <class... K, class... A>
-static gs_status small_launch(const gs_hist_launch *l, void (*kern)(K...), int64_t g, int threads, size_t smem,
-                              int *declined, A &&...args)
-{
-    gs_hist_fin f{};
-    if (!l->fuse)
-        return gs_launch_pdl(kern, dim3((unsigned)g), dim3(threads), smem, l->stream, l->dev,
-                             static_cast<A &&>(args)..., f);
-    f.on = 1;
-    f.nb = l->binner.nbins;
-    f.e = l->fuse_edges;
-    void *scratch = NULL;
-    const int ord = l->dev->ordinal;
-    if (g * f.nb > l->fuse) { /* (one block too: past its own bins, the 8-bit kernel stores zeros one by one) */
-        *declined = 1;
-        return GS_OK;
-    }
-    if (g > 1) {
-        if (!(scratch = gs_cuda_scratch(ord, l->stream, GS_SCRATCH_DATA + (size_t)(g * f.nb) * 8, GS_SCRATCH_DATA))) {
-            *declined = 1;
-            return GS_OK;
-        }
-        f.ticket = (unsigned *)((char *)scratch + GS_SCRATCH_TICKET);
-        f.part = (unsigned long long *)((char *)scratch + GS_SCRATCH_DATA);
-    }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)g);
-    cfg.blockDim = dim3(threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = l->stream;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(args)..., f);
-    if (scratch)
-        gs_cuda_scratch_done(ord, l->stream); /* (on failure too: the use is ordered either way) */
-    GS_CUDA_CHECK(e);
     return GS_OK;
 }
 
@@ -340,7 +201,7 @@ static gs_status launch_u8_shape(const gs_hist_launch *l, bool stream, int mode,
     const gs_status st = small_grid(l, (const void *)kern, THREADS, 0, l->n >> 4, U, &g);
     if (st != GS_OK)
         return st;
-    return small_launch(l, kern, g, THREADS, 0, declined, l->binner, (const uint8_t *)l->x, l->n,
+    return gs_hist_launch_fin(l, kern, g, THREADS, 0, declined, l->binner, (const uint8_t *)l->x, l->n,
                         (unsigned long long *)l->out, mode);
 }
 
@@ -441,7 +302,7 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
         small_grid(l, (const void *)kern, GS_HIST_BLOCK_THREADS, smem, l->n / (16 / (int)sizeof(T)), U, &g);
     if (st != GS_OK)
         return st;
-    return small_launch(l, kern, g, GS_HIST_BLOCK_THREADS, smem, declined, (const T *)l->x, l->n,
+    return gs_hist_launch_fin(l, kern, g, GS_HIST_BLOCK_THREADS, smem, declined, (const T *)l->x, l->n,
                         (long long)l->binner.offset, (int)l->binner.nbins, l->binner.closed_top,
                         (unsigned long long *)l->out, rshift, l->top);
 }
@@ -506,7 +367,7 @@ static gs_status launch_real_shape(const gs_hist_launch *l, int rshift, bool str
     const gs_status st = small_grid(l, (const void *)kern, THREADS, smem, l->n / (16 / (int)sizeof(T)), U, &g);
     if (st != GS_OK)
         return st;
-    return small_launch(l, kern, g, THREADS, smem, declined, l->binner, (const T *)l->x, l->n,
+    return gs_hist_launch_fin(l, kern, g, THREADS, smem, declined, l->binner, (const T *)l->x, l->n,
                         (unsigned long long *)l->out, rshift);
 }
 
@@ -540,12 +401,11 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined);
 /* The fast paths above, when they apply to this launch (unweighted,
  * contiguous; 8-bit data, integers on few unit-width bins, or floats on
  * equal-width bins whose replicas fit shared memory): 1 and *st set; else 0
- * (also when l->fuse asked for the fused form and it did not fit: nothing
- * was launched). */
-int gs_hist_small_try(const gs_hist_launch *l, gs_status *st)
+ * -- also when l->fuse asked for the fused form and it did not fit: then
+ * *declined and nothing was launched. */
+int gs_hist_small_try(const gs_hist_launch *l, gs_status *st, int *declined)
 {
-    int declined = 0;
-    return small_try(l, st, &declined) && !declined;
+    return small_try(l, st, declined) && !*declined;
 }
 
 static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)

@@ -89,7 +89,7 @@ __device__ __forceinline__ void hist_floats(const gs_binner &b, const gs_smem_bi
 template <class T, bool W>
 __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     hist_shared_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, const void *__restrict__ w,
-                       int64_t ws, int wdt, void *out, int rshift)
+                       int64_t ws, int wdt, void *out, int rshift, gs_hist_fin fin)
 {
     using C = typename std::conditional<W, double, unsigned>::type;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -134,21 +134,31 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     } else {
         gs_for_each(x, n, xs, one);
     }
+    /* (weighted: never fused -- the call to the fused end made the float32 and float16 weighted kernels spill
+     * 100 more bytes of loads at their 32 registers; hist.cu does not ask) */
     if constexpr (W)
         gs_hist_merge(h, nb, rshift, (double *)out);
     else
-        gs_hist_merge(h, nb, rshift, (unsigned long long *)out);
+        gs_hist_finish(h, nb, rshift, (unsigned long long *)out, fin);
 }
 
-template <class T> static gs_status launch(const gs_hist_launch *l)
+/* The fast paths of hist_small.cu where they apply, else this kernel; with
+ * l->fuse (the fused form asked for), *declined when it does not fit and
+ * nothing was launched. */
+template <class T> static gs_status launch(const gs_hist_launch *l, int *declined)
 {
     gs_status small_st = GS_OK;
-    if (gs_hist_small_try(l, &small_st))
+    if (gs_hist_small_try(l, &small_st, declined) || *declined)
         return small_st;
     const int W = l->w != NULL;
     const int rshift = gs_hist_replica_shift(l);
-    if (rshift < 0) /* not even one copy of 32-bit counters: 16-bit halves (resolve_strategy checked they fit) */
+    if (rshift < 0) { /* not even one copy of 32-bit counters: 16-bit halves (resolve_strategy checked they fit) */
+        if (l->fuse) {
+            *declined = 1;
+            return GS_OK;
+        }
         return gs_hist_halves_launch(l);
+    }
     const int R = 1 << rshift;
     const size_t smem = (size_t)l->binner.nbins * R * (W ? 8 : 4);
     const int threads = GS_HIST_BLOCK_THREADS;
@@ -169,11 +179,26 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
         const int64_t lo = (l->dev->multiprocessors + 1) / 2, hi = l->dev->multiprocessors;
         grid = grid < lo ? lo : (grid > hi ? hi : grid);
     }
-    return gs_launch_pdl(kern, dim3((unsigned)grid), dim3(threads), smem, l->stream, l->dev, l->binner, (const T *)l->x,
-                         l->n, l->xstride, l->w, l->wstride, l->wdtype, l->out, rshift);
+    return gs_hist_launch_fin(l, kern, grid, threads, smem, declined, l->binner, (const T *)l->x, l->n, l->xstride,
+                              l->w, l->wstride, l->wdtype, l->out, rshift);
 }
 
-gs_status gs_hist_shared_launch(const gs_hist_launch *l) { GS_DISPATCH_DTYPE(l->xdtype, launch, l) }
+int gs_hist_shared_fused(const gs_hist_launch *l, gs_status *st)
+{
+    if (l->n <= 0)
+        return 0; /* (zeroes alone: hist_init is the one launch) */
+    int declined = 0;
+    *st = gs_dtype_switch((gs_dtype)l->xdtype,
+                          [&](auto t_) { return launch<gs_byte_as_u8<GS_TYPE(t_)>>(l, &declined); });
+    return !declined;
+}
+
+gs_status gs_hist_shared_launch(const gs_hist_launch *l)
+{
+    gs_status st = GS_OK;
+    gs_hist_shared_fused(l, &st); /* (l->fuse == 0: never declined) */
+    return st;
+}
 
 int gs_hist_shared_refs(gs_kernel_ref *r)
 {

@@ -64,7 +64,7 @@ struct reduce_ws {
 };
 #define GS_WS_PARTIALS_OFFSET GS_SCRATCH_DATA /* partials follow the header, 8-byte aligned */
 /* the kept workspace is a scratch buffer: its ticket where every user of one keeps it (runtime.cuh) */
-static_assert(offsetof(reduce_ws, ticket) == GS_SCRATCH_TICKET && sizeof(reduce_ws) <= GS_SCRATCH_DATA,
+static_assert(offsetof(reduce_ws, ticket) == GS_SCRATCH_TICKET && sizeof(reduce_ws) <= GS_SCRATCH_ACC,
               "reduce_ws: the scratch buffer layout");
 
 
@@ -650,7 +650,7 @@ extern "C" gs_status gs_cuda_reduce(const gs_array *a, const gs_array *b, gs_arr
      * 10.0-10.9 us a call).  Under capture, or when no kept workspace can be had: two-pass, per call. */
     int kept = 0;
     if (!p.single && p.out && asked == GS_STRATEGY_AUTO && !det && strategy == GS_STRATEGY_TWO_PASS) {
-        p.ws = (reduce_ws *)gs_cuda_scratch(ord, s, ws_bytes, sizeof(reduce_ws));
+        p.ws = (reduce_ws *)gs_cuda_scratch(ord, s, ws_bytes);
         if (p.ws) {
             kept = 1;
             strategy = p.strategy = GS_STRATEGY_THREADFENCE;

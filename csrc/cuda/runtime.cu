@@ -303,9 +303,9 @@ scratch_slot *slot_take(thread_scratch &t, int ordinal, cudaStream_t s)
 }
 } // namespace
 
-void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes, size_t zero_bytes)
+void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes)
 {
-    if (ordinal < 0 || ordinal >= GS_MAX_DEVICES || bytes > GS_SCRATCH_MAX_BYTES || zero_bytes > bytes)
+    if (ordinal < 0 || ordinal >= GS_MAX_DEVICES || bytes > GS_SCRATCH_MAX_BYTES || bytes < GS_SCRATCH_DATA)
         return NULL;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(s, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
@@ -331,7 +331,7 @@ void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes, size_t zero_byt
         x->bytes = 0;
         void *p = NULL;
         if (gs_cuda_pool_alloc(&p, bytes, s) != cudaSuccess ||
-            (zero_bytes && cudaMemsetAsync(p, 0, zero_bytes, s) != cudaSuccess)) {
+            cudaMemsetAsync(p, 0, GS_SCRATCH_DATA, s) != cudaSuccess) {
             cudaGetLastError();
             if (p && cudaFreeAsync(p, s) != cudaSuccess)
                 cudaGetLastError();

@@ -170,8 +170,9 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaS
  * `ordinal` (current), for kernels that would otherwise allocate and free a
  * workspace every call (a sum's partials: the allocation, free and second
  * launch of two-pass took ~4 us of host time a call on the H200 host, r148).
- * Its first `zero_bytes` are zero the first time it is handed out, and the
- * caller's kernels must leave them zero (a ticket the last block resets).
+ * Its first GS_SCRATCH_DATA bytes (the header and the accumulators below) are
+ * zero the first time it is handed out, and the caller's kernels must leave
+ * them zero.  `bytes` is at least GS_SCRATCH_DATA.
  * One buffer per stream handle (at most 8 a thread; one whose last use has
  * completed is freed for a new stream): a use waits only on the previous
  * use of its own handle (through an event, so a destroyed stream's reused
@@ -185,14 +186,21 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaS
  * gs.empty_cache() leaves them. */
 #define GS_SCRATCH_MAX_BYTES ((size_t)1 << 20)
 /* The layout every user of a scratch buffer keeps (one buffer serves a
- * thread's sums and histograms on one stream, one use after the other): the
- * 32-bit word at GS_SCRATCH_TICKET is the blocks-done ticket of a last-block
- * kernel, zero when handed out and left zero by every use; the bytes below
- * GS_SCRATCH_DATA are a header that only the sums' kernels touch (they ask
- * for it zeroed); a use's own data starts at GS_SCRATCH_DATA and is not kept. */
+ * thread's sums and histograms on one stream, one use after the other):
+ *   [0, GS_SCRATCH_ACC)   a header: the 32-bit word at GS_SCRATCH_TICKET is
+ *                         the blocks-done ticket of a last-block kernel; the
+ *                         other words only the sums' kernels touch;
+ *   [GS_SCRATCH_ACC, GS_SCRATCH_DATA)  GS_SCRATCH_ACC_WORDS 64-bit
+ *                         accumulators that a last-block kernel's blocks add
+ *                         into and its last block reads and zeroes again (a
+ *                         histogram's counts or sums: no zeroing kernel);
+ *   [GS_SCRATCH_DATA, ..) a use's own data, not kept.
+ * The header and the accumulators are zero whenever no use is running. */
 #define GS_SCRATCH_TICKET 8
-#define GS_SCRATCH_DATA 64
-void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes, size_t zero_bytes);
+#define GS_SCRATCH_ACC 64
+#define GS_SCRATCH_ACC_WORDS 8192
+#define GS_SCRATCH_DATA (GS_SCRATCH_ACC + GS_SCRATCH_ACC_WORDS * 8)
+void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes);
 void gs_cuda_scratch_done(int ordinal, cudaStream_t s);
 
 /* Read a device int (an error flag) after the stream's work: the stream is

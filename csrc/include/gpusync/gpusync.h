@@ -438,7 +438,7 @@ typedef enum gs_env_var {
     GS_ENV_BITS_LOADS,
     GS_ENV_HISTDD_FLUSH,
     GS_ENV_SCAN_DELAY_NS,
-    GS_ENV_HIST_FUSE_WORDS,
+    GS_ENV_HIST_ONE_LAUNCH,
     GS_ENV_COUNT
 } gs_env_var;
 

@@ -43,17 +43,6 @@
  * against 10.3 / 9.9; 1 GiB 82% against 91% of read. */
 #define GS_HIST_U8_SMALL_MAX_BYTES ((int64_t)3 << 20)
 
-/* A device histogram of the shared strategy's fast paths counts in one
- * launch (no zeroing kernel ahead of it, hist.cu / gs_hist_fin) when its
- * blocks' partial counts (grid x bins) are at most this many: one block
- * stores its counts, more leave them for the last block to add (up to
- * 128 KB from L2, 32 loads a thread of 512).  H200, synchronized calls
- * (benchmarks/results/fuse_cap_H200_r168.txt): one launch saved 1-4 us a
- * call up to 15,872 partials (uint8, 62 blocks x 256 bins: 38.2 against
- * 39.2 us) and lost 2.4 us at 24,500 (float64, 245 x 100: 37.8 against
- * 35.4).  GPUSYNC_HIST_FUSE_WORDS overrides it. */
-#define GS_HIST_FUSE_WORDS 16384
-
 /* Per-block shared-memory counters are 32-bit; the launcher keeps the
  * elements one block (or one cluster) may see below this. */
 #define GS_HIST_MAX_ELEMS_PER_BLOCK ((int64_t)1 << 31)
