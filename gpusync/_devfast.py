@@ -479,8 +479,9 @@ def bincount_(a, minlength, bins_desc_of):
     identifiers from 10^6 up: fewer bins, the counting kernels of few bins;
     else the max + 1 bins.  16-bit data: the first count knows the smallest
     value only when it is below BINCOUNT_FIRST_BINS (a min an element cost 5 %
-    of the common case), so 16-bit identifiers far from 0 take max + 1 bins
-    (GPUSYNC_HIST_SMALL=0, whose min/max pass knows it, takes min .. max).
+    of the common case); where no value is, a min/max read finds it (16-bit
+    identifiers far from 0, e.g. 40,000 .. 40,999: a count of those 1,000
+    bins instead of 41,000).
 
     Bool inputs take the general path."""
     r = _ready(a)
@@ -504,6 +505,8 @@ def bincount_(a, minlength, bins_desc_of):
             _note("bincount", n, dt, dt.itemsize, b * 8, "shared")
             return _counts_cut(h, counts, hi, b, minlength, dev, copy_below=b // 4)
         counts = None
+        if lo < 0:  # 16-bit data, every value past the first count's bins: its smallest unknown
+            lo = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)[0]  # synchronize!
     else:
         lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
         if lo < 0:

@@ -189,3 +189,27 @@ def test_bincount_of_values_far_from_zero(kind, dtype, lo, span, minlength):
         pytest.skip(str(e))
     got = gs.bincount(xd, minlength=minlength)
     np.testing.assert_array_equal(to_host(got), ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int16", "uint16"])
+def test_bincount_16_bit_far_from_zero_counts_min_to_max(cp, monkeypatch, dtype):
+    """16-bit identifiers far from 0 (every value past the first count's 4,096 bins, so that
+    count does not know the smallest): the device fast path reads min and max and counts the
+    values' own 1,000 bins, not max + 1 of them (a spy on the count's output length)."""
+    from gpusync import _devfast
+
+    x = np.random.default_rng(16).integers(30_000, 31_000, 200_003).astype(dtype)
+    d = cp.asarray(x)
+    np.testing.assert_array_equal(gs.bincount(d).get(), np.bincount(x))  # (the general path: plans)
+    seen = []
+    real = _devfast._core.histogram
+
+    def spy(*args):
+        seen.append(args[3][1])  # the output's length: the bins counted
+        return real(*args)
+
+    monkeypatch.setattr(_devfast._core, "histogram", spy)
+    np.testing.assert_array_equal(gs.bincount(d).get(), np.bincount(x))
+    np.testing.assert_array_equal(gs.bincount(d, minlength=40_000).get(), np.bincount(x, minlength=40_000))
+    assert seen == [1000, 1000], seen
