@@ -399,6 +399,13 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             return self.cp.empty(n, dtype=dtype)
 
+    def zeros(self, n, dtype, device):
+        with self.cp.cuda.Device(device):
+            return self.cp.zeros(n, dtype=dtype)
+
+    def put(self, dst, lo, src):  # dst[lo:lo + len(src)] = src, on the current stream
+        dst[lo:lo + src.shape[0]] = src
+
     def ptr(self, a):  # the device pointer of an array we allocated (contiguous)
         return int(a.data.ptr)
 
@@ -442,6 +449,12 @@ class _Torch:
     def empty(self, n, dtype, device):
         return self.torch.empty(n, dtype=self._dt(dtype), device=f"cuda:{device}")
 
+    def zeros(self, n, dtype, device):
+        return self.torch.zeros(n, dtype=self._dt(dtype), device=f"cuda:{device}")
+
+    def put(self, dst, lo, src):  # dst[lo:lo + len(src)] = src, on the current stream
+        dst[lo:lo + src.shape[0]] = src
+
     def ptr(self, a):  # the device pointer of a tensor we allocated (contiguous)
         return int(a.data_ptr())
 
@@ -483,6 +496,12 @@ class _Numba:
     def empty(self, n, dtype, device):
         with self.cuda.gpus[device]:
             return self.cuda.device_array(n, dtype=dtype)
+
+    def zeros(self, n, dtype, device):
+        return self.from_host(np.zeros(n, dtype), device)
+
+    def put(self, dst, lo, src):  # dst[lo:lo + len(src)] = src (Numba has no current stream: synchronous)
+        dst[lo:lo + src.shape[0]].copy_to_device(src)
 
     def from_host(self, a, device):
         with self.cuda.gpus[device]:

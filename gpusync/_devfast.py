@@ -514,7 +514,7 @@ def bincount_(a, minlength, bins_desc_of):
     hi, lo = int(hi), int(lo)
     nbins = max(hi + 1, minlength)
     span = hi - lo + 1
-    if 0 <= lo <= hi and 2 * span <= hi + 1 and hi >= _core.BINCOUNT_FIRST_BINS:
+    if min_to_max(lo, hi):
         # the values lo .. hi alone, into that stretch of zeroed counts (a few thousand bins: no saving
         # worth the zeroing launch)
         counts, cptr = h.zeros((nbins,), _INT64, dev)
@@ -527,6 +527,13 @@ def bincount_(a, minlength, bins_desc_of):
                            bins_desc_of(nbins), "auto", stream)
     _note("bincount", n, dt, dt.itemsize, nbins * 8, used)
     return counts
+
+
+def min_to_max(lo, hi):
+    """Whether bincount counts the values lo .. hi alone (into that stretch of
+    zeroed counts) rather than 0 .. hi: the C rule every engine asks
+    (gs_bincount_min_to_max)."""
+    return _core.bincount_min_to_max(lo, hi)
 
 
 def _bincount8(h, ptr, n, dt, dev, stream, minlength, bins_desc_of):

@@ -706,7 +706,21 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     lo, hi = _minmax(xa)  # synchronize! (device input)
     if lo < 0:
         raise ValueError("'list' argument must have no negative elements")
-    nbins = max(int(hi) + 1, minlength)
+    lo, hi = int(lo), int(hi)
+    nbins = max(hi + 1, minlength)
+    if _devfast.min_to_max(lo, hi):
+        # identifiers far from 0: count lo .. hi alone (hi - lo + 1 bins, the device fast path's rule), then
+        # place those counts into NumPy's length of zeros
+        part, _ = _run("bincount", xin, wa, hi - lo + 1, _direct_bins(hi - lo + 1, offset=lo), strategy, x_dtype)
+        out_dtype = np.float64 if weighted else np.int64
+        if device:
+            lib = Lib.of(xa.lib)
+            out = lib.zeros(nbins, out_dtype, xa.device)
+            lib.put(out, lo, part)
+            return out
+        out = np.zeros(nbins, out_dtype)
+        out[lo:hi + 1] = part
+        return out
     out, _ = _run("bincount", xin, wa, nbins, _direct_bins(nbins), strategy, x_dtype)
     return out
 

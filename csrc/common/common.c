@@ -126,6 +126,12 @@ int64_t gs_hist_halves_max(int64_t smem_optin)
     return room > 0 ? room / 16 * 8 : 0;
 }
 
+int gs_bincount_min_to_max(int64_t lo, int64_t hi)
+{
+    /* 2 (hi - lo + 1) <= hi + 1, i.e. 2 lo > hi, without overflow */
+    return lo >= 0 && lo <= hi && hi >= GS_BINCOUNT_FIRST_BINS && lo > hi - lo;
+}
+
 gs_status gs_hist_edges_check(const gs_hist_bins *bins, const gs_array *out, const gs_array *edges)
 {
     if (!edges)

@@ -1559,17 +1559,32 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
     PyArrayObject *r = fast_new(nbins, weighted ? NPY_DOUBLE : NPY_INT64, &out);
     if (!r)
         return NULL;
+    /* the values lo .. hi alone where the rule says so (identifiers far from 0), else 0 .. hi; the engine
+     * writes every one of those bins, the others (below lo, past the maximum: minlength) are zero */
+    const int64_t from = gs_bincount_min_to_max(lo, hi) ? lo : 0;
     gs_hist_bins bins;
     memset(&bins, 0, sizeof bins);
     bins.kind = GS_BINS_DIRECT;
-    bins.nbins = hi + 1;
-    out.length = hi + 1; /* the engine writes every one of these; the bins past the maximum (minlength) are zero */
+    bins.nbins = hi - from + 1;
+    bins.offset = from;
+    out.data = (int64_t *)PyArray_DATA(r) + from;
+    out.length = hi - from + 1;
+    memset(PyArray_DATA(r), 0, (size_t)from * 8);
     memset((int64_t *)PyArray_DATA(r) + hi + 1, 0, (size_t)(nbins - hi - 1) * 8);
     gs_strategy used = GS_STRATEGY_AUTO;
     gs_status st;
     FAST_RUN(FAST_BINCOUNT, a.length, st,
              ops->histogram(&a, weighted ? &w : NULL, &bins, &out, NULL, GS_STRATEGY_AUTO, NULL, &used));
     return fast_finish(r, st, FAST_BINCOUNT, &a, PyArray_TYPE((PyArrayObject *)ao), used);
+}
+
+static PyObject *py_bincount_min_to_max(PyObject *self, PyObject *args)
+{
+    (void)self;
+    long long lo, hi;
+    if (!PyArg_ParseTuple(args, "LL", &lo, &hi))
+        return NULL;
+    return PyBool_FromLong(gs_bincount_min_to_max((int64_t)lo, (int64_t)hi));
 }
 
 /* fast_thread_off(flag): the C fast path off (True) or on (False) for the
@@ -2264,6 +2279,8 @@ static PyMethodDef methods[] = {
     {"fast_histogram_of", (PyCFunction)(void (*)(void))py_fast_histogram_of, METH_FASTCALL,
      "fast path: histogram(a, bins, range) -> (counts, edges) from the planned (dtype, bins, range), or NotImplemented"},
     {"fast_bincount", (PyCFunction)(void (*)(void))py_fast_bincount, METH_FASTCALL, "fast path: bincount(x, minlength), or NotImplemented"},
+    {"bincount_min_to_max", py_bincount_min_to_max, METH_VARARGS,
+     "bincount_min_to_max(lo, hi) -> bool: bincount counts lo .. hi alone (gs_bincount_min_to_max)"},
     {"fast_thread_off", py_fast_thread_off, METH_O, "fast_thread_off(flag) -> previous: the C fast path off for this thread"},
     {"fast_config", py_fast_config, METH_O, "fast_config(limits or None) -> the ops' names, in the limits' order (a limit: n, or (caller alone, fast path))"},
     {"plan_seq", py_plan_seq, METH_NOARGS, "the next number of this thread's call sequence"},

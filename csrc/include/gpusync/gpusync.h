@@ -521,6 +521,13 @@ typedef struct gs_hist_shape {
 } gs_hist_shape;
 gs_strategy gs_hist_auto_strategy(const gs_hist_shape *shape);
 
+/* Whether bincount counts its values lo .. hi (lo >= 0) alone -- hi - lo + 1
+ * unit bins from lo into that stretch of zeroed counts -- rather than 0 .. hi:
+ * where they are at most half of 0 .. hi and hi is at least
+ * GS_BINCOUNT_FIRST_BINS (identifiers far from 0; a few thousand bins save
+ * nothing worth the zeroing).  Every engine and path asks this one rule. */
+int gs_bincount_min_to_max(int64_t lo, int64_t hi);
+
 /* The checks of ops->histogram's `edges` (NULL passes): a GS_BINS_UNIFORM
  * description, nbins + 1 float32 / float64 elements where `out` lives. */
 gs_status gs_hist_edges_check(const gs_hist_bins *bins, const gs_array *out, const gs_array *edges);
