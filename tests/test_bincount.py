@@ -213,3 +213,26 @@ def test_bincount_16_bit_far_from_zero_counts_min_to_max(cp, monkeypatch, dtype)
     np.testing.assert_array_equal(gs.bincount(d).get(), np.bincount(x))
     np.testing.assert_array_equal(gs.bincount(d, minlength=40_000).get(), np.bincount(x, minlength=40_000))
     assert seen == [1000, 1000], seen
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bincount_min_to_max_general_path_every_library(cuda, weighted):
+    """The general path (a process's first call, GPUSYNC_DEBUG, strided input) counts identifiers
+    far from 0 as the fast paths do and places them into NumPy's length of zeros with each
+    library's own operations: CuPy, PyTorch and Numba device arrays (Lib.zeros / Lib.put)."""
+    rng = np.random.default_rng(21)
+    x = rng.integers(50_000, 51_000, 40_002).astype(np.int32)
+    w = rng.random(x.size) if weighted else None
+    for minlength in (0, 60_000):
+        want = np.bincount(x[::2], None if w is None else w[::2], minlength=minlength)
+        for lib in ("cupy", "torch", "numba"):
+            if lib == "numba":
+                nc = pytest.importorskip("numba.cuda")
+                xd, wd = nc.to_device(x), (None if w is None else nc.to_device(w))
+            else:
+                xd, wd = to_kind(x, lib), (None if w is None else to_kind(w, lib))
+            got = gs.bincount(xd[::2], None if wd is None else wd[::2], minlength=minlength)  # (strided: general)
+            got = got.copy_to_host() if lib == "numba" else to_host(got)
+            assert got.dtype == want.dtype and got.shape == want.shape, (lib, got.dtype, got.shape)
+            np.testing.assert_allclose(got, want, rtol=1e-12) if weighted else np.testing.assert_array_equal(got, want)
