@@ -319,10 +319,13 @@ def test_cluster_strategy_limits(cp):
             gs.bincount(x, strategy="cluster")
         return
     np.testing.assert_array_equal(cp.asnumpy(gs.bincount(x, strategy="cluster")), np.bincount(cp.asnumpy(x)))
+    # (values 0 .. max: a lone value far from 0 is counted in one bin, min .. max alone, which fits)
     with pytest.raises(ValueError, match="strategy 'cluster' holds at most"):
-        gs.bincount(cp.array([10_000_000]), strategy="cluster")
+        gs.bincount(cp.array([0, 10_000_000]), strategy="cluster")
     with pytest.raises(ValueError, match="strategy 'shared' holds at most"):
-        gs.bincount(cp.array([1_000_000]), strategy="shared")
+        gs.bincount(cp.array([0, 1_000_000]), strategy="shared")
+    np.testing.assert_array_equal(cp.asnumpy(gs.bincount(cp.array([10_000_000]), strategy="cluster")),
+                                  np.bincount([10_000_000]))
     # still usable afterwards
     np.testing.assert_array_equal(cp.asnumpy(gs.bincount(cp.array([1, 1, 2]))), [0, 2, 1])
 
