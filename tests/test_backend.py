@@ -52,7 +52,9 @@ def test_auto_strategy_predicate():
     assert pick(1 << 28, 65536, weighted=True, **H200) == "cluster"  # float64 sums: no halves
     assert pick(1 << 28, 120_000, **H200) == "cluster"  # 240 KB of halves: more than one block holds
     assert pick(1 << 28, 90_000, **A100_LIKE) == "global"  # neither halves nor clusters
-    assert pick(1 << 28, 40000, **H200) == "warp"  # one copy fits, replicas do not
+    assert pick(1 << 28, 40000, **H200) == "shared"  # one copy of the counts fits (mid_bins_H100_r179.txt)
+    assert pick(1 << 28, 20000, weighted=True, **H200) == "warp"  # float64 sums: one copy, not two
+    assert pick(1 << 28, 5000, weighted=True, **H200) == "shared"  # two copies of the sums
     assert pick(1 << 28, 10_000_000, **H200) == "global"
     assert pick(1000, 256, weighted=True, **H200) == "shared"
     # CPU threads

@@ -157,7 +157,7 @@ gs_strategy gs_hist_auto_strategy(const gs_hist_shape *s)
         return s->nbins <= GS_CPU_PRIVATE_MAX_BINS ? GS_STRATEGY_SHARED : GS_STRATEGY_GLOBAL;
     int64_t counter = s->weighted ? 8 : 4;
     int r = gs_hist_replicas(s->nbins, s->weighted, s->smem_per_block_optin);
-    if (r >= GS_HIST_AUTO_MIN_REPLICAS)
+    if (r >= (s->weighted ? GS_HIST_AUTO_MIN_REPLICAS_WEIGHTED : GS_HIST_AUTO_MIN_REPLICAS))
         return GS_STRATEGY_SHARED;
     if (r >= 1)
         return GS_STRATEGY_WARP;

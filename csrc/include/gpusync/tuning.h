@@ -62,10 +62,18 @@
  * two whose counters fit GS_HIST_SMEM_BUDGET four times (4 replicas). */
 #define GS_BINCOUNT_FIRST_BINS 4096
 
-/* auto: the shared strategy needs at least this many replicas to beat
- * warp aggregation on skewed data; with fewer, bins are many and auto picks
- * the warp-aggregated kernel (equal bins in a warp merged before the atomic). */
-#define GS_HIST_AUTO_MIN_REPLICAS 2
+/* auto: the copies of the bins one block must hold for `shared` to beat the
+ * warp-aggregated kernel (equal bins in a warp merged before a global atomic).
+ * Counts (native 32-bit shared atomics) need one: H100 r179
+ * (benchmarks/results/mid_bins_H100_r179.txt), 64M int32 on 16,384-49,152 unit
+ * bins, shared against warp: uniform 0.19-0.28 against 0.64-0.65 ms, zipf
+ * 0.21-0.50 / 0.43-0.51, normal 0.21-0.46 / 0.63-0.66, one value 0.18-0.28 /
+ * 0.20-0.28, sorted 0.15-0.21 / 0.19-0.21 -- behind only at 49,152 sorted bins,
+ * 0.42 / 0.38 (the rule was two copies before: warp ran on all of these).
+ * Weighted sums keep two: a float64 add in shared memory is a
+ * compare-and-swap loop, which one repeated value serializes. */
+#define GS_HIST_AUTO_MIN_REPLICAS 1
+#define GS_HIST_AUTO_MIN_REPLICAS_WEIGHTED 2
 
 /* CPU engine thread pool (csrc/cpu/parallel.c).  A call uses t threads
  * when n * ns_per_item / t + handoff(t) is smallest (gs_cpu_threads_for_cost):
