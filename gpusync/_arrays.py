@@ -399,12 +399,13 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             return self.cp.empty(n, dtype=dtype)
 
-    def zeros(self, n, dtype, device):
+    def zeros(self, n, dtype, device):  # (on the current stream: under stream_scope, the work's own)
         with self.cp.cuda.Device(device):
             return self.cp.zeros(n, dtype=dtype)
 
-    def put(self, dst, lo, src):  # dst[lo:lo + len(src)] = src, on the current stream
-        dst[lo:lo + src.shape[0]] = src
+    def put(self, dst, lo, src, handle):  # dst[lo:lo + len(src)] = src on stream `handle` of dst's device
+        with self.stream_scope(None, handle, dst.device.id):
+            dst[lo:lo + src.shape[0]] = src
 
     def ptr(self, a):  # the device pointer of an array we allocated (contiguous)
         return int(a.data.ptr)
@@ -449,11 +450,12 @@ class _Torch:
     def empty(self, n, dtype, device):
         return self.torch.empty(n, dtype=self._dt(dtype), device=f"cuda:{device}")
 
-    def zeros(self, n, dtype, device):
+    def zeros(self, n, dtype, device):  # (on the current stream: under stream_scope, the work's own)
         return self.torch.zeros(n, dtype=self._dt(dtype), device=f"cuda:{device}")
 
-    def put(self, dst, lo, src):  # dst[lo:lo + len(src)] = src, on the current stream
-        dst[lo:lo + src.shape[0]] = src
+    def put(self, dst, lo, src, handle):  # dst[lo:lo + len(src)] = src on stream `handle` of dst's device
+        with self.stream_scope(None, handle, dst.device.index):
+            dst[lo:lo + src.shape[0]] = src
 
     def ptr(self, a):  # the device pointer of a tensor we allocated (contiguous)
         return int(a.data_ptr())
@@ -498,10 +500,20 @@ class _Numba:
             return self.cuda.device_array(n, dtype=dtype)
 
     def zeros(self, n, dtype, device):
-        return self.from_host(np.zeros(n, dtype), device)
+        with self.cuda.gpus[device]:
+            a = self.cuda.device_array(n, dtype=dtype)
+            from numba.cuda.cudadrv import driver
 
-    def put(self, dst, lo, src):  # dst[lo:lo + len(src)] = src (Numba has no current stream: synchronous)
-        dst[lo:lo + src.shape[0]].copy_to_device(src)
+            driver.device_memset(a, 0, a.nbytes)  # (on the device: no host buffer of n zeros)
+            return a
+
+    def put(self, dst, lo, src, handle):
+        """dst[lo:lo + len(src)] = src once the work that wrote src (on stream `handle`) is done: Numba has
+        no current stream to order the copy on, so the host waits for dst's device, copies and waits again."""
+        with self.cuda.gpus[_device_of(dst, "numba", 0)]:
+            self.cuda.synchronize()
+            dst[lo:lo + src.shape[0]].copy_to_device(src)
+            self.cuda.synchronize()
 
     def from_host(self, a, device):
         with self.cuda.gpus[device]:

@@ -505,8 +505,11 @@ def bincount_(a, minlength, bins_desc_of):
             _note("bincount", n, dt, dt.itemsize, b * 8, "shared")
             return _counts_cut(h, counts, hi, b, minlength, dev, copy_below=b // 4)
         counts = None
-        if lo < 0:  # 16-bit data, every value past the first count's bins: its smallest unknown
-            lo = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)[0]  # synchronize!
+        if lo < 0:  # 16-bit data, every value past the first count's bins: its smallest unknown, at least b
+            if not min_to_max(b, int(hi)):  # (else b .. hi alone, as good as lo .. hi: no read for lo)
+                lo = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)[0]  # synchronize!
+            else:
+                lo = b
     else:
         lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
         if lo < 0:
@@ -532,8 +535,9 @@ def bincount_(a, minlength, bins_desc_of):
 def min_to_max(lo, hi):
     """Whether bincount counts the values lo .. hi alone (into that stretch of
     zeroed counts) rather than 0 .. hi: the C rule every engine asks
-    (gs_bincount_min_to_max)."""
-    return _core.bincount_min_to_max(lo, hi)
+    (gs_bincount_min_to_max; uint64 values past int64: no -- their length
+    fails NumPy's way)."""
+    return hi < 2**63 and _core.bincount_min_to_max(lo, hi)
 
 
 def _bincount8(h, ptr, n, dt, dev, stream, minlength, bins_desc_of):

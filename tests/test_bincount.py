@@ -211,8 +211,16 @@ def test_bincount_16_bit_far_from_zero_counts_min_to_max(cp, monkeypatch, dtype)
 
     monkeypatch.setattr(_devfast._core, "histogram", spy)
     np.testing.assert_array_equal(gs.bincount(d).get(), np.bincount(x))
+    assert "the device fast path" in gs.last_plan()["notes"]
     np.testing.assert_array_equal(gs.bincount(d, minlength=40_000).get(), np.bincount(x, minlength=40_000))
+    assert "the device fast path" in gs.last_plan()["notes"]
     assert seen == [1000, 1000], seen
+    # values 4,096 .. 8,000 (no min/max read: every value is past the first count's bins, so 4,096 .. max
+    # already meets the rule): 3,905 bins from 4,096
+    y = np.random.default_rng(17).integers(4_096, 8_001, 100_003).astype(dtype)
+    seen.clear()
+    np.testing.assert_array_equal(gs.bincount(cp.asarray(y)).get(), np.bincount(y))
+    assert seen == [int(y.max()) - 4_096 + 1], seen
 
 
 @pytest.mark.gpu

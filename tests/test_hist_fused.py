@@ -152,7 +152,7 @@ def test_one_launch_generic_kernel_equals_numpy(cp, monkeypatch, capfd, one_laun
         if step:
             x, d = x[::step], d[::step]
         capfd.readouterr()
-        for _ in range(3):  # the general path's call, then the fast path's; the accumulators stay zero
+        for _ in range(3):  # (GPUSYNC_DEBUG: the general path each time) the accumulators stay zero
             got = gs.histogram(d, bins, rng_)
             want_h, want_e = np.histogram(x, bins, rng_)
             np.testing.assert_array_equal(got[0].get(), want_h, err_msg=name)
@@ -230,12 +230,14 @@ def test_one_launch_histogram_across_streams_and_threads(cp):
     in_threads(work)
 
 
-def test_one_launch_histogram_in_a_graph_capture():
+def test_one_launch_histogram_in_a_graph_capture(monkeypatch, capfd):
     """Under capture a one-block grid still fuses (no scratch buffer); a larger grid takes the
-    zeroing kernel and atomics (a graph must not keep a thread's buffer).  Replays stay right."""
+    zeroing kernel and atomics (a graph must not keep a thread's buffer: GPUSYNC_DEBUG's lines
+    say which).  Replays stay right."""
     torch = pytest.importorskip("torch")
     if not gs.cuda_available():
         pytest.skip("needs a CUDA GPU")
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
     small = torch.rand(1_000, device="cuda", dtype=torch.float64)
     mid = torch.rand(50_000, device="cuda", dtype=torch.float64)
     side = torch.cuda.Stream()
@@ -244,9 +246,12 @@ def test_one_launch_histogram_in_a_graph_capture():
         gs.histogram(mid, 20, (0.0, 1.0))
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
+    capfd.readouterr()
     with torch.cuda.graph(g):
         hs, es = gs.histogram(small, 20, (0.0, 1.0))
         hm, em = gs.histogram(mid, 20, (0.0, 1.0))
+    lines = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("[gpusync] histogram: ")]
+    assert len(lines) == 2 and "one block stores" in lines[0] and "zeroing kernel" in lines[1], lines
     for _ in range(2):
         small.uniform_()
         mid.uniform_()
