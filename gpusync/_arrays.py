@@ -399,13 +399,13 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             return self.cp.empty(n, dtype=dtype)
 
-    def zeros(self, n, dtype, device):  # (on the current stream: under stream_scope, the work's own)
-        with self.cp.cuda.Device(device):
-            return self.cp.zeros(n, dtype=dtype)
-
-    def put(self, dst, lo, src, handle):  # dst[lo:lo + len(src)] = src on stream `handle` of dst's device
-        with self.stream_scope(None, handle, dst.device.id):
-            dst[lo:lo + src.shape[0]] = src
+    def placed(self, n, dtype, device, lo, src, handle):
+        """n zeros with src at lo .. lo + len(src) - 1, made on `device` and stream `handle` (src's
+        producer's: a GPU that is not the current one, a non-blocking stream)."""
+        with self.stream_scope(None, handle, device):
+            out = self.cp.zeros(n, dtype=dtype)
+            out[lo:lo + src.shape[0]] = src
+        return out
 
     def ptr(self, a):  # the device pointer of an array we allocated (contiguous)
         return int(a.data.ptr)
@@ -450,12 +450,13 @@ class _Torch:
     def empty(self, n, dtype, device):
         return self.torch.empty(n, dtype=self._dt(dtype), device=f"cuda:{device}")
 
-    def zeros(self, n, dtype, device):  # (on the current stream: under stream_scope, the work's own)
-        return self.torch.zeros(n, dtype=self._dt(dtype), device=f"cuda:{device}")
-
-    def put(self, dst, lo, src, handle):  # dst[lo:lo + len(src)] = src on stream `handle` of dst's device
-        with self.stream_scope(None, handle, dst.device.index):
-            dst[lo:lo + src.shape[0]] = src
+    def placed(self, n, dtype, device, lo, src, handle):
+        """n zeros with src at lo .. lo + len(src) - 1 on `device`: torch runs them on that device's
+        current stream, where src was made (a tensor's stream is its device's current one); r181: wrapping
+        the handle in an ExternalStream here lost the ordering."""
+        out = self.torch.zeros(n, dtype=self._dt(dtype), device=f"cuda:{device}")
+        out[lo:lo + src.shape[0]] = src
+        return out
 
     def ptr(self, a):  # the device pointer of a tensor we allocated (contiguous)
         return int(a.data_ptr())
@@ -499,21 +500,18 @@ class _Numba:
         with self.cuda.gpus[device]:
             return self.cuda.device_array(n, dtype=dtype)
 
-    def zeros(self, n, dtype, device):
+    def placed(self, n, dtype, device, lo, src, handle):
+        """n zeros with src at lo .. lo + len(src) - 1 on `device`: Numba has no current stream to order
+        the copy after src's producer on, so the host waits for the device first, and after the copy."""
+        from numba.cuda.cudadrv import driver
+
         with self.cuda.gpus[device]:
-            a = self.cuda.device_array(n, dtype=dtype)
-            from numba.cuda.cudadrv import driver
-
-            driver.device_memset(a, 0, a.nbytes)  # (on the device: no host buffer of n zeros)
-            return a
-
-    def put(self, dst, lo, src, handle):
-        """dst[lo:lo + len(src)] = src once the work that wrote src (on stream `handle`) is done: Numba has
-        no current stream to order the copy on, so the host waits for dst's device, copies and waits again."""
-        with self.cuda.gpus[_device_of(dst, "numba", 0)]:
             self.cuda.synchronize()
-            dst[lo:lo + src.shape[0]].copy_to_device(src)
+            out = self.cuda.device_array(n, dtype=dtype)
+            driver.device_memset(out, 0, out.nbytes)  # (on the device: no host buffer of n zeros)
+            out[lo:lo + src.shape[0]].copy_to_device(src)
             self.cuda.synchronize()
+        return out
 
     def from_host(self, a, device):
         with self.cuda.gpus[device]:

@@ -714,11 +714,7 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
         part, _ = _run("bincount", xin, wa, hi - lo + 1, _direct_bins(hi - lo + 1, offset=lo), strategy, x_dtype)
         out_dtype = np.float64 if weighted else np.int64
         if device:  # on the count's device and stream (a non-current GPU, a non-blocking stream)
-            lib = Lib.of(xa.lib)
-            with lib.stream_scope(None, xa.stream, xa.device):
-                out = lib.zeros(nbins, out_dtype, xa.device)
-            lib.put(out, lo, part, xa.stream)
-            return out
+            return Lib.of(xa.lib).placed(nbins, out_dtype, xa.device, lo, part, xa.stream)
         out = np.zeros(nbins, out_dtype)
         out[lo:hi + 1] = part
         return out

@@ -228,7 +228,7 @@ def test_bincount_16_bit_far_from_zero_counts_min_to_max(cp, monkeypatch, dtype)
 def test_bincount_min_to_max_general_path_every_library(cuda, weighted):
     """The general path (a process's first call, GPUSYNC_DEBUG, strided input) counts identifiers
     far from 0 as the fast paths do and places them into NumPy's length of zeros with each
-    library's own operations: CuPy, PyTorch and Numba device arrays (Lib.zeros / Lib.put)."""
+    library's own operations: CuPy, PyTorch and Numba device arrays (Lib.placed)."""
     rng = np.random.default_rng(21)
     x = rng.integers(50_000, 51_000, 40_002).astype(np.int32)
     w = rng.random(x.size) if weighted else None
