@@ -34,12 +34,16 @@ def timeit(fn, reps):
 
 
 def forced(t, fn):
+    """fn on T threads: the C fast path off on this thread (it takes its own count; _core.cpu_threads
+    steers the general path), so these rows pay the general path's few microseconds too."""
     def run():
+        was = _core.fast_thread_off(True)
         _core.cpu_threads(t)
         try:
             return fn()
         finally:
             _core.cpu_threads(0)
+            _core.fast_thread_off(was)
     return run
 
 
