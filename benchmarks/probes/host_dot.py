@@ -34,16 +34,13 @@ def timeit(fn, reps):
 
 
 def forced(t, fn):
-    """fn on T threads: the C fast path off on this thread (it takes its own count; _core.cpu_threads
-    steers the general path), so these rows pay the general path's few microseconds too."""
+    """fn on the CPU engine with T threads: the dispatcher's override (calibrate's own, _calibrate._forced;
+    the C fast path steps aside on this thread, so these rows pay the general path's few microseconds)."""
+    from gpusync import _calibrate
+
     def run():
-        was = _core.fast_thread_off(True)
-        _core.cpu_threads(t)
-        try:
+        with _calibrate._forced("cpu", t):
             return fn()
-        finally:
-            _core.cpu_threads(0)
-            _core.fast_thread_off(was)
     return run
 
 
