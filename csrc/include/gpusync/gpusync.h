@@ -525,7 +525,9 @@ gs_strategy gs_hist_auto_strategy(const gs_hist_shape *shape);
  * unit bins from lo into that stretch of zeroed counts -- rather than 0 .. hi:
  * where they are at most half of 0 .. hi and hi is at least
  * GS_BINCOUNT_FIRST_BINS (identifiers far from 0; a few thousand bins save
- * nothing worth the zeroing).  Every engine and path asks this one rule. */
+ * nothing worth the zeroing).  Every path that would count 0 .. max asks
+ * this one rule (8-bit data, and 16-bit host data under strategy auto,
+ * count every value their dtype holds in one pass instead). */
 int gs_bincount_min_to_max(int64_t lo, int64_t hi);
 
 /* The checks of ops->histogram's `edges` (NULL passes): a GS_BINS_UNIFORM
