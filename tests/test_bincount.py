@@ -244,3 +244,19 @@ def test_bincount_min_to_max_general_path_every_library(cuda, weighted):
             got = got.copy_to_host() if lib == "numba" else to_host(got)
             assert got.dtype == want.dtype and got.shape == want.shape, (lib, got.dtype, got.shape)
             np.testing.assert_allclose(got, want, rtol=1e-12) if weighted else np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("wdtype", ["float64", "float32"])
+@pytest.mark.parametrize("lo,span", [(40_000, 1000), (1_000_000, 1), (9000, 9001)])
+def test_weighted_bincount_of_values_far_from_zero(kind, wdtype, lo, span):
+    """Weighted counts of values far from 0 (min .. max alone where the rule says so, into NumPy's
+    length of zeros: the host C fast path from calloc, the general path, the device paths): NumPy's
+    float64 sums, with and without a minlength past max."""
+    rng = np.random.default_rng(lo + span)
+    x = rng.integers(lo, lo + span, 20_001).astype(np.int32)
+    w = rng.random(x.size).astype(wdtype)
+    for minlength in (0, lo + span + 5):
+        ref = np.bincount(x, w, minlength=minlength)
+        got = to_host(gs.bincount(to_kind(x, kind), to_kind(w, kind), minlength=minlength))
+        assert got.dtype == ref.dtype and got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, rtol=1e-12)

@@ -501,3 +501,22 @@ def test_plan_keys_only_for_value_bounds(bound):
         assert _devfast.plan_key(dt, 10, (lo, 1.0)) == (dt, 10, type(lo), lo, float, 1.0)
     assert _devfast.plan_key(dt, np.int64(10), (0.0, 1.0)) is None  # (NumPy ints as bins: the general path)
     assert _devfast.plan_key(dt, 10, [0.0, 1.0]) is None
+
+
+@pytest.mark.parametrize("data", ["uniform", "one value", "zipf", "sorted"])
+@pytest.mark.parametrize("nbins", [16_384, 40_000])
+def test_auto_histogram_where_one_copy_of_the_bins_fits(kind, backend, data, nbins):
+    """auto between ~12,800 and ~56,000 bins: one copy of the counts fits a block, and auto takes
+    `shared` there (mid_bins_H100_r179.txt); every distribution -- one value and zipf too -- equals
+    NumPy on every engine and input library."""
+    rng = np.random.default_rng(nbins)
+    n = 300_007
+    x = {"uniform": lambda: rng.integers(0, nbins, n), "one value": lambda: np.full(n, nbins // 3),
+         "zipf": lambda: np.minimum(rng.zipf(1.3, n) - 1, nbins - 1),
+         "sorted": lambda: np.sort(rng.integers(0, nbins, n))}[data]().astype(np.int32)
+    want_h, want_e = np.histogram(x, nbins, (0, nbins))
+    h, e = gs.histogram(to_kind(x, kind), nbins, (0, nbins))
+    np.testing.assert_array_equal(to_host(h), want_h)
+    np.testing.assert_array_equal(to_host(e), want_e)
+    if kind != "numpy":  # (a host input may run on the CPU engine: its own strategies)
+        assert gs.last_plan()["strategy_used"] == "shared"
