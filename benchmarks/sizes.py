@@ -273,6 +273,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--max-n", type=float, default=1e9, help="largest size (default 1e9)")
+    ap.add_argument("--min-n", type=float, default=1, help="smallest size (default 1): a run of the large sizes alone")
     ap.add_argument("--quick", action="store_true", help="sizes up to 1e6, short budgets (a smoke test)")
     ap.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of " + ", ".join(OPS))
     ap.add_argument("--cap-ms", type=float, default=1200.0,
@@ -284,7 +285,9 @@ def main():
     if bad:
         ap.error(f"unknown op(s): {', '.join(bad)}")
     max_n = int(min(args.max_n, 1e6) if args.quick else args.max_n)
-    sizes = half_decades(max_n)
+    sizes = [n for n in half_decades(max_n) if n >= args.min_n]
+    if not sizes:
+        ap.error(f"no half-decade size in [{args.min_n:g}, {max_n:g}]")
     budget = (lambda n: 0.01 if n < 1e6 else 0.05) if args.quick else (lambda n: 0.03 if n < 1e6 else 0.15)
     os.makedirs(args.out, exist_ok=True)
 

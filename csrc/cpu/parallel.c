@@ -429,7 +429,7 @@ int gs_cpu_features(void)
         v = 0;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
         if (__builtin_cpu_supports("avx2"))
-            v |= GS_CPU_AVX2;
+            v |= GS_CPU_AVX2 | (__builtin_cpu_supports("fma") ? GS_CPU_FMA : 0);
         if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
             v |= GS_CPU_AVX512;
 #endif

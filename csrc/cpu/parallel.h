@@ -54,7 +54,7 @@ int gs_cpu_stop(int tid);
 /* Instruction sets the hand-written kernels pick at run time (the build
  * stays baseline x86-64), asked of the CPU once: GS_CPU_AVX2, GS_CPU_AVX512
  * (F and VL).  0 off x86-64. */
-enum { GS_CPU_AVX2 = 1, GS_CPU_AVX512 = 2 };
+enum { GS_CPU_AVX2 = 1, GS_CPU_AVX512 = 2, GS_CPU_FMA = 4 /* AVX2 and FMA */ };
 int gs_cpu_features(void);
 
 /* AVX-512 and AVX2 clones of a hot loop beside the baseline one, the widest

@@ -132,6 +132,65 @@ PAIRWISE(pw_sum_f64, double, SUM_TERM, GS_CLONES)
 PAIRWISE(pw_dot_f32, float, DOT_TERM, GS_CLONES_FMA GS_FUSED_MULADD)
 PAIRWISE(pw_dot_f64, double, DOT_TERM, GS_CLONES)
 
+/* The float32 blocks with intrinsics where the CPU has AVX-512 or AVX2 + FMA:
+ * each conversion reads its eight (four) floats from memory itself
+ * (vcvtps2pd zmm, m256).  gcc's clones of PAIRWISE load sixteen floats and
+ * split them with vextracti64x4 (one more port-5 operation every eight terms
+ * on the port the conversions need: the float32 dot is bound by the
+ * conversions, two a term, where float64 is bound by memory), and
+ * __builtin_convertvector splits a conversion in two.  The arithmetic is
+ * PAIRWISE's term for term -- the 32 accumulators, the fold, the counter of
+ * block sums, the tail -- so the sums are bit-identical to the clones'. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define PW_CVT512(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define PW_CVT256(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+#define PW_F32_SIMD(NAME, TARGET, VD, W, ZERO, LOADCVT, FMA, ADD, STORE)                                        \
+    __attribute__((target(TARGET))) static double NAME(const float *a, const float *b, int64_t n)             \
+    {                                                                                                         \
+        enum { NV = PW_ACC / W };                                                                             \
+        double stack[64];                                                                                     \
+        int depth = 0;                                                                                        \
+        uint64_t blk = 0;                                                                                     \
+        int64_t i = 0;                                                                                        \
+        for (; i + PW_BLOCK <= n; i += PW_BLOCK, blk++) {                                                     \
+            __builtin_prefetch((const char *)(a + i) + PW_PREFETCH, 0, 2);                                    \
+            __builtin_prefetch((const char *)(a + i) + PW_PREFETCH + 64, 0, 2);                               \
+            VD r[NV];                                                                                         \
+            for (int q = 0; q < NV; q++)                                                                      \
+                r[q] = ZERO();                                                                                \
+            if (b) {                                                                                          \
+                __builtin_prefetch((const char *)(b + i) + PW_PREFETCH, 0, 2);                                \
+                __builtin_prefetch((const char *)(b + i) + PW_PREFETCH + 64, 0, 2);                           \
+                for (int t = 0; t < PW_BLOCK; t += PW_ACC)                                                    \
+                    for (int q = 0; q < NV; q++)                                                              \
+                        r[q] = FMA(LOADCVT(a + i + t + W * q), LOADCVT(b + i + t + W * q), r[q]);             \
+            } else {                                                                                          \
+                for (int t = 0; t < PW_BLOCK; t += PW_ACC)                                                    \
+                    for (int q = 0; q < NV; q++)                                                              \
+                        r[q] = ADD(r[q], LOADCVT(a + i + t + W * q));                                         \
+            }                                                                                                 \
+            double acc[PW_ACC];                                                                               \
+            for (int q = 0; q < NV; q++)                                                                      \
+                STORE(acc + W * q, r[q]);                                                                     \
+            PW_FOLD(acc);                                                                                     \
+            stack[depth++] = acc[0];                                                                          \
+            for (uint64_t m = blk + 1; !(m & 1); m >>= 1, depth--)                                            \
+                stack[depth - 2] += stack[depth - 1];                                                         \
+        }                                                                                                     \
+        double s = 0;                                                                                         \
+        for (; i < n; i++)                                                                                    \
+            s += b ? (double)a[i] * (double)b[i] : (double)a[i];                                              \
+        while (depth > 0)                                                                                     \
+            s += stack[--depth];                                                                              \
+        return s;                                                                                             \
+    }
+PW_F32_SIMD(pw_f32_avx512, "avx512f", __m512d, 8, _mm512_setzero_pd, PW_CVT512, _mm512_fmadd_pd, _mm512_add_pd,
+            _mm512_storeu_pd)
+PW_F32_SIMD(pw_f32_avx2, "avx2,fma", __m256d, 4, _mm256_setzero_pd, PW_CVT256, _mm256_fmadd_pd, _mm256_add_pd,
+            _mm256_storeu_pd)
+#endif
+
 /* Contiguous integers: one wrapping uint64 loop the compiler vectorizes. */
 #define ILOOP(T, CONV)                                                                                        \
     do {                                                                                                      \
@@ -153,9 +212,18 @@ static double piece_f(const rctx *c, int64_t lo, int64_t hi)
     if (contig && c->dt == GS_FLOAT64)
         return c->b ? pw_dot_f64((const double *)c->a + lo, (const double *)c->b + lo, hi - lo)
                     : pw_sum_f64((const double *)c->a + lo, (const double *)c->a + lo, hi - lo);
-    if (contig && c->dt == GS_FLOAT32)
+    if (contig && c->dt == GS_FLOAT32) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        const int f = gs_cpu_features();
+        const float *b = c->b ? (const float *)c->b + lo : NULL;
+        if (f & GS_CPU_AVX512)
+            return pw_f32_avx512((const float *)c->a + lo, b, hi - lo);
+        if (f & GS_CPU_FMA)
+            return pw_f32_avx2((const float *)c->a + lo, b, hi - lo);
+#endif
         return c->b ? pw_dot_f32((const float *)c->a + lo, (const float *)c->b + lo, hi - lo)
                     : pw_sum_f32((const float *)c->a + lo, (const float *)c->a + lo, hi - lo);
+    }
     switch (c->dt) {
     case GS_FLOAT16: LOOP(uint16_t, double, gs_half_to_float); break;
     case GS_FLOAT32: LOOP(float, double, ID); break;
