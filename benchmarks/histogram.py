@@ -632,6 +632,25 @@ def many_bins_sweep(args):
                 x.nbytes, ref, graph=True)
         peers_bincount(case, x, top)
         x = None
+    # int64 values on 1M .. 16M bins: global atomics, into 32-bit counters in passes whose counters fit half
+    # the L2 where the int64 counts would not (hist_global.cu); uniform values and the same values sorted
+    n64 = 1 << 22 if args.quick else 1 << 26
+    for nb in (1 << 20, 1 << 22, 1 << 24):
+        for dist in ("uniform", "sorted"):
+            x = rs.randint(0, nb, n64, dtype=cp.int64)
+            if dist == "sorted":
+                x = cp.sort(x)
+            ref = cp.bincount(x, minlength=nb).get()
+            case = f"i64-bincount-{nb >> 20}M-{dist}-{n64 >> 20}M"
+            one(case, "gpusync:bincount", lambda: gs.bincount(x, minlength=nb), x.nbytes, ref)
+            one(case, "gpusync:histogram (bins given, graph)", lambda: gs.histogram(x, bins=nb, range=(0, nb)),
+                x.nbytes, ref, graph=True)
+            with env(GPUSYNC_HIST_GLOBAL_L2="0"):
+                one(case, "gpusync:histogram (bins given, graph, int64 counters)",
+                    lambda: gs.histogram(x, bins=nb, range=(0, nb)), x.nbytes, ref, graph=True)
+            peers_bincount(case, x, nb)
+            x = ref = None
+            cp.get_default_memory_pool().free_all_blocks()
     # 32-bit values on 65,536 bins: every strategy, and the one-value case (every add to one word)
     for dist in ("uniform", "same"):
         x = rs.randint(0, 65536, n32, dtype=cp.int32) if dist == "uniform" else cp.full(n32, 12345, cp.int32)

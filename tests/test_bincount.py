@@ -260,3 +260,53 @@ def test_weighted_bincount_of_values_far_from_zero(kind, wdtype, lo, span):
         got = to_host(gs.bincount(to_kind(x, kind), to_kind(w, kind), minlength=minlength))
         assert got.dtype == ref.dtype and got.shape == ref.shape
         np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["numpy", "cupy", "torch"])
+def test_many_bins_count_in_l2_sized_passes(cuda, kind, monkeypatch, capfd):
+    """Many bins on the device (auto: global atomics).  Where the int64 counts would take more than
+    half the L2 and the values are at least as many as the bins, the adds go to 32-bit counters, in
+    as many passes over the input as it takes for one pass's counters to fit half the L2, and a last
+    pass adds them into the int64 result (hist_global.cu).  Every plan against np.bincount, on
+    uniform values and on sorted runs, with the plan read from GPUSYNC_DEBUG's line."""
+    share = gs.device_info()["l2_cache_bytes"] // 2
+    one, three = share // 6, share // 4 * 5 // 2  # 32-bit counters: 2/3 of the share; 2.5 shares
+    rng = np.random.default_rng(29)
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    for nb, n, runs, weighted, want in (
+        (one, one + 1001, False, False, "32-bit counters, 1 pass "),
+        (three, three + 3, False, False, "32-bit counters, 3 passes"),
+        (three, three + 3, True, False, "32-bit counters, 3 passes"),
+        (three, three // 7, False, False, "into the int64 counts"),  # fewer values than bins
+        (one, one + 1001, False, True, "into the float64 sums"),  # weighted: double atomics
+        (share // 10, share // 5, False, False, "into the int64 counts"),  # int64 counters fit the share
+    ):
+        x = (np.sort(rng.integers(0, nb, n)) if runs else rng.integers(0, nb, n)).astype(np.int32)
+        x[n // 2] = nb - 1  # max + 1 = nb bins
+        w = rng.random(n) if weighted else None
+        want_counts = np.bincount(x, w)
+        capfd.readouterr()
+        got = gs.bincount(to_kind(x, kind), None if w is None else to_kind(w, kind))
+        got = to_host(got)
+        err = capfd.readouterr().err
+        assert got.shape == want_counts.shape and got.dtype == want_counts.dtype
+        if weighted:
+            np.testing.assert_allclose(got, want_counts, rtol=1e-12)
+        else:
+            np.testing.assert_array_equal(got, want_counts)
+        assert f"global atomics {'' if 'into the' in want else 'into '}{want}" in err, (nb, n, err)
+        assert f"({nb} bins)" in err, (nb, err)
+    monkeypatch.setenv("GPUSYNC_HIST_GLOBAL_L2", "0")  # (measurements: the int64 counts take every add)
+    x = rng.integers(0, three, three + 3).astype(np.int32)
+    x[0] = three - 1
+    capfd.readouterr()
+    np.testing.assert_array_equal(to_host(gs.bincount(to_kind(x, kind))), np.bincount(x))
+    assert "global atomics into the int64 counts" in capfd.readouterr().err
+    monkeypatch.delenv("GPUSYNC_HIST_GLOBAL_L2")
+    if kind == "cupy":  # a histogram's float binning in the passes too
+        xf = rng.random(three + 5)
+        capfd.readouterr()
+        got, _ = gs.histogram(to_kind(xf, kind), bins=three, range=(0.0, 1.0))
+        np.testing.assert_array_equal(to_host(got), np.histogram(xf, bins=three, range=(0.0, 1.0))[0])
+        assert "32-bit counters, 3 passes" in capfd.readouterr().err

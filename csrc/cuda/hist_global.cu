@@ -3,47 +3,202 @@
  * into the histogram in global memory.  Needs no shared memory, so any
  * number of bins works -- and equal values serialize on one L2 address,
  * which is why the other strategies exist.
+ *
+ * Many bins (auto's choice past what shared memory holds; issue 14): the
+ * adds are L2 atomics, about 95 G a second on the H200 while the counters
+ * stay in L2, and a third of that once they do not -- then most adds miss
+ * and wait on memory.  So an unweighted count whose int64 counters would
+ * take more than GS_HIST_GLOBAL_L2_SHARE_PCT % of the L2 counts into 32-bit
+ * counters in a scratch array (half the bytes) and, where even those do not
+ * fit that share, in passes over the input, each pass counting only the
+ * elements of one range of bins whose counters fit it; one last pass adds
+ * the 32-bit counts into the int64 result.  Each pass reads the input again
+ * (about 2 ps an 8-byte element on the H200) and saves the misses of the
+ * elements it counts (about 24 ps each on uniform bins).
+ * benchmarks/results/red_width_H200_r185.txt (64M int64, graph replay of the
+ * kernels alone; torch.bincount 1,054 / 1,196 / 3,600 us):
+ *
+ *   bins     int64 counters   32-bit, 1 pass   2 passes   3 passes
+ *   1M        704.5 us          707.8 us        782.6      875.4
+ *   4M        839.4             718.9           802.5      886.3
+ *   16M      3212.9            2295.2          1175.7      968.8
+ *   16M, sorted runs of 64 equal values: 866.0 / 898.0 / 967.8 / 1044.2
+ *
+ * The passes cost what sorted or clustered inputs, whose adds hit L2
+ * anyway, lose (16M bins: 1044 against 866 us); uniform bins gain 3.3x.
+ * The scratch array is bins x 4 bytes, zeroed, and the last pass reads and
+ * writes every int64 count: paid only where the elements are at least as
+ * many as the bins (else the int64 counters take the adds directly), and
+ * only while no 32-bit count can wrap (n < 2^32).  GPUSYNC_HIST_GLOBAL_L2=0
+ * keeps the int64 counters (for measurements).
  */
 #include "hist_launch.cuh"
 #include "kernel_refs.cuh"
 
-template <class T, bool W>
+/* The share of the L2 (device property) the counters of one pass may take,
+ * in percent, and the most passes over the input (8 x 30 MB of the H200's
+ * 60 MB L2: up to 62.9M bins in L2-sized ranges; beyond, the ranges grow). */
+#ifndef GS_HIST_GLOBAL_L2_SHARE_PCT
+#define GS_HIST_GLOBAL_L2_SHARE_PCT 50
+#endif
+#ifndef GS_HIST_GLOBAL_MAX_PASSES
+#define GS_HIST_GLOBAL_MAX_PASSES 8
+#endif
+
+/* One atomic add an element whose bin k lies in [lo, lo + span) (every bin:
+ * lo = 0, span = the bins), into C counters (the int64 result, or 32-bit
+ * scratch counters) or, weighted, into the double sums; `mode` (NULL, or
+ * hist_global_locality's verdict) may widen the first pass to every bin. */
+template <class T, bool W, class C>
 __global__ void __launch_bounds__(GS_HIST_GLOBAL_THREADS)
     hist_global_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, const void *__restrict__ w,
-                       int64_t ws, int wdt, void *out)
+                       int64_t ws, int wdt, C *out, int64_t lo, int64_t span, const unsigned *mode)
 {
+    if (mode && *mode) { /* the sampled input is local: the first pass counts every element, the rest return */
+        if (lo != 0)
+            return;
+        span = b.nbins;
+    }
     __shared__ gs_smem_bins sb;
     gs_bins_prepare(b, sb);
     gs_for_each(x, n, xs, [&](T v, int64_t i, bool ok) {
         const int64_t k = ok ? gs_dbin(b, sb, v) : -1;
-        if (k < 0)
+        if ((uint64_t)(k - lo) >= (uint64_t)span) /* (k < 0: no bin) */
             return;
         if constexpr (W)
             atomicAdd((double *)out + k, gs_dweight(w, wdt, i * ws));
         else
-            atomicAdd((unsigned long long *)out + k, 1ull);
+            atomicAdd(out + k, (C)1);
     });
+}
+
+/* Where neighbouring elements fall into neighbouring bins -- sorted or
+ * clustered values, runs of one value -- the adds hit L2 whatever the
+ * counters' size, and every pass after the first would only read the input
+ * again (16M bins, 64M sorted int64: int64 counters 484 us, three passes
+ * 751 us; r186).  So one block samples GS_HIST_GLOBAL_SAMPLES stretches of
+ * 64 consecutive elements spread over the input: a stretch is local when
+ * its bins span fewer than 4,096 or most of its neighbours' bins lie within
+ * 32 of each other; with most stretches local, *mode = 1 and the first
+ * pass counts every element (the others return at once); else 0. */
+#ifndef GS_HIST_GLOBAL_SAMPLES
+#define GS_HIST_GLOBAL_SAMPLES 256
+#endif
+template <class T>
+__global__ void __launch_bounds__(256) hist_global_locality(gs_binner b, const T *__restrict__ x, int64_t n,
+                                                            int64_t xs, unsigned *mode)
+{
+    __shared__ gs_smem_bins sb;
+    __shared__ unsigned local;
+    gs_bins_prepare(b, sb);
+    if (threadIdx.x == 0)
+        local = 0;
+    __syncthreads();
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (unsigned c = warp; c < GS_HIST_GLOBAL_SAMPLES; c += warps) {
+        const int64_t start = (n - 64) * (int64_t)c / (GS_HIST_GLOBAL_SAMPLES - 1), i = start + 2 * lane;
+        const int64_t k0 = gs_dbin(b, sb, x[i * xs]), k1 = gs_dbin(b, sb, x[(i + 1) * xs]);
+        const int64_t prev = __shfl_up_sync(0xffffffffu, k1, 1); /* the element before k0 (lane 0: none) */
+        const bool v0 = k0 >= 0, v1 = k1 >= 0, vp = lane > 0 && prev >= 0;
+        const int near = (v0 && v1 && (k1 - k0 < 32 && k0 - k1 < 32)) + (vp && v0 && (k0 - prev < 32 && prev - k0 < 32));
+        const int pairs = (v0 && v1) + (vp && v0);
+        int64_t lo = v0 ? k0 : INT64_MAX, hi = v0 ? k0 : -1;
+        if (v1)
+            lo = lo < k1 ? lo : k1, hi = hi > k1 ? hi : k1;
+        int nsum = near, psum = pairs;
+        for (int o = 16; o > 0; o >>= 1) {
+            nsum += __shfl_xor_sync(0xffffffffu, nsum, o);
+            psum += __shfl_xor_sync(0xffffffffu, psum, o);
+            const int64_t l2 = __shfl_xor_sync(0xffffffffu, lo, o), h2 = __shfl_xor_sync(0xffffffffu, hi, o);
+            lo = lo < l2 ? lo : l2, hi = hi > h2 ? hi : h2;
+        }
+        if (lane == 0 && (hi - lo < 4096 || 2 * nsum > psum))
+            atomicAdd(&local, 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        *mode = 2 * local >= GS_HIST_GLOBAL_SAMPLES;
+}
+
+/* out[k] += c[k]: the 32-bit counts into the int64 result. */
+__global__ void __launch_bounds__(256) hist_global_widen(const unsigned *__restrict__ c, int64_t nb,
+                                                         unsigned long long *out)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nb; k += (int64_t)gridDim.x * blockDim.x)
+        out[k] += c[k];
+}
+
+/* Passes over the input that count into 32-bit counters (0: the int64
+ * result takes the adds; see the top of the file). */
+static int l2_passes(const gs_hist_launch *l)
+{
+    const int64_t nb = l->binner.nbins, share = l->dev->l2_cache_bytes * GS_HIST_GLOBAL_L2_SHARE_PCT / 100;
+    if (l->w || share <= 0 || nb * 8 <= share || l->n < nb || l->n >= ((int64_t)1 << 32) ||
+        gs_env_number(GS_ENV_HIST_GLOBAL_L2, 1, NULL) == 0)
+        return 0;
+    const int64_t p = (nb * 4 + share - 1) / share;
+    return (int)(p < GS_HIST_GLOBAL_MAX_PASSES ? p : GS_HIST_GLOBAL_MAX_PASSES);
 }
 
 template <class T> static gs_status launch(const gs_hist_launch *l)
 {
     const int threads = GS_HIST_GLOBAL_THREADS;
-    auto kern = l->w ? hist_global_kernel<T, true> : hist_global_kernel<T, false>;
+    const int64_t nb = l->binner.nbins;
+    const int passes = l2_passes(l);
+    unsigned *c = NULL;
+    if (passes && gs_malloc_async(&c, (size_t)nb * 4 + 16, l->stream) != cudaSuccess) {
+        cudaGetLastError(); /* no room for the scratch counters: the int64 result takes the adds */
+        c = NULL;
+    }
     int64_t resident = 0;
-    const gs_status st = gs_cuda_resident_blocks((const void *)kern, threads, 0, l->dev, &resident);
-    if (st != GS_OK)
-        return st;
-    const int64_t grid = gs_hist_grid(l, resident, threads);
-    kern<<<(unsigned)grid, threads, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, l->w,
-                                                     l->wstride, l->wdtype, l->out);
-    GS_CUDA_CHECK(cudaGetLastError());
-    return GS_OK;
+    gs_status st = GS_OK;
+    if (c) {
+        auto kern = hist_global_kernel<T, false, unsigned>;
+        GS_GOTO(gs_cuda_resident_blocks((const void *)kern, threads, 0, l->dev, &resident));
+        const int64_t grid = gs_hist_grid(l, resident, threads);
+        unsigned *mode = passes > 1 ? c + ((nb + 3) & ~(int64_t)3) : NULL; /* (16-byte aligned, in the 16 after) */
+        GS_CUDA_GOTO(cudaMemsetAsync(c, 0, (size_t)nb * 4, l->stream));
+        if (mode) {
+            hist_global_locality<T><<<1, 256, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, mode);
+            GS_CUDA_GOTO(cudaGetLastError());
+        }
+        for (int p = 0; p < passes; p++) { /* pass p: the bins [p nb / passes, (p + 1) nb / passes) */
+            const int64_t lo = p * nb / passes, hi = (p + 1) * nb / passes;
+            kern<<<(unsigned)grid, threads, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, NULL, 0,
+                                                             0, c, lo, hi - lo, mode);
+            GS_CUDA_GOTO(cudaGetLastError());
+        }
+        const int64_t wb = (nb + 255) / 256, most = 8 * (int64_t)l->dev->multiprocessors;
+        hist_global_widen<<<(unsigned)(wb < most ? wb : most), 256, 0, l->stream>>>(c, nb,
+                                                                                    (unsigned long long *)l->out);
+        GS_CUDA_GOTO(cudaGetLastError());
+    } else {
+        auto kern = l->w ? hist_global_kernel<T, true, unsigned long long> : hist_global_kernel<T, false, unsigned long long>;
+        GS_GOTO(gs_cuda_resident_blocks((const void *)kern, threads, 0, l->dev, &resident));
+        const int64_t grid = gs_hist_grid(l, resident, threads);
+        kern<<<(unsigned)grid, threads, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, l->w, l->wstride,
+                                                         l->wdtype, (unsigned long long *)l->out, 0, nb, NULL);
+        GS_CUDA_GOTO(cudaGetLastError());
+    }
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0) {
+        if (c)
+            fprintf(stderr, "[gpusync] histogram: global atomics into 32-bit counters, %d pass%s over the input "
+                    "(%lld bins)%s\n", passes, passes == 1 ? "" : "es", (long long)nb,
+                    passes > 1 ? "; the first counts every element where the sampled input is local" : "");
+        else
+            fprintf(stderr, "[gpusync] histogram: global atomics into the %s (%lld bins)\n",
+                    l->w ? "float64 sums" : "int64 counts", (long long)nb);
+    }
+fail:
+    gs_free_async(c, l->stream, &st);
+    return st;
 }
 
 gs_status gs_hist_global_launch(const gs_hist_launch *l) { GS_DISPATCH_DTYPE(l->xdtype, launch, l) }
 
 int gs_hist_global_refs(gs_kernel_ref *r)
 {
-    r[0] = {"histogram:global", (const void *)hist_global_kernel<uint8_t, false>, GS_HIST_GLOBAL_THREADS, 0};
+    r[0] = {"histogram:global", (const void *)hist_global_kernel<uint8_t, false, unsigned long long>,
+            GS_HIST_GLOBAL_THREADS, 0};
     return 1;
 }

@@ -439,6 +439,7 @@ typedef enum gs_env_var {
     GS_ENV_HISTDD_FLUSH,
     GS_ENV_SCAN_DELAY_NS,
     GS_ENV_HIST_ONE_LAUNCH,
+    GS_ENV_HIST_GLOBAL_L2,
     GS_ENV_COUNT
 } gs_env_var;
 
