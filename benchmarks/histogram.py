@@ -649,6 +649,21 @@ def many_bins_sweep(args):
                 one(case, "gpusync:histogram (bins given, graph, int64 counters)",
                     lambda: gs.histogram(x, bins=nb, range=(0, nb)), x.nbytes, ref, graph=True)
             peers_bincount(case, x, nb)
+            if dist == "uniform" and nb == 1 << 24:  # weighted: passes over ranges of the float64 sums
+                w = rs.random_sample(n64)
+                wref = cp.bincount(x, w, minlength=nb).get()
+                wcase = f"i64-bincount-weighted-{nb >> 20}M-{dist}-{n64 >> 20}M"
+                for impl, l2 in (("gpusync:bincount", "1"), ("gpusync:bincount (one pass)", "0")):
+                    with env(GPUSYNC_HIST_GLOBAL_L2=l2):
+                        _measure_row(cp, timer, rows, lines, ceiling, wcase, "bincount", impl,
+                                     lambda: gs.bincount(x, w, minlength=nb), x.nbytes + w.nbytes, reps=7, inner=3,
+                                     strict=True, check=lambda: np.allclose(
+                                         cp.asnumpy(gs.bincount(x, w, minlength=nb)), wref, rtol=1e-9, atol=1e-9))
+                if torch is not None:
+                    t, tw = torch.as_tensor(x, device="cuda"), torch.as_tensor(w, device="cuda")
+                    one(wcase, "torch:bincount", lambda: torch.bincount(t, tw, minlength=nb), x.nbytes + w.nbytes)
+                    t = tw = None
+                w = wref = None
             x = ref = None
             cp.get_default_memory_pool().free_all_blocks()
     # 32-bit values on 65,536 bins: every strategy, and the one-value case (every add to one word)

@@ -268,7 +268,8 @@ def test_many_bins_count_in_l2_sized_passes(cuda, kind, monkeypatch, capfd):
     """Many bins on the device (auto: global atomics).  Where the int64 counts would take more than
     half the L2 and the values are at least as many as the bins, the adds go to 32-bit counters, in
     as many passes over the input as it takes for one pass's counters to fit half the L2, and a last
-    pass adds them into the int64 result (hist_global.cu).  Every plan against np.bincount, on
+    pass adds them into the int64 result; weighted sums take passes over ranges of the float64 result
+    itself (hist_global.cu).  Every plan against np.bincount, on
     uniform values and on sorted runs, with the plan read from GPUSYNC_DEBUG's line."""
     share = gs.device_info()["l2_cache_bytes"] // 2
     one, three = share // 6, share // 4 * 5 // 2  # 32-bit counters: 2/3 of the share; 2.5 shares
@@ -279,7 +280,8 @@ def test_many_bins_count_in_l2_sized_passes(cuda, kind, monkeypatch, capfd):
         (three, three + 3, False, False, "32-bit counters, 3 passes"),
         (three, three + 3, True, False, "32-bit counters, 3 passes"),
         (three, three // 7, False, False, "into the int64 counts"),  # fewer values than bins
-        (one, one + 1001, False, True, "into the float64 sums"),  # weighted: double atomics
+        (one, one + 1001, False, True, "into the float64 sums, 2 passes"),  # weighted: the float64 result's
+        (one, one + 1001, True, True, "into the float64 sums, 2 passes"),  # ranges of bins, no scratch
         (share // 10, share // 5, False, False, "into the int64 counts"),  # int64 counters fit the share
     ):
         x = (np.sort(rng.integers(0, nb, n)) if runs else rng.integers(0, nb, n)).astype(np.int32)

@@ -12,7 +12,9 @@
  * counters in a scratch array (half the bytes) and, where even those do not
  * fit that share, in passes over the input, each pass counting only the
  * elements of one range of bins whose counters fit it; one last pass adds
- * the 32-bit counts into the int64 result.  Each pass reads the input again
+ * the 32-bit counts into the int64 result.  Weighted sums (float64 atomics)
+ * take the passes straight into the result, one range of it per pass
+ * whose sums fit the share.  Each pass reads the input again
  * (about 2 ps an 8-byte element on the H200) and saves the misses of the
  * elements it counts (about 24 ps each on uniform bins).
  * benchmarks/results/red_width_H200_r185.txt (64M int64, graph replay of the
@@ -24,13 +26,13 @@
  *   16M      3212.9            2295.2          1175.7      968.8
  *   16M, sorted runs of 64 equal values: 866.0 / 898.0 / 967.8 / 1044.2
  *
- * The passes cost what sorted or clustered inputs, whose adds hit L2
- * anyway, lose (16M bins: 1044 against 866 us); uniform bins gain 3.3x.
- * The scratch array is bins x 4 bytes, zeroed, and the last pass reads and
+ * Sorted or clustered inputs, whose adds hit L2 anyway, would only lose
+ * (16M bins: 1044 against 866 us) where uniform bins gain 3.3x: the
+ * locality sampler below hands them one pass.  The scratch array is bins x 4 bytes, zeroed, and the last pass reads and
  * writes every int64 count: paid only where the elements are at least as
  * many as the bins (else the int64 counters take the adds directly), and
  * only while no 32-bit count can wrap (n < 2^32).  GPUSYNC_HIST_GLOBAL_L2=0
- * keeps the int64 counters (for measurements).
+ * keeps one pass into the result (for measurements).
  */
 #include "hist_launch.cuh"
 #include "kernel_refs.cuh"
@@ -128,15 +130,18 @@ __global__ void __launch_bounds__(256) hist_global_widen(const unsigned *__restr
         out[k] += c[k];
 }
 
-/* Passes over the input that count into 32-bit counters (0: the int64
- * result takes the adds; see the top of the file). */
+/* Passes over the input (see the top of the file): an unweighted count
+ * into 32-bit counters, a range of bins per pass whose counters fit the
+ * share, where its int64 counts would not fit it; weighted sums straight
+ * into the float64 result, a range per pass whose sums fit.  0: one pass
+ * into the result. */
 static int l2_passes(const gs_hist_launch *l)
 {
     const int64_t nb = l->binner.nbins, share = l->dev->l2_cache_bytes * GS_HIST_GLOBAL_L2_SHARE_PCT / 100;
-    if (l->w || share <= 0 || nb * 8 <= share || l->n < nb || l->n >= ((int64_t)1 << 32) ||
+    if (share <= 0 || nb * 8 <= share || l->n < nb || (!l->w && l->n >= ((int64_t)1 << 32)) ||
         gs_env_number(GS_ENV_HIST_GLOBAL_L2, 1, NULL) == 0)
         return 0;
-    const int64_t p = (nb * 4 + share - 1) / share;
+    const int64_t p = (nb * (l->w ? 8 : 4) + share - 1) / share;
     return (int)(p < GS_HIST_GLOBAL_MAX_PASSES ? p : GS_HIST_GLOBAL_MAX_PASSES);
 }
 
@@ -144,53 +149,57 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
 {
     const int threads = GS_HIST_GLOBAL_THREADS;
     const int64_t nb = l->binner.nbins;
-    const int passes = l2_passes(l);
-    unsigned *c = NULL;
-    if (passes && gs_malloc_async(&c, (size_t)nb * 4 + 16, l->stream) != cudaSuccess) {
-        cudaGetLastError(); /* no room for the scratch counters: the int64 result takes the adds */
-        c = NULL;
+    int passes = l2_passes(l);
+    /* the scratch: the 32-bit counters (unweighted), then the sampler's verdict (more than one pass) */
+    const size_t cbytes = l->w ? 0 : ((size_t)nb * 4 + 15) / 16 * 16;
+    void *scratch = NULL;
+    if (passes && gs_malloc_async(&scratch, cbytes + 16, l->stream) != cudaSuccess) {
+        cudaGetLastError(); /* no room for the scratch: one pass into the result */
+        scratch = NULL, passes = 0;
     }
+    unsigned *c = passes && !l->w ? (unsigned *)scratch : NULL;
+    unsigned *mode = passes > 1 ? (unsigned *)((char *)scratch + cbytes) : NULL;
+    using k64_t = void (*)(gs_binner, const T *, int64_t, int64_t, const void *, int64_t, int, unsigned long long *,
+                           int64_t, int64_t, const unsigned *);
+    const k64_t k64 = l->w ? hist_global_kernel<T, true, unsigned long long> : hist_global_kernel<T, false, unsigned long long>;
     int64_t resident = 0;
     gs_status st = GS_OK;
-    if (c) {
-        auto kern = hist_global_kernel<T, false, unsigned>;
-        GS_GOTO(gs_cuda_resident_blocks((const void *)kern, threads, 0, l->dev, &resident));
+    GS_GOTO(gs_cuda_resident_blocks(c ? (const void *)hist_global_kernel<T, false, unsigned> : (const void *)k64,
+                                    threads, 0, l->dev, &resident));
+    {
         const int64_t grid = gs_hist_grid(l, resident, threads);
-        unsigned *mode = passes > 1 ? c + ((nb + 3) & ~(int64_t)3) : NULL; /* (16-byte aligned, in the 16 after) */
-        GS_CUDA_GOTO(cudaMemsetAsync(c, 0, (size_t)nb * 4, l->stream));
+        if (c)
+            GS_CUDA_GOTO(cudaMemsetAsync(c, 0, (size_t)nb * 4, l->stream));
         if (mode) {
             hist_global_locality<T><<<1, 256, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, mode);
             GS_CUDA_GOTO(cudaGetLastError());
         }
-        for (int p = 0; p < passes; p++) { /* pass p: the bins [p nb / passes, (p + 1) nb / passes) */
-            const int64_t lo = p * nb / passes, hi = (p + 1) * nb / passes;
-            kern<<<(unsigned)grid, threads, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, NULL, 0,
-                                                             0, c, lo, hi - lo, mode);
+        const int np = passes ? passes : 1;
+        for (int p = 0; p < np; p++) { /* pass p: the bins [p nb / np, (p + 1) nb / np) */
+            const int64_t lo = p * nb / np, hi = (p + 1) * nb / np;
+            if (c)
+                hist_global_kernel<T, false, unsigned><<<(unsigned)grid, threads, 0, l->stream>>>(
+                    l->binner, (const T *)l->x, l->n, l->xstride, NULL, 0, 0, c, lo, hi - lo, mode);
+            else
+                k64<<<(unsigned)grid, threads, 0, l->stream>>>(
+                    l->binner, (const T *)l->x, l->n, l->xstride, l->w, l->wstride, l->wdtype,
+                    (unsigned long long *)l->out, lo, hi - lo, mode);
             GS_CUDA_GOTO(cudaGetLastError());
         }
-        const int64_t wb = (nb + 255) / 256, most = 8 * (int64_t)l->dev->multiprocessors;
-        hist_global_widen<<<(unsigned)(wb < most ? wb : most), 256, 0, l->stream>>>(c, nb,
-                                                                                    (unsigned long long *)l->out);
-        GS_CUDA_GOTO(cudaGetLastError());
-    } else {
-        auto kern = l->w ? hist_global_kernel<T, true, unsigned long long> : hist_global_kernel<T, false, unsigned long long>;
-        GS_GOTO(gs_cuda_resident_blocks((const void *)kern, threads, 0, l->dev, &resident));
-        const int64_t grid = gs_hist_grid(l, resident, threads);
-        kern<<<(unsigned)grid, threads, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, l->w, l->wstride,
-                                                         l->wdtype, (unsigned long long *)l->out, 0, nb, NULL);
-        GS_CUDA_GOTO(cudaGetLastError());
+        if (c) {
+            const int64_t wb = (nb + 255) / 256, most = 8 * (int64_t)l->dev->multiprocessors;
+            hist_global_widen<<<(unsigned)(wb < most ? wb : most), 256, 0, l->stream>>>(c, nb,
+                                                                                        (unsigned long long *)l->out);
+            GS_CUDA_GOTO(cudaGetLastError());
+        }
     }
-    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0) {
-        if (c)
-            fprintf(stderr, "[gpusync] histogram: global atomics into 32-bit counters, %d pass%s over the input "
-                    "(%lld bins)%s\n", passes, passes == 1 ? "" : "es", (long long)nb,
-                    passes > 1 ? "; the first counts every element where the sampled input is local" : "");
-        else
-            fprintf(stderr, "[gpusync] histogram: global atomics into the %s (%lld bins)\n",
-                    l->w ? "float64 sums" : "int64 counts", (long long)nb);
-    }
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
+        fprintf(stderr, "[gpusync] histogram: global atomics into %s, %d pass%s over the input (%lld bins)%s\n",
+                c ? "32-bit counters" : l->w ? "the float64 sums" : "the int64 counts", passes ? passes : 1,
+                passes > 1 ? "es" : "", (long long)nb,
+                mode ? "; the first counts every element where the sampled input is local" : "");
 fail:
-    gs_free_async(c, l->stream, &st);
+    gs_free_async(scratch, l->stream, &st);
     return st;
 }
 
