@@ -50,7 +50,15 @@ def test_auto_strategy_predicate():
     assert pick(1 << 28, 65536, **H200) == "shared"
     assert pick(1 << 28, 65536, **A100_LIKE) == "shared"
     assert pick(1 << 28, 65536, weighted=True, **H200) == "cluster"  # float64 sums: no halves
-    assert pick(1 << 28, 120_000, **H200) == "cluster"  # 240 KB of halves: more than one block holds
+    # past the halves: a cluster of 4 blocks would hold them, and lost to global atomics (tuning.h)
+    assert pick(1 << 28, 120_000, **H200) == "global"
+    assert pick(1 << 28, 300_000, **H200) == "global"  # past what a cluster of 8 holds (262,144)
+    assert pick(1 << 28, 131_072, weighted=True, **H200) == "cluster"  # 8 x 16,384 float64 sums
+    assert pick(1 << 28, 131_073, weighted=True, **H200) == "global"  # (auto asked for 232,448 before)
+    small = dict(cc_major=9, smem_per_block_optin=48 * 1024 + 6172, smem_per_sm=100 * 1024)
+    assert pick(1 << 28, 24_000, **small) == "shared"  # the halves: 2x a cluster of 2's 16,384 counts
+    assert pick(1 << 28, 30_000, **small) == "global"
+    assert pick(1 << 28, 30_000, weighted=True, **small) == "cluster"  # 8 x 4,096 float64 sums
     assert pick(1 << 28, 90_000, **A100_LIKE) == "global"  # neither halves nor clusters
     assert pick(1 << 28, 40000, **H200) == "shared"  # one copy of the counts fits (mid_bins_H100_r179.txt)
     assert pick(1 << 28, 20000, weighted=True, **H200) == "warp"  # float64 sums: one copy, not two

@@ -269,24 +269,26 @@ def test_many_bins_count_in_l2_sized_passes(cuda, kind, monkeypatch, capfd):
     half the L2 and the values are at least as many as the bins, the adds go to 32-bit counters, in
     as many passes over the input as it takes for one pass's counters to fit half the L2, and a last
     pass adds them into the int64 result; weighted sums take passes over ranges of the float64 result
-    itself (hist_global.cu).  Every plan against np.bincount, on
-    uniform values and on sorted runs, with the plan read from GPUSYNC_DEBUG's line."""
+    itself (hist_global.cu); where sampled stretches of the input are local (sorted values) the first
+    pass counts every element.  Every plan against np.bincount, with the plan and the sampler's
+    verdict read from GPUSYNC_DEBUG's line."""
     share = gs.device_info()["l2_cache_bytes"] // 2
     one, three = share // 6, share // 4 * 5 // 2  # 32-bit counters: 2/3 of the share; 2.5 shares
     rng = np.random.default_rng(29)
     monkeypatch.setenv("GPUSYNC_DEBUG", "1")
-    for nb, n, runs, weighted, want in (
-        (one, one + 1001, False, False, "32-bit counters, 1 pass "),
-        (three, three + 3, False, False, "32-bit counters, 3 passes"),
-        (three, three + 3, True, False, "32-bit counters, 3 passes"),
-        (three, three // 7, False, False, "into the int64 counts"),  # fewer values than bins
-        (one, one + 1001, False, True, "into the float64 sums, 2 passes"),  # weighted: the float64 result's
-        (one, one + 1001, True, True, "into the float64 sums, 2 passes"),  # ranges of bins, no scratch
-        (share // 10, share // 5, False, False, "into the int64 counts"),  # int64 counters fit the share
+    spread, local = "every pass its range", "the first pass counts every element"
+    for nb, n, runs, weighted, want, verdict in (
+        (one, one + 1001, False, False, "32-bit counters, 1 pass ", None),
+        (three, three + 3, False, False, "32-bit counters, 3 passes", spread),
+        (three, three + 3, True, False, "32-bit counters, 3 passes", local),
+        (three, three // 7, False, False, "into the int64 counts", None),  # fewer values than bins
+        (one, one + 1001, False, np.float64, "into the float64 sums, 2 passes", spread),  # weighted: ranges of
+        (one, one + 1001, True, np.float32, "into the float64 sums, 2 passes", local),  # the result, no scratch
+        (share // 10, share // 5, False, False, "into the int64 counts", None),  # int64 counters fit the share
     ):
         x = (np.sort(rng.integers(0, nb, n)) if runs else rng.integers(0, nb, n)).astype(np.int32)
         x[n // 2] = nb - 1  # max + 1 = nb bins
-        w = rng.random(n) if weighted else None
+        w = rng.random(n).astype(weighted) if weighted else None
         want_counts = np.bincount(x, w)
         capfd.readouterr()
         got = gs.bincount(to_kind(x, kind), None if w is None else to_kind(w, kind))
@@ -299,6 +301,19 @@ def test_many_bins_count_in_l2_sized_passes(cuda, kind, monkeypatch, capfd):
             np.testing.assert_array_equal(got, want_counts)
         assert f"global atomics {'' if 'into the' in want else 'into '}{want}" in err, (nb, n, err)
         assert f"({nb} bins)" in err, (nb, err)
+        if verdict:
+            assert verdict in err, (nb, n, err)
+        else:
+            assert "sampled" not in err, (nb, n, err)
+    if kind == "cupy":  # strided device input (the sampler and the passes read with the stride), both ways
+        x = rng.integers(0, three, 2 * three + 8).astype(np.int64)
+        x[0] = x[-1] = three - 1
+        xd = to_kind(x, kind)
+        for sl in (slice(None, None, 2), slice(None, None, -2), slice(None, None, -1)):
+            capfd.readouterr()
+            np.testing.assert_array_equal(to_host(gs.bincount(xd[sl])), np.bincount(x[sl]))
+            err = capfd.readouterr().err
+            assert "32-bit counters, 3 passes" in err and spread in err, (sl, err)
     monkeypatch.setenv("GPUSYNC_HIST_GLOBAL_L2", "0")  # (measurements: the int64 counts take every add)
     x = rng.integers(0, three, three + 3).astype(np.int32)
     x[0] = three - 1

@@ -520,3 +520,27 @@ def test_auto_histogram_where_one_copy_of_the_bins_fits(kind, backend, data, nbi
     np.testing.assert_array_equal(to_host(e), want_e)
     if kind != "numpy":  # (a host input may run on the CPU engine: its own strategies)
         assert gs.last_plan()["strategy_used"] == "shared"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bins,weighted,want", [(120_000, False, "global"), (300_000, False, "global"),
+                                                (65_536, True, "cluster"), (131_073, True, "global"),
+                                                (200_000, True, "global")])
+def test_auto_past_one_block_takes_what_holds_the_bins(cp, monkeypatch, bins, weighted, want):
+    """Past one block's shared memory (and the 16-bit halves): auto's pick holds the bins -- weighted
+    sums a cluster only where one holds them (8 x 16,384 float64 sums on sm_90), counts global atomics
+    (a cluster of 4+ blocks lost to them).  auto once asked the cluster for up to 464,896 counts or
+    232,448 sums, which it holds only up to 262,144 / 131,072: those calls failed."""
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")  # (the general path, whose plan names the strategy that ran)
+    rng = np.random.default_rng(bins)
+    x = rng.random(400_003)
+    w = rng.random(x.size) if weighted else None
+    got, edges = gs.histogram(cp.asarray(x), bins, (0.0, 1.0), weights=None if w is None else cp.asarray(w))
+    ref, ref_edges = np.histogram(x, bins, (0.0, 1.0), weights=w)
+    if weighted:
+        np.testing.assert_allclose(got.get(), ref, rtol=1e-12, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(got.get(), ref)
+    np.testing.assert_array_equal(edges.get(), ref_edges)
+    if gs.device_info()["compute_capability"][0] >= 9 and gs.device_info()["shared_memory_per_block_optin"] >= 227 * 1024:
+        assert gs.last_plan()["strategy_used"] == want, gs.last_plan()

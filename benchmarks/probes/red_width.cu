@@ -77,7 +77,7 @@ int main(int argc, char **argv)
             uint64_t r = 0x9E3779B97F4A7C15ull;
             for (int64_t i = 0; i < n; i++) {
                 r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-                // 0: uniform; 1: sorted runs of 64 equal values (a clustered input)
+                // 0: uniform; 1: runs of 64 equal values at hashed bins (a clustered input, not sorted)
                 h[i] = dist == 0 ? (long long)(r % nb) : (long long)(((i / 64) * 2654435761ull) % nb);
             }
             CK(cudaMemcpy(x, h.data(), n * 8, cudaMemcpyHostToDevice));

@@ -35,6 +35,17 @@ extern "C"
     int
     gs_hist_replicas(int64_t nbins, int weighted, int64_t smem_optin);
 
+/* Strategy `cluster` (sm_90+): the smallest power-of-two cluster of at most
+ * GS_HIST_CLUSTER_MAX blocks whose blocks' power-of-two slices of the bins
+ * (*sshift: log2 of a slice) hold nbins counters (64-bit sums when weighted)
+ * in smem_optin bytes each; 0 when even the largest cluster cannot (the one
+ * rule of auto, hist.cu's check and hist_cluster.cu's launch). */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    gs_hist_cluster_shape(int64_t nbins, int weighted, int64_t smem_optin, int *sshift);
+
 /* Nonzero when an unweighted histogram of nbins fits one block as 16-bit
  * halves of 32-bit shared words (strategy `shared` where 32-bit counters do
  * not fit: csrc/cuda/hist_halves.cu). */

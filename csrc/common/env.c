@@ -126,9 +126,9 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_HIST_GLOBAL_L2] = {.name = "GPUSYNC_HIST_GLOBAL_L2", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
                                .meaning = "tuning: 0 keeps every global-atomic histogram to one pass into its "
                                           "result (1: where the int64 counts would take more than half the L2 "
-                                          "and the elements are at least as many as the bins, 32-bit counters, "
-                                          "or the float64 sums, in passes over the input whose counters fit "
-                                          "half the L2)"},
+                                          "and the elements are at least as many as the bins -- and fewer than "
+                                          "2^32 for counts -- 32-bit counters, or the float64 sums, in up to 8 "
+                                          "passes over the input whose counters fit half the L2)"},
     [GS_ENV_HISTDD_RING] = {.name = "GPUSYNC_HISTDD_RING", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
                             .meaning = "tuning: 0 keeps unweighted histogram2d's 16-bit shared count from "
                                        "copying its coordinates ahead into a cp.async ring (one group ahead "

@@ -64,24 +64,6 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS)
 #endif
 }
 
-/* Cluster size and slice: the smallest power-of-two cluster whose blocks'
- * power-of-two slices hold all bins.  Returns 0 when even the largest
- * cluster cannot. */
-static int cluster_shape(int64_t nbins, int weighted, int64_t optin, int *sshift)
-{
-    const int64_t counter = weighted ? 8 : 4, room = optin - GS_HIST_STATIC_SMEM;
-    for (int c = 1; c <= GS_HIST_CLUSTER_MAX; c *= 2) {
-        int s = 0;
-        while (((int64_t)1 << s) * c < nbins)
-            s++;
-        if (((int64_t)1 << s) * counter <= room) {
-            *sshift = s;
-            return c;
-        }
-    }
-    return 0;
-}
-
 int64_t gs_hist_cluster_max_bins(const gs_device_info *dev, int weighted)
 {
     const int64_t counter = weighted ? 8 : 4, room = dev->shared_memory_per_block_optin - GS_HIST_STATIC_SMEM;
@@ -95,7 +77,7 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
 {
     const bool W = l->w != NULL;
     int sshift = 0;
-    const int csize = cluster_shape(l->binner.nbins, W, l->dev->shared_memory_per_block_optin, &sshift);
+    const int csize = gs_hist_cluster_shape(l->binner.nbins, W, l->dev->shared_memory_per_block_optin, &sshift);
     if (csize == 0)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "too many bins for strategy 'cluster'");
     const size_t smem = ((size_t)1 << sshift) * (W ? 8 : 4);

@@ -24,7 +24,7 @@
  *   1M        704.5 us          707.8 us        782.6      875.4
  *   4M        839.4             718.9           802.5      886.3
  *   16M      3212.9            2295.2          1175.7      968.8
- *   16M, sorted runs of 64 equal values: 866.0 / 898.0 / 967.8 / 1044.2
+ *   16M, runs of 64 equal values (at hashed bins): 866.0 / 898.0 / 967.8 / 1044.2
  *
  * Sorted or clustered inputs, whose adds hit L2 anyway, would only lose
  * (16M bins: 1044 against 866 us) where uniform bins gain 3.3x: the
@@ -39,7 +39,8 @@
 
 /* The share of the L2 (device property) the counters of one pass may take,
  * in percent, and the most passes over the input (8 x 30 MB of the H200's
- * 60 MB L2: up to 62.9M bins in L2-sized ranges; beyond, the ranges grow). */
+ * 60 MB L2: up to 62.9M bins of 32-bit counts, 31.5M of float64 sums, in
+ * L2-sized ranges; beyond, the ranges grow). */
 #ifndef GS_HIST_GLOBAL_L2_SHARE_PCT
 #define GS_HIST_GLOBAL_L2_SHARE_PCT 50
 #endif
@@ -47,16 +48,22 @@
 #define GS_HIST_GLOBAL_MAX_PASSES 8
 #endif
 
+/* hist_global_locality's verdict (below): at least half the tested stretches local. */
+__device__ __forceinline__ bool locally_counted(const unsigned *v) { return v[1] > 0 && 2 * v[0] >= v[1]; }
+
 /* One atomic add an element whose bin k lies in [lo, lo + span) (every bin:
  * lo = 0, span = the bins), into C counters (the int64 result, or 32-bit
  * scratch counters) or, weighted, into the double sums; `mode` (NULL, or
- * hist_global_locality's verdict) may widen the first pass to every bin. */
-template <class T, bool W, class C>
+ * hist_global_locality's counts) may widen the first pass to every bin.
+ * WINDOW false: one pass over every bin, without the window's values in
+ * the loop (float64 data: ptxas spills 76 bytes with them, 8 without). */
+template <class T, bool W, class C, bool WINDOW>
 __global__ void __launch_bounds__(GS_HIST_GLOBAL_THREADS)
     hist_global_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, const void *__restrict__ w,
                        int64_t ws, int wdt, C *out, int64_t lo, int64_t span, const unsigned *mode)
 {
-    if (mode && *mode) { /* the sampled input is local: the first pass counts every element, the rest return */
+    if (WINDOW && mode && locally_counted(mode)) { /* the sampled input is local: the first pass (the one from bin 0:
+                                              * passes <= bins) counts every element, the rest return */
         if (lo != 0)
             return;
         span = b.nbins;
@@ -65,7 +72,7 @@ __global__ void __launch_bounds__(GS_HIST_GLOBAL_THREADS)
     gs_bins_prepare(b, sb);
     gs_for_each(x, n, xs, [&](T v, int64_t i, bool ok) {
         const int64_t k = ok ? gs_dbin(b, sb, v) : -1;
-        if ((uint64_t)(k - lo) >= (uint64_t)span) /* (k < 0: no bin) */
+        if (WINDOW ? (uint64_t)(k - lo) >= (uint64_t)span : k < 0) /* (k < 0: no bin) */
             return;
         if constexpr (W)
             atomicAdd((double *)out + k, gs_dweight(w, wdt, i * ws));
@@ -78,48 +85,46 @@ __global__ void __launch_bounds__(GS_HIST_GLOBAL_THREADS)
  * clustered values, runs of one value -- the adds hit L2 whatever the
  * counters' size, and every pass after the first would only read the input
  * again (16M bins, 64M sorted int64: int64 counters 484 us, three passes
- * 751 us; r186).  So one block samples GS_HIST_GLOBAL_SAMPLES stretches of
- * 64 consecutive elements spread over the input: a stretch is local when
- * its bins span fewer than 4,096 or most of its neighbours' bins lie within
- * 32 of each other; with most stretches local, *mode = 1 and the first
- * pass counts every element (the others return at once); else 0. */
+ * 751 us; r186).  So GS_HIST_GLOBAL_SAMPLES warps (8 a block) each sample a
+ * stretch of 64 consecutive elements spread over the input: a stretch with
+ * at least 32 pairs of neighbours in bins is tested, and is local when its
+ * bins span fewer than 4,096 or most neighbours' bins lie within 32 of each
+ * other.  Counts in v[0] (local) and v[1] (tested), zero before: the first
+ * pass counts every element, and the others return at once, where at least
+ * half the tested stretches are local (locally_counted). */
 #ifndef GS_HIST_GLOBAL_SAMPLES
 #define GS_HIST_GLOBAL_SAMPLES 256
 #endif
 template <class T>
 __global__ void __launch_bounds__(256) hist_global_locality(gs_binner b, const T *__restrict__ x, int64_t n,
-                                                            int64_t xs, unsigned *mode)
+                                                            int64_t xs, unsigned *v)
 {
     __shared__ gs_smem_bins sb;
-    __shared__ unsigned local;
     gs_bins_prepare(b, sb);
-    if (threadIdx.x == 0)
-        local = 0;
-    __syncthreads();
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    for (unsigned c = warp; c < GS_HIST_GLOBAL_SAMPLES; c += warps) {
-        const int64_t start = (n - 64) * (int64_t)c / (GS_HIST_GLOBAL_SAMPLES - 1), i = start + 2 * lane;
-        const int64_t k0 = gs_dbin(b, sb, x[i * xs]), k1 = gs_dbin(b, sb, x[(i + 1) * xs]);
-        const int64_t prev = __shfl_up_sync(0xffffffffu, k1, 1); /* the element before k0 (lane 0: none) */
-        const bool v0 = k0 >= 0, v1 = k1 >= 0, vp = lane > 0 && prev >= 0;
-        const int near = (v0 && v1 && (k1 - k0 < 32 && k0 - k1 < 32)) + (vp && v0 && (k0 - prev < 32 && prev - k0 < 32));
-        const int pairs = (v0 && v1) + (vp && v0);
-        int64_t lo = v0 ? k0 : INT64_MAX, hi = v0 ? k0 : -1;
-        if (v1)
-            lo = lo < k1 ? lo : k1, hi = hi > k1 ? hi : k1;
-        int nsum = near, psum = pairs;
-        for (int o = 16; o > 0; o >>= 1) {
-            nsum += __shfl_xor_sync(0xffffffffu, nsum, o);
-            psum += __shfl_xor_sync(0xffffffffu, psum, o);
-            const int64_t l2 = __shfl_xor_sync(0xffffffffu, lo, o), h2 = __shfl_xor_sync(0xffffffffu, hi, o);
-            lo = lo < l2 ? lo : l2, hi = hi > h2 ? hi : h2;
-        }
-        if (lane == 0 && (hi - lo < 4096 || 2 * nsum > psum))
-            atomicAdd(&local, 1u);
+    const unsigned lane = threadIdx.x & 31, c = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (c >= GS_HIST_GLOBAL_SAMPLES) /* (whole warps) */
+        return;
+    const int64_t start = (n - 64) * (int64_t)c / (GS_HIST_GLOBAL_SAMPLES - 1), i = start + 2 * lane;
+    const int64_t k0 = gs_dbin(b, sb, x[i * xs]), k1 = gs_dbin(b, sb, x[(i + 1) * xs]);
+    const int64_t prev = __shfl_up_sync(0xffffffffu, k1, 1); /* the element before k0 (lane 0: none) */
+    const bool v0 = k0 >= 0, v1 = k1 >= 0, vp = lane > 0 && prev >= 0;
+    const int near = (v0 && v1 && (k1 - k0 < 32 && k0 - k1 < 32)) + (vp && v0 && (k0 - prev < 32 && prev - k0 < 32));
+    const int pairs = (v0 && v1) + (vp && v0);
+    int64_t lo = v0 ? k0 : INT64_MAX, hi = v0 ? k0 : -1;
+    if (v1)
+        lo = lo < k1 ? lo : k1, hi = hi > k1 ? hi : k1;
+    int nsum = near, psum = pairs;
+    for (int o = 16; o > 0; o >>= 1) {
+        nsum += __shfl_xor_sync(0xffffffffu, nsum, o);
+        psum += __shfl_xor_sync(0xffffffffu, psum, o);
+        const int64_t l2 = __shfl_xor_sync(0xffffffffu, lo, o), h2 = __shfl_xor_sync(0xffffffffu, hi, o);
+        lo = lo < l2 ? lo : l2, hi = hi > h2 ? hi : h2;
     }
-    __syncthreads();
-    if (threadIdx.x == 0)
-        *mode = 2 * local >= GS_HIST_GLOBAL_SAMPLES;
+    if (lane == 0 && psum >= 32) { /* (a stretch mostly outside the bins says nothing) */
+        atomicAdd(v + 1, 1u);
+        if (hi - lo < 4096 || 2 * nsum > psum)
+            atomicAdd(v, 1u);
+    }
 }
 
 /* out[k] += c[k]: the 32-bit counts into the int64 result. */
@@ -150,35 +155,45 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     const int threads = GS_HIST_GLOBAL_THREADS;
     const int64_t nb = l->binner.nbins;
     int passes = l2_passes(l);
-    /* the scratch: the 32-bit counters (unweighted), then the sampler's verdict (more than one pass) */
+    /* the scratch: the 32-bit counters (unweighted), then the sampler's two counts (more than one pass) */
     const size_t cbytes = l->w ? 0 : ((size_t)nb * 4 + 15) / 16 * 16;
     void *scratch = NULL;
-    if (passes && gs_malloc_async(&scratch, cbytes + 16, l->stream) != cudaSuccess) {
-        cudaGetLastError(); /* no room for the scratch: one pass into the result */
-        scratch = NULL, passes = 0;
+    if (passes) {
+        const cudaError_t e = gs_malloc_async(&scratch, cbytes + 16, l->stream);
+        if (e != cudaSuccess) {
+            cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+            if (cudaStreamIsCapturing(l->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+                GS_CUDA_CHECK(e); /* (a failed call has broken the capture: no fallback) */
+            cudaGetLastError(); /* no room for the scratch: one pass into the result */
+            scratch = NULL, passes = 0;
+        }
     }
     unsigned *c = passes && !l->w ? (unsigned *)scratch : NULL;
-    unsigned *mode = passes > 1 ? (unsigned *)((char *)scratch + cbytes) : NULL;
+    unsigned *mode = passes > 1 && l->n >= 64 && nb >= passes ? (unsigned *)((char *)scratch + cbytes) : NULL;
     using k64_t = void (*)(gs_binner, const T *, int64_t, int64_t, const void *, int64_t, int, unsigned long long *,
                            int64_t, int64_t, const unsigned *);
-    const k64_t k64 = l->w ? hist_global_kernel<T, true, unsigned long long> : hist_global_kernel<T, false, unsigned long long>;
+    const k64_t k64 = passes ? hist_global_kernel<T, true, unsigned long long, true>
+                      : l->w ? hist_global_kernel<T, true, unsigned long long, false>
+                             : hist_global_kernel<T, false, unsigned long long, false>;
     int64_t resident = 0;
     gs_status st = GS_OK;
-    GS_GOTO(gs_cuda_resident_blocks(c ? (const void *)hist_global_kernel<T, false, unsigned> : (const void *)k64,
+    GS_GOTO(gs_cuda_resident_blocks(c ? (const void *)hist_global_kernel<T, false, unsigned, true> : (const void *)k64,
                                     threads, 0, l->dev, &resident));
     {
         const int64_t grid = gs_hist_grid(l, resident, threads);
-        if (c)
-            GS_CUDA_GOTO(cudaMemsetAsync(c, 0, (size_t)nb * 4, l->stream));
+        if (c || mode) /* the counters and the sampler's counts */
+            GS_CUDA_GOTO(cudaMemsetAsync(c ? (void *)c : (void *)mode, 0, (c ? cbytes : 0) + (mode ? 16 : 0),
+                                         l->stream));
         if (mode) {
-            hist_global_locality<T><<<1, 256, 0, l->stream>>>(l->binner, (const T *)l->x, l->n, l->xstride, mode);
+            hist_global_locality<T><<<GS_HIST_GLOBAL_SAMPLES / 8, 256, 0, l->stream>>>(l->binner, (const T *)l->x,
+                                                                                       l->n, l->xstride, mode);
             GS_CUDA_GOTO(cudaGetLastError());
         }
         const int np = passes ? passes : 1;
         for (int p = 0; p < np; p++) { /* pass p: the bins [p nb / np, (p + 1) nb / np) */
             const int64_t lo = p * nb / np, hi = (p + 1) * nb / np;
             if (c)
-                hist_global_kernel<T, false, unsigned><<<(unsigned)grid, threads, 0, l->stream>>>(
+                hist_global_kernel<T, false, unsigned, true><<<(unsigned)grid, threads, 0, l->stream>>>(
                     l->binner, (const T *)l->x, l->n, l->xstride, NULL, 0, 0, c, lo, hi - lo, mode);
             else
                 k64<<<(unsigned)grid, threads, 0, l->stream>>>(
@@ -193,11 +208,22 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
             GS_CUDA_GOTO(cudaGetLastError());
         }
     }
-    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0) {
+        /* the sampler's verdict: read back (a wait) outside a capture, for the debug line alone */
+        unsigned v[2] = {0, 0};
+        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        const bool read = mode && cudaStreamIsCapturing(l->stream, &cs) == cudaSuccess &&
+                          cs == cudaStreamCaptureStatusNone &&
+                          cudaMemcpyAsync(v, mode, sizeof v, cudaMemcpyDeviceToHost, l->stream) == cudaSuccess &&
+                          cudaStreamSynchronize(l->stream) == cudaSuccess;
+        char verdict[160] = "";
+        if (read)
+            snprintf(verdict, sizeof verdict, "; sampled: %u of %u stretches local, %s", v[0], v[1],
+                     v[1] > 0 && 2 * v[0] >= v[1] ? "the first pass counts every element" : "every pass its range");
         fprintf(stderr, "[gpusync] histogram: global atomics into %s, %d pass%s over the input (%lld bins)%s\n",
                 c ? "32-bit counters" : l->w ? "the float64 sums" : "the int64 counts", passes ? passes : 1,
-                passes > 1 ? "es" : "", (long long)nb,
-                mode ? "; the first counts every element where the sampled input is local" : "");
+                passes > 1 ? "es" : "", (long long)nb, verdict);
+    }
 fail:
     gs_free_async(scratch, l->stream, &st);
     return st;
@@ -207,7 +233,7 @@ gs_status gs_hist_global_launch(const gs_hist_launch *l) { GS_DISPATCH_DTYPE(l->
 
 int gs_hist_global_refs(gs_kernel_ref *r)
 {
-    r[0] = {"histogram:global", (const void *)hist_global_kernel<uint8_t, false, unsigned long long>,
+    r[0] = {"histogram:global", (const void *)hist_global_kernel<uint8_t, false, unsigned long long, false>,
             GS_HIST_GLOBAL_THREADS, 0};
     return 1;
 }
