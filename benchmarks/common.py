@@ -290,9 +290,18 @@ def merge_results(outdir, info, rows, ceilings=None, sweeps=None, partial=False)
     if sweeps:
         data.setdefault("sweeps", {}).update(sweeps)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
+    write_results(path, data)
     return data
+
+
+def write_results(path, data):
+    """latest.json with one row a line: diffs name the rows that moved, and the file stays a third of
+    its indented size (5,000+ rows: 1.0 MB indented)."""
+    head = {k: v for k, v in data.items() if k != "rows"}
+    with open(path, "w") as f:
+        f.write(json.dumps(head, indent=1)[:-2] + ',\n "rows": [\n')
+        f.write(",\n".join("  " + json.dumps(r) for r in data.get("rows", [])))
+        f.write("\n ]\n}\n")
 
 
 def table(title, ceiling, rows, ref_impl="gpusync:auto"):
