@@ -89,6 +89,20 @@ typedef double gs_pw_d4 __attribute__((vector_size(32)));
         v_[0] += v_[1];                                                                                       \
         r[0] = (v_[0][0] + v_[0][2]) + (v_[0][1] + v_[0][3]);                                                 \
     } while (0)
+/* The binary counter of partial sums, the one copy: block (or piece) k's sum
+ * merges with the partials its trailing one-bits name -- a balanced tree
+ * over the blocks -- and PW_DRAIN adds what is left, top first, into s. */
+#define PW_PUSH(stack, depth, k, v)                                                                           \
+    do {                                                                                                      \
+        (stack)[(depth)++] = (v);                                                                             \
+        for (uint64_t m_ = (uint64_t)(k) + 1; !(m_ & 1); m_ >>= 1, (depth)--)                                 \
+            (stack)[(depth) - 2] += (stack)[(depth) - 1];                                                     \
+    } while (0)
+#define PW_DRAIN(stack, depth, s)                                                                             \
+    do {                                                                                                      \
+        while ((depth) > 0)                                                                                   \
+            (s) += (stack)[--(depth)];                                                                        \
+    } while (0)
 #define PAIRWISE(NAME, T, TERM, ATTRS)                                                                        \
     ATTRS static double NAME(const T *a, const T *b, int64_t n)                                               \
     {                                                                                                         \
@@ -109,15 +123,12 @@ typedef double gs_pw_d4 __attribute__((vector_size(32)));
                 for (int j = 0; j < PW_ACC; j++)                                                              \
                     r[j] += TERM(i + t + j);                                                                  \
             PW_FOLD(r);                                                                                       \
-            stack[depth++] = r[0];                                                                            \
-            for (uint64_t m = blk + 1; !(m & 1); m >>= 1, depth--)                                            \
-                stack[depth - 2] += stack[depth - 1];                                                         \
+            PW_PUSH(stack, depth, blk, r[0]);                                                                 \
         }                                                                                                     \
         double s = 0;                                                                                         \
         for (; i < n; i++)                                                                                    \
             s += TERM(i);                                                                                     \
-        while (depth > 0)                                                                                     \
-            s += stack[--depth];                                                                              \
+        PW_DRAIN(stack, depth, s);                                                                            \
         return s;                                                                                             \
     }
 #define SUM_TERM(k) ((double)a[k])
@@ -179,15 +190,12 @@ PAIRWISE(pw_dot_f64, double, DOT_TERM, GS_CLONES)
             for (int q = 0; q < NV; q++)                                                                      \
                 STORE(acc + W * q, r[q]);                                                                     \
             PW_FOLD(acc);                                                                                     \
-            stack[depth++] = acc[0];                                                                          \
-            for (uint64_t m = blk + 1; !(m & 1); m >>= 1, depth--)                                            \
-                stack[depth - 2] += stack[depth - 1];                                                         \
+            PW_PUSH(stack, depth, blk, acc[0]);                                                               \
         }                                                                                                     \
         double s = 0;                                                                                         \
         for (; i < n; i++)                                                                                    \
             s += b ? (double)a[i] * (double)b[i] : (double)a[i];                                              \
-        while (depth > 0)                                                                                     \
-            s += stack[--depth];                                                                              \
+        PW_DRAIN(stack, depth, s);                                                                            \
         return s;                                                                                             \
     }
 PW_F32_SIMD(pw_f32_avx512, "avx512f", __m512d, 8, _mm512_setzero_pd, PW_CVT512, _mm512_fmadd_pd, _mm512_add_pd,
@@ -278,13 +286,10 @@ static double range_f(const rctx *c, int tid, int64_t lo, int64_t hi)
     for (int64_t p = lo; p < hi; p += GS_CPU_CHUNK, k++) {
         if (gs_cpu_stop(tid))
             break;
-        stack[depth++] = piece_f(c, p, hi - p < GS_CPU_CHUNK ? hi : p + GS_CPU_CHUNK);
-        for (uint64_t m = k + 1; !(m & 1); m >>= 1, depth--)
-            stack[depth - 2] += stack[depth - 1];
+        PW_PUSH(stack, depth, k, piece_f(c, p, hi - p < GS_CPU_CHUNK ? hi : p + GS_CPU_CHUNK));
     }
     double s = 0;
-    while (depth > 0)
-        s += stack[--depth];
+    PW_DRAIN(stack, depth, s);
     return s;
 }
 
