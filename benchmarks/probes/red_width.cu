@@ -11,6 +11,8 @@
 // Per bin count and distribution: us per call (median of 9 replays of a CUDA
 // graph of 5 calls: memset, count, and for 32-bit the widening pass), the
 // counts of both checked equal.
+#include "probe_check.cuh"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,14 +21,6 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                                                  \
-    do {                                                                                                       \
-        cudaError_t e_ = (x);                                                                                  \
-        if (e_ != cudaSuccess) {                                                                               \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                 \
-            exit(1);                                                                                           \
-        }                                                                                                      \
-    } while (0)
 
 template <class C>
 __global__ void __launch_bounds__(256) count_kernel(const longlong2 *__restrict__ x, int64_t npairs, int64_t lo,

@@ -12,6 +12,8 @@
 // of 20 calls, each call a memset of the 256 counts and the kernel) and the
 // % of the read kernel's time in the same run; every variant's counts are
 // checked against the first variant's.
+#include "probe_check.cuh"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,14 +23,6 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                                                  \
-    do {                                                                                                       \
-        cudaError_t e_ = (x);                                                                                  \
-        if (e_ != cudaSuccess) {                                                                               \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                 \
-            exit(1);                                                                                           \
-        }                                                                                                      \
-    } while (0)
 
 enum { LD_CS = 0, LD_NC = 1 };
 
