@@ -500,9 +500,9 @@ def dist_sweep(args):
 
 
 
-def _gpu_session():
+def _gpu_session(peers=True):
     """What every device-only mode starts with: CuPy, PyTorch (None when absent), the device facts and
-    timer, the short device name, the CUB peers and a fresh read ceiling."""
+    timer, the short device name, the CUB peers (None without `peers`: no build) and a fresh read ceiling."""
     import cupy as cp
 
     from benchmarks.common import short_device
@@ -512,7 +512,8 @@ def _gpu_session():
     except Exception:  # pragma: no cover
         torch = None
     info, timer = cuda_start(cp)
-    return cp, torch, info, timer, short_device(info["name"]), build_peers(), fresh_read_ceiling(cp, timer, info)
+    return (cp, torch, info, timer, short_device(info["name"]), build_peers() if peers else None,
+            fresh_read_ceiling(cp, timer, info))
 
 def float_sweep(args):
     """float32 / float64 on equal-width bins (issue 14: >= 90% of read and faster than CUB): several sizes,
@@ -720,6 +721,57 @@ def many_bins_sweep(args):
         sys.exit(1)
 
 
+def labels_sweep(args):
+    """bincount of integer labels on the device (int64, NumPy's default, and int32 beside it): values
+    0 .. 999, 0 .. 4,095, 0 .. 65,535 and identifiers 10^6 .. 10^6 + 999, 10^6 to 64M of them.  Below 4,096
+    the first count (ops->bincount_first: the counts of 0 .. 4,095 and the extremes, one read) is the
+    result; past it a count follows.  int64 took a min/max read and a count before (session 41); the
+    '(two reads)' row runs that count with GPUSYNC_HIST_SMALL=0 (the shared strategy and a min/max read),
+    where it is the same traffic.  Writes <out>/bincount_labels_<GPU>.md and rows in latest.json."""
+    cp, torch, info, timer, dev, _, ceiling = _gpu_session(peers=False)
+    rs = cp.random.RandomState(41)
+    rows, lines = [], []
+
+    def one(case, impl, fn, nbytes, ref=None, graph=False):
+        return _measure_row(cp, timer, rows, lines, ceiling, case, "bincount", impl, fn, nbytes, ref, graph,
+                            reps=7, inner=3, strict=True)
+
+    sizes = (1 << 20, 1 << 22) if args.quick else (10**6, 10**7, 1 << 26)
+    for dt, name in ((cp.int64, "i64"), (cp.int32, "i32")):
+        for lo, hi, tag in ((0, 1000, "1000"), (0, 4096, "4096"), (0, 65536, "65536"),
+                            (10**6, 10**6 + 1000, "ids1000")):
+            for n in sizes:
+                x = rs.randint(lo, hi, n, dtype=dt)
+                ref = cp.bincount(x).get()
+                size = f"{n >> 20}M" if n % (1 << 20) == 0 else f"{n:.0e}".replace("+0", "")
+                case = f"{name}-bincount-{tag}-{size}"
+                one(case, "gpusync:bincount", lambda: gs.bincount(x), x.nbytes, ref)
+                if hi <= 4096:
+                    with env(GPUSYNC_HIST_SMALL="0"):
+                        one(case, "gpusync:bincount (two reads)", lambda: gs.bincount(x), x.nbytes, ref)
+                if lo == 0:
+                    one(case, "gpusync:histogram (bins given, graph)", lambda: gs.histogram(x, bins=hi, range=(0, hi)),
+                        x.nbytes, ref, graph=True)
+                one(case, "cupy:bincount", lambda: cp.bincount(x), x.nbytes)
+                if torch is not None:
+                    t = torch.as_tensor(x, device="cuda")
+                    one(case, "torch:bincount", lambda: torch.bincount(t), x.nbytes)
+                    t = None
+                x = ref = None
+        cp.get_default_memory_pool().free_all_blocks()
+    data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
+    text = [f"# bincount of integer labels on the device: {info['name']}, {data['date']}", "",
+            f"Read ceiling **{ceiling:.0f} GB/s** (1 GiB, 16-byte loads, same run).  gpusync '(graph)': CUDA-graph "
+            "replay of 3 calls (device time), median of 7; other rows: CUDA events around 3 back-to-back calls "
+            "(host work and bincount's one wait for NumPy's length included).  % of read: the input's bytes once.",
+            "", "| case | impl | us | % of read |", "|---|---|---:|---:|"] + lines
+    with open(os.path.join(args.out, f"bincount_labels_{dev}.md"), "w") as fh:
+        fh.write("\n".join(text) + "\n")
+    if any(r.get("correct") is False for r in rows):
+        print("WRONG results")
+        sys.exit(1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
@@ -738,7 +790,11 @@ def main():
     ap.add_argument("--many-bins", action="store_true", help="only 65,536+ bins and 16-bit bincounts against "
                     "CUB, torch and CuPy; writes <out>/histogram_manybins_<GPU>.md")
     ap.add_argument("--bits", action="store_true", help="only packbits / count_nonzero; writes <out>/bits_<GPU>.md")
+    ap.add_argument("--labels", action="store_true", help="only bincounts of int64 / int32 labels against torch and "
+                    "CuPy; writes <out>/bincount_labels_<GPU>.md")
     args = ap.parse_args()
+    if args.labels:
+        return labels_sweep(args)
     if args.bits:
         return bits_only(args)
     if args.many_bins:

@@ -465,13 +465,14 @@ def bincount_(a, minlength, bins_desc_of):
     * 8-bit integers: the counts of all 256 byte values, read back once for
       the length (and the negatives of int8); the result is a view of them
       when it is not longer.
-    * 16- and 32-bit integers: first one count of the values 0 ..
-      BINCOUNT_FIRST_BINS - 1 that also finds the largest value
-      (``_core.bincount_first``): when that is below BINCOUNT_FIRST_BINS,
-      those counts are the result (one read of the input, a view of them);
-      otherwise a count follows (two reads, as a min/max pass and a count
-      took before).
-    * 64-bit integers: a minmax read, then the count.
+    * 16-, 32- and 64-bit signed integers (and uint16 / uint32): first one
+      count of the values 0 .. BINCOUNT_FIRST_BINS - 1 that also finds the
+      largest value (``_core.bincount_first``): when that is below
+      BINCOUNT_FIRST_BINS, those counts are the result (one read of the
+      input, a view of them); otherwise a count follows (two reads, as a
+      min/max pass and a count took before).
+    * uint64: a minmax read, then the count (values past int64 have no
+      int64 length; NumPy refuses to cast them).
 
     That count takes the values min .. max alone (a histogram of max - min + 1
     unit-wide bins from min into that stretch of zeroed counts) where they are
@@ -494,7 +495,7 @@ def bincount_(a, minlength, bins_desc_of):
     if dt.itemsize == 1:
         return _bincount8(h, ptr, n, dt, dev, stream, minlength, bins_desc_of)
     src = (ptr, n, 1, code, dev)
-    if dt.itemsize <= 4:
+    if dt.itemsize <= 4 or dt == _INT64:
         b = _core.BINCOUNT_FIRST_BINS
         counts, cptr = h.out((b,), _INT64, dev)
         hi, negative, lo = _core.bincount_first("cuda", src, (cptr, b, 1, _arrays._DTYPE_CODES[_INT64], dev),

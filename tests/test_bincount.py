@@ -107,11 +107,13 @@ def test_fast_path_zeroes_the_bins_past_the_maximum():
             np.testing.assert_array_equal(gs.bincount(x, minlength=m), np.bincount(x, minlength=m))
 
 
-@pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32"])
+@pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32", "int64"])
 @pytest.mark.parametrize("lo,hi", [(0, 1), (0, 4096), (0, 4097), (0, 4095), (5, 300), (-3, 50), (0, 60_000),
                                    (4096, 4097),  # (one value, just past the bins)
                                    (2**31 - 5, 2**31 + 5), (-2**31, -2**31 + 3),  # (uint32 past int32's range, int32's min)
-                                   (2**32 - 3, 2**32)])  # (uint32's 0xFFFFFFFF: the empty warp's marker)
+                                   (2**32 - 3, 2**32),  # (uint32's 0xFFFFFFFF: the empty warp's marker)
+                                   (2**32 - 3, 2**32 + 3), (2**40, 2**40 + 4096),  # (int64 past 32 bits)
+                                   (2**63 - 5, 2**63), (-2**63, -2**63 + 3)])  # (int64's ends)
 @pytest.mark.parametrize("small", ["1", "0"])
 def test_first_count_finds_the_largest_value(backend, dtype, lo, hi, small, monkeypatch):
     """ops->bincount_first (the device bincount's one-read count): counts of
@@ -159,8 +161,9 @@ def test_first_count_finds_the_largest_value(backend, dtype, lo, hi, small, monk
 def test_first_count_refuses_what_it_does_not_take():
     from gpusync import _core
 
-    with pytest.raises(TypeError, match="int16, uint16, int32 or uint32"):
-        _core.bincount_first("cpu", np.zeros(3, np.int64), np.zeros(5, np.int64), 0)
+    for dt in (np.uint64, np.uint8, np.float64):
+        with pytest.raises(TypeError, match="int16, uint16, int32, uint32 or int64"):
+            _core.bincount_first("cpu", np.zeros(3, dt), np.zeros(5, np.int64), 0)
     with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
         _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(0, np.int64), 0)
     with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
@@ -221,6 +224,36 @@ def test_bincount_16_bit_far_from_zero_counts_min_to_max(cp, monkeypatch, dtype)
     seen.clear()
     np.testing.assert_array_equal(gs.bincount(cp.asarray(y)).get(), np.bincount(y))
     assert seen == [int(y.max()) - 4_096 + 1], seen
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "int32"])
+def test_device_bincount_of_small_labels_reads_once(cp, monkeypatch, dtype):
+    """int64 labels (NumPy's default integers) below 4,096 on the device: the first count is the
+    result -- no min/max read and no second count (spies on both); past 4,096 a count follows and
+    the smallest value comes from that first count (no min/max read either); uint64 keeps its
+    min/max read (no int64 length for values past 2^63).  NumPy's result every time."""
+    from gpusync import _devfast
+
+    rng = np.random.default_rng(64)
+    calls = []
+    for name in ("histogram", "minmax"):
+        real = getattr(_devfast._core, name)
+        monkeypatch.setattr(_devfast._core, name, lambda *a, _r=real, _n=name: (calls.append(_n), _r(*a))[1])
+    for lo, hi, minlength in ((0, 1000, 0), (0, 4096, 0), (7, 8, 5000), (0, 4097, 0), (10**6, 10**6 + 999, 0),
+                              (0, 100_000, 0)):
+        x = rng.integers(lo, hi, 300_007).astype(dtype)
+        d = cp.asarray(x)
+        gs.bincount(d)  # (a first call may take the general path: plans)
+        calls.clear()
+        np.testing.assert_array_equal(gs.bincount(d, minlength=minlength).get(), np.bincount(x, minlength=minlength))
+        assert "the device fast path" in gs.last_plan()["notes"]
+        if dtype == "uint64":
+            assert calls[0] == "minmax", calls
+        elif hi <= _devfast._core.BINCOUNT_FIRST_BINS:
+            assert calls == [], calls
+        else:
+            assert calls == ["histogram"], calls
 
 
 @pytest.mark.gpu

@@ -141,6 +141,11 @@ int64_t gs_hist_halves_max(int64_t smem_optin)
     return room > 0 ? room / 16 * 8 : 0;
 }
 
+int gs_bincount_first_takes(gs_dtype dt)
+{
+    return dt == GS_INT16 || dt == GS_UINT16 || dt == GS_INT32 || dt == GS_UINT32 || dt == GS_INT64;
+}
+
 int gs_bincount_min_to_max(int64_t lo, int64_t hi)
 {
     /* 2 (hi - lo + 1) <= hi + 1, i.e. 2 lo > hi, without overflow */

@@ -66,8 +66,8 @@ static gs_status cpu_bincount_first(const gs_array *x, gs_array *out, int64_t *t
 {
     (void)stream;
     const gs_dtype dt = x->dtype;
-    if (dt != GS_INT16 && dt != GS_UINT16 && dt != GS_INT32 && dt != GS_UINT32)
-        return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32 or uint32");
+    if (!gs_bincount_first_takes(dt))
+        return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32, uint32 or int64");
     if (x->device != GS_HOST || out->device != GS_HOST || out->dtype != GS_INT64 || out->stride != 1 ||
         out->length < 1 || out->length > GS_BINCOUNT_FIRST_BINS)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "bincount_first: x and out (1 to %d contiguous int64) on the host",

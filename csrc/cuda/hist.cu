@@ -270,7 +270,7 @@ fail:
 
 extern "C" gs_status gs_cuda_minmax(const gs_array *x, void *out2, void *stream);
 
-/* bincount's first count (ops->bincount_first): the 16/32-bit kernel of
+/* bincount's first count (ops->bincount_first): the integer kernel of
  * hist_small.cu on DIRECT bins 0 .. nbins - 1, leaving the largest and the
  * smallest x in two device words -- one read of x where a min/max pass and a
  * count took two.  Where that kernel does not run (GPUSYNC_HIST_SMALL=0), the
@@ -279,8 +279,8 @@ extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, in
                                             int *negative, void *stream)
 {
     const gs_dtype dt = x->dtype;
-    if (dt != GS_INT16 && dt != GS_UINT16 && dt != GS_INT32 && dt != GS_UINT32)
-        return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32 or uint32");
+    if (!gs_bincount_first_takes(dt))
+        return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32, uint32 or int64");
     if (x->device == GS_HOST || out->device != x->device || out->dtype != GS_INT64 || out->stride != 1 ||
         out->length < 1 || out->length > GS_BINCOUNT_FIRST_BINS || x->length < 0)
         return gs_fail(GS_ERR_INVALID_ARGUMENT,

@@ -49,7 +49,7 @@
 #endif
 
 /* hist_global_locality's verdict (below): at least half the tested stretches local. */
-__device__ __forceinline__ bool locally_counted(const unsigned *v) { return v[1] > 0 && 2 * v[0] >= v[1]; }
+__host__ __device__ __forceinline__ bool locally_counted(const unsigned *v) { return v[1] > 0 && 2 * v[0] >= v[1]; }
 
 /* One atomic add an element whose bin k lies in [lo, lo + span) (every bin:
  * lo = 0, span = the bins), into C counters (the int64 result, or 32-bit
@@ -161,8 +161,7 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     if (passes) {
         const cudaError_t e = gs_malloc_async(&scratch, cbytes + 16, l->stream);
         if (e != cudaSuccess) {
-            cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-            if (cudaStreamIsCapturing(l->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+            if (gs_cuda_maybe_capturing(l->stream))
                 GS_CUDA_CHECK(e); /* (a failed call has broken the capture: no fallback) */
             cudaGetLastError(); /* no room for the scratch: one pass into the result */
             scratch = NULL, passes = 0;
@@ -211,15 +210,13 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0) {
         /* the sampler's verdict: read back (a wait) outside a capture, for the debug line alone */
         unsigned v[2] = {0, 0};
-        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-        const bool read = mode && cudaStreamIsCapturing(l->stream, &cs) == cudaSuccess &&
-                          cs == cudaStreamCaptureStatusNone &&
+        const bool read = mode && !gs_cuda_maybe_capturing(l->stream) &&
                           cudaMemcpyAsync(v, mode, sizeof v, cudaMemcpyDeviceToHost, l->stream) == cudaSuccess &&
                           cudaStreamSynchronize(l->stream) == cudaSuccess;
         char verdict[160] = "";
         if (read)
             snprintf(verdict, sizeof verdict, "; sampled: %u of %u stretches local, %s", v[0], v[1],
-                     v[1] > 0 && 2 * v[0] >= v[1] ? "the first pass counts every element" : "every pass its range");
+                     locally_counted(v) ? "the first pass counts every element" : "every pass its range");
         fprintf(stderr, "[gpusync] histogram: global atomics into %s, %d pass%s over the input (%lld bins)%s\n",
                 c ? "32-bit counters" : l->w ? "the float64 sums" : "the int64 counts", passes ? passes : 1,
                 passes > 1 ? "es" : "", (long long)nb, verdict);

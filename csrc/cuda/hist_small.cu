@@ -224,7 +224,9 @@ template <class T> struct int_math {
  * (r153), and a min of only the x past the bins (a branch) 9 % (r154).
  * (The max of the 64-bit difference spilled 8 bytes for 32-bit data, and one
  * int32 pass over 65,536 values ran 11 % slower than the min/max pass,
- * r142.) */
+ * r142.)  int64 data (TOP alone: launch_int instantiates no other kernel
+ * for 8-byte elements) keep both extremes in 64 bits, one min and one max
+ * an element as 32-bit data do. */
 template <class T, int U, bool STREAM, bool TOP>
 __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     hist_int_kernel(const T *__restrict__ x, int64_t n, long long offset, int nb, int closed,
@@ -241,15 +243,17 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     using UI = typename std::make_unsigned<I>::type;
     const UI lim = (UI)nb + (UI)closed, last = (UI)nb - 1;
     using UT = typename std::make_unsigned<T>::type;
-    unsigned tmax = 0, tmin = ~0u; /* (UT widened: 16-bit extremes in 32-bit registers) */
+    /* the extremes' registers: UT widened to 32 bits (16-bit extremes in 32-bit registers), 64 bits for int64 */
+    using UW = typename std::conditional<(sizeof(T) == 8), unsigned long long, unsigned>::type;
+    UW tmax = 0, tmin = ~(UW)0;
     auto add = [&](T v) {
-        if (TOP) { /* offset 0, no closed top (launch_int checks): x itself is the bin, in 32 bits */
-            const unsigned u = (unsigned)(UT)v; /* a negative signed x: past every bin */
+        if (TOP) { /* offset 0, no closed top (launch_int checks): x itself is the bin */
+            const UW u = (UW)(UT)v; /* a negative signed x: past every bin */
             tmax = max(tmax, u);
-            if (sizeof(T) == 4) /* (16-bit: the smallest counted x alone, from the counts below) */
+            if (sizeof(T) >= 4) /* (16-bit: the smallest counted x alone, from the counts below) */
                 tmin = min(tmin, u);
-            if (u < (unsigned)nb)
-                atomicAdd_block(mine + (u << rshift), 1u);
+            if (u < (UW)nb)
+                atomicAdd_block(mine + ((unsigned)u << rshift), 1u);
             return;
         }
         const UI d = (UI)((I)v - off); /* exact: |v|, |off| < 2^40 */
@@ -266,25 +270,25 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
         /* 16-bit data: the smallest x this block counted (the merge's barrier:
          * the counts are whole); 32-bit data's tmin is already the smallest x
          * (a counted x is no smaller: no scan, review36b #3) */
-        unsigned first = ~0u;
+        UW first = ~(UW)0;
         if (sizeof(T) == 2)
             for (int i = threadIdx.x; i < (nb << rshift); i += GS_HIST_BLOCK_THREADS)
                 if (hs[i]) {
-                    first = (unsigned)(i >> rshift);
+                    first = (UW)(i >> rshift);
                     break;
                 }
-        unsigned m = tmax, b = min(tmin, first);
+        UW m = tmax, b = min(tmin, first);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
             m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
             b = min(b, __shfl_xor_sync(0xffffffffu, b, o));
         }
-        const bool neg = std::is_signed<T>::value && m > (unsigned)((UT) ~(UT)0 >> 1);
+        const bool neg = std::is_signed<T>::value && m > (UW)((UT) ~(UT)0 >> 1);
         if ((threadIdx.x & 31) == 0 && m)
             atomicMax(top, neg ? ~0ull : (unsigned long long)m);
-        /* (32-bit: a warp that saw no element adds ~0u, no smaller than any x; 16-bit: ~0u is "no value
+        /* (32/64-bit: a warp that saw no element adds ~0, no smaller than any x; 16-bit: ~0 is "no value
          * counted" and adds nothing, so top[1] stays ~0 when every x is past the bins: not known) */
-        if ((threadIdx.x & 31) == 0 && (sizeof(T) == 4 || b != ~0u))
+        if ((threadIdx.x & 31) == 0 && (sizeof(T) >= 4 || b != ~(UW)0))
             atomicMin(top + 1, (unsigned long long)b);
     }
 }
@@ -294,8 +298,13 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
     constexpr int U = 2;
     if (l->top && (l->binner.offset != 0 || l->binner.closed_top))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "internal: a first count's bins start at 0 and have no closed top");
-    auto kern = l->top ? (stream ? hist_int_kernel<T, U, true, true> : hist_int_kernel<T, U, false, true>)
-                       : (stream ? hist_int_kernel<T, U, true, false> : hist_int_kernel<T, U, false, false>);
+    /* (8-byte elements: the first count alone -- the offset form's difference is exact for |v| < 2^40 only) */
+    if (sizeof(T) == 8 && !l->top)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "internal: 64-bit data take this kernel as a first count only");
+    constexpr bool OFFSET = sizeof(T) < 8; /* (no offset-form kernel instantiated for 64-bit data) */
+    auto kern = stream ? hist_int_kernel<T, U, true, true> : hist_int_kernel<T, U, false, true>;
+    if (!l->top)
+        kern = stream ? hist_int_kernel<T, U, true, !OFFSET> : hist_int_kernel<T, U, false, !OFFSET>;
     const size_t smem = (size_t)l->binner.nbins << rshift << 2;
     int64_t g = 0;
     const gs_status st =
@@ -416,8 +425,15 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
     const gs_binner &b = l->binner;
     const int es = (int)gs_dtype_size((gs_dtype)l->xdtype);
     const bool stream = l->n * (int64_t)es > l->dev->l2_cache_bytes;
-    if (l->top && ((es != 2 && es != 4) || b.kind != GS_BINS_DIRECT))
-        return 0; /* only the 16/32-bit kernel below keeps the largest value (bincount_first) */
+    if (l->top && ((es != 2 && es != 4 && l->xdtype != GS_INT64) || b.kind != GS_BINS_DIRECT))
+        return 0; /* only the integer kernel below keeps the largest value (bincount_first) */
+    if (l->top && l->xdtype == GS_INT64) {
+        const int rshift = gs_hist_replica_shift(l);
+        if (rshift < 0)
+            return 0;
+        *st = launch_int<int64_t>(l, rshift, stream, declined);
+        return 1;
+    }
     if (es == 1) {
         /* measured slower than the generic kernel above this size (see
          * GS_HIST_U8_SMALL_MAX_BYTES); GPUSYNC_HIST_SMALL=2 takes it anyway */

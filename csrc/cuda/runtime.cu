@@ -165,6 +165,16 @@ static void *const_upload(const void *host, size_t bytes, int ordinal)
     return NULL;
 }
 
+bool gs_cuda_maybe_capturing(cudaStream_t s)
+{
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &capture) != cudaSuccess) {
+        cudaGetLastError(); /* (the query's own error: not left for the next check) */
+        return true;
+    }
+    return capture != cudaStreamCaptureStatusNone;
+}
+
 const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaStream_t stream)
 {
     if (bytes == 0 || bytes > CONST_MAX_BYTES)
@@ -174,12 +184,9 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaS
     for (int i = 0; i < g_nconst && !found; i++)
         if (g_const[i].ordinal == ordinal && g_const[i].bytes == bytes && memcmp(g_const[i].host, host, bytes) == 0)
             found = g_const[i].dev;
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (!found && g_nconst < CONST_CACHE && cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
-        cudaGetLastError(); /* (e.g. another thread captures in global mode: no upload now; the launch reports a bad stream) */
-        capture = cudaStreamCaptureStatusActive;
-    }
-    if (!found && g_nconst < CONST_CACHE && capture == cudaStreamCaptureStatusNone) {
+    /* (a failed query -- e.g. another thread captures in global mode: no upload now; the launch reports a bad
+     * stream) */
+    if (!found && g_nconst < CONST_CACHE && !gs_cuda_maybe_capturing(stream)) {
         void *copy = malloc(bytes);
         void *d = copy ? const_upload(host, bytes, ordinal) : NULL;
         if (d) {
@@ -307,12 +314,9 @@ void *gs_cuda_scratch(int ordinal, cudaStream_t s, size_t bytes)
 {
     if (ordinal < 0 || ordinal >= GS_MAX_DEVICES || bytes > GS_SCRATCH_MAX_BYTES || bytes < GS_SCRATCH_DATA)
         return NULL;
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(s, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-        /* (an error: the legacy stream while a blocking stream is captured; the caller's path reports it) */
-        cudaGetLastError();
+    if (gs_cuda_maybe_capturing(s)) /* (a failed query: the legacy stream while a blocking stream is captured; the
+                                       * caller's path reports it) */
         return NULL;
-    }
     thread_scratch &t = t_scratch;
     scratch_slot *x = t.find(ordinal, s);
     if (!x && !(x = slot_take(t, ordinal, s)))

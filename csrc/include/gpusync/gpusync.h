@@ -212,7 +212,8 @@ typedef struct gs_backend_ops {
      * work) with the edges of a GS_BINS_UNIFORM description.  Asynchronous. */
     gs_status (*uniform_edges)(const gs_hist_bins *bins, gs_array *out, void *stream);
 
-    /* bincount's first count of 16- or 32-bit integers x: out (1 <= nbins <=
+    /* bincount's first count of integers x (16- or 32-bit, or int64:
+     * gs_bincount_first_takes): out (1 <= nbins <=
      * GS_BINCOUNT_FIRST_BINS contiguous int64 where x is) gets the counts of x == 0 .. nbins - 1
      * (other values are not counted), *top the largest x and *bottom the
      * smallest (both -1 when x is empty), *negative whether some x < 0
@@ -530,6 +531,11 @@ gs_strategy gs_hist_auto_strategy(const gs_hist_shape *shape);
  * this one rule (8-bit data, and 16-bit host data under strategy auto,
  * count every value their dtype holds in one pass instead). */
 int gs_bincount_min_to_max(int64_t lo, int64_t hi);
+
+/* The integer dtypes ops->bincount_first counts: int16, uint16, int32,
+ * uint32 and int64 (uint64 values past int64 have no int64 top; NumPy
+ * refuses to cast them). */
+int gs_bincount_first_takes(gs_dtype dt);
 
 /* The checks of ops->histogram's `edges` (NULL passes): a GS_BINS_UNIFORM
  * description, nbins + 1 float32 / float64 elements where `out` lives. */
