@@ -726,8 +726,8 @@ def labels_sweep(args):
     0 .. 999, 0 .. 4,095, 0 .. 65,535 and identifiers 10^6 .. 10^6 + 999, 10^6 to 64M of them.  Below 4,096
     the first count (ops->bincount_first: the counts of 0 .. 4,095 and the extremes, one read) is the
     result; past it a count follows.  int64 took a min/max read and a count before (session 41); the
-    '(two reads)' row runs that count with GPUSYNC_HIST_SMALL=0 (the shared strategy and a min/max read),
-    where it is the same traffic.  Writes <out>/bincount_labels_<GPU>.md and rows in latest.json."""
+    '(two reads)' row runs that count with GPUSYNC_HIST_SMALL=0 (the shared strategy and a min/max read):
+    for int64 the old path's traffic, for int32 what its first count replaced in session 35.  Writes <out>/bincount_labels_<GPU>.md and rows in latest.json."""
     cp, torch, info, timer, dev, _, ceiling = _gpu_session(peers=False)
     rs = cp.random.RandomState(41)
     rows, lines = [], []

@@ -471,8 +471,8 @@ def bincount_(a, minlength, bins_desc_of):
       BINCOUNT_FIRST_BINS, those counts are the result (one read of the
       input, a view of them); otherwise a count follows (two reads, as a
       min/max pass and a count took before).
-    * uint64: a minmax read, then the count (values past int64 have no
-      int64 length; NumPy refuses to cast them).
+    * uint64: a minmax read, then the count (a value past int64 has no
+      int64 length: NumPy 2 reads it as negative, and so does this).
 
     That count takes the values min .. max alone (a histogram of max - min + 1
     unit-wide bins from min into that stretch of zeroed counts) where they are
@@ -495,7 +495,7 @@ def bincount_(a, minlength, bins_desc_of):
     if dt.itemsize == 1:
         return _bincount8(h, ptr, n, dt, dev, stream, minlength, bins_desc_of)
     src = (ptr, n, 1, code, dev)
-    if dt.itemsize <= 4 or dt == _INT64:
+    if dt.name in _core.BINCOUNT_FIRST_DTYPES:  # (gs_bincount_first_takes)
         b = _core.BINCOUNT_FIRST_BINS
         counts, cptr = h.out((b,), _INT64, dev)
         hi, negative, lo = _core.bincount_first("cuda", src, (cptr, b, 1, _arrays._DTYPE_CODES[_INT64], dev),
@@ -513,7 +513,7 @@ def bincount_(a, minlength, bins_desc_of):
                 lo = b
     else:
         lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
-        if lo < 0:
+        if lo < 0 or hi >= 2**63:  # (uint64 past int64: NumPy 2 reads it as negative)
             raise ValueError("'list' argument must have no negative elements")
     hi, lo = int(hi), int(lo)
     nbins = max(hi + 1, minlength)

@@ -704,7 +704,7 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     # few bins fit shared memory, so a 16-bit input whose values use 4,096
     # bins is counted at histogram speed instead of into 65,536 bins
     lo, hi = _minmax(xa)  # synchronize! (device input)
-    if lo < 0:
+    if lo < 0 or hi >= 2**63:  # (uint64 past int64: NumPy 2 reads it as negative)
         raise ValueError("'list' argument must have no negative elements")
     lo, hi = int(lo), int(hi)
     nbins = max(hi + 1, minlength)

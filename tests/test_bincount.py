@@ -158,18 +158,35 @@ def test_first_count_finds_the_largest_value(backend, dtype, lo, hi, small, monk
         np.testing.assert_array_equal(out[:top + 1], np.bincount(x))
 
 
-def test_first_count_refuses_what_it_does_not_take():
-    from gpusync import _core
+def test_first_count_refuses_what_it_does_not_take(backend):
+    """ops->bincount_first's one check (gs_bincount_first_check) on both engines: the dtypes it takes
+    (_core.BINCOUNT_FIRST_DTYPES, the C rule's names), the output's shape; and empty input."""
+    from gpusync import _arrays, _core
+
+    assert _core.BINCOUNT_FIRST_DTYPES == {"int16", "uint16", "int32", "uint32", "int64"}
+    if backend == "cuda":
+        cp = pytest.importorskip("cupy")
+
+        def first(x, out):
+            d, o = cp.asarray(x), cp.asarray(out)
+            r = _core.bincount_first("cuda", (d.data.ptr, d.size, 1, _arrays._DTYPE_CODES[d.dtype], 0),
+                                     (o.data.ptr, o.size, 1, _arrays._DTYPE_CODES[o.dtype], 0),
+                                     cp.cuda.get_current_stream().ptr)
+            return r, o.get()
+    else:
+        def first(x, out):
+            return _core.bincount_first("cpu", x, out, 0), out
 
     for dt in (np.uint64, np.uint8, np.float64):
         with pytest.raises(TypeError, match="int16, uint16, int32, uint32 or int64"):
-            _core.bincount_first("cpu", np.zeros(3, dt), np.zeros(5, np.int64), 0)
-    with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
-        _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(0, np.int64), 0)
-    with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
-        _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(4097, np.int64), 0)
-    with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
-        _core.bincount_first("cpu", np.zeros(3, np.int32), np.zeros(5, np.float64), 0)
+            first(np.zeros(3, dt), np.zeros(5, np.int64))
+    for out in (np.zeros(0, np.int64), np.zeros(4097, np.int64), np.zeros(5, np.float64)):
+        with pytest.raises(ValueError, match="1 to 4096 contiguous int64"):
+            first(np.zeros(3, np.int32), out)
+    for dt in ("int16", "int32", "int64"):  # empty input: zeroed counts, nothing known
+        (top, neg, bottom), counts = first(np.zeros(0, dt), np.full(7, -7, np.int64))
+        assert (top, neg, bottom) == (-1, False, -1)
+        np.testing.assert_array_equal(counts, np.zeros(7, np.int64))
 
 
 @pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32", "int64", "uint64"])
@@ -248,12 +265,33 @@ def test_device_bincount_of_small_labels_reads_once(cp, monkeypatch, dtype):
         calls.clear()
         np.testing.assert_array_equal(gs.bincount(d, minlength=minlength).get(), np.bincount(x, minlength=minlength))
         assert "the device fast path" in gs.last_plan()["notes"]
-        if dtype == "uint64":
-            assert calls[0] == "minmax", calls
+        if dtype == "uint64":  # (min .. max alone for the identifiers)
+            assert calls == ["minmax", "histogram"], calls
         elif hi <= _devfast._core.BINCOUNT_FIRST_BINS:
             assert calls == [], calls
         else:
             assert calls == ["histogram"], calls
+
+
+def test_bincount_int64_labels_every_place(kind):
+    """int64 labels through gs.bincount on every input place: a result of its own below 1,024 bins, a view
+    of the first count's buffer from 1,024 to 4,096 (torch included), minlength past it, a negative value
+    (NumPy's ValueError), and uint64 past int64 (NumPy 2 reads it as negative: the same ValueError)."""
+    rng = np.random.default_rng(41)
+    for hi, minlength in ((10, 0), (2000, 0), (4096, 0), (300, 5000), (5000, 0)):
+        x = rng.integers(0, hi, 100_003)
+        got = gs.bincount(to_kind(x, kind), minlength=minlength)
+        np.testing.assert_array_equal(to_host(got), np.bincount(x, minlength=minlength))
+    x[77] = -1
+    with pytest.raises(ValueError, match="no negative elements"):
+        gs.bincount(to_kind(x, kind))
+    u = np.array([1, 2, 2**63, 3], np.uint64)
+    if kind == "torch":
+        return  # (a torch without uint64 arithmetic)
+    with pytest.raises(ValueError, match="no negative elements"):
+        np.bincount(u)
+    with pytest.raises(ValueError, match="no negative elements"):
+        gs.bincount(to_kind(u, kind))
 
 
 @pytest.mark.gpu

@@ -108,7 +108,7 @@ def test_int8_and_bool(n, lib):
     assert np.array_equal(to_np(gs.bincount(sliced(lib, b, 5))), np.bincount(b[5:]))
 
 
-SMALL_INT = [np.int8, np.uint16, np.int16, np.int32, np.uint32]
+SMALL_INT = [np.int8, np.uint16, np.int16, np.int32, np.uint32, np.int64]  # (int64: bincount's first count)
 
 
 @pytest.mark.parametrize("lib", LIBS)
@@ -128,7 +128,7 @@ def test_small_range_bincount(dtype, top, n, off, lib):
 
 @pytest.mark.parametrize("lib", ["cupy", "numpy"])
 @pytest.mark.parametrize("dist", ["uniform", "same", "alternating", "runs"])
-@pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.int32, np.uint32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.int32, np.uint32, np.int64], ids=lambda d: np.dtype(d).name)
 def test_small_range_distributions(dtype, dist, lib):
     n = 300_001
     rng = np.random.default_rng(11)
@@ -142,7 +142,7 @@ def test_small_range_distributions(dtype, dist, lib):
 
 
 @pytest.mark.parametrize("lib", ["cupy", "numpy"])
-@pytest.mark.parametrize("dtype", [np.int16, np.int32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64], ids=lambda d: np.dtype(d).name)
 def test_small_range_signed_offsets_and_outliers(dtype, lib):
     rng = np.random.default_rng(5)
     a = rng.integers(-3000, 3000, 1_000_003).astype(dtype)

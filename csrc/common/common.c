@@ -146,6 +146,19 @@ int gs_bincount_first_takes(gs_dtype dt)
     return dt == GS_INT16 || dt == GS_UINT16 || dt == GS_INT32 || dt == GS_UINT32 || dt == GS_INT64;
 }
 
+gs_status gs_bincount_first_check(const gs_array *x, const gs_array *out, int host)
+{
+    if (!gs_bincount_first_takes(x->dtype))
+        return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32, uint32 or int64");
+    const int placed = host ? x->device == GS_HOST && out->device == GS_HOST
+                            : x->device != GS_HOST && out->device == x->device;
+    if (!placed || out->dtype != GS_INT64 || out->stride != 1 || out->length < 1 ||
+        out->length > GS_BINCOUNT_FIRST_BINS || x->length < 0)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "bincount_first: x and out (1 to %d contiguous int64) %s",
+                       GS_BINCOUNT_FIRST_BINS, host ? "on the host" : "on one device");
+    return GS_OK;
+}
+
 int gs_bincount_min_to_max(int64_t lo, int64_t hi)
 {
     /* 2 (hi - lo + 1) <= hi + 1, i.e. 2 lo > hi, without overflow */

@@ -66,12 +66,9 @@ static gs_status cpu_bincount_first(const gs_array *x, gs_array *out, int64_t *t
 {
     (void)stream;
     const gs_dtype dt = x->dtype;
-    if (!gs_bincount_first_takes(dt))
-        return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32, uint32 or int64");
-    if (x->device != GS_HOST || out->device != GS_HOST || out->dtype != GS_INT64 || out->stride != 1 ||
-        out->length < 1 || out->length > GS_BINCOUNT_FIRST_BINS)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "bincount_first: x and out (1 to %d contiguous int64) on the host",
-                       GS_BINCOUNT_FIRST_BINS);
+    const gs_status st = gs_bincount_first_check(x, out, 1);
+    if (st != GS_OK)
+        return st;
     int64_t *h = (int64_t *)out->data, hi = -1, lo = INT64_MAX;
     const int64_t nb = out->length;
     int neg = 0;

@@ -279,13 +279,8 @@ extern "C" gs_status gs_cuda_bincount_first(const gs_array *x, gs_array *out, in
                                             int *negative, void *stream)
 {
     const gs_dtype dt = x->dtype;
-    if (!gs_bincount_first_takes(dt))
-        return gs_fail(GS_ERR_TYPE, "bincount_first: x must be int16, uint16, int32, uint32 or int64");
-    if (x->device == GS_HOST || out->device != x->device || out->dtype != GS_INT64 || out->stride != 1 ||
-        out->length < 1 || out->length > GS_BINCOUNT_FIRST_BINS || x->length < 0)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT,
-                       "bincount_first: x and out (1 to %d contiguous int64) must be on one device",
-                       GS_BINCOUNT_FIRST_BINS);
+    if (const gs_status bad = gs_bincount_first_check(x, out, 0); bad != GS_OK)
+        return bad;
     *top = -1;
     *bottom = -1;
     *negative = 0;

@@ -36,7 +36,7 @@ struct gs_hist_launch {
     void *out;            /* int64 counts (unsigned long long atomics) or double sums */
     cudaStream_t stream;
     const gs_device_info *dev;
-    /* NULL, or (bincount's first count: 16/32-bit integers on DIRECT bins
+    /* NULL, or (bincount's first count: 16/32-bit or int64 integers on DIRECT bins
      * from 0, hist_small.cu) two device words, 0 and ~0 before the count,
      * where the kernel leaves the largest x (~0 when some x < 0; atomicMax)
      * and the smallest (atomicMin; see hist_int_kernel) */

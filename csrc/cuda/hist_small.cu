@@ -14,7 +14,8 @@
  *  - 16- and 32-bit integers on unit-width integer bins (bincount, and
  *    histogram with integer edges) that fit a block's shared memory: R
  *    replicas (lane % R), 16-byte loads pipelined the same way, 32-bit index
- *    arithmetic for 16-bit data.
+ *    arithmetic for 16-bit data; int64 too as bincount's first count
+ *    (ops->bincount_first: bins 0 .. 4,095 and the extremes).
  *
  * Each kernel ends in one of the ways of gs_hist_fin (hist_launch.cuh):
  * adding its block's counts into counts zeroed by hist_init (it runs as that
@@ -207,7 +208,7 @@ static gs_status launch_u8_shape(const gs_hist_launch *l, bool stream, int mode,
 
 static int env_int(gs_env_var v, int dflt) { return (int)gs_env_number(v, dflt, NULL); }
 
-/* ------------------------------------------------- 16- and 32-bit integers */
+/* ------------------------------- 16- and 32-bit integers (int64: the first count) */
 
 template <class T> struct int_math {
     using I = typename std::conditional<(sizeof(T) <= 2), int, long long>::type;
@@ -301,10 +302,12 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
     /* (8-byte elements: the first count alone -- the offset form's difference is exact for |v| < 2^40 only) */
     if (sizeof(T) == 8 && !l->top)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "internal: 64-bit data take this kernel as a first count only");
-    constexpr bool OFFSET = sizeof(T) < 8; /* (no offset-form kernel instantiated for 64-bit data) */
-    auto kern = stream ? hist_int_kernel<T, U, true, true> : hist_int_kernel<T, U, false, true>;
-    if (!l->top)
-        kern = stream ? hist_int_kernel<T, U, true, !OFFSET> : hist_int_kernel<T, U, false, !OFFSET>;
+    decltype(&hist_int_kernel<T, U, false, true>) kern;
+    if constexpr (sizeof(T) == 8) /* (no offset-form kernel instantiated for 64-bit data) */
+        kern = stream ? hist_int_kernel<T, U, true, true> : hist_int_kernel<T, U, false, true>;
+    else
+        kern = l->top ? (stream ? hist_int_kernel<T, U, true, true> : hist_int_kernel<T, U, false, true>)
+                      : (stream ? hist_int_kernel<T, U, true, false> : hist_int_kernel<T, U, false, false>);
     const size_t smem = (size_t)l->binner.nbins << rshift << 2;
     int64_t g = 0;
     const gs_status st =
@@ -427,13 +430,6 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
     const bool stream = l->n * (int64_t)es > l->dev->l2_cache_bytes;
     if (l->top && ((es != 2 && es != 4 && l->xdtype != GS_INT64) || b.kind != GS_BINS_DIRECT))
         return 0; /* only the integer kernel below keeps the largest value (bincount_first) */
-    if (l->top && l->xdtype == GS_INT64) {
-        const int rshift = gs_hist_replica_shift(l);
-        if (rshift < 0)
-            return 0;
-        *st = launch_int<int64_t>(l, rshift, stream, declined);
-        return 1;
-    }
     if (es == 1) {
         /* measured slower than the generic kernel above this size (see
          * GS_HIST_U8_SMALL_MAX_BYTES); GPUSYNC_HIST_SMALL=2 takes it anyway */
@@ -472,8 +468,8 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
                           : launch_real<float, 1>(l, rshift, stream, declined);
         return 1;
     }
-    if (b.kind != GS_BINS_DIRECT || es > 4 || b.nbins < 1 || b.nbins > (1 << 20))
-        return 0;
+    if (b.kind != GS_BINS_DIRECT || (es > 4 && !l->top) || b.nbins < 1 || b.nbins > (1 << 20))
+        return 0; /* (int64: the first count alone, offset 0) */
     /* the kernel subtracts in int (16-bit data) or long long: keep the
      * offset where that is exact and the difference fits 32 bits */
     const int64_t lo_ok = es <= 2 ? -(int64_t(1) << 30) : -(int64_t(1) << 40);
@@ -487,6 +483,7 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
     case GS_UINT16: *st = launch_int<uint16_t>(l, rshift, stream, declined); return 1;
     case GS_INT32: *st = launch_int<int32_t>(l, rshift, stream, declined); return 1;
     case GS_UINT32: *st = launch_int<uint32_t>(l, rshift, stream, declined); return 1;
+    case GS_INT64: *st = launch_int<int64_t>(l, rshift, stream, declined); return 1; /* (l->top: checked above) */
     default: return 0;
     }
 }

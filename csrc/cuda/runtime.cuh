@@ -158,6 +158,12 @@ gs_status gs_cuda_resident_blocks(const void *kernel, int threads, size_t smem, 
  * launch. */
 gs_status gs_cuda_allow_smem(const void *kernel, const gs_device_info *dev);
 
+/* Whether `s` is being captured into a graph -- or the query itself failed
+ * (its error cleared): either way no work that a capture cannot take (an
+ * upload or a read back with a host wait, a thread's kept buffer, a fallback
+ * after a failed call) may run on it now. */
+bool gs_cuda_maybe_capturing(cudaStream_t s);
+
 /* A device copy of a small read-only table (a histogram's edges) with
  * `bytes` of the given host content on the current device (`ordinal`), kept
  * for the process's life for later calls with the same content; NULL when
@@ -186,11 +192,6 @@ const void *gs_cuda_constants(const void *host, size_t bytes, int ordinal, cudaS
  * gs.empty_cache() leaves them. */
 #define GS_SCRATCH_MAX_BYTES ((size_t)1 << 20)
 
-/* Whether `s` is being captured into a graph -- or the query itself failed
- * (its error cleared): either way no work that a capture cannot take (an
- * upload or a read back with a host wait, a thread's kept buffer, a fallback
- * after a failed call) may run on it now. */
-bool gs_cuda_maybe_capturing(cudaStream_t s);
 /* The layout every user of a scratch buffer keeps (one buffer serves a
  * thread's sums and histograms on one stream, one use after the other):
  *   [0, GS_SCRATCH_ACC)   a header: the 32-bit word at GS_SCRATCH_TICKET is

@@ -1864,6 +1864,28 @@ static int add_names(PyObject *m, const char *attr, const char *(*name_of)(int))
 
 static const char *strategy_name_of(int c) { return c < GS_STRATEGY_COUNT ? gs_strategy_name((gs_strategy)c) : NULL; }
 
+/* _core.BINCOUNT_FIRST_DTYPES: the names of the dtypes gs_bincount_first_takes (one rule for C and Python) */
+static int add_first_dtypes(PyObject *m)
+{
+    PyObject *names = PyList_New(0), *set = NULL;
+    int rc = -1;
+    for (int c = 0; names && c < GS_DTYPE_COUNT; c++) {
+        if (!gs_bincount_first_takes((gs_dtype)c))
+            continue;
+        PyObject *s = PyUnicode_FromString(gs_dtype_name(c));
+        const int bad = !s || PyList_Append(names, s) < 0;
+        Py_XDECREF(s);
+        if (bad)
+            goto done;
+    }
+    if (names && (set = PyFrozenSet_New(names)))
+        rc = PyModule_AddObjectRef(m, "BINCOUNT_FIRST_DTYPES", set);
+done:
+    Py_XDECREF(set);
+    Py_XDECREF(names);
+    return rc;
+}
+
 /* reduce_axis's operations by name (issue 15): _core.AXIS_OPS */
 static const char *axis_op_name_of(int c)
 {
@@ -2381,7 +2403,7 @@ PyMODINIT_FUNC PyInit__core(void)
     if (add_names(m, "DTYPES", gs_dtype_name) < 0 || add_names(m, "BINS_KINDS", gs_bins_kind_name) < 0 ||
         add_names(m, "STATISTICS", gs_statistic_name) < 0 || add_names(m, "STRATEGIES", strategy_name_of) < 0 ||
         add_names(m, "COUNTER_KINDS", gs_counter_kind_name) < 0 || add_names(m, "AXIS_OPS", axis_op_name_of) < 0 ||
-        PyModule_AddIntConstant(m, "BINCOUNT_FIRST_BINS", GS_BINCOUNT_FIRST_BINS) < 0 ||
+        PyModule_AddIntConstant(m, "BINCOUNT_FIRST_BINS", GS_BINCOUNT_FIRST_BINS) < 0 || add_first_dtypes(m) < 0 ||
         PyModule_AddIntConstant(m, "HIST_STATIC_SMEM", GS_HIST_STATIC_SMEM) < 0)
         goto fail;
     { /* threading.main_thread().ident: the thread Python runs signal handlers in */

@@ -533,9 +533,13 @@ gs_strategy gs_hist_auto_strategy(const gs_hist_shape *shape);
 int gs_bincount_min_to_max(int64_t lo, int64_t hi);
 
 /* The integer dtypes ops->bincount_first counts: int16, uint16, int32,
- * uint32 and int64 (uint64 values past int64 have no int64 top; NumPy
- * refuses to cast them). */
+ * uint32 and int64 (not uint64: a value past int64 has no int64 top; NumPy 2
+ * reads it as negative).  _core.BINCOUNT_FIRST_DTYPES names them. */
 int gs_bincount_first_takes(gs_dtype dt);
+/* ops->bincount_first's argument checks, one copy for both engines: x of
+ * those dtypes; out 1 .. GS_BINCOUNT_FIRST_BINS contiguous int64; both on
+ * the host (`host`) or on one device.  GS_OK, or the failure set. */
+gs_status gs_bincount_first_check(const gs_array *x, const gs_array *out, int host);
 
 /* The checks of ops->histogram's `edges` (NULL passes): a GS_BINS_UNIFORM
  * description, nbins + 1 float32 / float64 elements where `out` lives. */

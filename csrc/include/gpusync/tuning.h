@@ -51,7 +51,7 @@
  * through distributed shared memory; 8 is the portable maximum. */
 #define GS_HIST_CLUSTER_MAX 8
 
-/* bincount of 16- and 32-bit device integers (ops->bincount_first): the
+/* bincount of 16-, 32-bit and int64 device integers (ops->bincount_first): the
  * first count takes the values 0 .. B - 1 and finds the largest value; when
  * that is below B the counts are NumPy's bincount from one read of the input,
  * else a count follows, of min .. max or of max + 1 bins (two reads, as the min/max pass and
