@@ -725,7 +725,9 @@ def labels_sweep(args):
     """bincount of integer labels on the device (int64, NumPy's default, and int32 beside it): values
     0 .. 999, 0 .. 4,095, 0 .. 65,535 and identifiers 10^6 .. 10^6 + 999, 10^6 to 64M of them.  Below 4,096
     the first count (ops->bincount_first: the counts of 0 .. 4,095 and the extremes, one read) is the
-    result; past it a count follows.  int64 took a min/max read and a count before (session 41); the
+    result; past it a count follows.  int64 histograms of unit-width bins (bins given) take the integer
+    kernel too (the generic shared kernel before: its row with GPUSYNC_HIST_SMALL=0).  int64 bincounts
+    took a min/max read and a count before (session 41); the
     '(two reads)' row runs that count with GPUSYNC_HIST_SMALL=0 (the shared strategy and a min/max read):
     for int64 the old path's traffic, for int32 what its first count replaced in session 35.  Writes <out>/bincount_labels_<GPU>.md and rows in latest.json."""
     cp, torch, info, timer, dev, _, ceiling = _gpu_session(peers=False)
@@ -749,9 +751,14 @@ def labels_sweep(args):
                 if hi <= 4096:
                     with env(GPUSYNC_HIST_SMALL="0"):
                         one(case, "gpusync:bincount (two reads)", lambda: gs.bincount(x), x.nbytes, ref)
-                if lo == 0:
-                    one(case, "gpusync:histogram (bins given, graph)", lambda: gs.histogram(x, bins=hi, range=(0, hi)),
-                        x.nbytes, ref, graph=True)
+                if hi - lo <= 4096:  # (bins given: the counting kernel alone; int64 on the generic kernel before)
+                    h_ref = cp.bincount(x, minlength=hi).get()[lo:hi]
+                    one(case, "gpusync:histogram (bins given, graph)",
+                        lambda: gs.histogram(x, bins=hi - lo, range=(lo, hi)), x.nbytes, h_ref, graph=True)
+                    if name == "i64":
+                        with env(GPUSYNC_HIST_SMALL="0"):
+                            one(case, "gpusync:histogram (bins given, graph, generic shared kernel)",
+                                lambda: gs.histogram(x, bins=hi - lo, range=(lo, hi)), x.nbytes, h_ref, graph=True)
                 one(case, "cupy:bincount", lambda: cp.bincount(x), x.nbytes)
                 if torch is not None:
                     t = torch.as_tensor(x, device="cuda")

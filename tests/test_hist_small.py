@@ -150,6 +150,11 @@ def test_small_range_signed_offsets_and_outliers(dtype, lib):
     for bins, r in ((100, (-50, 50)), (1000, (-1000, 0)), (4000, (-2000, 2000))):
         h, _ = gs.histogram(x, bins=bins, range=r)
         assert np.array_equal(to_np(h), np.histogram(a[1:], bins=bins, range=r)[0]), (bins, r)
+    if dtype == np.int64:  # the ends of int64 against offset bins (differences modulo 2^64)
+        e = np.array([-2**63, 2**63 - 1, -2**63 + 49, 2**63 - 51, -50, 49, 50, -51, 0] * 1001, np.int64)
+        for bins, r in ((100, (-50, 50)), (3, (-2, 1))):
+            h, _ = gs.histogram(sliced(lib, e, 1), bins=bins, range=r)
+            assert np.array_equal(to_np(h), np.histogram(e[1:], bins=bins, range=r)[0]), (bins, r)
     with pytest.raises(ValueError):
         gs.bincount(x)
 

@@ -14,8 +14,7 @@
  *  - 16- and 32-bit integers on unit-width integer bins (bincount, and
  *    histogram with integer edges) that fit a block's shared memory: R
  *    replicas (lane % R), 16-byte loads pipelined the same way, 32-bit index
- *    arithmetic for 16-bit data; int64 too as bincount's first count
- *    (ops->bincount_first: bins 0 .. 4,095 and the extremes).
+ *    arithmetic for 16-bit data; int64 too (its differences modulo 2^64).
  *
  * Each kernel ends in one of the ways of gs_hist_fin (hist_launch.cuh):
  * adding its block's counts into counts zeroed by hist_init (it runs as that
@@ -208,7 +207,7 @@ static gs_status launch_u8_shape(const gs_hist_launch *l, bool stream, int mode,
 
 static int env_int(gs_env_var v, int dflt) { return (int)gs_env_number(v, dflt, NULL); }
 
-/* ------------------------------- 16- and 32-bit integers (int64: the first count) */
+/* ------------------------------------------ 16-, 32- and 64-bit signed integers */
 
 template <class T> struct int_math {
     using I = typename std::conditional<(sizeof(T) <= 2), int, long long>::type;
@@ -225,9 +224,8 @@ template <class T> struct int_math {
  * (r153), and a min of only the x past the bins (a branch) 9 % (r154).
  * (The max of the 64-bit difference spilled 8 bytes for 32-bit data, and one
  * int32 pass over 65,536 values ran 11 % slower than the min/max pass,
- * r142.)  int64 data (TOP alone: launch_int instantiates no other kernel
- * for 8-byte elements) keep both extremes in 64 bits, one min and one max
- * an element as 32-bit data do. */
+ * r142.)  int64 data keep both extremes in 64 bits, one min and one max an
+ * element as 32-bit data do. */
 template <class T, int U, bool STREAM, bool TOP>
 __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
     hist_int_kernel(const T *__restrict__ x, int64_t n, long long offset, int nb, int closed,
@@ -257,7 +255,10 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
                 atomicAdd_block(mine + ((unsigned)u << rshift), 1u);
             return;
         }
-        const UI d = (UI)((I)v - off); /* exact: |v|, |off| < 2^40 */
+        /* v - off modulo 2^bits(I): in [0, lim) exactly when v - off is (small_try keeps |off| <= 2^30 for 16-bit
+         * data, 2^40 else: a negative difference wraps to at least 2^bits(I) - 2^bits(I)-1 - 2^40, far past lim,
+         * and a positive one of int64 data stays below 2^64) */
+        const UI d = (UI)(I)v - (UI)off;
         if (d < lim)
             atomicAdd_block(mine + ((unsigned)(d < last ? d : last) << rshift), 1u);
     };
@@ -299,15 +300,8 @@ template <class T> static gs_status launch_int(const gs_hist_launch *l, int rshi
     constexpr int U = 2;
     if (l->top && (l->binner.offset != 0 || l->binner.closed_top))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "internal: a first count's bins start at 0 and have no closed top");
-    /* (8-byte elements: the first count alone -- the offset form's difference is exact for |v| < 2^40 only) */
-    if (sizeof(T) == 8 && !l->top)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "internal: 64-bit data take this kernel as a first count only");
-    decltype(&hist_int_kernel<T, U, false, true>) kern;
-    if constexpr (sizeof(T) == 8) /* (no offset-form kernel instantiated for 64-bit data) */
-        kern = stream ? hist_int_kernel<T, U, true, true> : hist_int_kernel<T, U, false, true>;
-    else
-        kern = l->top ? (stream ? hist_int_kernel<T, U, true, true> : hist_int_kernel<T, U, false, true>)
-                      : (stream ? hist_int_kernel<T, U, true, false> : hist_int_kernel<T, U, false, false>);
+    const auto kern = l->top ? (stream ? hist_int_kernel<T, U, true, true> : hist_int_kernel<T, U, false, true>)
+                             : (stream ? hist_int_kernel<T, U, true, false> : hist_int_kernel<T, U, false, false>);
     const size_t smem = (size_t)l->binner.nbins << rshift << 2;
     int64_t g = 0;
     const gs_status st =
@@ -468,10 +462,10 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
                           : launch_real<float, 1>(l, rshift, stream, declined);
         return 1;
     }
-    if (b.kind != GS_BINS_DIRECT || (es > 4 && !l->top) || b.nbins < 1 || b.nbins > (1 << 20))
-        return 0; /* (int64: the first count alone, offset 0) */
-    /* the kernel subtracts in int (16-bit data) or long long: keep the
-     * offset where that is exact and the difference fits 32 bits */
+    if (b.kind != GS_BINS_DIRECT || (es > 4 && l->xdtype != GS_INT64) || b.nbins < 1 || b.nbins > (1 << 20))
+        return 0; /* (uint64: a value past int64 minus a negative offset would wrap into the bins) */
+    /* the kernel subtracts modulo 2^32 (16-bit data) or 2^64: keep the
+     * offset where that decides the range exactly and the difference fits 32 bits */
     const int64_t lo_ok = es <= 2 ? -(int64_t(1) << 30) : -(int64_t(1) << 40);
     if (b.offset < lo_ok || b.offset > -lo_ok)
         return 0;
@@ -483,7 +477,7 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
     case GS_UINT16: *st = launch_int<uint16_t>(l, rshift, stream, declined); return 1;
     case GS_INT32: *st = launch_int<int32_t>(l, rshift, stream, declined); return 1;
     case GS_UINT32: *st = launch_int<uint32_t>(l, rshift, stream, declined); return 1;
-    case GS_INT64: *st = launch_int<int64_t>(l, rshift, stream, declined); return 1; /* (l->top: checked above) */
+    case GS_INT64: *st = launch_int<int64_t>(l, rshift, stream, declined); return 1;
     default: return 0;
     }
 }
