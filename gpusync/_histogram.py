@@ -704,9 +704,9 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     # few bins fit shared memory, so a 16-bit input whose values use 4,096
     # bins is counted at histogram speed instead of into 65,536 bins
     lo, hi = _minmax(xa)  # synchronize! (device input)
+    lo, hi = int(lo), int(hi)  # (Python ints: a bool or uint64 scalar against 2^63 would not compare)
     if lo < 0 or hi >= 2**63:  # (uint64 past int64: NumPy 2 reads it as negative)
         raise ValueError("'list' argument must have no negative elements")
-    lo, hi = int(lo), int(hi)
     nbins = max(hi + 1, minlength)
     if _devfast.min_to_max(lo, hi):
         # identifiers far from 0: count lo .. hi alone (hi - lo + 1 bins, the device fast path's rule), then
