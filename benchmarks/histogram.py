@@ -708,13 +708,22 @@ def many_bins_sweep(args):
         one(case, "cupy:histogram", lambda: cp.histogram(x, bins=bins, range=(0, 1)), x.nbytes)
         x = None
         cp.get_default_memory_pool().free_all_blocks()
+    _finish_sweep(args, info, dev, ceiling, rows, lines, "histogram_manybins",
+                  "histograms of 65,536+ bins and 16-bit bincounts",
+                  "gpusync '(graph)': CUDA-graph replay of 3 calls (device time), median of 7; other gpusync rows and "
+                  "the peers: CUDA events around 3 back-to-back calls (host work and, for bincount, its one wait "
+                  "included); CUB: events around one call.")
+
+
+def _finish_sweep(args, info, dev, ceiling, rows, lines, name, title, method):
+    """The end of a device-only sweep: its rows merged into latest.json, its table written to
+    <out>/<name>_<GPU>.md under `title` with the run's read ceiling and timing `method`, exit 1 on a
+    wrong result."""
     data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
-    text = [f"# histograms of 65,536+ bins and 16-bit bincounts: {info['name']}, {data['date']}", "",
-            f"Read ceiling **{ceiling:.0f} GB/s** (1 GiB, 16-byte loads, same run).  gpusync '(graph)': CUDA-graph "
-            "replay of 3 calls (device time), median of 7; other gpusync rows and the peers: CUDA events around 3 "
-            "back-to-back calls (host work and, for bincount, its one wait included); CUB: events around one call.",
+    text = [f"# {title}: {info['name']}, {data['date']}", "",
+            f"Read ceiling **{ceiling:.0f} GB/s** (1 GiB, 16-byte loads, same run).  {method}",
             "", "| case | impl | us | % of read |", "|---|---|---:|---:|"] + lines
-    with open(os.path.join(args.out, f"histogram_manybins_{dev}.md"), "w") as fh:
+    with open(os.path.join(args.out, f"{name}_{dev}.md"), "w") as fh:
         fh.write("\n".join(text) + "\n")
     if any(r.get("correct") is False for r in rows):
         print("WRONG results")
@@ -766,17 +775,10 @@ def labels_sweep(args):
                     t = None
                 x = ref = None
         cp.get_default_memory_pool().free_all_blocks()
-    data = merge_results(args.out, info, rows, {f"read_gbps_{dev}": round(ceiling, 1)}, partial=True)
-    text = [f"# bincount of integer labels on the device: {info['name']}, {data['date']}", "",
-            f"Read ceiling **{ceiling:.0f} GB/s** (1 GiB, 16-byte loads, same run).  gpusync '(graph)': CUDA-graph "
-            "replay of 3 calls (device time), median of 7; other rows: CUDA events around 3 back-to-back calls "
-            "(host work and bincount's one wait for NumPy's length included).  % of read: the input's bytes once.",
-            "", "| case | impl | us | % of read |", "|---|---|---:|---:|"] + lines
-    with open(os.path.join(args.out, f"bincount_labels_{dev}.md"), "w") as fh:
-        fh.write("\n".join(text) + "\n")
-    if any(r.get("correct") is False for r in rows):
-        print("WRONG results")
-        sys.exit(1)
+    _finish_sweep(args, info, dev, ceiling, rows, lines, "bincount_labels", "bincount of integer labels on the device",
+                  "gpusync '(graph)': CUDA-graph replay of 3 calls (device time), median of 7; other rows: CUDA events "
+                  "around 3 back-to-back calls (host work and bincount's one wait for NumPy's length included).  % of "
+                  "read: the input's bytes once.")
 
 
 def main():
