@@ -77,10 +77,7 @@ int main(int argc, char **argv)
             CK(cudaMemcpy(x, h.data(), n * 8, cudaMemcpyHostToDevice));
             float best[5] = {0, 0, 0, 0, 0};
             for (int v = 0; v < 5; v++) {
-                cudaGraph_t g;
-                cudaGraphExec_t ge;
-                CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-                for (int c = 0; c < 5; c++) {
+                best[v] = graph_us(s, 5, [&](cudaStream_t s) {
                     if (v == 0) {
                         CK(cudaMemsetAsync(o64, 0, nb * 8, s));
                         count_kernel<unsigned long long><<<grid, 256, 0, s>>>((const longlong2 *)x, n / 2, 0, nb, o64);
@@ -92,27 +89,7 @@ int main(int argc, char **argv)
                         }
                         widen_kernel<<<p.multiProcessorCount * 8, 256, 0, s>>>(o32, nb, w64);
                     }
-                }
-                CK(cudaStreamEndCapture(s, &g));
-                CK(cudaGraphInstantiate(&ge, g, 0));
-                std::vector<float> ts;
-                cudaEvent_t a, b;
-                CK(cudaEventCreate(&a));
-                CK(cudaEventCreate(&b));
-                for (int k = 0; k < 10; k++) {
-                    CK(cudaEventRecord(a, s));
-                    CK(cudaGraphLaunch(ge, s));
-                    CK(cudaEventRecord(b, s));
-                    CK(cudaEventSynchronize(b));
-                    float ms;
-                    CK(cudaEventElapsedTime(&ms, a, b));
-                    if (k)
-                        ts.push_back(ms * 1000 / 5);
-                }
-                std::sort(ts.begin(), ts.end());
-                best[v] = ts[ts.size() / 2];
-                CK(cudaGraphExecDestroy(ge));
-                CK(cudaGraphDestroy(g));
+                });
             }
             std::vector<unsigned long long> a64(nb), b64(nb);
             CK(cudaMemcpy(a64.data(), o64, nb * 8, cudaMemcpyDeviceToHost));

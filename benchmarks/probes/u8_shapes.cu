@@ -133,37 +133,6 @@ static const Variant variants[] = {
     V(256, 6, 4, 32, LD_CS),  V(512, 2, 8, 32, LD_CS),  V(1024, 2, 2, 16, LD_CS), V(768, 2, 3, 32, LD_CS),
 };
 
-static float graph_us(cudaStream_t s, int calls, void (*body)(cudaStream_t, void *), void *ctx)
-{
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < calls; i++)
-        body(s, ctx);
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    CK(cudaGraphLaunch(ge, s));
-    std::vector<float> t;
-    for (int r = 0; r < 7; r++) {
-        CK(cudaEventRecord(a, s));
-        CK(cudaGraphLaunch(ge, s));
-        CK(cudaEventRecord(b, s));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1e3f / calls);
-    }
-    std::sort(t.begin(), t.end());
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return t[t.size() / 2];
-}
-
 struct Ctx {
     const Variant *v;
     const uint8_t *x;
@@ -235,12 +204,12 @@ int main(int argc, char **argv)
             const int64_t n = (m << 20) - 5; // not a multiple of 16: the tail runs too
             Ctx c{nullptr, x, n, out, sink, p.multiProcessorCount};
             const int calls = m >= 1024 ? 5 : m >= 256 ? 10 : 20;
-            const float read = graph_us(s, calls, run_read, &c);
+            const float read = graph_us(s, calls, [&](cudaStream_t t) { run_read(t, &c); });
             printf("%-8s %5lld MiB  read %8.1f us (%6.0f GB/s)\n", dist, (long long)m, read, n / read / 1e3);
             std::vector<unsigned long long> ref(256), got(256);
             for (int v = 0; v < nv; v++) {
                 c.v = &variants[v];
-                const float us = graph_us(s, calls, run_variant, &c);
+                const float us = graph_us(s, calls, [&](cudaStream_t t) { run_variant(t, &c); });
                 CK(cudaMemcpy(got.data(), out, sizeof(unsigned long long) * 256, cudaMemcpyDeviceToHost));
                 unsigned long long tot = 0;
                 for (auto g : got)
