@@ -512,8 +512,8 @@ def bincount_(a, minlength, bins_desc_of):
             else:
                 lo = b
     else:
-        lo, hi = (int(v) for v in np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt))  # synchronize!
-        if lo < 0 or hi >= 2**63:  # (uint64 past int64: NumPy 2 reads it as negative)
+        lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize! (uint64 alone here)
+        if hi >= 2**63:  # (past int64: NumPy 2 reads it as negative)
             raise ValueError("'list' argument must have no negative elements")
     hi, lo = int(hi), int(lo)
     nbins = max(hi + 1, minlength)

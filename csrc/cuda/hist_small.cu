@@ -255,9 +255,8 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
                 atomicAdd_block(mine + ((unsigned)u << rshift), 1u);
             return;
         }
-        /* v - off modulo 2^bits(I): in [0, lim) exactly when v - off is (small_try keeps |off| <= 2^30 for 16-bit
-         * data, 2^40 else: a negative difference wraps to at least 2^bits(I) - 2^bits(I)-1 - 2^40, far past lim,
-         * and a positive one of int64 data stays below 2^64) */
+        /* v - off modulo 2^bits(I) is below lim exactly when v - off is: small_try keeps |off| <= 2^30 for 16-bit
+         * data and 2^40 else, so a negative difference wraps to far past lim and int64's largest stays below 2^64 */
         const UI d = (UI)(I)v - (UI)off;
         if (d < lim)
             atomicAdd_block(mine + ((unsigned)(d < last ? d : last) << rshift), 1u);
@@ -422,7 +421,7 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
     const gs_binner &b = l->binner;
     const int es = (int)gs_dtype_size((gs_dtype)l->xdtype);
     const bool stream = l->n * (int64_t)es > l->dev->l2_cache_bytes;
-    if (l->top && ((es != 2 && es != 4 && l->xdtype != GS_INT64) || b.kind != GS_BINS_DIRECT))
+    if (l->top && (!gs_bincount_first_takes((gs_dtype)l->xdtype) || b.kind != GS_BINS_DIRECT))
         return 0; /* only the integer kernel below keeps the largest value (bincount_first) */
     if (es == 1) {
         /* measured slower than the generic kernel above this size (see
@@ -462,8 +461,8 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
                           : launch_real<float, 1>(l, rshift, stream, declined);
         return 1;
     }
-    if (b.kind != GS_BINS_DIRECT || (es > 4 && l->xdtype != GS_INT64) || b.nbins < 1 || b.nbins > (1 << 20))
-        return 0; /* (uint64: a value past int64 minus a negative offset would wrap into the bins) */
+    if (b.kind != GS_BINS_DIRECT || b.nbins < 1 || b.nbins > (1 << 20))
+        return 0;
     /* the kernel subtracts modulo 2^32 (16-bit data) or 2^64: keep the
      * offset where that decides the range exactly and the difference fits 32 bits */
     const int64_t lo_ok = es <= 2 ? -(int64_t(1) << 30) : -(int64_t(1) << 40);
@@ -478,7 +477,7 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
     case GS_INT32: *st = launch_int<int32_t>(l, rshift, stream, declined); return 1;
     case GS_UINT32: *st = launch_int<uint32_t>(l, rshift, stream, declined); return 1;
     case GS_INT64: *st = launch_int<int64_t>(l, rshift, stream, declined); return 1;
-    default: return 0;
+    default: return 0; /* (uint64 too: a value past int64 minus a negative offset would wrap into the bins) */
     }
 }
 
