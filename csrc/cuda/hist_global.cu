@@ -28,8 +28,9 @@
  *
  * Sorted or clustered inputs, whose adds hit L2 anyway, would only lose
  * (16M bins: 1044 against 866 us) where uniform bins gain 3.3x: the
- * locality sampler below hands them one pass.  The scratch array is bins x 4 bytes, zeroed, and the last pass reads and
- * writes every int64 count: paid only where the elements are at least as
+ * locality sampler below hands them one pass.  The scratch array is bins x
+ * 4 bytes, zeroed, and the last pass reads and writes every int64 count:
+ * paid only where the elements are at least as
  * many as the bins (else the int64 counters take the adds directly), and
  * only while no 32-bit count can wrap (n < 2^32).  GPUSYNC_HIST_GLOBAL_L2=0
  * keeps one pass into the result (for measurements).
