@@ -478,8 +478,25 @@ def cumsum_args(shape, xdt, axis, dtype, out):
     return ax, shape, res_shape, rt, out
 
 
+def _scan_into(out, x, natural, rt):
+    """The flat view of a host `out` that the 1-D scan of host `x` can write
+    in place -- C-contiguous, aligned, native, of the scan's own dtype, and
+    sharing no memory with x (a scan on CPU threads or the GPU reads parts of
+    its input after others wrote their output) -- else None (a temporary,
+    then _write_out's copy)."""
+    if type(out) is not np.ndarray or type(x) is not np.ndarray or natural != rt or out.dtype != natural:
+        return None
+    if not (out.flags.c_contiguous and out.flags.aligned and out.flags.writeable) or not out.dtype.isnative:
+        return None
+    if np.may_share_memory(out, x):
+        return None
+    return out.reshape(-1)
+
+
 def cumsum(a, axis, dtype, out, flat_scan):
-    """np.cumsum by NumPy's rules; `flat_scan(x, out_dtype)` scans a 1-D array."""
+    """np.cumsum by NumPy's rules; `flat_scan(x, out_dtype, into)` scans a
+    1-D array into a new array, or into `into` (a flat host array of
+    out_dtype, not None only for host x) in place."""
     _dispatch.fast_ready()  # the next call of a device array may take _devfast.reduce_axis_ (as reduce does)
     x = nd_input(a, "cumsum")
     ax, shape, res_shape, rt, out = cumsum_args(tuple(x.shape), np.dtype(x.dtype), axis, dtype, out)
@@ -488,7 +505,10 @@ def cumsum(a, axis, dtype, out, flat_scan):
         if rt.kind == "f" and rt.itemsize > np.dtype(x.dtype).itemsize:
             x = _astype(x, rt)  # the 1-D scan writes its input's dtype: a wider float's prefixes need a wider input
         natural = np.cumsum(np.zeros(1, x.dtype)).dtype  # what the 1-D scan kernels write
-        flat = flat_scan(x, natural)
+        into = _scan_into(out, x, natural, rt)
+        flat = flat_scan(x, natural, into)
+        if into is not None:  # the scan wrote the caller's out itself: no temporary, no copy
+            return out
         if natural != rt:  # integers wrap alike; a narrower float: prefixes summed wide, each rounded once
             flat = _astype_obj(flat, rt)
     else:

@@ -399,7 +399,7 @@ _PLANS_MAX = 4096
 
 
 def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=None, merge=False,
-        part_dtypes=None, n=None):
+        part_dtypes=None, n=None, into=None):
     """Run one op: route, choose the engine, allocate, call, record the plan.
 
     ins     the inputs: flat host arrays (NumPy, native and aligned) or
@@ -411,6 +411,10 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
             the input may be split between two engines.
     part_dtypes  the dtypes of a part's outputs when they differ from the
             final ones (float32 sums: float64 partials, rounded once).
+    into    None, or one entry an output: a flat, C-contiguous, native host
+            array of that output's length and dtype that the call writes in
+            place instead of a new one (None entries: allocated).  Host
+            input only, never with merge.
 
     Returns the list of outputs: NumPy arrays for host input, arrays of the
     input's library on its device for device input.
@@ -421,7 +425,7 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
         hit = _plans.get(key)
         if hit is not None:
             plan, threads, used_strategy = hit
-            res = [np.empty(L, d) for L, d in outs]
+            res = _alloc(outs, None, into)
             _core.cpu_threads(_override.threads or threads)
             try:
                 used = call("cpu", ins, res, used_strategy, _arrays.host_stream())
@@ -429,7 +433,7 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
                 _core.cpu_threads(0)
             _record(plan, used, _core.cpu_last_threads())
             return res
-        res = _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n)
+        res = _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n, into)
         plan = _tls.plan[0]
         if plan["engine"] in ("caller", "cpu") and plan["place"] == "host" and not any(
                 "fell back" in t for t in plan["notes"]):
@@ -437,10 +441,10 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
                 _plans.clear()
             _plans[key] = (plan, plan["threads"], engine_strategy(op, strategy, "caller")[0])
         return res
-    return _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n)
+    return _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n, into)
 
 
-def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n):
+def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n, into=None):
     """run() without a cached plan."""
     fast_ready()
     names = names or [f"in{i}" for i in range(len(ins))]
@@ -460,6 +464,7 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
             "notes": notes}
 
     if place == "device":
+        assert into is None, "run: into= takes host outputs for host input"
         lib = Lib.of(lead.lib)
         if _backend.backend() == "cpu":  # the CPU engine, forced: copy, compute, copy back
             notes.append("device input copied to the host: the cpu backend is forced")
@@ -479,13 +484,15 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
     allowed, note = _allowed(forced)
     if note:
         notes.append(note)
-    res = _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes)
+    res = _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes, into)
     _record(plan, None, _ran_threads(plan))
     return res
 
 
-def _alloc(outs, dtypes=None):
-    return [np.empty(int(L), d if dtypes is None else dtypes[i]) for i, (L, d) in enumerate(outs)]
+def _alloc(outs, dtypes=None, into=None):
+    """The host outputs: into's arrays where given (run's contract), new ones else."""
+    return [np.empty(int(L), d if dtypes is None else dtypes[i]) if into is None or into[i] is None else into[i]
+            for i, (L, d) in enumerate(outs)]
 
 
 def _call_cpu(op, ins, outs_arr, call, strategy, threads, plan):
@@ -511,7 +518,7 @@ def host_engines(allowed, split: bool):
     return allowed
 
 
-def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes):
+def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_dtypes, into=None):
     m = machine()
     if not m.gpu and _stand_in["gpu"] is not None:  # the test hook's "GPU" joins the candidates
         m = m.replace(gpu=True)
@@ -522,10 +529,11 @@ def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_d
     if engine in ("cuda", "cpu+cuda"):
         try:
             if engine == "cuda":
-                res = _alloc(outs)
+                res = _alloc(outs, None, into)
                 plan["strategy_used"] = call(_gpu_name(), ins, res, strategy, _arrays.host_stream())
                 plan.update(engine="cuda", threads=0)
                 return res
+            assert into is None, "run: into= never with merge (the parts' outputs are added)"
             return _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes)
         except (_core.CudaError, _core.NoCudaError, MemoryError) as exc:
             if plan["forced"] == "cuda" or env_engine() in ("cuda", "cpu+cuda"):
@@ -534,7 +542,7 @@ def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_d
             choice = _costmodel.choose(m, shape, ("caller", "cpu"))
             engine = choice.engine
     threads = 1 if engine == "caller" else max(2, choice.threads)
-    res = _alloc(outs)
+    res = _alloc(outs, None, into)
     plan["strategy_used"] = _call_cpu(op, ins, res, call, strategy, threads, plan)
     plan.update(engine=engine, threads=threads)
     return res

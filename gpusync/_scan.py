@@ -104,19 +104,21 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
             return r
     with _arrays.call_stream(stream, a):  # NumPy's axis / dtype / out rules: _axis.cumsum
         if _complex.takes(a, dtype, out):  # complex input, dtype or out: the float scan of the (..., 2) real view
-            return _complex.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
-        return _nd.cumsum(a, axis, dtype, out, lambda x, rt: _cumsum_impl(x, strategy))
+            return _complex.cumsum(a, axis, dtype, out, lambda x, rt, into=None: _cumsum_impl(x, strategy, into))
+        return _nd.cumsum(a, axis, dtype, out, lambda x, rt, into=None: _cumsum_impl(x, strategy, into))
 
 
-def _cumsum_impl(x, strategy="auto"):
-    """The flattened scan with the strategy's look-back / barrier / relaunch."""
+def _cumsum_impl(x, strategy="auto", into=None):
+    """The flattened scan with the strategy's look-back / barrier / relaunch;
+    into: None, or the flat host array it writes in place (_axis._scan_into)."""
     out_dtype = _cumsum_dtype(np.dtype(x.dtype))
     src = x if isinstance(x, DeviceArray) else np.ascontiguousarray(x).reshape(-1)
 
     def call(be, ins, outs, s, stream):
         return _core.cumsum(be, ins[0], outs[0], s, stream)
 
-    (out,) = _dispatch.run("cumsum", [src], [(src.size, out_dtype)], call, strategy=strategy, names=["a"])
+    (out,) = _dispatch.run("cumsum", [src], [(src.size, out_dtype)], call, strategy=strategy, names=["a"],
+                           into=None if into is None else [into])
     return out
 
 

@@ -253,3 +253,55 @@ def test_gpu_lookback_nap_changes_nothing_but_time(delay, dtype, monkeypatch):
         np.testing.assert_allclose(got, np.cumsum(h.astype(np.float64)), rtol=1e-6)
     else:
         np.testing.assert_array_equal(got, np.cumsum(h))
+
+
+@pytest.mark.parametrize("strategy", STRATS)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 4097, 300_007])
+def test_host_out_written_in_place(dtype, n, strategy):
+    """A host out of the scan's own dtype is written in place: the result is
+    out, and the call allocates no temporary of the result's size (before:
+    a new result, then a copy into out)."""
+    import tracemalloc
+    a = random_array(np.random.default_rng(n + 1), dtype, n, -1000, 1000)
+    out = np.full(n, 7, np.cumsum(a).dtype)
+    assert gs.cumsum(a, out=out, strategy=strategy) is out
+    _check(out, a)
+    if n >= 4097:
+        tracemalloc.start()
+        try:
+            gs.cumsum(a, out=out, strategy=strategy)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < out.nbytes // 4, peak
+        _check(out, a)
+    # a 2-D input's flattened scan into a 2-D out, and a tuple out
+    if n == 300_007:
+        b = a[:300_000].reshape(300, 1000)
+        o = np.empty((300, 1000), out.dtype)
+        assert gs.cumsum(b, axis=None, out=(o.reshape(-1),)) is not None
+        _check(o.reshape(-1), b.reshape(-1))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_host_out_overlapping_the_input(dtype):
+    """out sharing memory with the input (in place, shifted by one either way)
+    takes a temporary: NumPy's result every time."""
+    for n in (5, 4097, 300_007):
+        base = random_array(np.random.default_rng(n), dtype, n + 1, -1000, 1000)
+        for src, dst in ((slice(0, n), slice(0, n)), (slice(0, n), slice(1, n + 1)), (slice(1, n + 1), slice(0, n))):
+            ours, ref = base.copy(), base.copy()
+            r = gs.cumsum(ours[src], out=ours[dst])
+            np.cumsum(ref[src], out=ref[dst])
+            assert r.base is ours or r is ours[dst] or np.shares_memory(r, ours)
+            if np.dtype(dtype).kind == "f":
+                np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-12 * np.abs(base).sum())
+            else:
+                np.testing.assert_array_equal(ours, ref)
+
+
+def test_host_out_of_another_dtype_or_layout_still_copies_correctly():
+    a = np.arange(1, 10_001, dtype=np.int32)
+    for out in (np.empty(10_000, np.float64), np.empty(20_000, np.int64)[::2], np.empty(10_000, np.int32)):
+        np.testing.assert_array_equal(gs.cumsum(a, out=out), np.cumsum(a, out=out.copy()))
