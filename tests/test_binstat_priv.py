@@ -414,3 +414,88 @@ def test_var_in_n_dimensions(kind, d):
         want = scipy.stats.binned_statistic_2d(sample[:, 0], sample[:, 1], v, "std", [3, 5],
                                                [(0, 1), (0.1, 0.9)]).statistic ** 2
         np.testing.assert_allclose(to_host(got.statistic), want, rtol=1e-9, atol=1e-15, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("var", [False, True])
+def test_std_of_sparse_ill_conditioned_bins(backend, kind, dtype, var):
+    """Every bin's mean 10^6 (10^4 for float32) times its spread or more:
+    the dense bins of a normal x take the second pass, the sparse tail bins
+    (1 .. 16 points, among them single points: std 0) take their values from
+    the cells of one point; every bin as SciPy's two-pass formula.  Also a
+    bin of infinite, NaN and overflowing values among few points."""
+    rng = np.random.default_rng(11)
+    n = 600_000
+    x = rng.standard_normal(n).astype(dtype)
+    big = 1e6 if dtype == np.float64 else 1e4
+    v = (big + rng.standard_normal(n)).astype(dtype)
+    kw = dict(bins=1000, range=(-5.5, 5.5))
+    stat = "var" if var else "std"
+    for cut in (None, "nonfinite"):
+        if cut:
+            tail = np.flatnonzero(np.abs(x) > 4.2)[:6]
+            v[tail[0]] = np.inf
+            v[tail[1]] = np.nan
+            v[tail[2:4]] = np.finfo(dtype).max
+        sx, sv = to_kind(x, kind), to_kind(v, kind)
+        with np.errstate(all="ignore"):
+            got = gs.binned_statistic(sx, sv, stat, **kw)
+            ref = scipy.stats.binned_statistic(x, v, "std", **kw)  # (np.var would add float32 in float32)
+            if var:
+                ref = ref._replace(statistic=ref.statistic ** 2)
+        g = np.asarray(to_host(got.statistic))
+        np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+        cnt = np.bincount(ref.binnumber, minlength=1002)[1:-1]
+        assert ((cnt >= 1) & (cnt <= 16)).sum() >= 20  # the sparse bins this test is about
+        assert (g[(cnt == 1) & np.isfinite(ref.statistic)] == 0).all()
+        np.testing.assert_allclose(g, ref.statistic, rtol=1e-9, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_2d_std_of_sparse_bins(backend, kind, dtype):
+    rng = np.random.default_rng(12)
+    n = 400_000
+    x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    v = (1e3 + rng.random(n)).astype(dtype)
+    rng_ = [(-4.5, 4.5), (-4.5, 4.5)]
+    got = gs.binned_statistic_2d(to_kind(x, kind), to_kind(y, kind), to_kind(v, kind), "std", 40, rng_)
+    ref = scipy.stats.binned_statistic_2d(x, y, v, "std", 40, rng_)
+    np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+    np.testing.assert_allclose(np.asarray(to_host(got.statistic)), ref.statistic, rtol=1e-7 if dtype == np.float32
+                               else 1e-9, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("edges", ["linspace", "far from 0", "tiny span", "uneven", "float32 values"])
+def test_points_on_and_next_to_every_edge(backend, kind, dtype, edges):
+    """Points on every edge and one float step either side of it, among
+    enough others that the kernel bins without reading edges where the
+    guess's window proves the bin (guess.cuh): every bin number and count
+    as SciPy's."""
+    nb = 100
+    if edges == "linspace":
+        e = np.linspace(-3.0, 7.0, nb + 1)
+    elif edges == "far from 0":  # (edges that are distinct in the data's precision, as SciPy requires)
+        e = np.linspace(1e6, 1e6 + (1 if dtype == np.float64 else 100), nb + 1)
+    elif edges == "tiny span":
+        e = np.linspace(1.0, 1.0 + (1e-9 if dtype == np.float64 else 1e-3), nb + 1)
+    elif edges == "uneven":
+        e = np.cumsum(np.r_[0.0, np.random.default_rng(1).random(nb) + 0.01])
+    else:
+        e = np.linspace(-3.0, 7.0, nb + 1).astype(np.float32).astype(np.float64)
+    ed = e.astype(dtype)
+    near = np.concatenate([ed, np.nextafter(ed, np.inf), np.nextafter(ed, -np.inf)]).astype(dtype)
+    rng = np.random.default_rng(nb)
+    fill = (e[0] + (e[-1] - e[0]) * rng.random(60_000)).astype(dtype)
+    x = rng.permutation(np.concatenate([np.tile(near, 20), fill])).astype(dtype)
+    v = rng.standard_normal(x.size).astype(dtype)
+    for stat in ("count", "mean"):
+        got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, bins=e)
+        ref = scipy_binned_statistic(x, v, stat, bins=e)
+        np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+        if stat == "count":
+            np.testing.assert_array_equal(np.asarray(to_host(got.statistic)), ref.statistic)
+    rng2 = (float(e[0]), float(e[-1]))
+    got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), "count", bins=nb, range=rng2)
+    ref = scipy_binned_statistic(x, v, "count", bins=nb, range=rng2)
+    np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)

@@ -38,12 +38,27 @@
  * marked -- sums (v - mean)^2 for the marked bins only, SciPy's own
  * two-pass formula.  So every bin's variance is either SciPy's formula or a
  * one-pass value with relative error <= 1024 * (m + 2) * 2^-53.
+ * A bin of one point always fails that check (its m2 is 0), and so do many
+ * bins of two or three: the sparse tails of a normal x made every 32M-point
+ * std call pay the second pass (r194, H200: 561 us on normal x against 356
+ * on uniform x).  So the pass also lists the copy cells that end with one
+ * point (a cell of one point holds that point's value exactly in s1; one
+ * global atomic a warp, at most SLIST kept), and a bin of at most SINGLES
+ * points that fails the check takes its values from that list when all of
+ * them are there (singles_kernel: each listed cell is a point of its own),
+ * SciPy's two-pass formula on them; only the others are marked.
+ *
+ * Where the points outnumber the edges 256 to 1 the host also computes each
+ * dimension's guess window (guess.cuh): a point whose equal-width guess
+ * falls inside it takes its bin without reading the two edges from shared
+ * memory, whose pipe the partials' atomics share.
  *
  * min / max follow SciPy (its lexsort puts NaN last): min skips NaN (NaN
  * when a bin holds no other value), max is NaN when its bin holds a NaN.
  * The ordered encoding puts -0.0 below +0.0 (SciPy returns whichever zero
  * comes first; they compare equal).
  */
+#include "guess.cuh"
 #include "internal.cuh"
 
 #include <math.h>
@@ -63,6 +78,13 @@ constexpr int BLOCKS_SM = 1024 / THREADS;
 constexpr int MAXD = 8;                 /* dimensions this path bins (more: the pipelined path) */
 constexpr int64_t MAX_INNER = 1 << 20;  /* inner bins (far beyond what fits in shared memory) */
 constexpr double STD_COND = 1024.0;
+/* std / var: a bin of at most SINGLES points whose one-pass value is not
+ * trusted takes its points' values from the list of copy cells that held
+ * one point (at most SLIST of them a call), when every point of the bin is
+ * there; else the second pass.  Bins up to SINGLE_BINS keep slots. */
+constexpr int SINGLES = 16;
+constexpr unsigned SLIST = 1u << 16;
+constexpr int64_t SINGLE_BINS = 1 << 16;
 constexpr unsigned FULL = 0xffffffffu;
 
 enum { K_COUNT, K_SUM, K_MEAN, K_STD, K_MIN, K_MAX };
@@ -106,6 +128,20 @@ struct priv_args {
     /* NULL or one word: bit 2d set when dimension d holds a NaN, bit 2d + 1
      * when it holds +-inf (SciPy's check that x is finite, made in the pass) */
     unsigned *nonfinite;
+    /* guess windows (guess.cuh: lo, scale, mlo, mhi a dimension) of the type
+     * the kernel bins in; all zero: none (every point checks its edges) */
+    double gwin[4 * MAXD];
+    float gwin32[4 * MAXD];
+    /* std / var of few points (NULL: off).  The pass lists the copy cells
+     * that hold one point (g_slen of them, the first SLIST kept: bin g_sbin,
+     * value g_sval -- a cell of one point holds its value exactly); bins to
+     * settle from the list: g_want (g_nwant of them), their values gathered
+     * into g_single (SINGLES a bin, g_nsingle found) */
+    unsigned *g_slen;
+    int *g_sbin;
+    double *g_sval;
+    int *g_want, *g_nwant, *g_nsingle, *g_done;
+    double *g_single;
 };
 
 /* Whose copy of the partials a thread adds to.  By lane (copy lane % R,
@@ -223,13 +259,22 @@ template <> __device__ __forceinline__ double round_down<double>(double v) { ret
 template <class T> struct dimp {
     const T *e;          /* the edges (e[0] .. e[nb]) */
     T lo, hi, scale, top; /* e[0], e[nb], the equal-width guess's nb / (e[nb] - e[0]) or 0, top */
+    T wlo, whi;           /* the guess's window (guess.cuh); wlo >= whi: none */
     int nb;
 };
 
-/* Dimension d's constants; e: every dimension's edges in precision T. */
-template <class T> __device__ __forceinline__ dimp<T> dim_of(const priv_args &r, const T *e, int d)
+template <class T> __device__ __forceinline__ const T *window_of(const priv_args &r);
+template <> __device__ __forceinline__ const float *window_of<float>(const priv_args &r) { return r.gwin32; }
+template <> __device__ __forceinline__ const double *window_of<double>(const priv_args &r) { return r.gwin; }
+
+/* Dimension d's constants; e: every dimension's edges in precision T;
+ * WIN: the host's window for T applies (the second pass bins float32
+ * coordinates in float64: no window). */
+template <class T, bool WIN = true> __device__ __forceinline__ dimp<T> dim_of(const priv_args &r, const T *e, int d)
 {
     dimp<T> p;
+    p.wlo = WIN ? window_of<T>(r)[4 * d + 2] : (T)2;
+    p.whi = WIN ? window_of<T>(r)[4 * d + 3] : (T)-1;
     p.e = e + r.eoff[d];
     p.nb = r.nb[d];
     p.lo = p.e[0];
@@ -278,13 +323,18 @@ template <class T> __device__ __forceinline__ int sbin_rare(const dimp<T> &p, T 
 }
 
 /* SciPy's bin of x in one dimension: 0 below, 1..nb inside, nb + 1 above or
- * NaN (np.digitize, then [e[nb], top] into bin nb).  The common case
- * without a branch: an equal-width guess b, clamped, whose two edges
- * e[b] <= x < e[b + 1] confirm it (x outside [e[0], e[nb]) fails the check
- * too); anything else takes sbin_rare. */
+ * NaN (np.digitize, then [e[nb], top] into bin nb).  The common case: the
+ * equal-width guess inside its window (guess.cuh: no edge read); then the
+ * guess b, clamped, whose two edges e[b] <= x < e[b + 1] confirm it (x
+ * outside [e[0], e[nb]) fails the check too); anything else takes
+ * sbin_rare. */
 template <class T> __device__ __forceinline__ int sbin(const dimp<T> &p, T x, unsigned &bad, int d)
 {
-    const T t = (x - p.lo) * p.scale;
+    const T t = gs_guess_t(x, p.lo, p.scale);
+    T fr;
+    const auto k = gs_guess_floor_frac(t, &fr);
+    if (fr > p.wlo && fr < p.whi && (uint64_t)(int64_t)k < (uint64_t)p.nb) /* inside the window: no edge read */
+        return (int)k + 1;
     const int b = t > (T)0 ? (t < (T)(p.nb - 1) ? (int)t : p.nb - 1) : 0; /* (NaN t: 0) */
     if (p.e[b] <= x && x < p.e[b + 1])
         return b + 1;
@@ -633,6 +683,22 @@ __global__ void __launch_bounds__(THREADS, BLOCKS_SM) priv_kernel(priv_args r, l
                 for (int c = 0; c < R; c++)
                     take(i + c * r.nbins);
         }
+        if (KIND == K_STD && r.g_slen) { /* cells of one point: their bins and values, one atomic a warp */
+            const bool one = in && n == 1;
+            const unsigned m = __ballot_sync(FULL, one);
+            if (m) {
+                const int first = __ffs(m) - 1;
+                unsigned base = 0;
+                if (lane == first)
+                    base = atomicAdd(r.g_slen, (unsigned)__popc(m));
+                base = __shfl_sync(FULL, base, first);
+                const unsigned at = base + (unsigned)__popc(m & ((1u << lane) - 1));
+                if (one && at < SLIST) {
+                    r.g_sbin[at] = by_lane ? i / R : i;
+                    r.g_sval[at] = a;
+                }
+            }
+        }
         for (int o = 1; by_lane && o < R; o <<= 1) {
             if (KIND == K_COUNT || KIND == K_MEAN || KIND == K_STD)
                 n += __shfl_xor_sync(FULL, n, o);
@@ -693,9 +759,14 @@ __global__ void result_kernel(priv_args r, int kind, int var, double *out)
          * squares that overflowed, or a sum that is +-inf (finite values that
          * overflowed: SciPy's inf; an infinite value: SciPy's NaN) */
         if (isinf(s1) || (isfinite(s1) && (!isfinite(s2) || !(m2 * STD_COND >= s2)))) {
-            r.g_mean[k] = s1 / n;
-            r.g_flag[k] = 1;
-            atomicAdd(r.g_nflag, 1);
+            if (r.g_slen && c <= (unsigned long long)SINGLES) { /* few points: maybe all in the list */
+                r.g_want[k] = 1;
+                atomicAdd(r.g_nwant, 1);
+            } else {
+                r.g_mean[k] = s1 / n;
+                r.g_flag[k] = 1;
+                atomicAdd(r.g_nflag, 1);
+            }
             res = nan;
             break;
         }
@@ -715,6 +786,64 @@ __global__ void result_kernel(priv_args r, int kind, int var, double *out)
     out[k] = res;
 }
 
+/* SciPy's two-pass variance of a bin's m values (mean, then the sum of
+ * squared deviations; SciPy's sums run in index order, these in list
+ * order). */
+__device__ double two_pass_m2(const double *v, int m)
+{
+    double s = 0;
+    for (int i = 0; i < m; i++)
+        s += __ldcg(v + i);
+    const double mean = s / (double)m;
+    double q = 0;
+    for (int i = 0; i < m; i++) {
+        const double d = __ldcg(v + i) - mean;
+        q += d * d;
+    }
+    return q;
+}
+
+/* The wanted bins' values gathered from the list of single cells; then the
+ * last block settles each wanted bin: SciPy's two-pass value when all its
+ * points were found (each listed cell is one point of its own), else the
+ * mark for the second pass.  Returns at once when no bin is wanted. */
+__global__ void __launch_bounds__(256) singles_kernel(priv_args r, int var, double *out)
+{
+    if (*(volatile int *)r.g_nwant == 0)
+        return;
+    const unsigned listed = *(volatile unsigned *)r.g_slen, len = listed < SLIST ? listed : (unsigned)SLIST;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < len; i += gridDim.x * blockDim.x) {
+        const int k = r.g_sbin[i];
+        if (r.g_want[k]) {
+            const int slot = atomicAdd(r.g_nsingle + k, 1);
+            if (slot < SINGLES)
+                r.g_single[(size_t)k * SINGLES + slot] = r.g_sval[i];
+        }
+    }
+    __shared__ int last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(r.g_done, 1) == (int)gridDim.x - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    for (int k = threadIdx.x; k < r.nbins; k += blockDim.x) {
+        if (!r.g_want[k])
+            continue;
+        const unsigned long long c = r.g_cnt[k];
+        if ((unsigned long long)__ldcg(r.g_nsingle + k) == c) {
+            const double m2 = two_pass_m2(r.g_single + (size_t)k * SINGLES, (int)c);
+            out[k] = var ? m2 / (double)c : sqrt(m2 / (double)c);
+        } else {
+            r.g_mean[k] = r.g_s1[k] / (double)c;
+            r.g_flag[k] = 1;
+            atomicAdd(r.g_nflag, 1);
+        }
+    }
+}
+
 /* Second pass for marked std / var bins: sum (v - mean)^2 (SciPy's formula).
  * Returns at once when no bin is marked. */
 template <class T> __global__ void __launch_bounds__(256) refine_kernel(priv_args r)
@@ -727,7 +856,7 @@ template <class T> __global__ void __launch_bounds__(256) refine_kernel(priv_arg
         unsigned bad = 0; /* (the first pass reported it) */
         for (int d = 0; d < r.ndim && inner >= 0; d++) {
             const double x = (double)__ldg((const T *)r.coord[d] + i * r.cstride[d]);
-            const int b = sbin(dim_of<double>(r, r.edges, d), x, bad, d);
+            const int b = sbin(dim_of<double, sizeof(T) == 8>(r, r.edges, d), x, bad, d);
             inner = (b >= 1 && b <= r.nb[d]) ? inner + (b - 1) * r.istride[d] : -1;
         }
         if (inner >= 0 && r.g_flag[inner]) {
@@ -865,6 +994,9 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
                        "binned_statistic: nonfinite must be one int32 on the coordinates' device");
     r.nonfinite = nonfinite ? (unsigned *)nonfinite->data : NULL;
     {
+        /* the guess windows where the points outnumber the edges 256 to 1 (each window is a host pass over its
+         * edges: ~1.4 us for 514 edges) */
+        const bool window = n >= 256 * ne;
         int64_t eo = 0;
         for (int d = 0; d < ndim; d++) {
             r.eoff[d] = (int)eo;
@@ -873,6 +1005,8 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
             const double *e = edges + eo;
             const double span = e[nedges[d] - 1] - e[0], sc = (double)(nedges[d] - 1) / span;
             r.scale[d] = span > 0 && sc > 0 && sc < 1e300 ? sc : 0.0;
+            if (window)
+                gs_guess_window(e, nedges[d], r.scale[d], f32 ? NULL : r.gwin + 4 * d, f32 ? r.gwin32 + 4 * d : NULL);
             eo += nedges[d];
         }
         int64_t fs = 1, is = 1;
@@ -883,9 +1017,13 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
             is *= nedges[d] - 1;
         }
     }
-    /* device scratch: edges | cnt | s1 | s2 | key | mean | m2 | flag | nflag */
+    /* device scratch, zeroed: edges | cnt | s1 | s2 | key | mean | m2 | flag | nflag (16 bytes) [| want |
+     * nsingle | nwant, slen, done (16 bytes)]; then [single | sval | sbin] (std / var up to SINGLE_BINS bins) */
     const size_t nbz = (size_t)nb;
-    const size_t gbytes = (size_t)ne * 8 + nbz * 8 * 6 + nbz * 4 + 16;
+    const bool singles = kind == K_STD && nb <= SINGLE_BINS;
+    const size_t zbytes = (size_t)ne * 8 + nbz * 8 * 6 + nbz * 4 + 16 + (singles ? nbz * 8 + 16 : 0);
+    const size_t tail = (zbytes + 15) & ~(size_t)15;
+    const size_t gbytes = singles ? tail + nbz * SINGLES * 8 + (size_t)SLIST * 12 : zbytes;
     char *g = NULL;
     void *d_x[MAXD] = {NULL};
     void *d_v = NULL, *d_res = NULL;
@@ -894,7 +1032,7 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
     const int64_t chunk = on_host ? GS_STAGE_BYTES / (int64_t)es : (n > 0 ? n : 1);
     const int64_t maxn = n < chunk ? n : chunk;
     GS_CUDA_GOTO(gs_malloc_async(&g, gbytes, s));
-    GS_CUDA_GOTO(cudaMemsetAsync(g, 0, gbytes, s));
+    GS_CUDA_GOTO(cudaMemsetAsync(g, 0, zbytes, s));
     if (r.nonfinite)
         GS_CUDA_GOTO(cudaMemsetAsync(r.nonfinite, 0, sizeof(unsigned), s));
     r.edges = (const double *)gs_cuda_constants(edges, (size_t)ne * 8, dev->ordinal, s);
@@ -910,6 +1048,17 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
     r.g_m2 = r.g_mean + nbz;
     r.g_flag = (int *)(r.g_m2 + nbz);
     r.g_nflag = r.g_flag + nbz;
+    if (singles) {
+        int *z = (int *)((char *)r.g_nflag + 16);
+        r.g_want = z;
+        r.g_nsingle = z + nbz;
+        r.g_nwant = z + 2 * nbz;
+        r.g_slen = (unsigned *)(z + 2 * nbz + 1);
+        r.g_done = z + 2 * nbz + 2;
+        r.g_single = (double *)(g + tail);
+        r.g_sval = r.g_single + nbz * SINGLES;
+        r.g_sbin = (int *)(r.g_sval + SLIST);
+    }
     if (kind == K_MIN)
         GS_CUDA_GOTO(cudaMemsetAsync(r.g_key, 0xff, nbz * 8, s));
     if (on_host) {
@@ -979,6 +1128,11 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
         result_kernel<<<rb, 256, 0, s>>>(r, kind, statistic == GS_STAT_VAR, out);
         GS_CUDA_GOTO(cudaGetLastError());
         if (kind == K_STD && n > 0) {
+            if (singles) { /* bins of few points from the list (returns at once when none is wanted) */
+                const int sg = 2 * dev->multiprocessors < (int)(SLIST / 256) ? 2 * dev->multiprocessors : (int)(SLIST / 256);
+                singles_kernel<<<sg, 256, 0, s>>>(r, statistic == GS_STAT_VAR, out);
+                GS_CUDA_GOTO(cudaGetLastError());
+            }
             /* the second pass (it returns at once when no bin is marked);
              * host input of several chunks is staged again */
             for (int64_t off = 0; off < n; off += chunk) {

@@ -31,6 +31,7 @@
  */
 #include "count16.cuh"
 #include "elements.cuh"
+#include "guess.cuh"
 #include "stage.cuh"
 #include "../common/histdd.h"
 
@@ -58,7 +59,7 @@ struct dd_args {
     int64_t nedges[GS_HISTDD_MAX_DIMS], eoff[GS_HISTDD_MAX_DIMS], bstride[GS_HISTDD_MAX_DIMS];
     double scale[GS_HISTDD_MAX_DIMS];
     /* per dimension: lo (the first edge), scale, mlo, mhi of the guess (bin_of), in the type the kernel bins in
-     * (gd float64, gf float32: only that one is filled, guess_window) */
+     * (gd float64, gf float32: only that one is filled, gs_guess_window in guess.cuh) */
     double gd[4 * GS_HISTDD_MAX_DIMS];
     float gf[4 * GS_HISTDD_MAX_DIMS];
     const double *edges; /* device, all dimensions */
@@ -111,31 +112,17 @@ template <> struct loader<double, 2> {
 template <class E> __device__ __forceinline__ E to_e(float x) { return (E)x; }
 template <class E, class T> __device__ __forceinline__ E to_e(T x) { return to_d(x); }
 
-/* One dimension's guess in E: t = (v - lo) * scale, k = floor(t). */
+/* One dimension's guess in E (guess.cuh): t = (v - lo) * scale, k = floor(t). */
 template <class E> struct guess_of;
 template <> struct guess_of<float> {
     static __device__ __forceinline__ const float *p(const dd_args &r) { return r.gf; }
-    /* k = floor(t) for 0 <= t < 2^23 (else k < 0 or k >= 2^23), fr = t - k exactly */
-    static __device__ __forceinline__ int floor_frac(float t, float *fr)
-    {
-        const float u = __fadd_rd(t, 8388608.0f);
-        *fr = __fsub_rn(t, __fsub_rn(u, 8388608.0f));
-        return __float_as_int(u) - 0x4B000000;
-    }
-    static __device__ __forceinline__ float t(float v, float lo, float scale) { return __fmul_rn(__fsub_rn(v, lo), scale); }
+    static __device__ __forceinline__ int floor_frac(float t, float *fr) { return gs_guess_floor_frac(t, fr); }
+    static __device__ __forceinline__ float t(float v, float lo, float scale) { return gs_guess_t(v, lo, scale); }
 };
 template <> struct guess_of<double> {
     static __device__ __forceinline__ const double *p(const dd_args &r) { return r.gd; }
-    static __device__ __forceinline__ int64_t floor_frac(double t, double *fr)
-    {
-        const double u = __dadd_rd(t, 4503599627370496.0);
-        *fr = __dsub_rn(t, __dsub_rn(u, 4503599627370496.0));
-        return __double_as_longlong(u) - 0x4330000000000000ll;
-    }
-    static __device__ __forceinline__ double t(double v, double lo, double scale)
-    {
-        return __dmul_rn(__dsub_rn(v, lo), scale);
-    }
+    static __device__ __forceinline__ int64_t floor_frac(double t, double *fr) { return gs_guess_floor_frac(t, fr); }
+    static __device__ __forceinline__ double t(double v, double lo, double scale) { return gs_guess_t(v, lo, scale); }
 };
 
 /* k < m1 as the unsigned comparison of k's width (k < 0 fails too). */
@@ -719,9 +706,6 @@ int cluster_floor()
     return p;
 }
 
-float nextafter_e(float x, float to) { return nextafterf(x, to); }
-double nextafter_e(double x, double to) { return nextafter(x, to); }
-
 /* Bytes of the edges a block keeps in shared memory as E. */
 template <class E> size_t edge_bytes(const dd_args &r) { return r.edges_in_smem ? (size_t)r.nedges_total * sizeof(E) : 0; }
 /* Room for a block's dynamic shared memory: the opt-in less the kernels'
@@ -1029,51 +1013,6 @@ gs_status launch_dtype(gs_dtype dt, dd_args &r, const gs_device_info *dev, cudaS
     }
 }
 
-/* bin_of's guess for m edges e: lo, scale and the fraction window (mlo,
- * mhi) in float64 (gd) and, when every edge is a float32 value, float32
- * (gf) -- t computed at every edge exactly as the kernel computes it (one
- * rounded subtraction, one rounded product: no contraction on the host
- * either, x86-64 has no FMA by default and float/double arithmetic is
- * IEEE), mlo the largest |t(e[k]) - k| (rounded up, and above 0: a t on an
- * integer is checked against the edges), mhi = 1 - mlo rounded down (t is
- * stored through a volatile: a host compiler that contracts a * b - c into
- * an FMA -- GCC does in C++ where FMA exists, e.g. aarch64 -- must not skip
- * the product's rounding).  A
- * window of 0.25 or more (uneven edges) accepts nothing: mlo = 2. */
-template <class E> void window_of(const double *e, int64_t m, E lo, E scale, E *g)
-{
-    double worst = 0;
-    for (int64_t k = 0; k < m && worst < 0.25; k++) {
-        const E diff = (E)e[k] - lo;
-        const volatile E t = diff * scale; /* rounded here: the host compiler may not fuse it with "- k" below */
-        const double dev = fabs((double)t - (double)k);
-        worst = dev > worst ? dev : (dev == dev ? worst : 1.0); /* NaN: no window */
-    }
-    g[0] = lo, g[1] = scale;
-    if (!(worst < 0.25)) {
-        g[2] = (E)2, g[3] = (E)-1;
-        return;
-    }
-    E lo_w = (E)worst;
-    if ((double)lo_w < worst || lo_w == 0)
-        lo_w = nextafter_e(lo_w, (E)1);
-    E hi_w = (E)(1.0 - (double)lo_w);
-    if ((double)hi_w > 1.0 - (double)lo_w)
-        hi_w = nextafter_e(hi_w, (E)0);
-    g[2] = lo_w, g[3] = hi_w;
-}
-/* The window of the type the kernel bins in (launch: float32 for float32
- * coordinates on float32 edges kept in shared memory, else float64): the
- * other one is never read (each costs ~1.4 us of host time a call for two
- * 257-edge dimensions, r70). */
-void guess_window(const double *e, int64_t m, double scale, double *gd, float *gf)
-{
-    if (gd)
-        window_of<double>(e, m, e[0], scale, gd);
-    if (gf)
-        window_of<float>(e, m, (float)e[0], (float)scale, gf);
-}
-
 } // namespace
 
 extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const double *edges, const int64_t *nedges,
@@ -1116,7 +1055,7 @@ extern "C" gs_status gs_cuda_histogramdd(const gs_array *coords, int ndim, const
     r.edges_in_smem = etotal <= EDGES_SMEM;
     const bool bin_f32 = coords[0].dtype == GS_FLOAT32 && r.edges_in_smem && r.edges_f32; /* (launch's choice) */
     for (int d = 0; d < ndim; d++)
-        guess_window(edges + r.eoff[d], nedges[d], r.scale[d], bin_f32 ? NULL : r.gd + 4 * d,
+        gs_guess_window(edges + r.eoff[d], nedges[d], r.scale[d], bin_f32 ? NULL : r.gd + 4 * d,
                      bin_f32 ? r.gf + 4 * d : NULL);
     r.out_f64 = !weights && out->dtype == GS_FLOAT64;
     /* unweighted device counts may be float64 (NumPy's result type: no cast afterwards; exact below 2^53) */
