@@ -456,7 +456,8 @@ def cumsum_args(shape, xdt, axis, dtype, out):
     for a 0-d input scanned along an axis, rt the accumulator and result
     dtype (dtype=, else NumPy's cumsum dtype or, with `out`, the loop NumPy
     resolves for it)."""
-    out = _out_obj(out)
+    if isinstance(out, tuple):  # np.cumsum takes no tuple out (a reduction does)
+        raise TypeError("output must be an array")
     full_shape = tuple(shape)
     if axis is None:
         res_shape = (math.prod(shape),)
@@ -496,7 +497,10 @@ def _scan_into(out, x, natural, rt):
 def cumsum(a, axis, dtype, out, flat_scan):
     """np.cumsum by NumPy's rules; `flat_scan(x, out_dtype, into)` scans a
     1-D array into a new array, or into `into` (a flat host array of
-    out_dtype, not None only for host x) in place."""
+    out_dtype, not None only for host x) in place.  (A host out written in
+    place holds part of the result when the scan raises partway -- a
+    barrier's time-out, a CUDA error with the engine forced -- where a
+    temporary left it untouched.)"""
     _dispatch.fast_ready()  # the next call of a device array may take _devfast.reduce_axis_ (as reduce does)
     x = nd_input(a, "cumsum")
     ax, shape, res_shape, rt, out = cumsum_args(tuple(x.shape), np.dtype(x.dtype), axis, dtype, out)

@@ -464,7 +464,8 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
             "notes": notes}
 
     if place == "device":
-        assert into is None, "run: into= takes host outputs for host input"
+        if into is not None:
+            raise ValueError("run: into= takes host outputs for host input")
         lib = Lib.of(lead.lib)
         if _backend.backend() == "cpu":  # the CPU engine, forced: copy, compute, copy back
             notes.append("device input copied to the host: the cpu backend is forced")
@@ -533,7 +534,8 @@ def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_d
                 plan["strategy_used"] = call(_gpu_name(), ins, res, strategy, _arrays.host_stream())
                 plan.update(engine="cuda", threads=0)
                 return res
-            assert into is None, "run: into= never with merge (the parts' outputs are added)"
+            if into is not None:
+                raise ValueError("run: into= never with merge (the parts' outputs are added)")
             return _run_split(op, ins, outs, call, strategy, choice, plan, part_dtypes)
         except (_core.CudaError, _core.NoCudaError, MemoryError) as exc:
             if plan["forced"] == "cuda" or env_engine() in ("cuda", "cpu+cuda"):

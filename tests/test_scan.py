@@ -276,12 +276,22 @@ def test_host_out_written_in_place(dtype, n, strategy):
             tracemalloc.stop()
         assert peak < out.nbytes // 4, peak
         _check(out, a)
-    # a 2-D input's flattened scan into a 2-D out, and a tuple out
+    # a 2-D input's flattened scan into a flat view of a 2-D out
     if n == 300_007:
         b = a[:300_000].reshape(300, 1000)
         o = np.empty((300, 1000), out.dtype)
-        assert gs.cumsum(b, axis=None, out=(o.reshape(-1),)) is not None
+        flat = o.reshape(-1)
+        assert gs.cumsum(b, axis=None, out=flat) is flat
         _check(o.reshape(-1), b.reshape(-1))
+
+
+def test_tuple_out_is_refused_as_numpy():
+    """np.cumsum takes no tuple out (reductions do): NumPy's TypeError."""
+    from conftest import assert_raises_like_numpy
+    b = np.arange(12.0).reshape(3, 4)
+    assert_raises_like_numpy(lambda: np.cumsum(b, out=(np.empty(12),)), lambda: gs.cumsum(b, out=(np.empty(12),)))
+    assert_raises_like_numpy(lambda: np.cumsum(b, axis=1, out=(np.empty((3, 4)),)),
+                             lambda: gs.cumsum(b, axis=1, out=(np.empty((3, 4)),)))
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.float64])

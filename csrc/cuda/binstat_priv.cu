@@ -41,12 +41,16 @@
  * A bin of one point always fails that check (its m2 is 0), and so do many
  * bins of two or three: the sparse tails of a normal x made every 32M-point
  * std call pay the second pass (r194, H200: 561 us on normal x against 356
- * on uniform x).  So the pass also lists the copy cells that end with one
- * point (a cell of one point holds that point's value exactly in s1; one
- * global atomic a warp, at most SLIST kept), and a bin of at most SINGLES
- * points that fails the check takes its values from that list when all of
- * them are there (singles_kernel: each listed cell is a point of its own),
- * SciPy's two-pass formula on them; only the others are marked.
+ * on uniform x).  So when a block adds its partials of a bin to the global
+ * ones and the bin's count so far (the count atomic's old value, plus the
+ * block's) is at most SINGLES, each of the block's copies of that bin that
+ * holds one point -- whose s1 is that point's value, exactly -- puts the
+ * value into the bin's SINGLES slots.  A bin of at most SINGLES points thus
+ * finds every point in its slots (each block saw a count so far no larger
+ * than the bin's), and one that fails the check takes SciPy's two-pass
+ * formula on them when all its points are single cells; only the others
+ * are marked.  A bin fills at most SINGLES slots: the cost is bounded by
+ * SINGLES * nbins atomics on distinct counters.
  *
  * Where the points outnumber the edges 256 to 1 the host also computes each
  * dimension's guess window (guess.cuh): a point whose equal-width guess
@@ -79,12 +83,9 @@ constexpr int MAXD = 8;                 /* dimensions this path bins (more: the 
 constexpr int64_t MAX_INNER = 1 << 20;  /* inner bins (far beyond what fits in shared memory) */
 constexpr double STD_COND = 1024.0;
 /* std / var: a bin of at most SINGLES points whose one-pass value is not
- * trusted takes its points' values from the list of copy cells that held
- * one point (at most SLIST of them a call), when every point of the bin is
- * there; else the second pass.  Bins up to SINGLE_BINS keep slots. */
+ * trusted takes SciPy's two-pass value from its slots of single points
+ * when every point is there; else the second pass. */
 constexpr int SINGLES = 16;
-constexpr unsigned SLIST = 1u << 16;
-constexpr int64_t SINGLE_BINS = 1 << 16;
 constexpr unsigned FULL = 0xffffffffu;
 
 enum { K_COUNT, K_SUM, K_MEAN, K_STD, K_MIN, K_MAX };
@@ -132,15 +133,10 @@ struct priv_args {
      * the kernel bins in; all zero: none (every point checks its edges) */
     double gwin[4 * MAXD];
     float gwin32[4 * MAXD];
-    /* std / var of few points (NULL: off).  The pass lists the copy cells
-     * that hold one point (g_slen of them, the first SLIST kept: bin g_sbin,
-     * value g_sval -- a cell of one point holds its value exactly); bins to
-     * settle from the list: g_want (g_nwant of them), their values gathered
-     * into g_single (SINGLES a bin, g_nsingle found) */
-    unsigned *g_slen;
-    int *g_sbin;
-    double *g_sval;
-    int *g_want, *g_nwant, *g_nsingle, *g_done;
+    /* std / var of few points (NULL: off): a bin's values of its copies that
+     * held one point, while its count so far was at most SINGLES (g_single,
+     * SINGLES slots a bin; g_nsingle of them filled) */
+    int *g_nsingle;
     double *g_single;
 };
 
@@ -683,22 +679,8 @@ __global__ void __launch_bounds__(THREADS, BLOCKS_SM) priv_kernel(priv_args r, l
                 for (int c = 0; c < R; c++)
                     take(i + c * r.nbins);
         }
-        if (KIND == K_STD && r.g_slen) { /* cells of one point: their bins and values, one atomic a warp */
-            const bool one = in && n == 1;
-            const unsigned m = __ballot_sync(FULL, one);
-            if (m) {
-                const int first = __ffs(m) - 1;
-                unsigned base = 0;
-                if (lane == first)
-                    base = atomicAdd(r.g_slen, (unsigned)__popc(m));
-                base = __shfl_sync(FULL, base, first);
-                const unsigned at = base + (unsigned)__popc(m & ((1u << lane) - 1));
-                if (one && at < SLIST) {
-                    r.g_sbin[at] = by_lane ? i / R : i;
-                    r.g_sval[at] = a;
-                }
-            }
-        }
+        const unsigned long long n_cell = n; /* (std: this copy's count and sum, kept for the single slots) */
+        const double a_cell = a;
         for (int o = 1; by_lane && o < R; o <<= 1) {
             if (KIND == K_COUNT || KIND == K_MEAN || KIND == K_STD)
                 n += __shfl_xor_sync(FULL, n, o);
@@ -710,6 +692,22 @@ __global__ void __launch_bounds__(THREADS, BLOCKS_SM) priv_kernel(priv_args r, l
                 const K q = __shfl_xor_sync(FULL, key, o);
                 key = KIND == K_MIN ? (q < key ? q : key) : (q > key ? q : key);
             }
+        }
+        if (KIND == K_STD) { /* (by lane: every lane of a segment holds its bin's block totals) */
+            const int k = i / R;
+            unsigned long long before = 0;
+            if (in && (lane & (R - 1)) == 0 && n) {
+                before = atomicAdd(r.g_cnt + k, n);
+                atomicAdd(r.g_s1 + k, a);
+                atomicAdd(r.g_s2 + k, b);
+            }
+            before = __shfl_sync(FULL, before, lane & ~(R - 1));
+            if (r.g_single && in && n_cell == 1 && before + n <= (unsigned long long)SINGLES) {
+                const int slot = atomicAdd(r.g_nsingle + k, 1);
+                if (slot < SINGLES)
+                    r.g_single[(size_t)k * SINGLES + slot] = a_cell;
+            }
+            continue;
         }
         if (!in || (by_lane && (lane & (R - 1)) != 0))
             continue;
@@ -731,6 +729,23 @@ __global__ void __launch_bounds__(THREADS, BLOCKS_SM) priv_kernel(priv_args r, l
                 atomicAdd(r.g_s2 + k, b);
         }
     }
+}
+
+/* SciPy's two-pass variance of a bin's m values (mean, then the sum of
+ * squared deviations; SciPy's sums run in index order, these in list
+ * order). */
+__device__ double two_pass_m2(const double *v, int m)
+{
+    double s = 0;
+    for (int i = 0; i < m; i++)
+        s += v[i];
+    const double mean = s / (double)m;
+    double q = 0;
+    for (int i = 0; i < m; i++) {
+        const double d = v[i] - mean;
+        q += d * d;
+    }
+    return q;
 }
 
 /* SciPy's result per inner bin; std / var bins whose one-pass value is not
@@ -759,14 +774,14 @@ __global__ void result_kernel(priv_args r, int kind, int var, double *out)
          * squares that overflowed, or a sum that is +-inf (finite values that
          * overflowed: SciPy's inf; an infinite value: SciPy's NaN) */
         if (isinf(s1) || (isfinite(s1) && (!isfinite(s2) || !(m2 * STD_COND >= s2)))) {
-            if (r.g_slen && c <= (unsigned long long)SINGLES) { /* few points: maybe all in the list */
-                r.g_want[k] = 1;
-                atomicAdd(r.g_nwant, 1);
-            } else {
-                r.g_mean[k] = s1 / n;
-                r.g_flag[k] = 1;
-                atomicAdd(r.g_nflag, 1);
+            if (r.g_single && c <= (unsigned long long)SINGLES && (unsigned long long)r.g_nsingle[k] == c) {
+                const double q = two_pass_m2(r.g_single + (size_t)k * SINGLES, (int)c); /* every point in a slot */
+                res = var ? q / n : sqrt(q / n);
+                break;
             }
+            r.g_mean[k] = s1 / n;
+            r.g_flag[k] = 1;
+            atomicAdd(r.g_nflag, 1);
             res = nan;
             break;
         }
@@ -784,64 +799,6 @@ __global__ void result_kernel(priv_args r, int kind, int var, double *out)
     }
     }
     out[k] = res;
-}
-
-/* SciPy's two-pass variance of a bin's m values (mean, then the sum of
- * squared deviations; SciPy's sums run in index order, these in list
- * order). */
-__device__ double two_pass_m2(const double *v, int m)
-{
-    double s = 0;
-    for (int i = 0; i < m; i++)
-        s += __ldcg(v + i);
-    const double mean = s / (double)m;
-    double q = 0;
-    for (int i = 0; i < m; i++) {
-        const double d = __ldcg(v + i) - mean;
-        q += d * d;
-    }
-    return q;
-}
-
-/* The wanted bins' values gathered from the list of single cells; then the
- * last block settles each wanted bin: SciPy's two-pass value when all its
- * points were found (each listed cell is one point of its own), else the
- * mark for the second pass.  Returns at once when no bin is wanted. */
-__global__ void __launch_bounds__(256) singles_kernel(priv_args r, int var, double *out)
-{
-    if (*(volatile int *)r.g_nwant == 0)
-        return;
-    const unsigned listed = *(volatile unsigned *)r.g_slen, len = listed < SLIST ? listed : (unsigned)SLIST;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < len; i += gridDim.x * blockDim.x) {
-        const int k = r.g_sbin[i];
-        if (r.g_want[k]) {
-            const int slot = atomicAdd(r.g_nsingle + k, 1);
-            if (slot < SINGLES)
-                r.g_single[(size_t)k * SINGLES + slot] = r.g_sval[i];
-        }
-    }
-    __shared__ int last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(r.g_done, 1) == (int)gridDim.x - 1;
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    for (int k = threadIdx.x; k < r.nbins; k += blockDim.x) {
-        if (!r.g_want[k])
-            continue;
-        const unsigned long long c = r.g_cnt[k];
-        if ((unsigned long long)__ldcg(r.g_nsingle + k) == c) {
-            const double m2 = two_pass_m2(r.g_single + (size_t)k * SINGLES, (int)c);
-            out[k] = var ? m2 / (double)c : sqrt(m2 / (double)c);
-        } else {
-            r.g_mean[k] = r.g_s1[k] / (double)c;
-            r.g_flag[k] = 1;
-            atomicAdd(r.g_nflag, 1);
-        }
-    }
 }
 
 /* Second pass for marked std / var bins: sum (v - mean)^2 (SciPy's formula).
@@ -1017,13 +974,13 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
             is *= nedges[d] - 1;
         }
     }
-    /* device scratch, zeroed: edges | cnt | s1 | s2 | key | mean | m2 | flag | nflag (16 bytes) [| want |
-     * nsingle | nwant, slen, done (16 bytes)]; then [single | sval | sbin] (std / var up to SINGLE_BINS bins) */
+    /* device scratch, zeroed: edges | cnt | s1 | s2 | key | mean | m2 | flag | nflag (16 bytes) [| nsingle];
+     * then [single] (std / var: SINGLES slots a bin) */
     const size_t nbz = (size_t)nb;
-    const bool singles = kind == K_STD && nb <= SINGLE_BINS;
-    const size_t zbytes = (size_t)ne * 8 + nbz * 8 * 6 + nbz * 4 + 16 + (singles ? nbz * 8 + 16 : 0);
+    const bool singles = kind == K_STD;
+    const size_t zbytes = (size_t)ne * 8 + nbz * 8 * 6 + nbz * 4 + 16 + (singles ? nbz * 4 : 0);
     const size_t tail = (zbytes + 15) & ~(size_t)15;
-    const size_t gbytes = singles ? tail + nbz * SINGLES * 8 + (size_t)SLIST * 12 : zbytes;
+    const size_t gbytes = singles ? tail + nbz * SINGLES * 8 : zbytes;
     char *g = NULL;
     void *d_x[MAXD] = {NULL};
     void *d_v = NULL, *d_res = NULL;
@@ -1049,15 +1006,8 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
     r.g_flag = (int *)(r.g_m2 + nbz);
     r.g_nflag = r.g_flag + nbz;
     if (singles) {
-        int *z = (int *)((char *)r.g_nflag + 16);
-        r.g_want = z;
-        r.g_nsingle = z + nbz;
-        r.g_nwant = z + 2 * nbz;
-        r.g_slen = (unsigned *)(z + 2 * nbz + 1);
-        r.g_done = z + 2 * nbz + 2;
+        r.g_nsingle = (int *)((char *)r.g_nflag + 16);
         r.g_single = (double *)(g + tail);
-        r.g_sval = r.g_single + nbz * SINGLES;
-        r.g_sbin = (int *)(r.g_sval + SLIST);
     }
     if (kind == K_MIN)
         GS_CUDA_GOTO(cudaMemsetAsync(r.g_key, 0xff, nbz * 8, s));
@@ -1128,11 +1078,6 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
         result_kernel<<<rb, 256, 0, s>>>(r, kind, statistic == GS_STAT_VAR, out);
         GS_CUDA_GOTO(cudaGetLastError());
         if (kind == K_STD && n > 0) {
-            if (singles) { /* bins of few points from the list (returns at once when none is wanted) */
-                const int sg = 2 * dev->multiprocessors < (int)(SLIST / 256) ? 2 * dev->multiprocessors : (int)(SLIST / 256);
-                singles_kernel<<<sg, 256, 0, s>>>(r, statistic == GS_STAT_VAR, out);
-                GS_CUDA_GOTO(cudaGetLastError());
-            }
             /* the second pass (it returns at once when no bin is marked);
              * host input of several chunks is staged again */
             for (int64_t off = 0; off < n; off += chunk) {
