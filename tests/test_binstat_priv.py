@@ -499,3 +499,29 @@ def test_points_on_and_next_to_every_edge(backend, kind, dtype, edges):
     got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), "count", bins=nb, range=rng2)
     ref = scipy_binned_statistic(x, v, "count", bins=nb, range=rng2)
     np.testing.assert_array_equal(to_host(got.binnumber), ref.binnumber)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_std_few_points_sharing_a_copy_or_many(backend, kind, dtype):
+    """Ill-conditioned bins (mean 10^6 / 10^4 times the spread) of 2 points
+    side by side (one thread's pair of points: one copy of the partials, not
+    two single ones: the second pass), of 2 points far apart (two single
+    copies), of 16 and of 17 points: SciPy's two-pass value every time."""
+    rng = np.random.default_rng(21)
+    nb = 400
+    centers = (np.arange(nb) + 0.5) / nb
+    parts = []
+    for b in range(nb):
+        k = 2 if b < 300 else (16 if b < 350 else 17)
+        parts.append(np.full(k, centers[b]))
+    pair_bins = np.concatenate(parts[:150])  # each bin's two points adjacent, at an even index
+    rest = rng.permutation(np.concatenate(parts[150:]))
+    x = np.concatenate([pair_bins, rest]).astype(dtype)
+    big = 1e6 if dtype == np.float64 else 1e4
+    v = (big + rng.standard_normal(x.size)).astype(dtype)
+    kw = dict(bins=nb, range=(0, 1))
+    for stat in ("std", "var"):
+        got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, **kw)
+        ref = scipy.stats.binned_statistic(x, v, "std", **kw).statistic
+        ref = ref ** 2 if stat == "var" else ref
+        np.testing.assert_allclose(np.asarray(to_host(got.statistic)), ref, rtol=1e-9, atol=0)
