@@ -344,16 +344,6 @@ def binstat_cases(cp, timer, rows, ceiling, torch=None):
 
     from benchmarks.common import binstat_roof
 
-    def edges_given(case, fn, nbytes):
-        """The device time of a call without a wait: a graph replay (events where it cannot be captured)."""
-        ms = _measure_row(cp, timer, rows, out, ceiling, case, "binned_statistic", "gpusync:auto(edges given, graph)",
-                          fn, nbytes, graph=True, reps=7, inner=3)
-        if ms is None:
-            ms = _measure_row(cp, timer, rows, out, ceiling, case, "binned_statistic", "gpusync:auto(edges given)",
-                              fn, nbytes, reps=7, inner=3)
-        if ms is not None:
-            rows[-1]["pct_read"] = round(100 * nbytes / ms / 1e6 / ceiling, 1)
-
     for dt, sfx in ((cp.float64, ""), (cp.float32, "-f32")):
         x = rs.standard_normal(1 << 25).astype(dt)
         v = (rs.standard_normal(1 << 25) * 3 + 1).astype(dt)
@@ -386,11 +376,9 @@ def binstat_cases(cp, timer, rows, ceiling, torch=None):
                     nbytes)
                 one(case, "gpusync:auto(range given)",
                     lambda stat=stat, nb=nb: gs.binned_statistic(x, v, stat, bins=nb, range=(-6, 6)), nbytes)
-                if nb == 1000:
-                    # the same equal-width edges as an array: SciPy checks x for NaN / inf only when bins is a
-                    # number, so this call has no wait, and a graph replay gives the kernels' own time
-                    e = np.linspace(-6, 6, nb + 1)
-                    edges_given(case, lambda stat=stat, e=e: gs.binned_statistic(x, v, stat, bins=e), nbytes)
+                with env(GPUSYNC_BINSTAT_WINDOW="0"):  # A/B: every point checks its two edges
+                    one(case, "gpusync:auto(range given, no guess window)",
+                        lambda stat=stat, nb=nb: gs.binned_statistic(x, v, stat, bins=nb, range=(-6, 6)), nbytes)
         if torch is not None and sfx == "":
             tx, tv = torch.as_tensor(x, device="cuda"), torch.as_tensor(v, device="cuda")
             for stat in ("mean", "std"):

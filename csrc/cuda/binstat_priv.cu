@@ -953,7 +953,7 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
     {
         /* the guess windows where the points outnumber the edges 256 to 1 (each window is a host pass over its
          * edges: ~1.4 us for 514 edges) */
-        const bool window = n >= 256 * ne;
+        const bool window = n >= 256 * ne && gs_env_number(GS_ENV_BINSTAT_WINDOW, 1, NULL) != 0;
         int64_t eo = 0;
         for (int d = 0; d < ndim; d++) {
             r.eoff[d] = (int)eo;
