@@ -376,9 +376,10 @@ def binstat_cases(cp, timer, rows, ceiling, torch=None):
                     nbytes)
                 one(case, "gpusync:auto(range given)",
                     lambda stat=stat, nb=nb: gs.binned_statistic(x, v, stat, bins=nb, range=(-6, 6)), nbytes)
-                with env(GPUSYNC_BINSTAT_WINDOW="0"):  # A/B: every point checks its two edges
-                    one(case, "gpusync:auto(range given, no guess window)",
-                        lambda stat=stat, nb=nb: gs.binned_statistic(x, v, stat, bins=nb, range=(-6, 6)), nbytes)
+                for w, label in (("1", "guess window"), ("0", "no guess window")):  # the device rule's A/B
+                    with env(GPUSYNC_BINSTAT_WINDOW=w):
+                        one(case, f"gpusync:auto(range given, {label})",
+                            lambda stat=stat, nb=nb: gs.binned_statistic(x, v, stat, bins=nb, range=(-6, 6)), nbytes)
         if torch is not None and sfx == "":
             tx, tv = torch.as_tensor(x, device="cuda"), torch.as_tensor(v, device="cuda")
             for stat in ("mean", "std"):

@@ -465,13 +465,15 @@ def test_2d_std_of_sparse_bins(backend, kind, dtype):
                                else 1e-9, equal_nan=True)
 
 
+@pytest.mark.parametrize("window", ["1", "0"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("edges", ["linspace", "far from 0", "tiny span", "uneven", "float32 values"])
-def test_points_on_and_next_to_every_edge(backend, kind, dtype, edges):
+def test_points_on_and_next_to_every_edge(backend, kind, dtype, edges, window, monkeypatch):
     """Points on every edge and one float step either side of it, among
     enough others that the kernel bins without reading edges where the
-    guess's window proves the bin (guess.cuh): every bin number and count
-    as SciPy's."""
+    guess's window proves the bin (guess.cuh; GPUSYNC_BINSTAT_WINDOW=1 takes
+    it on every device, 0 never): every bin number and count as SciPy's."""
+    monkeypatch.setenv("GPUSYNC_BINSTAT_WINDOW", window)
     nb = 100
     if edges == "linspace":
         e = np.linspace(-3.0, 7.0, nb + 1)

@@ -129,12 +129,14 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                           "and the elements are at least as many as the bins -- and fewer than "
                                           "2^32 for counts -- 32-bit counters, or the float64 sums, in up to 8 "
                                           "passes over the input whose counters fit half the L2)"},
-    [GS_ENV_BINSTAT_WINDOW] = {.name = "GPUSYNC_BINSTAT_WINDOW", .type = "flag", .fallback = "1", .lo = 0,
+    [GS_ENV_BINSTAT_WINDOW] = {.name = "GPUSYNC_BINSTAT_WINDOW", .type = "int", .fallback = "-1", .lo = -1,
                                .hi = 1,
-                               .meaning = "tuning: 0 makes every point of the GPU's privatized binned statistics "
-                                          "check its equal-width guess against two edges (1: where the points "
-                                          "outnumber the edges 256 to 1, a guess inside the window the host "
-                                          "proved for the edges takes its bin without reading them)"},
+                               .meaning = "tuning: whether a point of the GPU's privatized binned statistics whose "
+                                          "equal-width guess falls inside the window the host proved for the edges "
+                                          "takes its bin without reading two edges (where the points outnumber "
+                                          "the edges 256 to 1): 1 yes, 0 no, -1 by the device rule in "
+                                          "binstat_priv.cu (yes where the memory feeds an SM at least 16 bytes a "
+                                          "clock)"},
     [GS_ENV_HISTDD_RING] = {.name = "GPUSYNC_HISTDD_RING", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
                             .meaning = "tuning: 0 keeps unweighted histogram2d's 16-bit shared count from "
                                        "copying its coordinates ahead into a cp.async ring (one group ahead "

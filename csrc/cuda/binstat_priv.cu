@@ -52,7 +52,8 @@
  * are marked.  A bin fills at most SINGLES slots: the cost is bounded by
  * SINGLES * nbins atomics on distinct counters.
  *
- * Where the points outnumber the edges 256 to 1 the host also computes each
+ * Where the points outnumber the edges 256 to 1, on a device whose memory
+ * feeds its SMs fast enough (window_pays), the host also computes each
  * dimension's guess window (guess.cuh): a point whose equal-width guess
  * falls inside it takes its bin without reading the two edges from shared
  * memory, whose pipe the partials' atomics share.
@@ -886,6 +887,25 @@ int64_t inner_bins(int ndim, const int64_t *nedges)
     return nb;
 }
 
+/* Whether the guess window (guess.cuh) pays on this device.  It trades two
+ * shared-memory edge loads a point for a few more instructions and
+ * registers: a gain where the points arrive fast enough for the shared-memory
+ * pipe (the partials' atomics and the edge loads) to bound the kernel, a
+ * small loss where the memory bounds it.  The rate is the DRAM bandwidth per
+ * SM clock.  Measured (ncu kernel time, 32M float64 normal points, 1,000
+ * bins, range given; benchmarks/results/binstat_ncu_*): H200, 18.8 bytes an
+ * SM clock: std 297.6 -> 258.1 us, mean 220.6 -> 214.8, others within 1 %;
+ * H100, 12.8: std 298.9 -> 309.6, max 280.5 -> 286.4, others within 2 %. */
+#ifndef GS_BINSTAT_WINDOW_BYTES_PER_SM_CLOCK
+#define GS_BINSTAT_WINDOW_BYTES_PER_SM_CLOCK 16.0
+#endif
+bool window_pays(const gs_device_info *dev)
+{
+    const double dram = 2.0 * dev->memory_clock_khz * 1e3 * (dev->memory_bus_width_bits / 8.0); /* (DDR) */
+    const double sm_clocks = (double)dev->multiprocessors * dev->clock_khz * 1e3;
+    return sm_clocks > 0 && dram / sm_clocks >= GS_BINSTAT_WINDOW_BYTES_PER_SM_CLOCK;
+}
+
 } // namespace
 
 /* Whether the privatized path takes these bins (csrc/cuda/binstat.cu's
@@ -953,7 +973,8 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
     {
         /* the guess windows where the points outnumber the edges 256 to 1 (each window is a host pass over its
          * edges: ~1.4 us for 514 edges) */
-        const bool window = n >= 256 * ne && gs_env_number(GS_ENV_BINSTAT_WINDOW, 1, NULL) != 0;
+        const int wset = (int)gs_env_number(GS_ENV_BINSTAT_WINDOW, -1, NULL);
+        const bool window = n >= 256 * ne && (wset < 0 ? window_pays(dev) : wset != 0);
         int64_t eo = 0;
         for (int d = 0; d < ndim; d++) {
             r.eoff[d] = (int)eo;
