@@ -148,8 +148,10 @@ def _category_cast(x, dt):
 
 # ---- the kernel call ----------------------------------------------------------------------------------------
 
-def _launch(x, shape3, strides3, op, out_dtype, nout):
-    """Run reduce_axis into a fresh contiguous result of `nout` elements."""
+def _launch(x, shape3, strides3, op, out_dtype, nout, into=None):
+    """Run reduce_axis into a fresh contiguous result of `nout` elements, or
+    into `into` (host x only: a flat host array of out_dtype, written in
+    place)."""
     be = _backend.backend()
     if isinstance(x, DeviceArray):
         lib = Lib.of(x.lib)
@@ -165,7 +167,7 @@ def _launch(x, shape3, strides3, op, out_dtype, nout):
         _dispatch.record(_OP_NAMES[op], engine="cuda", strategy="auto", used="segmented", n=math.prod(shape3),
                          dtype=np.dtype(x.dtype), place="device")  # gs.last_plan(): this call's own record
         return out
-    return _launch_host(be, x, op, out_dtype, nout, shape3, strides3)
+    return _launch_host(be, x, op, out_dtype, nout, shape3, strides3, into)
 
 
 _OP_NAMES = {SUM: "sum", COUNT_NONZERO: "count_nonzero", CUMSUM: "cumsum"}
@@ -179,7 +181,7 @@ def _c_order(shape3, strides3):
     return all(n == 1 or s == w for n, s, w in zip(shape3, strides3, want))
 
 
-def _launch_host(be, x, op, out_dtype, nout, shape3, strides3):
+def _launch_host(be, x, op, out_dtype, nout, shape3, strides3, into=None):
     c_order = _c_order(shape3, strides3)
     if c_order and x.flags.c_contiguous and x.flags.aligned and x.dtype.isnative:
         # a C-contiguous view: the dispatcher picks the engine (the calling thread, the CPU pool or the
@@ -191,13 +193,14 @@ def _launch_host(be, x, op, out_dtype, nout, shape3, strides3):
             _core.reduce_axis(backend, _base_desc(ins[0]), shape3, strides3, op, outs[0], stream)
             return "segmented"
 
-        return _dispatch.run(_OP_NAMES[op], [x.reshape(-1)], [(nout, out_dtype)], call)[0]
+        return _dispatch.run(_OP_NAMES[op], [x.reshape(-1)], [(nout, out_dtype)], call,
+                             into=None if into is None else [into])[0]
     if be == "cuda" and not c_order:
         # the CUDA backend stages a host view as one block: make it C-contiguous
         # and, since (outer, len, inner) then merges, describe it afresh
         x = np.ascontiguousarray(x)
         strides3 = (shape3[1] * shape3[2], shape3[2], 1)
-    out = np.empty(nout, out_dtype)
+    out = np.empty(nout, out_dtype) if into is None else into
     _core.reduce_axis(be, _base_desc(x), tuple(int(v) for v in shape3), tuple(int(v) for v in strides3), op, out,
                       _arrays.host_stream())
     return out
@@ -480,11 +483,12 @@ def cumsum_args(shape, xdt, axis, dtype, out):
 
 
 def _scan_into(out, x, natural, rt):
-    """The flat view of a host `out` that the 1-D scan of host `x` can write
-    in place -- C-contiguous, aligned, native, of the scan's own dtype, and
-    sharing no memory with x (a scan on CPU threads or the GPU reads parts of
-    its input after others wrote their output) -- else None (a temporary,
-    then _write_out's copy)."""
+    """The flat view of a host `out` that the scan of host `x` (1-D, or
+    along an axis: its C-order result) can write in place -- C-contiguous,
+    aligned, native, of the scan's own dtype `natural` (the result's, rt),
+    and sharing no memory with x (a scan on CPU threads or the GPU reads
+    parts of its input after others wrote their output) -- else None (a
+    temporary, then _write_out's copy)."""
     if type(out) is not np.ndarray or type(x) is not np.ndarray or natural != rt or out.dtype != natural:
         return None
     if not (out.flags.c_contiguous and out.flags.aligned and out.flags.writeable) or not out.dtype.isnative:
@@ -525,7 +529,10 @@ def cumsum(a, axis, dtype, out, flat_scan):
             xin = x if isinstance(x, DeviceArray) else np.ascontiguousarray(x)
             shape3 = (n_before, shape[ax], n_after)
             strides3 = (shape[ax] * n_after, n_after, 1)
-        flat = _launch(xin, shape3, strides3, CUMSUM, rt, math.prod(shape))
+        into = _scan_into(out, xin, rt, rt)
+        flat = _launch(xin, shape3, strides3, CUMSUM, rt, math.prod(shape), into)
+        if into is not None:  # the segmented scan wrote the caller's out itself
+            return out
     if out is not None:
         return _write_out(flat, out, x)
     return flat.reshape(res_shape)

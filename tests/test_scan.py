@@ -315,3 +315,31 @@ def test_host_out_of_another_dtype_or_layout_still_copies_correctly():
     a = np.arange(1, 10_001, dtype=np.int32)
     for out in (np.empty(10_000, np.float64), np.empty(20_000, np.int64)[::2], np.empty(10_000, np.int32)):
         np.testing.assert_array_equal(gs.cumsum(a, out=out), np.cumsum(a, out=out.copy()))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_host_out_along_an_axis_written_in_place(dtype, axis):
+    """cumsum along an axis into a host out of the result's dtype: written in
+    place (no result-sized temporary), NumPy's values; an out overlapping the
+    input, a transposed input and a strided out take the temporary."""
+    import tracemalloc
+    rng = np.random.default_rng(3)
+    a = random_array(rng, dtype, 600 * 500, -100, 100).reshape(600, 500)
+    rt = np.cumsum(a[:1, :1], axis=axis).dtype
+    out = np.empty(a.shape, rt)
+    assert gs.cumsum(a, axis=axis, out=out) is out
+    ref = np.cumsum(a, axis=axis) if rt.kind != "f" else np.cumsum(a.astype(np.float64), axis=axis).astype(rt)
+    np.testing.assert_allclose(out, ref, rtol=1e-6 if rt == np.float32 else 1e-12)
+    tracemalloc.start()
+    try:
+        gs.cumsum(a, axis=axis, out=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < out.nbytes // 4, peak
+    for src, dst in ((a.copy(), None), (a.T.copy().T, np.empty(a.shape, rt)), (a, np.empty((600, 1000), rt)[:, ::2])):
+        o = src if dst is None and rt == src.dtype else (np.empty(a.shape, rt) if dst is None else dst)
+        got = gs.cumsum(src, axis=axis, out=o)
+        assert got is o
+        np.testing.assert_allclose(o, ref, rtol=1e-6 if rt == np.float32 else 1e-12)
