@@ -529,3 +529,26 @@ def test_std_few_points_sharing_a_copy_or_many(backend, kind, dtype):
     for stat in ("std", "var"):
         got = np.asarray(to_host(gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, **kw).statistic))
         np.testing.assert_allclose(np.sqrt(got) if stat == "var" else got, ref, rtol=1e-9, atol=atol)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spread", ["well conditioned", "ill conditioned"])
+def test_std_of_host_input_of_several_chunks(spread):
+    """Host float32 input past one 256 MiB staging chunk on the GPU engine:
+    the second pass stages the input again only when a bin is marked (one
+    wait for the count of marked bins first); NumPy's two-pass std either way."""
+    n = 70_000_000
+    rng = np.random.default_rng(8)
+    x = rng.random(n, dtype=np.float32)
+    v = rng.standard_normal(n, dtype=np.float32)
+    if spread == "ill conditioned":
+        v += np.float32(1e4)
+    with gs.use_backend("cuda"):
+        got = gs.binned_statistic(x, v, "std", bins=64, range=(0, 1))
+    b = np.asarray(got.binnumber) - 1
+    assert b.min() >= 0 and b.max() <= 63
+    vd = v.astype(np.float64)
+    cnt = np.bincount(b, minlength=64)
+    mean = np.bincount(b, vd, minlength=64) / cnt
+    ref = np.sqrt(np.bincount(b, (vd - mean[b]) ** 2, minlength=64) / cnt)
+    np.testing.assert_allclose(np.asarray(got.statistic), ref, rtol=1e-6)

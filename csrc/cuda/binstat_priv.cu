@@ -1098,7 +1098,16 @@ extern "C" gs_status gs_cuda_binstat_priv(const gs_array *coords, int ndim, cons
         const unsigned rb = (unsigned)((nb + 255) / 256);
         result_kernel<<<rb, 256, 0, s>>>(r, kind, statistic == GS_STAT_VAR, out);
         GS_CUDA_GOTO(cudaGetLastError());
-        if (kind == K_STD && n > 0) {
+        bool marked = true;
+        if (kind == K_STD && n > 0 && on_host && n > chunk) {
+            /* staging host input of several chunks again costs a PCIe pass over it: first one wait for the
+             * number of marked bins (with the few-point slots, most calls mark none) */
+            int nflag = 0;
+            GS_CUDA_GOTO(cudaMemcpyAsync(&nflag, r.g_nflag, sizeof nflag, cudaMemcpyDeviceToHost, s));
+            GS_GOTO(gs_cuda_wait_stream(s));
+            marked = nflag != 0;
+        }
+        if (kind == K_STD && n > 0 && marked) {
             /* the second pass (it returns at once when no bin is marked);
              * host input of several chunks is staged again */
             for (int64_t off = 0; off < n; off += chunk) {
