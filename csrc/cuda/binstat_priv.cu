@@ -895,7 +895,11 @@ int64_t inner_bins(int ndim, const int64_t *nedges)
  * SM clock.  Measured (ncu kernel time, 32M float64 normal points, 1,000
  * bins, range given; benchmarks/results/binstat_ncu_*): H200, 18.8 bytes an
  * SM clock: std 297.6 -> 258.1 us, mean 220.6 -> 214.8, others within 1 %;
- * H100, 12.8: std 298.9 -> 309.6, max 280.5 -> 286.4, others within 2 %. */
+ * H100, 12.8: std 298.9 -> 309.6, max 280.5 -> 286.4, others within 2 %.
+ * Devices not measured here (H100 NVL, GH200, B200: about 17-27 bytes an SM
+ * clock) take the window by this rule, at worst the H100's few per cent; a
+ * MIG slice reports fewer SMs with the whole memory's clock and width (the
+ * ratio reads high).  GPUSYNC_BINSTAT_WINDOW=0 / 1 overrides it. */
 #ifndef GS_BINSTAT_WINDOW_BYTES_PER_SM_CLOCK
 #define GS_BINSTAT_WINDOW_BYTES_PER_SM_CLOCK 16.0
 #endif
