@@ -255,6 +255,17 @@ def test_gpu_lookback_nap_changes_nothing_but_time(delay, dtype, monkeypatch):
         np.testing.assert_array_equal(got, np.cumsum(h))
 
 
+def _peak_bytes(call):
+    """The peak of Python-tracked allocations (NumPy's included) during call()."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("strategy", STRATS)
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
 @pytest.mark.parametrize("n", [0, 1, 4097, 300_007])
@@ -262,19 +273,12 @@ def test_host_out_written_in_place(dtype, n, strategy):
     """A host out of the scan's own dtype is written in place: the result is
     out, and the call allocates no temporary of the result's size (before:
     a new result, then a copy into out)."""
-    import tracemalloc
     a = random_array(np.random.default_rng(n + 1), dtype, n, -1000, 1000)
     out = np.full(n, 7, np.cumsum(a).dtype)
     assert gs.cumsum(a, out=out, strategy=strategy) is out
     _check(out, a)
     if n >= 4097:
-        tracemalloc.start()
-        try:
-            gs.cumsum(a, out=out, strategy=strategy)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        assert peak < out.nbytes // 4, peak
+        assert _peak_bytes(lambda: gs.cumsum(a, out=out, strategy=strategy)) < out.nbytes // 4
         _check(out, a)
     # a 2-D input's flattened scan into a flat view of a 2-D out
     if n == 300_007:
@@ -323,7 +327,6 @@ def test_host_out_along_an_axis_written_in_place(dtype, axis):
     """cumsum along an axis into a host out of the result's dtype: written in
     place (no result-sized temporary), NumPy's values; an out overlapping the
     input, a transposed input and a strided out take the temporary."""
-    import tracemalloc
     rng = np.random.default_rng(3)
     a = random_array(rng, dtype, 600 * 500, -100, 100).reshape(600, 500)
     rt = np.cumsum(a[:1, :1], axis=axis).dtype
@@ -339,13 +342,7 @@ def test_host_out_along_an_axis_written_in_place(dtype, axis):
         assert (err <= tol * (scale + np.abs(ref.astype(np.float64)))).all(), err.max()
 
     close(out)
-    tracemalloc.start()
-    try:
-        gs.cumsum(a, axis=axis, out=out)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < out.nbytes // 4, peak
+    assert _peak_bytes(lambda: gs.cumsum(a, axis=axis, out=out)) < out.nbytes // 4
     close(out)
     for src, dst in ((a.copy(), None), (a.T.copy().T, np.empty(a.shape, rt)), (a, np.empty((600, 1000), rt)[:, ::2])):
         o = src if dst is None and rt == src.dtype else (np.empty(a.shape, rt) if dst is None else dst)
