@@ -694,40 +694,34 @@ __global__ void __launch_bounds__(THREADS, BLOCKS_SM) priv_kernel(priv_args r, l
                 key = KIND == K_MIN ? (q < key ? q : key) : (q > key ? q : key);
             }
         }
-        if (KIND == K_STD) { /* (by lane: every lane of a segment holds its bin's block totals) */
-            const int k = i / R;
-            unsigned long long before = 0;
-            if (in && (lane & (R - 1)) == 0 && n) {
+        const int k = by_lane ? i / R : i;
+        unsigned long long before = 0; /* (std: the bin's count before this block's) */
+        if (in && (!by_lane || (lane & (R - 1)) == 0)) { /* the bin's first lane adds the block's partials */
+            if (KIND == K_MIN) {
+                if (key != (K)~(K)0)
+                    atomicMin(r.g_key + k, widen(key));
+            } else if (KIND == K_MAX) {
+                if (key != (K)0)
+                    atomicMax(r.g_key + k, widen(key));
+            } else if (KIND == K_SUM) {
+                if (a != 0.0 || a != a)
+                    atomicAdd(r.g_s1 + k, a);
+            } else if (n) {
                 before = atomicAdd(r.g_cnt + k, n);
-                atomicAdd(r.g_s1 + k, a);
-                atomicAdd(r.g_s2 + k, b);
+                if (KIND != K_COUNT)
+                    atomicAdd(r.g_s1 + k, a);
+                if (KIND == K_STD)
+                    atomicAdd(r.g_s2 + k, b);
             }
+        }
+        /* std's single slots (by lane: every lane of a bin's segment holds the block's totals n) */
+        if (KIND == K_STD && r.g_single) {
             before = __shfl_sync(FULL, before, lane & ~(R - 1));
-            if (r.g_single && in && n_cell == 1 && before + n <= (unsigned long long)SINGLES) {
+            if (in && n_cell == 1 && before + n <= (unsigned long long)SINGLES) {
                 const int slot = atomicAdd(r.g_nsingle + k, 1);
                 if (slot < SINGLES)
                     r.g_single[(size_t)k * SINGLES + slot] = a_cell;
             }
-            continue;
-        }
-        if (!in || (by_lane && (lane & (R - 1)) != 0))
-            continue;
-        const int k = by_lane ? i / R : i;
-        if (KIND == K_MIN) {
-            if (key != (K)~(K)0)
-                atomicMin(r.g_key + k, widen(key));
-        } else if (KIND == K_MAX) {
-            if (key != (K)0)
-                atomicMax(r.g_key + k, widen(key));
-        } else if (KIND == K_SUM) {
-            if (a != 0.0 || a != a)
-                atomicAdd(r.g_s1 + k, a);
-        } else if (n) {
-            atomicAdd(r.g_cnt + k, n);
-            if (KIND != K_COUNT)
-                atomicAdd(r.g_s1 + k, a);
-            if (KIND == K_STD)
-                atomicAdd(r.g_s2 + k, b);
         }
     }
 }

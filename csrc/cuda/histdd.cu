@@ -112,17 +112,13 @@ template <> struct loader<double, 2> {
 template <class E> __device__ __forceinline__ E to_e(float x) { return (E)x; }
 template <class E, class T> __device__ __forceinline__ E to_e(T x) { return to_d(x); }
 
-/* One dimension's guess in E (guess.cuh): t = (v - lo) * scale, k = floor(t). */
+/* One dimension's guess window in E (guess.cuh: t = (v - lo) * scale, k = floor(t)). */
 template <class E> struct guess_of;
 template <> struct guess_of<float> {
     static __device__ __forceinline__ const float *p(const dd_args &r) { return r.gf; }
-    static __device__ __forceinline__ int floor_frac(float t, float *fr) { return gs_guess_floor_frac(t, fr); }
-    static __device__ __forceinline__ float t(float v, float lo, float scale) { return gs_guess_t(v, lo, scale); }
 };
 template <> struct guess_of<double> {
     static __device__ __forceinline__ const double *p(const dd_args &r) { return r.gd; }
-    static __device__ __forceinline__ int64_t floor_frac(double t, double *fr) { return gs_guess_floor_frac(t, fr); }
-    static __device__ __forceinline__ double t(double v, double lo, double scale) { return gs_guess_t(v, lo, scale); }
 };
 
 /* k < m1 as the unsigned comparison of k's width (k < 0 fails too). */
@@ -142,7 +138,7 @@ __device__ __forceinline__ int64_t bin_of(const dd_args &r, const E *e, int d, E
     const E *g = guess_of<E>::p(r) + 4 * d;
     const int64_t m1 = r.nedges[d] - 1;
     E fr;
-    const auto k = guess_of<E>::floor_frac(guess_of<E>::t(v, g[0], g[1]), &fr);
+    const auto k = gs_guess_floor_frac(gs_guess_t(v, g[0], g[1]), &fr);
     if (below(k, m1)) {
         if (WINDOW && fr > g[2] && fr < g[3])
             return k;
@@ -188,7 +184,7 @@ __device__ __forceinline__ void group_bins(const dd_args &r, const E *edges, con
                 const E *gw = guess_of<E>::p(r) + 4 * d;
                 const int64_t m1 = r.nedges[d] - 1;
                 E fr;
-                const auto k = guess_of<E>::floor_frac(guess_of<E>::t(to_e<E>(x[d][j]), gw[0], gw[1]), &fr);
+                const auto k = gs_guess_floor_frac(gs_guess_t(to_e<E>(x[d][j]), gw[0], gw[1]), &fr);
                 fast = fast & below(k, m1) & (fr > gw[2]) & (fr < gw[3]);
                 a = a * (UI)m1 + (UI)k;
             }
