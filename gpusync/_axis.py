@@ -482,14 +482,14 @@ def cumsum_args(shape, xdt, axis, dtype, out):
     return ax, shape, res_shape, rt, out
 
 
-def _scan_into(out, x, natural, rt):
+def _scan_into(out, x, dt):
     """The flat view of a host `out` that the scan of host `x` (1-D, or
     along an axis: its C-order result) can write in place -- C-contiguous,
-    aligned, native, of the scan's own dtype `natural` (the result's, rt),
-    and sharing no memory with x (a scan on CPU threads or the GPU reads
-    parts of its input after others wrote their output) -- else None (a
-    temporary, then _write_out's copy)."""
-    if type(out) is not np.ndarray or type(x) is not np.ndarray or natural != rt or out.dtype != natural:
+    aligned, native, of the dtype `dt` the scan writes, and sharing no
+    memory with x (a scan on CPU threads or the GPU reads parts of its input
+    after others wrote their output) -- else None (a temporary, then
+    _write_out's copy)."""
+    if type(out) is not np.ndarray or type(x) is not np.ndarray or out.dtype != dt:
         return None
     if not (out.flags.c_contiguous and out.flags.aligned and out.flags.writeable) or not out.dtype.isnative:
         return None
@@ -513,7 +513,7 @@ def cumsum(a, axis, dtype, out, flat_scan):
         if rt.kind == "f" and rt.itemsize > np.dtype(x.dtype).itemsize:
             x = _astype(x, rt)  # the 1-D scan writes its input's dtype: a wider float's prefixes need a wider input
         natural = np.cumsum(np.zeros(1, x.dtype)).dtype  # what the 1-D scan kernels write
-        into = _scan_into(out, x, natural, rt)
+        into = _scan_into(out, x, natural) if natural == rt else None  # (else a cast after the scan)
         flat = flat_scan(x, natural, into)
         if into is not None:  # the scan wrote the caller's out itself: no temporary, no copy
             return out
@@ -529,7 +529,7 @@ def cumsum(a, axis, dtype, out, flat_scan):
             xin = x if isinstance(x, DeviceArray) else np.ascontiguousarray(x)
             shape3 = (n_before, shape[ax], n_after)
             strides3 = (shape[ax] * n_after, n_after, 1)
-        into = _scan_into(out, xin, rt, rt)
+        into = _scan_into(out, xin, rt)
         flat = _launch(xin, shape3, strides3, CUMSUM, rt, math.prod(shape), into)
         if into is not None:  # the segmented scan wrote the caller's out itself
             return out
