@@ -269,10 +269,11 @@ def _peak_bytes(call):
 @pytest.mark.parametrize("strategy", STRATS)
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
 @pytest.mark.parametrize("n", [0, 1, 4097, 300_007])
-def test_host_out_written_in_place(dtype, n, strategy):
-    """A host out of the scan's own dtype is written in place: the result is
-    out, and the call allocates no temporary of the result's size (before:
-    a new result, then a copy into out)."""
+def test_host_out_written_in_place(backend, dtype, n, strategy):
+    """A host out of the scan's own dtype is written in place, on each engine
+    (the cuda one copies its chunks back into out): the result is out, and
+    the call allocates no temporary of the result's size (before: a new
+    result, then a copy into out)."""
     a = random_array(np.random.default_rng(n + 1), dtype, n, -1000, 1000)
     out = np.full(n, 7, np.cumsum(a).dtype)
     assert gs.cumsum(a, out=out, strategy=strategy) is out
@@ -323,7 +324,7 @@ def test_host_out_of_another_dtype_or_layout_still_copies_correctly():
 
 @pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
 @pytest.mark.parametrize("axis", [0, 1, -1])
-def test_host_out_along_an_axis_written_in_place(dtype, axis):
+def test_host_out_along_an_axis_written_in_place(backend, dtype, axis):
     """cumsum along an axis into a host out of the result's dtype: written in
     place (no result-sized temporary), NumPy's values; an out overlapping the
     input, a transposed input and a strided out take the temporary."""
