@@ -81,6 +81,95 @@ def test_u8_256_every_distribution(dist, n, off, lib):
     assert np.array_equal(to_np(gs.bincount(x, minlength=256)), np.bincount(a[off:], minlength=256))
 
 
+# hist_smem.cu's byte kernel (contiguous 8-bit data on the identity bins past GS_HIST_U8_SMALL_MAX_BYTES; at
+# every size with GPUSYNC_HIST_SMALL=0): one block, blocks whose share ends inside a vector, sizes past 3 MiB
+BYTE_SIZES = [1, 17, 4099, 1_000_003, 3_145_745, 5_000_011]
+
+
+@pytest.mark.parametrize("grid", [None, "1", "7"])
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+@pytest.mark.parametrize("off", [0, 1, 15])
+@pytest.mark.parametrize("n", BYTE_SIZES)
+@pytest.mark.parametrize("dist", ["uniform", "same", "zipf", "alternating"])
+def test_u8_byte_kernel(dist, n, off, lib, grid, monkeypatch, capfd):
+    """The byte kernel's counts (64 replicas a bin, one PRMT a byte) equal NumPy's: histogram over (0, 256),
+    bincount with bins past the 256 it counts; one block storing, a few adding, the default grid (GPUSYNC_HIST_GRID);
+    GPUSYNC_DEBUG names the kernel."""
+    if grid is not None and n < 1_000_000:
+        pytest.skip("the forced grids on the larger sizes")
+    monkeypatch.setenv("GPUSYNC_HIST_SMALL", "0")
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    if grid is not None:
+        monkeypatch.setenv("GPUSYNC_HIST_GRID", grid)
+    rng = np.random.default_rng(n + off)
+    a = make_dist(dist, n + off, rng)
+    x = sliced(lib, a, off)
+    gs.histogram(x, bins=256, range=(0, 256))  # (a first call may calibrate the engine choice, counting bytes too)
+    capfd.readouterr()
+    h, _ = gs.histogram(x, bins=256, range=(0, 256))
+    assert np.array_equal(to_np(h), np.bincount(a[off:], minlength=256))
+    assert np.array_equal(to_np(gs.bincount(x, minlength=300)), np.bincount(a[off:], minlength=300))
+    err = capfd.readouterr().err
+    assert err.count("histogram kernel: bytes") == 2, err
+
+
+@pytest.mark.parametrize("n", [4099, 3_145_745])
+def test_u8_byte_kernel_int8_bool_and_strided(n, monkeypatch):
+    """int8 (its negative values outside (0, 256)) and bool take the byte kernel's neighbours as before; a strided
+    view takes the generic kernel; the results equal NumPy's."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("GPUSYNC_HIST_SMALL", "0")
+    rng = np.random.default_rng(n)
+    a = rng.integers(-128, 128, n, dtype=np.int8)
+    d = cp.asarray(a)
+    assert np.array_equal(gs.histogram(d, 256, (0, 256))[0].get(), np.histogram(a, 256, (0, 256))[0])
+    assert np.array_equal(gs.histogram(d, 256, (-128, 128))[0].get(), np.histogram(a, 256, (-128, 128))[0])
+    b = a > 0
+    assert np.array_equal(gs.bincount(cp.asarray(b)).get(), np.bincount(b))
+    u = rng.integers(0, 256, 2 * n, dtype=np.uint8)
+    assert np.array_equal(gs.histogram(cp.asarray(u)[::2], 256, (0, 256))[0].get(),
+                          np.bincount(u[::2], minlength=256))
+
+
+@pytest.mark.parametrize("n", [5_000_011])
+def test_u8_byte_kernel_in_a_graph_capture(n, monkeypatch, capfd):
+    """Under capture the byte kernel runs as the zeroing kernel's programmatic dependent and adds into the zeroed
+    counts; replays on new data stay right."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    x = torch.randint(0, 256, (n,), dtype=torch.uint8, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        gs.histogram(x, 256, (0, 256))
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    capfd.readouterr()
+    with torch.cuda.graph(g):
+        h, _ = gs.histogram(x, 256, (0, 256))
+    err = capfd.readouterr().err
+    assert err.count("histogram kernel: bytes") == 1 and "zeroing kernel" in err, err
+    for hi in (256, 3):
+        x.random_(0, hi)
+        g.replay()
+        torch.cuda.synchronize()
+        assert np.array_equal(h.cpu().numpy(), np.bincount(x.cpu().numpy(), minlength=256))
+
+
+@pytest.mark.sanitizer
+def test_u8_byte_kernel_sanitized(monkeypatch):
+    """The byte kernel at a few sizes (one block stores; blocks add), for compute-sanitizer."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("GPUSYNC_HIST_SMALL", "0")
+    rng = np.random.default_rng(5)
+    for n, grid in ((100, None), (40_003, "1"), (300_017, None)):
+        if grid:
+            monkeypatch.setenv("GPUSYNC_HIST_GRID", grid)
+        a = rng.integers(0, 256, n + 1, dtype=np.uint8)
+        got = gs.histogram(cp.asarray(a)[1:], 256, (0, 256))[0].get()
+        assert np.array_equal(got, np.bincount(a[1:], minlength=256))
+        monkeypatch.delenv("GPUSYNC_HIST_GRID", raising=False)
+
+
 @pytest.mark.parametrize("lib", ["cupy", "numpy"])
 @pytest.mark.parametrize("n", [17, 1_000_003])
 @pytest.mark.parametrize("dist", DISTS)

@@ -13,6 +13,7 @@
 #include "hist_launch.cuh"
 #include "kernel_refs.cuh"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* f(byte) for each of the 16 bytes of a vector, in order. */
@@ -142,6 +143,70 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
         gs_hist_finish(h, nb, rshift, (unsigned long long *)out, fin);
 }
 
+/* 8-bit data on the identity bins (byte v counts in bin v: a 256-bin histogram over (0, 256), bincount of
+ * bytes), contiguous.  The issue slots, not the shared atomics' pipe, bounded the kernel above on this case
+ * (ncu, H200 r204 / r205: 76 % of issue slots busy, six instructions a shared atomic; with one PRMT a byte
+ * the same atomics alone ran 1.37x faster).  So every bin has GS_HIST_BYTES_REPLICAS = 64 words, laid out
+ * [bin][64]: lane l of an even warp adds to word l of the bin, of an odd warp to word 32 + l, and the
+ * counter's byte offset v << 8 | l << 2 | (warp & 1) << 7 is one __byte_perm of the loaded word and the
+ * thread's low byte -- a PRMT and the atomic, a byte.  A warp's 32 updates sit in 32 banks, as with 32
+ * replicas.  The block's end is gs_hist_finish's, on 256 bins of 64 replicas. */
+template <int U>
+__global__ void __launch_bounds__(GS_HIST_BYTES_THREADS, 1)
+    hist_bytes_kernel(const uint8_t *__restrict__ x, int64_t n, void *out, gs_hist_fin fin)
+{
+    static_assert(GS_HIST_BYTES_REPLICAS == 64, "the byte offset below is 8 bits of bin, 6 of replica, 2 of byte");
+    extern __shared__ __align__(16) unsigned char smem[];
+    unsigned *const h = (unsigned *)smem;
+    for (int i = threadIdx.x; i < 256 * GS_HIST_BYTES_REPLICAS; i += blockDim.x)
+        h[i] = 0;
+    __syncthreads();
+    const unsigned mine = (threadIdx.x << 2) & 0xfcu; /* lane << 2 | (warp & 1) << 7 */
+    auto add = [&](unsigned off) { atomicAdd_block((unsigned *)(smem + off), 1u); };
+    gs_for_each_vec<U, false>(
+        x, n, 1,
+        [&](uint8_t v, int64_t, bool ok) {
+            if (ok)
+                add((unsigned)v << 8 | mine);
+        },
+        [&](const gs_vec<uint8_t> &r, int64_t, bool) {
+            const unsigned w[4] = {(unsigned)r.v.x, (unsigned)r.v.y, (unsigned)r.v.z, (unsigned)r.v.w};
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) /* result bytes: mine, byte j of w, 0, 0 */
+                    add(__byte_perm(w[q], mine, 0x5504u | (unsigned)j << 4));
+        });
+    gs_hist_finish(h, 256, 6, (unsigned long long *)out, fin);
+}
+
+/* hist_bytes_kernel where it applies (1 and *st set), else 0. */
+static int bytes_try(const gs_hist_launch *l, gs_status *st, int *declined)
+{
+    const gs_binner &b = l->binner;
+    const size_t smem = (size_t)256 * GS_HIST_BYTES_REPLICAS * 4;
+    if (l->w || l->xstride != 1 || b.kind != GS_BINS_DIRECT || b.offset != 0 || b.nbins < 256 ||
+        (int64_t)smem > l->dev->shared_memory_per_block_optin)
+        return 0;
+    auto kern = hist_bytes_kernel<GS_HIST_BYTES_LOADS>;
+    const int threads = GS_HIST_BYTES_THREADS;
+    int64_t resident = 0;
+    *st = gs_cuda_allow_smem((const void *)kern, l->dev);
+    if (*st == GS_OK)
+        *st = gs_cuda_resident_blocks((const void *)kern, threads, smem, l->dev, &resident);
+    if (*st != GS_OK)
+        return 1;
+    int64_t grid = gs_hist_grid(l, resident, threads);
+    int forced = 0;
+    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
+    if (grid < resident && !forced) /* (as launch() below) */
+        grid = grid < (l->dev->multiprocessors + 1) / 2 ? (l->dev->multiprocessors + 1) / 2 : grid;
+    *st = gs_hist_launch_fin(l, kern, grid, threads, smem, declined, (const uint8_t *)l->x, l->n, l->out);
+    if (*st == GS_OK && !*declined && gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
+        fprintf(stderr, "[gpusync] histogram kernel: bytes (%lld blocks of %d)\n", (long long)grid, threads);
+    return 1;
+}
+
 /* The fast paths of hist_small.cu where they apply, else this kernel; with
  * l->fuse (the fused form asked for), *declined when it does not fit and
  * nothing was launched. */
@@ -149,6 +214,8 @@ template <class T> static gs_status launch(const gs_hist_launch *l, int *decline
 {
     gs_status small_st = GS_OK;
     if (gs_hist_small_try(l, &small_st, declined) || *declined)
+        return small_st;
+    if (sizeof(T) == 1 && bytes_try(l, &small_st, declined))
         return small_st;
     const int W = l->w != NULL;
     const int rshift = gs_hist_replica_shift(l);
@@ -204,5 +271,7 @@ int gs_hist_shared_refs(gs_kernel_ref *r)
 {
     r[0] = {"histogram:shared", (const void *)hist_shared_kernel<uint8_t, false>, GS_HIST_BLOCK_THREADS,
             (size_t)256 * GS_HIST_MAX_REPLICAS * 4};
-    return 1;
+    r[1] = {"histogram:shared-bytes", (const void *)hist_bytes_kernel<GS_HIST_BYTES_LOADS>, GS_HIST_BYTES_THREADS,
+            (size_t)256 * GS_HIST_BYTES_REPLICAS * 4};
+    return 2;
 }

@@ -36,6 +36,18 @@
  * them (memory-level parallelism). */
 #define GS_HIST_VEC_UNROLL 2
 
+/* 8-bit data on the identity bins (byte v counts in bin v), contiguous, past
+ * GS_HIST_U8_SMALL_MAX_BYTES: hist_smem.cu's byte kernel, one block of this
+ * many threads per SM, GS_HIST_BYTES_LOADS 16-byte loads in flight a thread,
+ * 64 replicas of every bin addressed by one PRMT a byte.  H200, probe
+ * benchmarks/probes/u8_pipe.cu, graph replay, uniform bytes (r205): 1 GiB
+ * 255.2 -> 243.8 us, 256 MiB 68.6 -> 66.2, 32 MiB 14.1 -> 13.3 against the
+ * generic kernel's 1024 x 2 blocks, 2 loads and 32 replicas; 1024 x 2 blocks
+ * with 2 or 4 loads and 512 x 3 with 4 were slower or no faster. */
+#define GS_HIST_BYTES_THREADS 1024
+#define GS_HIST_BYTES_LOADS 4
+#define GS_HIST_BYTES_REPLICAS 64
+
 /* 8-bit data: the dedicated kernel of hist_small.cu (grid sized from the
  * work, 512 x 4 blocks per SM) up to this many bytes, the generic shared
  * kernel above.  H200, graph replay, uniform / one value: 1e6 bytes 6.3 / 6.0
