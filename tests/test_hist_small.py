@@ -113,10 +113,36 @@ def test_u8_byte_kernel(dist, n, off, lib, grid, monkeypatch, capfd):
     assert err.count("histogram kernel: bytes") == 2, err
 
 
+@pytest.mark.parametrize("grid", [None, "1", "5"])
+@pytest.mark.parametrize("n", [4099, 3_145_745])
+@pytest.mark.parametrize("dist", ["uniform", "text", "same"])
+@pytest.mark.parametrize("bins,rng_", [(100, (0, 100)), (7, (3, 250)), (256, (-0.5, 255.5)), (300, (0, 300)),
+                                       (64, (0, 256)), (128, (0, 128)), (1, (101, 102)), (2, (254, 256))])
+def test_u8_byte_kernel_bins_from_a_table(bins, rng_, dist, n, grid, monkeypatch, capfd):
+    """Bins other than the 256 bytes (fewer, an offset, a lookup table, the closed top edge): the byte kernel counts
+    the raw bytes and adds each byte's count to its bin at the end -- one block zeroing and adding to the results,
+    a few blocks adding into the accumulators, the default grid; the results equal NumPy's."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("GPUSYNC_HIST_SMALL", "0")
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    if grid is not None:
+        monkeypatch.setenv("GPUSYNC_HIST_GRID", grid)
+    a = make_dist(dist, n + 3, np.random.default_rng(n))
+    d = cp.asarray(a)[3:]
+    gs.histogram(d, bins=bins, range=rng_)  # (a first call may calibrate the engine choice)
+    capfd.readouterr()
+    h, e = gs.histogram(d, bins=bins, range=rng_)
+    want_h, want_e = np.histogram(a[3:], bins=bins, range=rng_)
+    np.testing.assert_array_equal(h.get(), want_h)
+    np.testing.assert_array_equal(e.get(), want_e)
+    err = capfd.readouterr().err
+    assert err.count("histogram kernel: bytes") == 1, err
+
+
 @pytest.mark.parametrize("n", [4099, 3_145_745])
 def test_u8_byte_kernel_int8_bool_and_strided(n, monkeypatch):
-    """int8 (its negative values outside (0, 256)) and bool take the byte kernel's neighbours as before; a strided
-    view takes the generic kernel; the results equal NumPy's."""
+    """int8 (its negative values outside (0, 256), bytes 0x80..0xff) and bool on the byte kernel; a strided view on the
+    generic kernel; the results equal NumPy's."""
     cp = pytest.importorskip("cupy")
     monkeypatch.setenv("GPUSYNC_HIST_SMALL", "0")
     rng = np.random.default_rng(n)
@@ -157,7 +183,8 @@ def test_u8_byte_kernel_in_a_graph_capture(n, monkeypatch, capfd):
 
 @pytest.mark.sanitizer
 def test_u8_byte_kernel_sanitized(monkeypatch):
-    """The byte kernel at a few sizes (one block stores; blocks add), for compute-sanitizer."""
+    """The byte kernel at a few sizes (one block stores; blocks add), on the identity bins and on bins from a table,
+    for compute-sanitizer."""
     cp = pytest.importorskip("cupy")
     monkeypatch.setenv("GPUSYNC_HIST_SMALL", "0")
     rng = np.random.default_rng(5)
@@ -165,8 +192,9 @@ def test_u8_byte_kernel_sanitized(monkeypatch):
         if grid:
             monkeypatch.setenv("GPUSYNC_HIST_GRID", grid)
         a = rng.integers(0, 256, n + 1, dtype=np.uint8)
-        got = gs.histogram(cp.asarray(a)[1:], 256, (0, 256))[0].get()
-        assert np.array_equal(got, np.bincount(a[1:], minlength=256))
+        for bins, rng_ in ((256, (0, 256)), (64, (0, 256)), (7, (3, 250))):
+            got = gs.histogram(cp.asarray(a)[1:], bins, rng_)[0].get()
+            assert np.array_equal(got, np.histogram(a[1:], bins, rng_)[0])
         monkeypatch.delenv("GPUSYNC_HIST_GRID", raising=False)
 
 

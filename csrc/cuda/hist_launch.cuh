@@ -114,14 +114,28 @@ __device__ __forceinline__ void gs_hist_merge_each(const C *h, int nb, int rshif
             put(k, acc);
     }
 }
-template <class C, class O>
-__device__ __forceinline__ void gs_hist_merge(const C *h, int nb, int rshift, O *out)
+/* The bin map of the ends below: the result a replica row adds to.  The
+ * identity (every kernel but the byte kernel, hist_smem.cu), or a table
+ * (gs_bin_table: the byte kernel counts the 256 raw bytes and adds each
+ * byte's count to the bin the binner gives it, -1: to none). */
+struct gs_bin_same {
+    static constexpr bool identity = true;
+    __device__ int operator()(int k) const { return k; }
+};
+struct gs_bin_table {
+    static constexpr bool identity = false;
+    const int *bin; /* shared memory */
+    __device__ int operator()(int k) const { return bin[k]; }
+};
+template <class C, class O, class M = gs_bin_same>
+__device__ __forceinline__ void gs_hist_merge(const C *h, int nb, int rshift, O *out, M map = M())
 {
     __syncthreads();
     gs_pdl_wait();
     gs_hist_merge_each(h, nb, rshift, [&](int k, C acc) {
-        if (acc != 0)
-            atomicAdd(out + k, (O)acc);
+        const int r = map(k);
+        if (acc != 0 && r >= 0)
+            atomicAdd(out + r, (O)acc);
     });
 }
 
@@ -159,16 +173,22 @@ struct gs_hist_fin {
  * 1 << rshift replicas of the counter type C); the results have f.nb bins of
  * the output's type O (unsigned long long counts, double sums).  The 8-bit
  * kernel counts 256 bins into up to 256 or more results: the ones past its
- * bins are zero. */
-template <class C, class O>
-__device__ __noinline__ void gs_hist_fused_end(const C *h, int nbh, int rshift, O *out, const gs_hist_fin f)
+ * bins are zero.  With a bin map (the byte kernel's raw bytes) a one-block
+ * grid zeroes every result and adds to them, as the blocks of ADD add to the
+ * accumulators. */
+template <class C, class O, class M = gs_bin_same>
+__device__ __noinline__ void gs_hist_fused_end(const C *h, int nbh, int rshift, O *out, const gs_hist_fin f,
+                                               M map = M())
 {
     const int64_t nb = f.nb;
     if (blockIdx.x == 0 && f.e.edges)
         for (int64_t i = threadIdx.x; i <= f.e.u.nbins; i += blockDim.x)
             gs_formula_edge_put(&f.e.u, f.e.edges, f.e.e32, f.e.stride, i);
+    if (f.on == GS_FIN_STORE && !M::identity) /* one block: zero every result, then add to them */
+        for (int64_t k = threadIdx.x; k < nb; k += blockDim.x)
+            out[k] = 0;
     __syncthreads();
-    if (f.on == GS_FIN_STORE) {
+    if (f.on == GS_FIN_STORE && M::identity) {
         gs_hist_merge_each(h, nbh, rshift, [&](int k, C v) {
             if (k < nb)
                 out[k] = (O)v;
@@ -177,11 +197,14 @@ __device__ __noinline__ void gs_hist_fused_end(const C *h, int nbh, int rshift, 
             out[k] = 0;
         return;
     }
-    O *const acc = (O *)f.acc;
+    O *const acc = f.on == GS_FIN_STORE ? out : (O *)f.acc;
     gs_hist_merge_each(h, nbh, rshift, [&](int k, C v) {
-        if (k < nb && v != 0)
-            atomicAdd(acc + k, (O)v);
+        const int r = map(k);
+        if (r >= 0 && r < nb && v != 0)
+            atomicAdd(acc + r, (O)v);
     });
+    if (f.on == GS_FIN_STORE)
+        return;
     __threadfence(); /* this block's additions are visible before its ticket is */
     __syncthreads();
     /* (the block's vote, not a __shared__ flag: static shared memory in every
@@ -200,13 +223,14 @@ __device__ __noinline__ void gs_hist_fused_end(const C *h, int nbh, int rshift, 
 
 /* The end of a kernel: gs_hist_merge into zeroed counts, or the fused form
  * (never in bincount's first count: CAN_FUSE false). */
-template <bool CAN_FUSE = true, class C, class O>
-__device__ __forceinline__ void gs_hist_finish(const C *h, int nbh, int rshift, O *out, const gs_hist_fin &f)
+template <bool CAN_FUSE = true, class C, class O, class M = gs_bin_same>
+__device__ __forceinline__ void gs_hist_finish(const C *h, int nbh, int rshift, O *out, const gs_hist_fin &f,
+                                               M map = M())
 {
     if (CAN_FUSE && f.on != GS_FIN_MERGE)
-        gs_hist_fused_end(h, nbh, rshift, out, f);
+        gs_hist_fused_end(h, nbh, rshift, out, f, map);
     else
-        gs_hist_merge(h, nbh, rshift, out);
+        gs_hist_merge(h, nbh, rshift, out, map);
 }
 
 /* Launch a histogram kernel whose last parameter is a gs_hist_fin, on g

@@ -143,23 +143,31 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
         gs_hist_finish(h, nb, rshift, (unsigned long long *)out, fin);
 }
 
-/* 8-bit data on the identity bins (byte v counts in bin v: a 256-bin histogram over (0, 256), bincount of
- * bytes), contiguous.  The issue slots, not the shared atomics' pipe, bounded the kernel above on this case
- * (ncu, H200 r204 / r205: 76 % of issue slots busy, six instructions a shared atomic; with one PRMT a byte
- * the same atomics alone ran 1.37x faster).  So every bin has GS_HIST_BYTES_REPLICAS = 64 words, laid out
- * [bin][64]: lane l of an even warp adds to word l of the bin, of an odd warp to word 32 + l, and the
- * counter's byte offset v << 8 | l << 2 | (warp & 1) << 7 is one __byte_perm of the loaded word and the
- * thread's low byte -- a PRMT and the atomic, a byte.  A warp's 32 updates sit in 32 banks, as with 32
- * replicas.  The block's end is gs_hist_finish's, on 256 bins of 64 replicas. */
-template <int U>
+/* Contiguous 8-bit data past GS_HIST_U8_SMALL_MAX_BYTES, unweighted: the byte kernel.  The issue slots, not the
+ * shared atomics' pipe, bounded the generic kernel above on these bytes (ncu, H200 r204 / r205: 76 % of issue slots
+ * busy, six instructions a shared atomic; with one PRMT a byte the same atomics alone ran 1.37x faster).  So the
+ * kernel counts the 256 raw bytes, whatever the bins: every byte value has GS_HIST_BYTES_REPLICAS = 64 words, laid
+ * out [byte][64]; lane l of an even warp adds to word l of the row, of an odd warp to word 32 + l, and the counter's
+ * byte offset v << 8 | l << 2 | (warp & 1) << 7 is one __byte_perm of the loaded word and the thread's low byte -- a
+ * PRMT and the atomic, a byte.  A warp's 32 updates sit in 32 banks, as with 32 replicas.  The block's end is
+ * gs_hist_finish's on the 256 rows: on the identity bins (IDENT: byte v counts in bin v, a 256-bin histogram over
+ * (0, 256), bincount of bytes) row v is bin v; else row v adds to the bin the binner gives byte v (a table in shared
+ * memory; fewer bins, an offset, a lookup table: no per-byte lookup in the loop). */
+template <int U, bool IDENT>
 __global__ void __launch_bounds__(GS_HIST_BYTES_THREADS, 1)
-    hist_bytes_kernel(const uint8_t *__restrict__ x, int64_t n, void *out, gs_hist_fin fin)
+    hist_bytes_kernel(gs_binner b, const uint8_t *__restrict__ x, int64_t n, void *out, gs_hist_fin fin)
 {
-    static_assert(GS_HIST_BYTES_REPLICAS == 64, "the byte offset below is 8 bits of bin, 6 of replica, 2 of byte");
+    static_assert(GS_HIST_BYTES_REPLICAS == 64, "the byte offset below is 8 bits of byte, 6 of replica, 2 of word");
     extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int bin[IDENT ? 1 : 256];
     unsigned *const h = (unsigned *)smem;
-    for (int i = threadIdx.x; i < 256 * GS_HIST_BYTES_REPLICAS; i += blockDim.x)
-        h[i] = 0;
+    for (int i = threadIdx.x; i < 256 * GS_HIST_BYTES_REPLICAS / 4; i += blockDim.x)
+        reinterpret_cast<uint4 *>(h)[i] = make_uint4(0, 0, 0, 0);
+    if (!IDENT)
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+            const int64_t k = gs_bin_byte(&b, (uint8_t)i);
+            bin[i] = k >= 0 && k < b.nbins ? (int)k : -1;
+        }
     __syncthreads();
     const unsigned mine = (threadIdx.x << 2) & 0xfcu; /* lane << 2 | (warp & 1) << 7 */
     auto add = [&](unsigned off) { atomicAdd_block((unsigned *)(smem + off), 1u); };
@@ -177,7 +185,10 @@ __global__ void __launch_bounds__(GS_HIST_BYTES_THREADS, 1)
                 for (int j = 0; j < 4; j++) /* result bytes: mine, byte j of w, 0, 0 */
                     add(__byte_perm(w[q], mine, 0x5504u | (unsigned)j << 4));
         });
-    gs_hist_finish(h, 256, 6, (unsigned long long *)out, fin);
+    if constexpr (IDENT)
+        gs_hist_finish(h, 256, 6, (unsigned long long *)out, fin);
+    else
+        gs_hist_finish(h, 256, 6, (unsigned long long *)out, fin, gs_bin_table{bin});
 }
 
 /* hist_bytes_kernel where it applies (1 and *st set), else 0. */
@@ -185,10 +196,11 @@ static int bytes_try(const gs_hist_launch *l, gs_status *st, int *declined)
 {
     const gs_binner &b = l->binner;
     const size_t smem = (size_t)256 * GS_HIST_BYTES_REPLICAS * 4;
-    if (l->w || l->xstride != 1 || b.kind != GS_BINS_DIRECT || b.offset != 0 || b.nbins < 256 ||
-        (int64_t)smem > l->dev->shared_memory_per_block_optin)
+    if (l->w || l->xstride != 1 || (b.kind != GS_BINS_DIRECT && b.kind != GS_BINS_LUT) ||
+        (int64_t)smem + 1024 > l->dev->shared_memory_per_block_optin)
         return 0;
-    auto kern = hist_bytes_kernel<GS_HIST_BYTES_LOADS>;
+    const bool ident = b.kind == GS_BINS_DIRECT && b.offset == 0 && b.nbins >= 256;
+    auto kern = ident ? hist_bytes_kernel<GS_HIST_BYTES_LOADS, true> : hist_bytes_kernel<GS_HIST_BYTES_LOADS, false>;
     const int threads = GS_HIST_BYTES_THREADS;
     int64_t resident = 0;
     *st = gs_cuda_allow_smem((const void *)kern, l->dev);
@@ -201,9 +213,10 @@ static int bytes_try(const gs_hist_launch *l, gs_status *st, int *declined)
     gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
     if (grid < resident && !forced) /* (as launch() below) */
         grid = grid < (l->dev->multiprocessors + 1) / 2 ? (l->dev->multiprocessors + 1) / 2 : grid;
-    *st = gs_hist_launch_fin(l, kern, grid, threads, smem, declined, (const uint8_t *)l->x, l->n, l->out);
+    *st = gs_hist_launch_fin(l, kern, grid, threads, smem, declined, l->binner, (const uint8_t *)l->x, l->n, l->out);
     if (*st == GS_OK && !*declined && gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
-        fprintf(stderr, "[gpusync] histogram kernel: bytes (%lld blocks of %d)\n", (long long)grid, threads);
+        fprintf(stderr, "[gpusync] histogram kernel: bytes%s (%lld blocks of %d)\n", ident ? "" : ", bins from a table",
+                (long long)grid, threads);
     return 1;
 }
 
@@ -271,7 +284,7 @@ int gs_hist_shared_refs(gs_kernel_ref *r)
 {
     r[0] = {"histogram:shared", (const void *)hist_shared_kernel<uint8_t, false>, GS_HIST_BLOCK_THREADS,
             (size_t)256 * GS_HIST_MAX_REPLICAS * 4};
-    r[1] = {"histogram:shared-bytes", (const void *)hist_bytes_kernel<GS_HIST_BYTES_LOADS>, GS_HIST_BYTES_THREADS,
+    r[1] = {"histogram:shared-bytes", (const void *)hist_bytes_kernel<GS_HIST_BYTES_LOADS, true>, GS_HIST_BYTES_THREADS,
             (size_t)256 * GS_HIST_BYTES_REPLICAS * 4};
     return 2;
 }

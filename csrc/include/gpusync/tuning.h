@@ -36,8 +36,9 @@
  * them (memory-level parallelism). */
 #define GS_HIST_VEC_UNROLL 2
 
-/* 8-bit data on the identity bins (byte v counts in bin v), contiguous, past
- * GS_HIST_U8_SMALL_MAX_BYTES: hist_smem.cu's byte kernel, one block of this
+/* Contiguous 8-bit data past GS_HIST_U8_SMALL_MAX_BYTES, unweighted, any
+ * bins: hist_smem.cu's byte kernel (the 256 raw bytes counted, each byte's
+ * count added to its bin at the end), one block of this
  * many threads per SM, GS_HIST_BYTES_LOADS 16-byte loads in flight a thread,
  * 64 replicas of every bin addressed by one PRMT a byte.  H200, probe
  * benchmarks/probes/u8_pipe.cu, graph replay, uniform bytes (r205): 1 GiB
