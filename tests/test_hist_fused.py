@@ -6,8 +6,8 @@ the last ticket stores and zeroes again -- with no zeroing kernel ahead of it
 (GPUSYNC_HIST_ONE_LAUNCH=0: the zeroing kernel again).  Results equal NumPy's at the
 grid sizes around each switch, for each kernel that fuses (8-bit, 16/32-bit
 integers on unit bins, float32/float64 on equal-width bins, and the generic
-shared kernel: wide integers, float16, explicit edges, strided data, 8-bit
-data past the 8-bit kernel's size), with the scratch buffer shared with the
+shared kernel: wide integers, float16, explicit edges, strided data; and its
+byte kernel: 8-bit data past the 8-bit kernel's size), with the scratch buffer shared with the
 sums' kept workspace, across streams and threads, and inside a CUDA graph
 capture (where many blocks take the zeroing kernel again)."""
 import zlib
@@ -128,8 +128,8 @@ def test_one_launch_is_what_runs(cp, monkeypatch, capfd):
 
 
 def _generic_cases(rng):
-    """Inputs that the generic shared kernel counts (no fast path): 8-bit data past the 8-bit
-    kernel's size, int64, float16, explicit (uneven) edges, strided data."""
+    """Inputs that the generic shared kernel counts (no fast path): int64, float16, explicit (uneven) edges,
+    strided data; and 8-bit data past the 8-bit kernel's size (hist_smem.cu's byte kernel)."""
     big = rng.integers(0, 256, 4 * 2**20 + 3).astype(np.uint8)
     yield "uint8 4 MiB, 256 bins", big, 256, (0, 256), None
     yield "uint8 4 MiB, 17 bins of (3, 20)", big, 17, (3, 20), None

@@ -7,7 +7,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o /tmp/u8_pipe benchmarks/probes/u8_pipe.cu
 //   /tmp/u8_pipe [MiB ...]          (default 32 64 256 1024)
 //
-// The kernel is hist_smem.cu's byte path (R = 32 replicas laid out [bin][R],
+// The first kernel is hist_smem.cu's generic byte path (R = 32 replicas laid out [bin][R],
 // lane l adds to copy l % 32, block-scoped shared atomics, one global merge a
 // block).  Variants:
 //   load-then-count   the package's loop: U loads, then the U vectors' atomics
@@ -18,6 +18,8 @@
 //                     (the shared atomics' own time: one ATOMS a byte)
 // us per call: median of 7 replays of a CUDA graph of `calls` calls, each a
 // memset of the 256 counts and the kernel; counts checked against the host's.
+// At 32 MiB the read reference itself moves with what the L2 holds between
+// replays (5.1-8.9 us in r202-r205): compare the variants of one run there.
 #include "probe_check.cuh"
 
 #include <cuda_runtime.h>
@@ -219,7 +221,7 @@ static void launch_prmt(const uint8_t *x, int64_t n, unsigned long long *out, cu
 #define W(T, B, M, G, Z) {#T "x" #B " U2 " #M " " #G " memset=" #Z, launch<T, B, 2, false, M, G, Z>, M == FULL && G == MERGE_ATOMIC && Z ? FULL : EMPTY}
 #define P(T, B, U, M) {"prmt " #T "x" #B " U" #U " " #M, launch_prmt<T, B, U, M>, M}
 static const Variant variants[] = {
-    V(1024, 2, 2, false, FULL), // hist_smem.cu today
+    V(1024, 2, 2, false, FULL), // hist_smem.cu's generic kernel (the 8-bit shape before its byte kernel)
     P(1024, 2, 2, FULL), P(1024, 2, 4, FULL), P(1024, 1, 4, FULL), P(512, 3, 4, FULL), P(1024, 2, 2, ATOM_ONLY),
     V(1024, 2, 2, true, FULL),  V(1024, 2, 1, true, FULL),
     V(1024, 2, 2, false, READ_ONLY),

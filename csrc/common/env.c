@@ -81,7 +81,8 @@ static const gs_env_info table[GS_ENV_COUNT] = {
     [GS_ENV_HIST_SMALL] = {.name = "GPUSYNC_HIST_SMALL", .type = "int", .fallback = "1", .lo = 0, .hi = 2,
                            .meaning = "benchmarks: 0 turns off the fast paths of the shared histogram for 8-bit "
                                       "data, small-range integers and equal-width float bins, 2 takes the 8-bit "
-                                      "kernel at every size"},
+                                      "kernel at every size (with 0, contiguous 8-bit data take the byte kernel at "
+                                      "every size: GPUSYNC_HIST_BYTES)"},
     [GS_ENV_HIST_U8_CFG] = {.name = "GPUSYNC_HIST_U8_CFG", .type = "int", .fallback = "0", .lo = 0, .hi = 3,
                             .meaning = "tuning: launch shape of the 8-bit histogram kernel (hist_small.cu)"},
     [GS_ENV_BITS_SIMD] = {.name = "GPUSYNC_BITS_SIMD", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
@@ -129,6 +130,9 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                           "and the elements are at least as many as the bins -- and fewer than "
                                           "2^32 for counts -- 32-bit counters, or the float64 sums, in up to 8 "
                                           "passes over the input whose counters fit half the L2)"},
+    [GS_ENV_HIST_BYTES] = {.name = "GPUSYNC_HIST_BYTES", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
+                           .meaning = "benchmarks: 0 gives contiguous 8-bit data past the 8-bit kernel's size the "
+                                      "generic shared kernel instead of the byte kernel (hist_smem.cu)"},
     [GS_ENV_BINSTAT_WINDOW] = {.name = "GPUSYNC_BINSTAT_WINDOW", .type = "int", .fallback = "-1", .lo = -1,
                                .hi = 1,
                                .meaning = "tuning: whether a point of the GPU's privatized binned statistics whose "

@@ -30,10 +30,12 @@
  * it lost to the generic shared kernel above that (1 GiB: 82% against 91% of
  * read; benchmarks/results/histogram_dist_H200.md), and won below it by
  * sizing the grid from the work (1e4..1e6 bytes: 5.8-6.3 us against
- * 6.3-6.7 us, graph replay).
+ * 6.3-6.7 us, graph replay).  Above it contiguous 8-bit data now take
+ * hist_smem.cu's byte kernel (tuning.h: GS_HIST_BYTES_*).
  *
  * GPUSYNC_HIST_SMALL=0 turns these paths off (the generic shared kernel of
- * hist_smem.cu runs: before/after measurements), =2 takes the 8-bit kernel
+ * hist_smem.cu runs -- for contiguous 8-bit data its byte kernel, unless
+ * GPUSYNC_HIST_BYTES=0: before/after measurements), =2 takes the 8-bit kernel
  * at every size; GPUSYNC_HIST_U8_CFG=<c>
  * picks the 8-bit kernel's shape (0: 512 threads x U=2, 1: 1024 x U=2,
  * 2: 256 x U=2, 3: 512 x U=4 at 2 blocks per SM) for tuning sweeps.

@@ -195,9 +195,10 @@ __global__ void __launch_bounds__(GS_HIST_BYTES_THREADS, 1)
 static int bytes_try(const gs_hist_launch *l, gs_status *st, int *declined)
 {
     const gs_binner &b = l->binner;
-    const size_t smem = (size_t)256 * GS_HIST_BYTES_REPLICAS * 4;
+    const size_t smem = (size_t)256 * GS_HIST_BYTES_REPLICAS * 4, table = 256 * sizeof(int); /* (bin[], static) */
     if (l->w || l->xstride != 1 || (b.kind != GS_BINS_DIRECT && b.kind != GS_BINS_LUT) ||
-        (int64_t)smem + 1024 > l->dev->shared_memory_per_block_optin)
+        (int64_t)(smem + table) > l->dev->shared_memory_per_block_optin ||
+        gs_env_number(GS_ENV_HIST_BYTES, 1, NULL) == 0)
         return 0;
     const bool ident = b.kind == GS_BINS_DIRECT && b.offset == 0 && b.nbins >= 256;
     auto kern = ident ? hist_bytes_kernel<GS_HIST_BYTES_LOADS, true> : hist_bytes_kernel<GS_HIST_BYTES_LOADS, false>;

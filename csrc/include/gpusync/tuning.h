@@ -53,7 +53,12 @@
  * work, 512 x 4 blocks per SM) up to this many bytes, the generic shared
  * kernel above.  H200, graph replay, uniform / one value: 1e6 bytes 6.3 / 6.0
  * us against 6.7 / 6.6; 3.16e6 7.7 / 7.0 against 7.7 / 7.4; 1e7 11.6 / 9.9
- * against 10.3 / 9.9; 1 GiB 82% against 91% of read. */
+ * against 10.3 / 9.9; 1 GiB 82% against 91% of read.  Against the byte kernel
+ * above (r209, u8_bins_H200_r209.txt): from 4 MiB up the byte kernel is as
+ * fast or faster on 256 bins and on bins of one byte each (4 MiB 7.1-8.0 us
+ * against 7.0-8.5), not on bins of 4 bytes each (64 over (0, 256): 12.7 us
+ * against 9.2 at 4 MiB, 13.4 against 12.5 at 8 MiB, 18.0 against 26.7 at
+ * 32 MiB: its blocks' global adds). */
 #define GS_HIST_U8_SMALL_MAX_BYTES ((int64_t)3 << 20)
 
 /* Per-block shared-memory counters are 32-bit; the launcher keeps the
