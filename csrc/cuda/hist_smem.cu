@@ -191,6 +191,20 @@ __global__ void __launch_bounds__(GS_HIST_BYTES_THREADS, 1)
         gs_hist_finish(h, 256, 6, (unsigned long long *)out, fin, gs_bin_table{bin});
 }
 
+/* The grid of a small input (fewer blocks than fit at once): between half
+ * and one block per SM does best (benchmarks/results/tune_small.txt: 5.7 M
+ * bytes 9.8 us at 132 blocks against 11.1 us at 174; 1 M bytes 6.5 us at 66
+ * against 7.6 at 32), unless GPUSYNC_HIST_GRID forced it. */
+static int64_t small_input_grid(const gs_hist_launch *l, int64_t grid, int64_t resident)
+{
+    int forced = 0;
+    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
+    if (grid >= resident || forced)
+        return grid;
+    const int64_t lo = (l->dev->multiprocessors + 1) / 2, hi = l->dev->multiprocessors;
+    return grid < lo ? lo : (grid > hi ? hi : grid);
+}
+
 /* hist_bytes_kernel where it applies (1 and *st set), else 0. */
 static int bytes_try(const gs_hist_launch *l, gs_status *st, int *declined)
 {
@@ -209,11 +223,7 @@ static int bytes_try(const gs_hist_launch *l, gs_status *st, int *declined)
         *st = gs_cuda_resident_blocks((const void *)kern, threads, smem, l->dev, &resident);
     if (*st != GS_OK)
         return 1;
-    int64_t grid = gs_hist_grid(l, resident, threads);
-    int forced = 0;
-    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
-    if (grid < resident && !forced) /* (as launch() below) */
-        grid = grid < (l->dev->multiprocessors + 1) / 2 ? (l->dev->multiprocessors + 1) / 2 : grid;
+    const int64_t grid = small_input_grid(l, gs_hist_grid(l, resident, threads), resident);
     *st = gs_hist_launch_fin(l, kern, grid, threads, smem, declined, l->binner, (const uint8_t *)l->x, l->n, l->out);
     if (*st == GS_OK && !*declined && gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] histogram kernel: bytes%s (%lld blocks of %d)\n", ident ? "" : ", bins from a table",
@@ -250,16 +260,7 @@ template <class T> static gs_status launch(const gs_hist_launch *l, int *decline
         st = gs_cuda_resident_blocks((const void *)kern, threads, smem, l->dev, &resident);
     if (st != GS_OK)
         return st;
-    int64_t grid = gs_hist_grid(l, resident, threads);
-    int forced = 0;
-    gs_env_number(GS_ENV_HIST_GRID, 0, &forced);
-    if (grid < resident && !forced) {
-        /* a small input: between half and one block per SM does best
-         * (benchmarks/results/tune_small.txt: 5.7 M bytes 9.8 us at 132 blocks
-         * against 11.1 us at 174; 1 M bytes 6.5 us at 66 against 7.6 at 32) */
-        const int64_t lo = (l->dev->multiprocessors + 1) / 2, hi = l->dev->multiprocessors;
-        grid = grid < lo ? lo : (grid > hi ? hi : grid);
-    }
+    const int64_t grid = small_input_grid(l, gs_hist_grid(l, resident, threads), resident);
     return gs_hist_launch_fin(l, kern, grid, threads, smem, declined, l->binner, (const T *)l->x, l->n, l->xstride,
                               l->w, l->wstride, l->wdtype, l->out, rshift);
 }
