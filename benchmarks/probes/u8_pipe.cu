@@ -21,6 +21,7 @@
 // At 32 MiB the read reference itself moves with what the L2 holds between
 // replays (5.1-8.9 us in r202-r205): compare the variants of one run there.
 #include "probe_check.cuh"
+#include "u8_common.cuh"
 
 #include <cuda_runtime.h>
 
@@ -232,37 +233,7 @@ static const Variant variants[] = {
     W(1024, 1, FULL, MERGE_ATOMIC, true), W(512, 2, FULL, MERGE_ATOMIC, true),
 };
 
-__global__ void __launch_bounds__(1024, 2) read_all(const int4 *__restrict__ x, int64_t nv, unsigned *out)
-{
-    const int64_t tid = (int64_t)blockIdx.x * 1024 + threadIdx.x, nth = (int64_t)gridDim.x * 1024;
-    unsigned acc = 0;
-    for (int64_t base = tid; base < nv; base += 4 * nth) {
-        int4 r[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int64_t j = base + u * nth;
-            r[u] = j < nv ? __ldcs(x + j) : make_int4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++)
-            acc ^= (unsigned)(r[u].x ^ r[u].y ^ r[u].z ^ r[u].w);
-    }
-    if (acc == 0x12345678u)
-        out[blockIdx.x] = acc;
-}
 
-static void fill(std::vector<uint8_t> &h, const char *dist)
-{
-    uint64_t st = 88172645463325252ull;
-    auto rnd = [&]() { st ^= st << 13, st ^= st >> 7, st ^= st << 17; return st; };
-    const size_t n = h.size();
-    if (!strcmp(dist, "uniform")) {
-        for (size_t i = 0; i < n; i++)
-            h[i] = (uint8_t)(rnd() >> 24);
-    } else { // one value
-        memset(h.data(), 7, n);
-    }
-}
 
 int main(int argc, char **argv)
 {
