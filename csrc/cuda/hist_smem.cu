@@ -153,6 +153,7 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
  * gs_hist_finish's on the 256 rows: on the identity bins (IDENT: byte v counts in bin v, a 256-bin histogram over
  * (0, 256), bincount of bytes) row v is bin v; else row v adds to the bin the binner gives byte v (a table in shared
  * memory; fewer bins, an offset, a lookup table: no per-byte lookup in the loop). */
+constexpr size_t BYTES_SMEM = (size_t)256 * GS_HIST_BYTES_REPLICAS * sizeof(unsigned); /* the byte kernel's rows */
 template <int U, bool IDENT>
 __global__ void __launch_bounds__(GS_HIST_BYTES_THREADS, 1)
     hist_bytes_kernel(gs_binner b, const uint8_t *__restrict__ x, int64_t n, void *out, gs_hist_fin fin)
@@ -209,7 +210,7 @@ static int64_t small_input_grid(const gs_hist_launch *l, int64_t grid, int64_t r
 static int bytes_try(const gs_hist_launch *l, gs_status *st, int *declined)
 {
     const gs_binner &b = l->binner;
-    const size_t smem = (size_t)256 * GS_HIST_BYTES_REPLICAS * 4, table = 256 * sizeof(int); /* (bin[], static) */
+    const size_t smem = BYTES_SMEM, table = 256 * sizeof(int); /* (bin[], static) */
     if (l->w || l->xstride != 1 || (b.kind != GS_BINS_DIRECT && b.kind != GS_BINS_LUT) ||
         (int64_t)(smem + table) > l->dev->shared_memory_per_block_optin ||
         gs_env_number(GS_ENV_HIST_BYTES, 1, NULL) == 0)
@@ -287,6 +288,6 @@ int gs_hist_shared_refs(gs_kernel_ref *r)
     r[0] = {"histogram:shared", (const void *)hist_shared_kernel<uint8_t, false>, GS_HIST_BLOCK_THREADS,
             (size_t)256 * GS_HIST_MAX_REPLICAS * 4};
     r[1] = {"histogram:shared-bytes", (const void *)hist_bytes_kernel<GS_HIST_BYTES_LOADS, true>, GS_HIST_BYTES_THREADS,
-            (size_t)256 * GS_HIST_BYTES_REPLICAS * 4};
+            BYTES_SMEM};
     return 2;
 }
