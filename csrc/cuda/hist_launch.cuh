@@ -90,10 +90,32 @@ int gs_hist_replica_shift(const gs_hist_launch *l);
  * block waiting on 32 dependent shared loads at the end of every call.  The
  * first thing after the barrier is gs_pdl_wait: the shared strategies launch
  * as programmatic dependents of the kernel that zeroes out (hist.cu).
- * gs_hist_merge_each: the P-thread sums alone, put(bin, sum) for each bin
- * (hist_small.cu's one-launch end stores them). */
-template <class C, class F>
-__device__ __forceinline__ void gs_hist_merge_each(const C *h, int nb, int rshift, F &&put)
+ * gs_hist_merge_each: the P-thread sums alone, put(result, sum) for each bin
+ * (hist_small.cu's one-launch end stores them).  With a bin map M (the byte
+ * kernel's rows are the 256 raw bytes, each adding to the bin the binner
+ * gives it): the rows of a warp that map to one result are summed over the
+ * warp first (a segmented suffix sum on the shuffles over runs of rows with
+ * equal results, as equal-width bins and edges give), so that put sees a
+ * result once a warp instead of once a byte.  64 bins over (0, 256), H200
+ * graph replay (benchmarks/results/capture_ab_H200_r210_r211.txt): 4 MiB
+ * 12.7 -> 8.4 us, 8 MiB 13.4 -> 8.9, 32 MiB 18.0 -> 13.1 -- each block had
+ * added 4 counts to every bin, 4 x 132 global atomics a bin.  Other maps
+ * stay right: a run is consecutive rows of one result. */
+/* The bin map of the ends below: the result a replica row adds to.  The
+ * identity (every kernel but the byte kernel, hist_smem.cu), or a table
+ * (gs_bin_table: the byte kernel counts the 256 raw bytes and adds each
+ * byte's count to the bin the binner gives it, -1: to none). */
+struct gs_bin_same {
+    static constexpr bool identity = true;
+    __device__ int operator()(int k) const { return k; }
+};
+struct gs_bin_table {
+    static constexpr bool identity = false;
+    const int *bin; /* shared memory */
+    __device__ int operator()(int k) const { return bin[k]; }
+};
+template <class C, class F, class M = gs_bin_same>
+__device__ __forceinline__ void gs_hist_merge_each(const C *h, int nb, int rshift, F &&put, M map = M())
 {
     const int R = 1 << rshift;
     int lp = 0; /* log2 P */
@@ -110,33 +132,40 @@ __device__ __forceinline__ void gs_hist_merge_each(const C *h, int nb, int rshif
                 acc += h[((int64_t)k << rshift) + ((p * per + j + k) & (R - 1))];
         for (int off = P >> 1; off > 0; off >>= 1)
             acc += __shfl_xor_sync(0xffffffffu, acc, off);
-        if (k < nb && p == 0)
-            put(k, acc);
+        if constexpr (M::identity) {
+            if (k < nb && p == 0)
+                put(k, acc);
+        } else {
+            /* groups of P lanes hold a row each; a group ends a run where the next group's result differs */
+            const unsigned lane = threadIdx.x & 31u;
+            const int r = k < nb ? map(k) : -1;
+            const int next = __shfl_down_sync(0xffffffffu, r, P), prev = __shfl_up_sync(0xffffffffu, r, P);
+            bool tail = lane + P >= 32u || next != r;
+            for (int off = P; off < 32; off <<= 1) { /* each group: its row and the rest of its run */
+                const C more = __shfl_down_sync(0xffffffffu, acc, off);
+                const bool ends = __shfl_down_sync(0xffffffffu, tail, off);
+                if (!tail && lane + off < 32u) {
+                    acc += more;
+                    tail = ends;
+                }
+            }
+            if (k < nb && p == 0 && r >= 0 && (lane < (unsigned)P || prev != r)) /* the run's first row */
+                put(r, acc);
+        }
     }
 }
-/* The bin map of the ends below: the result a replica row adds to.  The
- * identity (every kernel but the byte kernel, hist_smem.cu), or a table
- * (gs_bin_table: the byte kernel counts the 256 raw bytes and adds each
- * byte's count to the bin the binner gives it, -1: to none). */
-struct gs_bin_same {
-    static constexpr bool identity = true;
-    __device__ int operator()(int k) const { return k; }
-};
-struct gs_bin_table {
-    static constexpr bool identity = false;
-    const int *bin; /* shared memory */
-    __device__ int operator()(int k) const { return bin[k]; }
-};
 template <class C, class O, class M = gs_bin_same>
 __device__ __forceinline__ void gs_hist_merge(const C *h, int nb, int rshift, O *out, M map = M())
 {
     __syncthreads();
     gs_pdl_wait();
-    gs_hist_merge_each(h, nb, rshift, [&](int k, C acc) {
-        const int r = map(k);
-        if (acc != 0 && r >= 0)
-            atomicAdd(out + r, (O)acc);
-    });
+    gs_hist_merge_each(
+        h, nb, rshift,
+        [&](int r, C acc) {
+            if (acc != 0)
+                atomicAdd(out + r, (O)acc);
+        },
+        map);
 }
 
 /* How a shared-strategy histogram kernel ends (issue 13: a device histogram
@@ -158,7 +187,13 @@ __device__ __forceinline__ void gs_hist_merge(const C *h, int nb, int rshift, O 
  * add -- 16,384 partial counts cost that block ~4 us: uint8 1 MiB 33.0
  * against 28.5 us a call with the accumulators, int64 10^6 on the generic
  * kernel 36.7 against 32.6; no case was faster; H200, r171,
- * benchmarks/results/fuse_ends_H200_r171.txt.) */
+ * benchmarks/results/fuse_ends_H200_r171.txt.  And under capture, where
+ * ADD has no scratch buffer: each block storing its counts as a row for a
+ * second kernel to add, in place of hist_init and MERGE's atomics -- the
+ * rows' kernel waits for the count's last block, while hist_init runs
+ * hidden ahead of the count: uint8 256 bins 32 MiB 16.0 against 14.3 us,
+ * float32 10^7 18.9 against 16.8; H200, r211,
+ * benchmarks/results/capture_ab_H200_r210_r211.txt.) */
 enum { GS_FIN_MERGE = 0, GS_FIN_STORE = 1, GS_FIN_ADD = 2 };
 struct gs_hist_fin {
     void *acc;        /* ADD: nb accumulators of the output's type, zero at rest */
@@ -198,11 +233,13 @@ __device__ __noinline__ void gs_hist_fused_end(const C *h, int nbh, int rshift, 
         return;
     }
     O *const acc = f.on == GS_FIN_STORE ? out : (O *)f.acc;
-    gs_hist_merge_each(h, nbh, rshift, [&](int k, C v) {
-        const int r = map(k);
-        if (r >= 0 && r < nb && v != 0)
-            atomicAdd(acc + r, (O)v);
-    });
+    gs_hist_merge_each(
+        h, nbh, rshift,
+        [&](int r, C v) {
+            if (r < nb && v != 0)
+                atomicAdd(acc + r, (O)v);
+        },
+        map);
     if (f.on == GS_FIN_STORE)
         return;
     __threadfence(); /* this block's additions are visible before its ticket is */
