@@ -9,9 +9,11 @@ tensor a tensor, and so on.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import functools
+import threading
 import warnings
 
 import numpy as np
@@ -321,6 +323,36 @@ class Lib:
         return cls._cache[name]
 
 
+_KEPT: collections.OrderedDict = collections.OrderedDict()  # (lib, device, dtype, shape, bytes) -> device array
+_KEPT_MAX = 64
+_KEPT_LOCK = threading.Lock()
+
+
+def device_constant(lib_name, a: np.ndarray, device):
+    """A new device array of library `lib_name` on `device` equal to the small
+    host array `a` (bin edges, bin widths): copied on the device from a kept
+    copy of the same values, made on the first call -- so that later calls
+    need no host copy, a CUDA graph capture among them (CuPy refuses host
+    copies while the current stream captures).  The first call waits for its
+    copy (later calls may read it from other streams); the result is the
+    caller's own array, never the kept one."""
+    lib = Lib.of(lib_name)
+    a = np.ascontiguousarray(a)
+    key = (lib_name, device, a.dtype.str, a.shape, a.tobytes())
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None:
+            _KEPT.move_to_end(key)
+    if kept is None:
+        kept = lib.from_host(a, device)
+        lib.wait_current(device)
+        with _KEPT_LOCK:
+            _KEPT[key] = kept
+            while len(_KEPT) > _KEPT_MAX:
+                _KEPT.popitem(last=False)
+    return lib.device_copy(kept)
+
+
 def _device_native_copy(a):
     """A native-order, aligned, C-contiguous CuPy copy of any CAI array
     (byte-swapped dtype, unaligned pointer or strides), made on the device:
@@ -414,6 +446,14 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             return self.cp.asarray(a)
 
+    def device_copy(self, a):  # on the current stream
+        with self.cp.cuda.Device(a.device.id):
+            return a.copy()
+
+    def wait_current(self, device):
+        with self.cp.cuda.Device(device):
+            self.cp.cuda.get_current_stream().synchronize()
+
     def astype(self, a, dtype):
         return a.astype(dtype, copy=False)
 
@@ -463,6 +503,12 @@ class _Torch:
 
     def from_host(self, a, device):
         return self.torch.as_tensor(a, device=f"cuda:{device}")
+
+    def device_copy(self, a):  # on the current stream
+        return a.clone()
+
+    def wait_current(self, device):
+        self.torch.cuda.current_stream(device).synchronize()
 
     def astype(self, a, dtype):
         return a.to(self._dt(dtype))
@@ -516,6 +562,16 @@ class _Numba:
     def from_host(self, a, device):
         with self.cuda.gpus[device]:
             return self.cuda.to_device(np.ascontiguousarray(a))
+
+    def device_copy(self, a):  # Numba has no current stream: a synchronous copy on the device
+        with self.cuda.gpus[_device_of(a, "numba", a.__cuda_array_interface__["data"][0])]:
+            out = self.cuda.device_array_like(a)
+            out.copy_to_device(a)
+        return out
+
+    def wait_current(self, device):
+        with self.cuda.gpus[device]:
+            self.cuda.synchronize()
 
     def astype(self, a, dtype):
         if np.dtype(a.dtype) == np.dtype(dtype):

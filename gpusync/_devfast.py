@@ -629,11 +629,12 @@ _INT32 = np.dtype(np.int32)
 def _edges_out(h, plan_edges, dev, stream):
     """Equal-width edges of the inputs' library, written by the uniform_edges
     kernel from their formulas ((formula, NumPy's edges) per dimension);
-    copied from the host where no formula reproduces NumPy's edges."""
+    copied on the device from a kept copy where no formula reproduces NumPy's
+    edges (_arrays.device_constant)."""
     out = []
     for f, e in plan_edges:
         if f is None:
-            out.append(_arrays.Lib.of(h.lib).from_host(e, dev))
+            out.append(_arrays.device_constant(h.lib, e, dev))
             continue
         a, ptr = h.out((len(e),), e.dtype, dev)
         _core.uniform_edges("cuda", f, (ptr, len(e), 1, _arrays._DTYPE_CODES[e.dtype], dev), stream)

@@ -449,7 +449,7 @@ def _histogram_impl(a, bins=10, range=None, weights=None, density=None, strategy
     if density:
         db = np.array(np.diff(edges), float)
         if device:
-            db = Lib.of(x.lib).from_host(db, x.device)
+            db = _arrays.device_constant(x.lib, db, x.device)
         return out / db / out.sum(), edges_out
     return out, edges_out
 
@@ -626,14 +626,15 @@ def _edges_formula(edges: np.ndarray, desc=None):
 def _edges_for(x: DeviceArray, edges: np.ndarray, uniform: bool, bins_desc=None):
     """The edges as an array of the input's library, written on the device by
     a kernel when a formula describes them (no host copy, no wait: capturable
-    in a CUDA graph); copied from the host otherwise."""
+    in a CUDA graph); otherwise copied on the device from a kept copy of the
+    same edges (_arrays.device_constant: capturable after a first call)."""
     lib = Lib.of(x.lib)
     desc = _edges_formula(edges, bins_desc) if uniform and _backend.backend() == "cuda" else None
     if desc is not None:
         out = lib.empty(len(edges), edges.dtype, x.device)
         _core.uniform_edges("cuda", desc, _dispatch.new_desc(lib, out, len(edges), edges.dtype, x.device), x.stream)
         return out
-    return lib.from_host(edges, x.device)
+    return _arrays.device_constant(x.lib, edges, x.device)
 
 
 @_arrays.takes_stream

@@ -287,3 +287,67 @@ def test_one_launch_generic_kernel_sanitized(cp, monkeypatch):
     for _ in range(2):
         got = gs.histogram(d, 64, (0, 256))
         np.testing.assert_array_equal(got[0].get(), np.histogram(x, 64, (0, 256))[0])
+
+
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+def test_edges_without_a_formula_in_a_graph_capture(lib):
+    """Edges that no formula reproduces (float16 data's float16 edges, explicit uneven edges) and density's bin
+    widths come from a kept device copy after a first call (_arrays.device_constant): a capture of the same calls
+    needs no host copy (CuPy refuses one), and every replay on new data equals NumPy's counts and edges; the edges
+    handed out are the caller's own (writing to them changes no later result)."""
+    mod = pytest.importorskip(lib)
+    if not gs.cuda_available():
+        pytest.skip("needs a CUDA GPU")
+    rng = np.random.default_rng(21)
+    h16 = (rng.random(200_003) * 1.2 - 0.1).astype(np.float16)
+    h64 = rng.random(200_003) * 1.2 - 0.1
+    uneven = [0.0, 0.1, 0.15, 0.5, 0.9, 1.0]
+    calls = [(0, 50, (0.0, 1.0), False), (1, uneven, None, False), (1, 20, (0.0, 1.0), True), (0, 7, (0.25, 0.5), True)]
+    if lib == "cupy":
+        xs = [mod.asarray(h16), mod.asarray(h64)]
+    else:
+        xs = [mod.as_tensor(h16, device="cuda"), mod.as_tensor(h64, device="cuda")]
+
+    def run():
+        return [gs.histogram(xs[i], bins, rng_, density=dens) for i, bins, rng_, dens in calls]
+
+    def to_np(a):
+        return a.get() if lib == "cupy" else a.cpu().numpy()
+
+    first = run()  # outside the capture: the kept copies
+    if lib == "cupy":
+        first[0][1][...] = -1  # the caller's own edges
+    else:
+        first[0][1].fill_(-1)
+    stream = mod.cuda.Stream() if lib == "torch" else mod.cuda.Stream(non_blocking=True)
+    if lib == "cupy":
+        with stream:
+            stream.begin_capture()
+            outs = run()
+            g = stream.end_capture()
+        launch = lambda: (g.launch(stream), stream.synchronize())  # noqa: E731
+    else:
+        graph = mod.cuda.CUDAGraph()
+        mod.cuda.synchronize()
+        with mod.cuda.graph(graph):
+            outs = run()
+        launch = lambda: (graph.replay(), mod.cuda.synchronize())  # noqa: E731
+    for seed in (22, 23):
+        r = np.random.default_rng(seed)
+        new16 = (r.random(h16.size) * 1.2 - 0.1).astype(np.float16)
+        new64 = r.random(h64.size) * 1.2 - 0.1
+        if lib == "cupy":
+            xs[0][...] = mod.asarray(new16)
+            xs[1][...] = mod.asarray(new64)
+        else:
+            xs[0].copy_(mod.as_tensor(new16, device="cuda"))
+            xs[1].copy_(mod.as_tensor(new64, device="cuda"))
+        launch()
+        for (h, e), (i, bins, rng_, dens) in zip(outs, calls):
+            want_h, want_e = np.histogram((new16, new64)[i], bins, rng_, density=dens)
+            if dens:
+                np.testing.assert_allclose(to_np(h), want_h, rtol=1e-12)
+            else:
+                np.testing.assert_array_equal(to_np(h), want_h)
+            np.testing.assert_array_equal(to_np(e), want_e)
+            assert to_np(e).dtype == want_e.dtype
