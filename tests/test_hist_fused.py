@@ -325,7 +325,8 @@ def test_edges_without_a_formula_in_a_graph_capture(lib):
             stream.begin_capture()
             outs = run()
             g = stream.end_capture()
-        launch = lambda: (g.launch(stream), stream.synchronize())  # noqa: E731
+        # (the new data are written on CuPy's default stream, which a non-blocking stream does not wait for)
+        launch = lambda: (mod.cuda.Device().synchronize(), g.launch(stream), stream.synchronize())  # noqa: E731
     else:
         graph = mod.cuda.CUDAGraph()
         mod.cuda.synchronize()
