@@ -544,3 +544,26 @@ def test_auto_past_one_block_takes_what_holds_the_bins(cp, monkeypatch, bins, we
     np.testing.assert_array_equal(edges.get(), ref_edges)
     if gs.device_info()["compute_capability"][0] >= 9 and gs.device_info()["shared_memory_per_block_optin"] >= 227 * 1024:
         assert gs.last_plan()["strategy_used"] == want, gs.last_plan()
+
+
+@pytest.mark.parametrize("bad", [5, -2, 2**31 - 1])
+def test_a_lookup_table_is_checked_at_the_c_entry(bad):
+    """The C entry refuses a lookup-table description whose entries are not bins (0 .. nbins - 1) or -1, and one
+    for inputs wider than a byte (gs_hist_bins_check: both engines, before any count is written out of range)."""
+    from gpusync import _core
+
+    lut = np.full(256, -1, np.int32)
+    lut[:5] = np.arange(5)
+    x = np.arange(300) % 256
+    u8 = x.astype(np.uint8)
+    out = np.zeros(5, np.int64)
+    ok = _histogram._bins_tuple(_histogram._LUT, 5, lut=lut.tobytes())
+    _core.histogram("cpu", u8, None, out, ok, "auto", 0)
+    np.testing.assert_array_equal(out, np.bincount(u8[u8 < 5], minlength=5))
+    wrong = lut.copy()
+    wrong[200] = bad
+    with pytest.raises(ValueError, match=r"lut\[200\]"):
+        _core.histogram("cpu", u8, None, out, _histogram._bins_tuple(_histogram._LUT, 5, lut=wrong.tobytes()), "auto",
+                        0)
+    with pytest.raises(ValueError, match="8-bit inputs only"):
+        _core.histogram("cpu", x.astype(np.int16), None, out, ok, "auto", 0)

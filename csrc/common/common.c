@@ -165,8 +165,18 @@ int gs_bincount_min_to_max(int64_t lo, int64_t hi)
     return lo >= 0 && lo <= hi && hi >= GS_BINCOUNT_FIRST_BINS && lo > hi - lo;
 }
 
-gs_status gs_hist_edges_check(const gs_hist_bins *bins, const gs_array *out, const gs_array *edges)
+gs_status gs_hist_bins_check(const gs_hist_bins *bins, const gs_array *x, const gs_array *out, const gs_array *edges)
 {
+    if (bins->kind == GS_BINS_LUT) { /* (its bins index the results: none past them) */
+        if (!bins->lut || gs_dtype_size(x->dtype) != 1)
+            return gs_fail(GS_ERR_INVALID_ARGUMENT, "bins: a lookup table (lut) bins 8-bit inputs only, and needs "
+                                                    "its 256 entries");
+        for (int v = 0; v < 256; v++)
+            if (bins->lut[v] < -1 || bins->lut[v] >= bins->nbins)
+                return gs_fail(GS_ERR_INVALID_ARGUMENT,
+                               "bins: lut[%d] = %d; every entry must be a bin (0 .. nbins - 1 = %lld) or -1",
+                               v, (int)bins->lut[v], (long long)bins->nbins - 1);
+    }
     if (!edges)
         return GS_OK;
     if (bins->kind != GS_BINS_UNIFORM)

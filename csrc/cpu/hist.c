@@ -419,7 +419,7 @@ gs_status gs_cpu_histogram(const gs_array *x, const gs_array *w, const gs_hist_b
     (void)stream;
     const int64_t nb = bins->nbins;
     const int weighted = w != NULL;
-    const gs_status est = gs_hist_edges_check(bins, out, edges);
+    const gs_status est = gs_hist_bins_check(bins, x, out, edges);
     if (est != GS_OK)
         return est;
     if (edges)

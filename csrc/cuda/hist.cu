@@ -156,7 +156,7 @@ extern "C" gs_status gs_cuda_histogram(const gs_array *x, const gs_array *w, con
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "host inputs must be contiguous");
     if (w && w->dtype != GS_FLOAT32 && w->dtype != GS_FLOAT64)
         return gs_fail(GS_ERR_TYPE, "weights must be float32 or float64 at the C API");
-    gs_status est = gs_hist_edges_check(bins, out, edges);
+    gs_status est = gs_hist_bins_check(bins, x, out, edges);
     if (est != GS_OK)
         return est;
     if (edges && on_host) { /* host output: the edges are host memory too */

@@ -543,9 +543,12 @@ int gs_bincount_first_takes(gs_dtype dt);
  * the host (`host`) or on one device.  GS_OK, or the failure set. */
 gs_status gs_bincount_first_check(const gs_array *x, const gs_array *out, int host);
 
-/* The checks of ops->histogram's `edges` (NULL passes): a GS_BINS_UNIFORM
+/* The checks of ops->histogram's bins and `edges`, one copy for both
+ * engines: a GS_BINS_LUT description bins 8-bit x and every entry is a bin
+ * (0 .. nbins - 1) or -1; `edges` (NULL passes): a GS_BINS_UNIFORM
  * description, nbins + 1 float32 / float64 elements where `out` lives. */
-gs_status gs_hist_edges_check(const gs_hist_bins *bins, const gs_array *out, const gs_array *edges);
+gs_status gs_hist_bins_check(const gs_hist_bins *bins, const gs_array *x, const gs_array *out,
+                             const gs_array *edges);
 /* Fill host `edges` (checked) with the description's edges. */
 void gs_hist_edges_fill_host(const gs_hist_bins *bins, gs_array *edges);
 
