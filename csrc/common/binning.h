@@ -208,6 +208,14 @@ GS_HD int64_t gs_bin_direct(const gs_binner *b, uint64_t x)
     return (b->closed_top && d == (uint64_t)b->nbins) ? b->nbins - 1 : -1;
 }
 
+/* 8-bit inputs whose bins are the byte values themselves: byte v counts in
+ * bin v (unit bins from 0, at least 256 of them) -- the kernels' identity
+ * case, no table. */
+GS_HD int gs_bins_are_bytes(const gs_binner *b)
+{
+    return b->kind == GS_BINS_DIRECT && b->offset == 0 && b->nbins >= 256;
+}
+
 /* 8-bit inputs: the LUT, or DIRECT on the raw byte. */
 GS_HD int64_t gs_bin_byte(const gs_binner *b, uint8_t v)
 {

@@ -167,6 +167,10 @@ int gs_bincount_min_to_max(int64_t lo, int64_t hi)
 
 gs_status gs_hist_bins_check(const gs_hist_bins *bins, const gs_array *x, const gs_array *out, const gs_array *edges)
 {
+    if (gs_dtype_size(x->dtype) == 1 && bins->kind != GS_BINS_DIRECT && bins->kind != GS_BINS_LUT)
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "bins: 8-bit inputs are binned by their raw byte: a direct "
+                                                "description or a lookup table (lut), not '%s'",
+                       gs_bins_kind_name(bins->kind));
     if (bins->kind == GS_BINS_LUT) { /* (its bins index the results: none past them) */
         if (!bins->lut || gs_dtype_size(x->dtype) != 1)
             return gs_fail(GS_ERR_INVALID_ARGUMENT, "bins: a lookup table (lut) bins 8-bit inputs only, and needs "

@@ -431,7 +431,7 @@ static int small_try(const gs_hist_launch *l, gs_status *st, int *declined)
         if (on != 2 && l->n > GS_HIST_U8_SMALL_MAX_BYTES)
             return 0;
         int mode;
-        if (b.kind == GS_BINS_DIRECT && b.offset == 0 && b.nbins >= 256)
+        if (gs_bins_are_bytes(&b))
             mode = 0;
         else if ((b.kind == GS_BINS_DIRECT || b.kind == GS_BINS_LUT) && b.nbins <= 256)
             mode = 1;

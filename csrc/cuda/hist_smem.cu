@@ -53,7 +53,7 @@ __device__ __forceinline__ void hist_bytes(const gs_binner &b, const gs_smem_bin
                         add((unsigned)k);
                 });
         });
-    } else if (b.offset == 0 && b.nbins >= 256) {
+    } else if (gs_bins_are_bytes(&b)) {
         gs_for_each_vec<GS_HIST_VEC_UNROLL, LOOP_WARP>(x, n, xs, one, [&](const gs_vec<T> &r, int64_t, bool ok) {
             if (ok)
                 gs_each_byte(r.v, add);
@@ -215,7 +215,7 @@ static int bytes_try(const gs_hist_launch *l, gs_status *st, int *declined)
         (int64_t)(smem + table) > l->dev->shared_memory_per_block_optin ||
         gs_env_number(GS_ENV_HIST_BYTES, 1, NULL) == 0)
         return 0;
-    const bool ident = b.kind == GS_BINS_DIRECT && b.offset == 0 && b.nbins >= 256;
+    const bool ident = gs_bins_are_bytes(&b);
     auto kern = ident ? hist_bytes_kernel<GS_HIST_BYTES_LOADS, true> : hist_bytes_kernel<GS_HIST_BYTES_LOADS, false>;
     const int threads = GS_HIST_BYTES_THREADS;
     int64_t resident = 0;

@@ -544,8 +544,9 @@ int gs_bincount_first_takes(gs_dtype dt);
 gs_status gs_bincount_first_check(const gs_array *x, const gs_array *out, int host);
 
 /* The checks of ops->histogram's bins and `edges`, one copy for both
- * engines: a GS_BINS_LUT description bins 8-bit x and every entry is a bin
- * (0 .. nbins - 1) or -1; `edges` (NULL passes): a GS_BINS_UNIFORM
+ * engines: 8-bit x takes a GS_BINS_DIRECT or GS_BINS_LUT description (the
+ * raw byte's bin), a GS_BINS_LUT description bins 8-bit x alone and every
+ * entry is a bin (0 .. nbins - 1) or -1; `edges` (NULL passes): a GS_BINS_UNIFORM
  * description, nbins + 1 float32 / float64 elements where `out` lives. */
 gs_status gs_hist_bins_check(const gs_hist_bins *bins, const gs_array *x, const gs_array *out,
                              const gs_array *edges);
