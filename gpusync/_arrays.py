@@ -9,7 +9,6 @@ tensor a tensor, and so on.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import contextvars
 import functools
@@ -323,8 +322,10 @@ class Lib:
         return cls._cache[name]
 
 
-_KEPT: collections.OrderedDict = collections.OrderedDict()  # (lib, device, dtype, shape, bytes) -> device array
-_KEPT_MAX = 64
+_KEPT: dict = {}  # (lib, device, dtype, shape, bytes) -> device array: never handed out, never freed
+_KEPT_BYTES = [0]
+_KEPT_ENTRY_MAX = 32 << 10  # an entry's bytes: 4,096 float64 edges (the key holds them too)
+_KEPT_BUDGET = 4 << 20  # all entries' bytes; past it, host copies again
 _KEPT_LOCK = threading.Lock()
 
 
@@ -333,24 +334,31 @@ def device_constant(lib_name, a: np.ndarray, device):
     host array `a` (bin edges, bin widths): copied on the device from a kept
     copy of the same values, made on the first call -- so that later calls
     need no host copy, a CUDA graph capture among them (CuPy refuses host
-    copies while the current stream captures).  The first call waits for its
-    copy (later calls may read it from other streams); the result is the
-    caller's own array, never the kept one."""
+    copies while the current stream captures).  Kept copies are never freed
+    (a captured graph reads its kept copy at every replay), so they are
+    bounded: arrays up to _KEPT_ENTRY_MAX bytes, _KEPT_BUDGET bytes in all;
+    past those, a host copy per call.  The first call waits for its copy
+    (later calls may read it from other streams); the result is the caller's
+    own array, never the kept one."""
     lib = Lib.of(lib_name)
     a = np.ascontiguousarray(a)
-    key = (lib_name, device, a.dtype.str, a.shape, a.tobytes())
+    key = (lib_name, device, a.dtype.str, a.shape, a.tobytes()) if a.nbytes <= _KEPT_ENTRY_MAX else None
+    kept = _KEPT.get(key) if key is not None else None
+    if kept is not None:
+        return lib.device_copy(kept)
+    if lib.capturing(device):
+        raise RuntimeError("gpusync: these bin edges (or bin widths) have no kept device copy and a host copy "
+                           "cannot be captured: make the same call once before the CUDA graph capture")
+    fresh = lib.from_host(a, device)
+    if key is None or _KEPT_BYTES[0] + a.nbytes > _KEPT_BUDGET:
+        return fresh
+    lib.wait_current(device)  # (complete before another stream reads it)
     with _KEPT_LOCK:
-        kept = _KEPT.get(key)
-        if kept is not None:
-            _KEPT.move_to_end(key)
-    if kept is None:
-        kept = lib.from_host(a, device)
-        lib.wait_current(device)
-        with _KEPT_LOCK:
-            _KEPT[key] = kept
-            while len(_KEPT) > _KEPT_MAX:
-                _KEPT.popitem(last=False)
-    return lib.device_copy(kept)
+        stored = key not in _KEPT and _KEPT_BYTES[0] + a.nbytes <= _KEPT_BUDGET
+        if stored:
+            _KEPT[key] = fresh
+            _KEPT_BYTES[0] += a.nbytes
+    return lib.device_copy(fresh) if stored else fresh  # (a thread that lost the race keeps its own copy)
 
 
 def _device_native_copy(a):
@@ -454,6 +462,10 @@ class _CuPy:
         with self.cp.cuda.Device(device):
             self.cp.cuda.get_current_stream().synchronize()
 
+    def capturing(self, device):
+        with self.cp.cuda.Device(device):
+            return bool(self.cp.cuda.get_current_stream().is_capturing())
+
     def astype(self, a, dtype):
         return a.astype(dtype, copy=False)
 
@@ -510,6 +522,10 @@ class _Torch:
     def wait_current(self, device):
         self.torch.cuda.current_stream(device).synchronize()
 
+    def capturing(self, device):
+        with self.torch.cuda.device(device):
+            return bool(self.torch.cuda.is_current_stream_capturing())
+
     def astype(self, a, dtype):
         return a.to(self._dt(dtype))
 
@@ -563,7 +579,7 @@ class _Numba:
         with self.cuda.gpus[device]:
             return self.cuda.to_device(np.ascontiguousarray(a))
 
-    def device_copy(self, a):  # Numba has no current stream: a synchronous copy on the device
+    def device_copy(self, a):  # Numba has no current stream: a copy on the device, on the default stream
         with self.cuda.gpus[_device_of(a, "numba", a.__cuda_array_interface__["data"][0])]:
             out = self.cuda.device_array_like(a)
             out.copy_to_device(a)
@@ -572,6 +588,9 @@ class _Numba:
     def wait_current(self, device):
         with self.cuda.gpus[device]:
             self.cuda.synchronize()
+
+    def capturing(self, device):  # (Numba arrays are not captured here: no current stream)
+        return False
 
     def astype(self, a, dtype):
         if np.dtype(a.dtype) == np.dtype(dtype):

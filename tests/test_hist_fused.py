@@ -291,10 +291,11 @@ def test_one_launch_generic_kernel_sanitized(cp, monkeypatch):
 
 @pytest.mark.parametrize("lib", ["cupy", "torch"])
 def test_edges_without_a_formula_in_a_graph_capture(lib):
-    """Edges that no formula reproduces (float16 data's float16 edges, explicit uneven edges) and density's bin
-    widths come from a kept device copy after a first call (_arrays.device_constant): a capture of the same calls
-    needs no host copy (CuPy refuses one), and every replay on new data equals NumPy's counts and edges; the edges
-    handed out are the caller's own (writing to them changes no later result)."""
+    """Edges that no formula reproduces (float16 data's float16 edges, explicit uneven edges: two sets of one shape)
+    and density's bin widths come from a kept device copy after a first call (_arrays.device_constant): a capture of
+    the same calls needs no host copy (CuPy refuses one), every replay on new data equals NumPy's counts and edges --
+    after many other edges have been kept too -- and the edges handed out are the caller's own (writing to them
+    changes no later result)."""
     mod = pytest.importorskip(lib)
     if not gs.cuda_available():
         pytest.skip("needs a CUDA GPU")
@@ -302,7 +303,9 @@ def test_edges_without_a_formula_in_a_graph_capture(lib):
     h16 = (rng.random(200_003) * 1.2 - 0.1).astype(np.float16)
     h64 = rng.random(200_003) * 1.2 - 0.1
     uneven = [0.0, 0.1, 0.15, 0.5, 0.9, 1.0]
-    calls = [(0, 50, (0.0, 1.0), False), (1, uneven, None, False), (1, 20, (0.0, 1.0), True), (0, 7, (0.25, 0.5), True)]
+    uneven2 = [0.0, 0.2, 0.25, 0.5, 0.8, 1.0]
+    calls = [(0, 50, (0.0, 1.0), False), (1, uneven, None, False), (1, uneven2, None, False),
+             (1, 20, (0.0, 1.0), True), (0, 7, (0.25, 0.5), True)]
     if lib == "cupy":
         xs = [mod.asarray(h16), mod.asarray(h64)]
     else:
@@ -333,6 +336,8 @@ def test_edges_without_a_formula_in_a_graph_capture(lib):
         with mod.cuda.graph(graph):
             outs = run()
         launch = lambda: (graph.replay(), mod.cuda.synchronize())  # noqa: E731
+    for k in range(40):  # other edges kept meanwhile: the captured graph's copies stay where they were
+        gs.histogram(xs[1], [0.0, 0.3 + k / 1000, 1.0])
     for seed in (22, 23):
         r = np.random.default_rng(seed)
         new16 = (r.random(h16.size) * 1.2 - 0.1).astype(np.float16)
@@ -352,3 +357,17 @@ def test_edges_without_a_formula_in_a_graph_capture(lib):
                 np.testing.assert_array_equal(to_np(h), want_h)
             np.testing.assert_array_equal(to_np(e), want_e)
             assert to_np(e).dtype == want_e.dtype
+
+
+def test_edges_without_a_kept_copy_under_capture_say_so(cp):
+    """Edges with no formula and no kept device copy yet cannot be captured (a host copy): the error says to make the
+    call once before the capture."""
+    x = cp.asarray(np.random.default_rng(24).random(10_000).astype(np.float16))  # (float16 edges: no formula)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            with pytest.raises(RuntimeError, match="once before the CUDA graph capture"):
+                gs.histogram(x, 37, (0.0123, 0.987))
+        finally:
+            stream.end_capture()

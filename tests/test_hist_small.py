@@ -152,22 +152,27 @@ def test_u8_byte_kernel_bins_from_a_table(bins, rng_, dist, n, grid, monkeypatch
 @pytest.mark.parametrize("bins,rng_", [(85, (0, 255)), (13, (0, 256)), (33, (-7.5, 300.0)), (5, (200, 256)),
                                        ([0, 1, 5, 100, 101, 200, 256], None), ([3, 40, 41, 42, 250], None),
                                        (np.arange(0, 257, 2).tolist(), None)])
-def test_u8_byte_kernel_folds_the_runs_of_a_bin(bins, rng_, dist, grid, monkeypatch):
+def test_u8_byte_kernel_folds_the_runs_of_a_bin(bins, rng_, dist, grid, monkeypatch, capfd):
     """The byte kernel's end on bins that several bytes share: the rows of a warp that give one bin are summed over
     the warp before the adds (gs_hist_merge_each) -- runs of 3 bytes that straddle warps, runs longer than a warp's
     8 rows, a float range, edges of uneven widths with bytes before, between and past them, on uint8 and int8 data;
     one block storing, a few blocks and the default grid adding.  Counts equal NumPy's."""
     cp = pytest.importorskip("cupy")
     monkeypatch.setenv("GPUSYNC_HIST_SMALL", "0")
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
     if grid is not None:
         monkeypatch.setenv("GPUSYNC_HIST_GRID", grid)
     n = 1_000_003
     a = make_dist(dist, n + 1, np.random.default_rng(len(np.atleast_1d(bins))))
+    gs.histogram(cp.asarray(a), bins=bins, range=rng_)  # (a first call may calibrate the engine choice)
+    capfd.readouterr()
     for x in (a, a.view(np.int8)):  # int8: the raw bytes 128 .. 255 bin before 0 .. 127 (two runs of the map)
         h, e = gs.histogram(cp.asarray(x)[1:], bins=bins, range=rng_)
         want_h, want_e = np.histogram(x[1:], bins=bins, range=rng_)
         np.testing.assert_array_equal(h.get(), want_h)
         np.testing.assert_array_equal(e.get(), want_e)
+    err = capfd.readouterr().err
+    assert err.count("histogram kernel: bytes, bins from a table") == 2, err
 
 
 @pytest.mark.parametrize("bins,rng_", [(256, (0, 256)), (100, (0, 100)), (64, (0, 256)), (7, (3, 250))])

@@ -79,6 +79,20 @@ int64_t gs_hist_grid(const gs_hist_launch *l, int64_t resident, int threads);
  * by GPUSYNC_HIST_REPLICAS); -1 when not even one copy fits. */
 int gs_hist_replica_shift(const gs_hist_launch *l);
 
+/* The bin map of the ends below: the result a replica row adds to.  The
+ * identity (every kernel but the byte kernel, hist_smem.cu), or a table
+ * (gs_bin_table: the byte kernel counts the 256 raw bytes and adds each
+ * byte's count to the bin the binner gives it, -1: to none). */
+struct gs_bin_same {
+    static constexpr bool identity = true;
+    __device__ int operator()(int k) const { return k; }
+};
+struct gs_bin_table {
+    static constexpr bool identity = false;
+    const int *bin; /* shared memory */
+    __device__ int operator()(int k) const { return bin[k]; }
+};
+
 /* After the block's last update: its R = 1 << rshift replicas of nb bins
  * (layout [bin][R]) summed and added to out.  P threads per bin (a power of
  * two up to R, as many as the block holds for nb bins: 4 for 256 bins of 32
@@ -97,29 +111,17 @@ int gs_hist_replica_shift(const gs_hist_launch *l);
  * warp first (a segmented suffix sum on the shuffles over runs of rows with
  * equal results, as equal-width bins and edges give), so that put sees a
  * result once a warp instead of once a byte.  64 bins over (0, 256), H200
- * graph replay (benchmarks/results/capture_ab_H200_r210_r211.txt): 4 MiB
- * 12.7 -> 8.4 us, 8 MiB 13.4 -> 8.9, 32 MiB 18.0 -> 13.1 -- each block had
- * added 4 counts to every bin, 4 x 132 global atomics a bin.  Other maps
- * stay right: a run is consecutive rows of one result. */
-/* The bin map of the ends below: the result a replica row adds to.  The
- * identity (every kernel but the byte kernel, hist_smem.cu), or a table
- * (gs_bin_table: the byte kernel counts the 256 raw bytes and adds each
- * byte's count to the bin the binner gives it, -1: to none). */
-struct gs_bin_same {
-    static constexpr bool identity = true;
-    __device__ int operator()(int k) const { return k; }
-};
-struct gs_bin_table {
-    static constexpr bool identity = false;
-    const int *bin; /* shared memory */
-    __device__ int operator()(int k) const { return bin[k]; }
-};
+ * graph replay (benchmarks/probes/u8_package.py; r209 before, r212 after,
+ * benchmarks/results/u8_fold_H200_r212_H100_r213.txt): 4 MiB 12.7 -> 8.7
+ * us, 8 MiB 13.4 -> 9.2, 32 MiB 18.0 -> 14.1 -- each block had added 4
+ * counts to every bin, 4 x 128-132 global atomics a bin.  Other maps stay
+ * right: a run is consecutive rows of one result. */
 template <class C, class F, class M = gs_bin_same>
 __device__ __forceinline__ void gs_hist_merge_each(const C *h, int nb, int rshift, F &&put, M map = M())
 {
     const int R = 1 << rshift;
     int lp = 0; /* log2 P */
-    while ((1 << lp) < R && ((int64_t)nb << (lp + 1)) <= (int64_t)blockDim.x)
+    while ((1 << lp) < R && lp < 5 && ((int64_t)nb << (lp + 1)) <= (int64_t)blockDim.x) /* (P <= 32: a warp) */
         lp++;
     const int P = 1 << lp, per = R >> lp;
     const int64_t slots = (int64_t)nb << lp;

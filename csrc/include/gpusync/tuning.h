@@ -57,9 +57,9 @@
  * above (r209, u8_bins_H200_r209.txt): from 4 MiB up the byte kernel is as
  * fast or faster on 256 bins and on bins of one byte each (4 MiB 7.1-8.0 us
  * against 7.0-8.5), and, since its rows of one bin are summed in the warp
- * (gs_hist_merge_each; r211, capture_ab_H200_r210_r211.txt), on bins of 4
- * bytes each too (64 over (0, 256): 4 MiB 8.4 us against 9.7, 8 MiB 8.9
- * against 14.7; before the fold 12.7 and 13.4). */
+ * (gs_hist_merge_each; r212, u8_fold_H200_r212_H100_r213.txt), on bins of
+ * 4 bytes each too (64 over (0, 256): 4 MiB 8.7 us against 9.2, 8 MiB 9.2
+ * against 12.5; before the fold 12.7 and 13.4). */
 #define GS_HIST_U8_SMALL_MAX_BYTES ((int64_t)3 << 20)
 
 /* Per-block shared-memory counters are 32-bit; the launcher keeps the
