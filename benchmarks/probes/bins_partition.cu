@@ -9,6 +9,9 @@
 //           and adds them to the int64 counts (G x nbins global adds in all, on distinct counters).
 //
 // Traffic: 8 + 2 + 2 bytes a value and the offsets, against the one pass's 8 bytes and one L2 atomic a value.
+// v1 (r215): 15-bit digits, G blocks a digit, a warp a segment 2 bytes a lane.  v2 (written after r215, not yet
+// run): 14-bit digits (64 KiB of counters, two blocks an SM), the blocks split by the digits' totals that pass 1
+// adds up, groups of lanes sized to the mean segment reading 16-byte vectors.
 // Timed with CUDA events (median of 7), counts checked against the one pass.  Standalone: nvcc -O3 -arch=sm_90
 // -o /tmp/bp benchmarks/probes/bins_partition.cu && /tmp/bp
 #include <algorithm>
@@ -72,9 +75,12 @@ __global__ void onepass(const int64_t *__restrict__ x, int64_t n, unsigned long 
         atomicAdd(c + __ldcs(x + i), 1ull);
 }
 
-// pass 1: shared memory = D + 1 digit counters, then the tile's uint16 low bits grouped by digit
-__global__ void __launch_bounds__(T1, 1)
-    part1(const int64_t *__restrict__ x, int64_t n, int D, uint16_t *__restrict__ low, uint32_t *__restrict__ offs)
+// pass 1: shared memory = D + 1 digit counters, then the tile's uint16 low bits grouped by digit; with gtot, the
+// tile's digit counts added to D global totals too (v2's work split)
+template <int LB>
+__global__ void __launch_bounds__(T1, 1) part1(const int64_t *__restrict__ x, int64_t n, int D,
+                                               uint16_t *__restrict__ low, uint32_t *__restrict__ offs,
+                                               unsigned long long *gtot)
 {
     extern __shared__ uint32_t sm[];
     uint32_t *cnt = sm;
@@ -95,7 +101,7 @@ __global__ void __launch_bounds__(T1, 1)
             }
 #pragma unroll
             for (int k = 0; k < PER; k++)
-                key[k] = v[k] >= 0 ? (uint32_t)(v[k] >> LOWBITS) << 16 | (uint32_t)(v[k] & (LOWBINS - 1)) : ~0u;
+                key[k] = v[k] >= 0 ? (uint32_t)(v[k] >> LB) << 16 | (uint32_t)(v[k] & ((1 << LB) - 1)) : ~0u;
         }
         uint32_t r[PER];
 #pragma unroll
@@ -121,8 +127,14 @@ __global__ void __launch_bounds__(T1, 1)
                 cnt[D] = carry;
         }
         __syncthreads();
-        for (int d = threadIdx.x; d <= D; d += T1)
+        for (int d = threadIdx.x; d <= D; d += T1) {
             offs[t * (D + 1) + d] = cnt[d];
+            if (gtot && d < D) {
+                const uint32_t c = (d + 1 < D ? cnt[d + 1] : cnt[D]) - cnt[d];
+                if (c)
+                    atomicAdd(gtot + d, (unsigned long long)c);
+            }
+        }
 #pragma unroll
         for (int k = 0; k < PER; k++)
             if (key[k] != ~0u)
@@ -139,7 +151,7 @@ __global__ void __launch_bounds__(T1, 1)
     }
 }
 
-// pass 2: block (d, j) of D x G; a warp takes one tile's segment of digit d at a time
+// pass 2 (v1): block (d, j) of D x G; a warp takes one tile's segment of digit d at a time, 2 bytes a lane
 __global__ void __launch_bounds__(T2, 1) part2(const uint16_t *__restrict__ low, const uint32_t *__restrict__ offs,
                                                 int64_t tiles, int D, int G, unsigned long long *c, int64_t nbins)
 {
@@ -162,6 +174,89 @@ __global__ void __launch_bounds__(T2, 1) part2(const uint16_t *__restrict__ low,
             atomicAdd(c + first + b, (unsigned long long)h[b]);
 }
 
+// pass 2 (v2): 2^LB shared counters (LB 14: 64 KiB, two blocks of 1024 an SM); groups of GS lanes take one tile's
+// segment each (GS from the mean segment, TILE / D values), reading it in 16-byte vectors (the tile starts 16-byte
+// aligned; a vector's values outside the segment are skipped), two vectors in flight a lane.  The work is split by
+// the digits' totals from pass 1: digit d gets ceil(total_d / per) of the grid's blocks (per = n / B0), which take
+// its tiles in turn; blocks past the last digit's exit (D <= T2: a thread a digit finds the block's digit).
+template <int LB, int GS>
+__global__ void __launch_bounds__(T2, 2)
+    part2v(const uint16_t *__restrict__ low, const uint32_t *__restrict__ offs, int64_t tiles, int D,
+           const unsigned long long *__restrict__ gtot, unsigned long long per, unsigned long long *c, int64_t nbins)
+{
+    extern __shared__ uint32_t h[];
+    __shared__ int my_d, my_j, my_g, wsum[T2 / 32];
+    { // this block's digit: thread d holds digit d's blocks, a block-wide inclusive scan finds where blockIdx.x falls
+        if (threadIdx.x == 0)
+            my_d = -1;
+        const int g = (int)threadIdx.x < D ? (int)((gtot[threadIdx.x] + per - 1) / per) : 0;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        int incl = g;
+        for (int off = 1; off < 32; off <<= 1) {
+            const int o = __shfl_up_sync(0xffffffffu, incl, off);
+            if (lane >= off)
+                incl += o;
+        }
+        if (lane == 31)
+            wsum[warp] = incl;
+        __syncthreads();
+        if (warp == 0) {
+            int w = lane < T2 / 32 ? wsum[lane] : 0;
+            for (int off = 1; off < 32; off <<= 1) {
+                const int o = __shfl_up_sync(0xffffffffu, w, off);
+                if (lane >= off)
+                    w += o;
+            }
+            if (lane < T2 / 32)
+                wsum[lane] = w;
+        }
+        __syncthreads();
+        const int first = incl - g + (warp ? wsum[warp - 1] : 0);
+        if (g > 0 && (int)blockIdx.x >= first && (int)blockIdx.x < first + g) {
+            my_d = threadIdx.x;
+            my_j = (int)blockIdx.x - first;
+            my_g = g;
+        }
+    }
+    __syncthreads();
+    const int d = my_d, j = my_j, G = my_g;
+    if (d < 0)
+        return;
+    for (int b = threadIdx.x; b < (1 << LB); b += T2)
+        h[b] = 0;
+    __syncthreads();
+    const int lane = threadIdx.x & 31, sub = lane % GS;
+    const int group = threadIdx.x / GS, groups = T2 / GS;
+    for (int64_t t = j + (int64_t)G * group; t < tiles; t += (int64_t)G * groups) {
+        const uint32_t s = __ldg(offs + t * (D + 1) + d), e = __ldg(offs + t * (D + 1) + d + 1);
+        const uint16_t *seg = low + t * TILE;
+        for (uint32_t a = (s & ~7u) + 8u * sub; a < e; a += 16u * GS) {
+            uint4 v[2];
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const uint32_t at = a + 8u * GS * u;
+                v[u] = at < e ? __ldcs((const uint4 *)(seg + at)) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const uint32_t at = a + 8u * GS * u;
+                const uint32_t w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+                for (int q = 0; q < 8; q++) {
+                    const uint32_t i = at + q;
+                    if (i >= s && i < e)
+                        atomicAdd_block(h + ((w[q >> 1] >> ((q & 1) * 16)) & 0xffffu), 1u);
+                }
+            }
+        }
+    }
+    __syncthreads();
+    const int64_t first = (int64_t)d << LB;
+    for (int b = threadIdx.x; b < (1 << LB); b += T2)
+        if (h[b] && first + b < nbins)
+            atomicAdd(c + first + b, (unsigned long long)h[b]);
+}
+
 static float median(std::vector<float> v)
 {
     std::sort(v.begin(), v.end());
@@ -180,10 +275,12 @@ int main()
     uint32_t *offs;
     unsigned long long *c1, *c2;
     unsigned *sink;
-    const int64_t tiles = (n + TILE - 1) / TILE, maxbins = 16ll << 20, maxD = maxbins >> LOWBITS;
+    const int64_t tiles = (n + TILE - 1) / TILE, maxbins = 16ll << 20, maxD = maxbins >> 14;
+    unsigned long long *gtot;
     CK(cudaMalloc(&x, n * 8));
-    CK(cudaMalloc(&low, n * 2));
+    CK(cudaMalloc(&low, n * 2 + 16)); // (v2's last vector may pass n by up to 7 values)
     CK(cudaMalloc(&offs, tiles * (maxD + 1) * 4));
+    CK(cudaMalloc(&gtot, maxD * 8));
     CK(cudaMalloc(&c1, maxbins * 8));
     CK(cudaMalloc(&c2, maxbins * 8));
     CK(cudaMalloc(&sink, 4));
@@ -205,42 +302,79 @@ int main()
         CK(cudaGetLastError());
         return median(ts);
     };
+    auto check = [&](int64_t nbins) {
+        std::vector<unsigned long long> h1(nbins), h2(nbins);
+        CK(cudaMemcpy(h1.data(), c1, nbins * 8, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(h2.data(), c2, nbins * 8, cudaMemcpyDeviceToHost));
+        unsigned long long tot = 0;
+        for (auto v : h2)
+            tot += v;
+        return h1 == h2 && tot == (unsigned long long)n;
+    };
     fill<<<sms * 8, 512>>>(x, n, 1ll << 20, 0);
     const float rd = timed([&] { read_all<<<sms * 8, 512>>>((const int4 *)x, n * 8 / 16, sink); });
     printf("read of %lld int64: %.1f us (%.0f GB/s)\n", (long long)n, rd, n * 8 / rd / 1e3);
-    printf("| dist | bins | one pass us | partition us | pass 1 | pass 2 (G) | x one pass | check |\n");
-    printf("|---|---:|---:|---:|---:|---:|---:|---|\n");
+    printf("| dist | bins | version | one pass us | partition us | pass 1 | pass 2 | x one pass | check |\n");
+    printf("|---|---:|---|---:|---:|---:|---:|---:|---|\n");
+    const int g1 = (int)std::min<int64_t>(tiles, sms);
     for (int dist = 0; dist < 2; dist++)
         for (int64_t nbins : {1ll << 20, 4ll << 20, 16ll << 20}) {
             fill<<<sms * 8, 512>>>(x, n, nbins, dist);
-            const int D = (int)((nbins + LOWBINS - 1) >> LOWBITS);
-            const size_t sm1 = (size_t)((D + 1 + 3) & ~3) * 4 + TILE * 2;
-            CK(cudaFuncSetAttribute(part1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm1));
             const float t1 = timed([&] {
                 CK(cudaMemsetAsync(c1, 0, nbins * 8));
                 onepass<<<sms * 8, 512>>>(x, n, c1);
             });
-            const int g1 = (int)std::min<int64_t>(tiles, sms);
-            const float tp1 = timed([&] { part1<<<g1, T1, sm1>>>(x, n, D, low, offs); });
-            for (int G : {std::max(1, (sms + D - 1) / D), std::max(1, (2 * sms + D - 1) / D)}) {
+            { // v1: 15-bit digits, G blocks a digit, a warp a segment
+                const int D = (int)((nbins + LOWBINS - 1) >> LOWBITS);
+                const size_t sm1 = (size_t)((D + 1 + 3) & ~3) * 4 + TILE * 2;
+                CK(cudaFuncSetAttribute(part1<LOWBITS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm1));
+                const float tp1 = timed([&] { part1<LOWBITS><<<g1, T1, sm1>>>(x, n, D, low, offs, nullptr); });
+                const int G = std::max(1, (2 * sms + D - 1) / D);
                 const float tp2 = timed([&] {
                     CK(cudaMemsetAsync(c2, 0, nbins * 8));
                     part2<<<D * G, T2, LOWBINS * 4>>>(low, offs, tiles, D, G, c2, nbins);
                 });
                 const float tall = timed([&] {
                     CK(cudaMemsetAsync(c2, 0, nbins * 8));
-                    part1<<<g1, T1, sm1>>>(x, n, D, low, offs);
+                    part1<LOWBITS><<<g1, T1, sm1>>>(x, n, D, low, offs, nullptr);
                     part2<<<D * G, T2, LOWBINS * 4>>>(low, offs, tiles, D, G, c2, nbins);
                 });
-                std::vector<unsigned long long> h1(nbins), h2(nbins);
-                CK(cudaMemcpy(h1.data(), c1, nbins * 8, cudaMemcpyDeviceToHost));
-                CK(cudaMemcpy(h2.data(), c2, nbins * 8, cudaMemcpyDeviceToHost));
-                unsigned long long tot = 0;
-                for (auto v : h2)
-                    tot += v;
-                const bool ok = h1 == h2 && tot == (unsigned long long)n;
-                printf("| %s | %lld | %.1f | %.1f | %.1f | %.1f (%d) | %.2fx | %s |\n", dist ? "skewed u^4" : "uniform",
-                       (long long)nbins, t1, tall, tp1, tp2, G, t1 / tall, ok ? "ok" : "WRONG");
+                printf("| %s | %lld | v1 (G %d) | %.1f | %.1f | %.1f | %.1f | %.2fx | %s |\n",
+                       dist ? "skewed u^4" : "uniform", (long long)nbins, G, t1, tall, tp1, tp2, t1 / tall,
+                       check(nbins) ? "ok" : "WRONG");
+                fflush(stdout);
+            }
+            { // v2: 14-bit digits, blocks by the digits' totals, groups of GS lanes a segment, 16-byte loads
+                constexpr int LB = 14;
+                const int D = (int)((nbins + (1 << LB) - 1) >> LB);
+                const size_t sm1 = (size_t)((D + 1 + 3) & ~3) * 4 + TILE * 2;
+                CK(cudaFuncSetAttribute(part1<LB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm1));
+                const int64_t mean = TILE / D;
+                int GS = 1;
+                while (GS < 32 && GS * 16 < mean)
+                    GS *= 2;
+                auto k2 = GS == 1 ? part2v<LB, 1> : GS == 2 ? part2v<LB, 2> : GS == 4 ? part2v<LB, 4>
+                        : GS == 8 ? part2v<LB, 8> : GS == 16 ? part2v<LB, 16> : part2v<LB, 32>;
+                CK(cudaFuncSetAttribute(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, (1 << LB) * 4));
+                const int B0 = 4 * sms; // two blocks an SM, two rounds
+                const unsigned long long per = (unsigned long long)((n + B0 - 1) / B0);
+                const float tp1 = timed([&] {
+                    CK(cudaMemsetAsync(gtot, 0, D * 8));
+                    part1<LB><<<g1, T1, sm1>>>(x, n, D, low, offs, gtot);
+                });
+                const float tp2 = timed([&] {
+                    CK(cudaMemsetAsync(c2, 0, nbins * 8));
+                    k2<<<B0 + D, T2, (1 << LB) * 4>>>(low, offs, tiles, D, gtot, per, c2, nbins);
+                });
+                const float tall = timed([&] {
+                    CK(cudaMemsetAsync(c2, 0, nbins * 8));
+                    CK(cudaMemsetAsync(gtot, 0, D * 8));
+                    part1<LB><<<g1, T1, sm1>>>(x, n, D, low, offs, gtot);
+                    k2<<<B0 + D, T2, (1 << LB) * 4>>>(low, offs, tiles, D, gtot, per, c2, nbins);
+                });
+                printf("| %s | %lld | v2 (GS %d) | %.1f | %.1f | %.1f | %.1f | %.2fx | %s |\n",
+                       dist ? "skewed u^4" : "uniform", (long long)nbins, GS, t1, tall, tp1, tp2, t1 / tall,
+                       check(nbins) ? "ok" : "WRONG");
                 fflush(stdout);
             }
         }
