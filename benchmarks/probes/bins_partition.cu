@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(T1, 1) part1(const int64_t *__restrict__ x, in
         for (int d = threadIdx.x; d <= D; d += T1) {
             offs[t * (D + 1) + d] = cnt[d];
             if (gtot && d < D) {
-                const uint32_t c = (d + 1 < D ? cnt[d + 1] : cnt[D]) - cnt[d];
+                const uint32_t c = cnt[d + 1] - cnt[d];
                 if (c)
                     atomicAdd(gtot + d, (unsigned long long)c);
             }
@@ -175,15 +175,16 @@ __global__ void __launch_bounds__(T2, 1) part2(const uint16_t *__restrict__ low,
 }
 
 // pass 2 (v2): 2^LB shared counters (LB 14: 64 KiB, two blocks of 1024 an SM); groups of GS lanes take one tile's
-// segment each (GS from the mean segment, TILE / D values), reading it in 16-byte vectors (the tile starts 16-byte
+// segment each (GS from the digit's mean segment, its total / tiles values), reading it in 16-byte vectors (the tile starts 16-byte
 // aligned; a vector's values outside the segment are skipped), two vectors in flight a lane.  The work is split by
 // the digits' totals from pass 1: digit d gets ceil(total_d / per) of the grid's blocks (per = n / B0), which take
 // its tiles in turn; blocks past the last digit's exit (D <= T2: a thread a digit finds the block's digit).
-template <int LB, int GS>
+template <int LB>
 __global__ void __launch_bounds__(T2, 2)
     part2v(const uint16_t *__restrict__ low, const uint32_t *__restrict__ offs, int64_t tiles, int D,
            const unsigned long long *__restrict__ gtot, unsigned long long per, unsigned long long *c, int64_t nbins)
 {
+    static_assert(LB <= 16 && TILE % 8 == 0 && T2 / 32 <= 32, "uint16 low bits, 16-byte vectors, one warp's scan");
     extern __shared__ uint32_t h[];
     __shared__ int my_d, my_j, my_g, wsum[T2 / 32];
     { // this block's digit: thread d holds digit d's blocks, a block-wide inclusive scan finds where blockIdx.x falls
@@ -225,6 +226,9 @@ __global__ void __launch_bounds__(T2, 2)
     for (int b = threadIdx.x; b < (1 << LB); b += T2)
         h[b] = 0;
     __syncthreads();
+    int GS = 1; // lanes a segment: from this digit's mean segment (review44b: not the mean over all digits)
+    while (GS < 32 && (unsigned long long)GS * 16 * (unsigned long long)tiles < gtot[d])
+        GS *= 2;
     const int lane = threadIdx.x & 31, sub = lane % GS;
     const int group = threadIdx.x / GS, groups = T2 / GS;
     for (int64_t t = j + (int64_t)G * group; t < tiles; t += (int64_t)G * groups) {
@@ -314,7 +318,7 @@ int main()
     fill<<<sms * 8, 512>>>(x, n, 1ll << 20, 0);
     const float rd = timed([&] { read_all<<<sms * 8, 512>>>((const int4 *)x, n * 8 / 16, sink); });
     printf("read of %lld int64: %.1f us (%.0f GB/s)\n", (long long)n, rd, n * 8 / rd / 1e3);
-    printf("| dist | bins | version | one pass us | partition us | pass 1 | pass 2 | x one pass | check |\n");
+    printf("| dist | bins | version | one pass us | partition us | pass 1 | pass 2 (with its memset) | x one pass | check |\n");
     printf("|---|---:|---|---:|---:|---:|---:|---:|---|\n");
     const int g1 = (int)std::min<int64_t>(tiles, sms);
     for (int dist = 0; dist < 2; dist++)
@@ -349,12 +353,11 @@ int main()
                 const int D = (int)((nbins + (1 << LB) - 1) >> LB);
                 const size_t sm1 = (size_t)((D + 1 + 3) & ~3) * 4 + TILE * 2;
                 CK(cudaFuncSetAttribute(part1<LB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm1));
-                const int64_t mean = TILE / D;
-                int GS = 1;
-                while (GS < 32 && GS * 16 < mean)
-                    GS *= 2;
-                auto k2 = GS == 1 ? part2v<LB, 1> : GS == 2 ? part2v<LB, 2> : GS == 4 ? part2v<LB, 4>
-                        : GS == 8 ? part2v<LB, 8> : GS == 16 ? part2v<LB, 16> : part2v<LB, 32>;
+                if (D > T2) {
+                    fprintf(stderr, "v2 takes at most %d digits\n", T2);
+                    exit(1);
+                }
+                auto k2 = part2v<LB>;
                 CK(cudaFuncSetAttribute(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, (1 << LB) * 4));
                 const int B0 = 4 * sms; // two blocks an SM, two rounds
                 const unsigned long long per = (unsigned long long)((n + B0 - 1) / B0);
@@ -372,8 +375,8 @@ int main()
                     part1<LB><<<g1, T1, sm1>>>(x, n, D, low, offs, gtot);
                     k2<<<B0 + D, T2, (1 << LB) * 4>>>(low, offs, tiles, D, gtot, per, c2, nbins);
                 });
-                printf("| %s | %lld | v2 (GS %d) | %.1f | %.1f | %.1f | %.1f | %.2fx | %s |\n",
-                       dist ? "skewed u^4" : "uniform", (long long)nbins, GS, t1, tall, tp1, tp2, t1 / tall,
+                printf("| %s | %lld | v2 | %.1f | %.1f | %.1f | %.1f | %.2fx | %s |\n",
+                       dist ? "skewed u^4" : "uniform", (long long)nbins, t1, tall, tp1, tp2, t1 / tall,
                        check(nbins) ? "ok" : "WRONG");
                 fflush(stdout);
             }
