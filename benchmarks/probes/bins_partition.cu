@@ -14,22 +14,9 @@
 // adds up, groups of lanes sized to the mean segment reading 16-byte vectors.
 // Timed with CUDA events (median of 7), counts checked against the one pass.  Standalone: nvcc -O3 -arch=sm_90
 // -o /tmp/bp benchmarks/probes/bins_partition.cu && /tmp/bp
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-#include <cuda_runtime.h>
+#include "probe_check.cuh"
 
-#define CK(call)                                                                                                  \
-    do {                                                                                                          \
-        cudaError_t e_ = (call);                                                                                  \
-        if (e_ != cudaSuccess) {                                                                                  \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));                 \
-            exit(1);                                                                                              \
-        }                                                                                                         \
-    } while (0)
+#include <cstdint>
 
 constexpr int LOWBITS = 15, LOWBINS = 1 << LOWBITS;
 constexpr int T1 = 1024, PER = 16, TILE = T1 * PER; // pass 1: a tile of 16,384 values a block at a time
