@@ -547,7 +547,7 @@ def test_auto_past_one_block_takes_what_holds_the_bins(cp, monkeypatch, bins, we
 
 
 @pytest.mark.parametrize("bad", [5, -2, 2**31 - 1])
-def test_a_lookup_table_is_checked_at_the_c_entry(bad):
+def test_a_lookup_table_is_checked_at_the_c_entry(bad, backend):
     """The C entry refuses a lookup-table description whose entries are not bins (0 .. nbins - 1) or -1, one for
     inputs wider than a byte, and 8-bit inputs with a description other than a direct one or a table
     (gs_hist_bins_check: both engines, before any count is written out of range)."""
@@ -559,16 +559,16 @@ def test_a_lookup_table_is_checked_at_the_c_entry(bad):
     u8 = x.astype(np.uint8)
     out = np.zeros(5, np.int64)
     ok = _histogram._bins_tuple(_histogram._LUT, 5, lut=lut.tobytes())
-    _core.histogram("cpu", u8, None, out, ok, "auto", 0)
+    _core.histogram(backend, u8, None, out, ok, "auto", 0)
     np.testing.assert_array_equal(out, np.bincount(u8[u8 < 5], minlength=5))
     wrong = lut.copy()
     wrong[200] = bad
     with pytest.raises(ValueError, match=r"lut\[200\]"):
-        _core.histogram("cpu", u8, None, out, _histogram._bins_tuple(_histogram._LUT, 5, lut=wrong.tobytes()), "auto",
+        _core.histogram(backend, u8, None, out, _histogram._bins_tuple(_histogram._LUT, 5, lut=wrong.tobytes()), "auto",
                         0)
     with pytest.raises(ValueError, match="8-bit inputs only"):
-        _core.histogram("cpu", x.astype(np.int16), None, out, ok, "auto", 0)
+        _core.histogram(backend, x.astype(np.int16), None, out, ok, "auto", 0)
     # 8-bit inputs are binned by their raw byte: an equal-width description would be read as a direct one
     uniform = _histogram._bins_tuple(_histogram._UNIFORM, 5, start=0.0, step=1.0, stop=5.0, scale=1.0)
     with pytest.raises(ValueError, match="raw byte"):
-        _core.histogram("cpu", u8, None, out, uniform, "auto", 0)
+        _core.histogram(backend, u8, None, out, uniform, "auto", 0)
