@@ -637,22 +637,33 @@ def many_bins_sweep(args):
                 x.nbytes, ref, graph=True)
         peers_bincount(case, x, top)
         x = None
-    # int64 values on 1M .. 16M bins: global atomics, into 32-bit counters in passes whose counters fit half
-    # the L2 where the int64 counts would not (hist_global.cu); uniform values and the same values sorted
+    # int64 values on 1M .. 16M bins (hist_global.cu): the partition into digits counted in shared memory;
+    # without it, global atomics into 32-bit counters in passes whose counters fit half the L2 where the int64
+    # counts would not, and one pass into the int64 counts; uniform values, the same sorted (the sampler's one
+    # pass), and skewed (nb * u^4: a third of the values in the lowest 1/64 of the bins)
     n64 = 1 << 22 if args.quick else 1 << 26
     for nb in (1 << 20, 1 << 22, 1 << 24):
-        for dist in ("uniform", "sorted"):
-            x = rs.randint(0, nb, n64, dtype=cp.int64)
+        for dist in ("uniform", "sorted", "skewed"):
+            if dist == "skewed":
+                x = (rs.random_sample(n64) ** 4 * nb).astype(cp.int64)
+            else:
+                x = rs.randint(0, nb, n64, dtype=cp.int64)
             if dist == "sorted":
                 x = cp.sort(x)
             ref = cp.bincount(x, minlength=nb).get()
             case = f"i64-bincount-{nb >> 20}M-{dist}-{n64 >> 20}M"
             one(case, "gpusync:bincount", lambda: gs.bincount(x, minlength=nb), x.nbytes, ref)
+            if case == "i64-bincount-1M-uniform-64M":  # (the main run's case, same data)
+                one("i64-bincount-1M-64M", "gpusync:auto", lambda: gs.bincount(x, minlength=nb), x.nbytes, ref)
+                peers_bincount("i64-bincount-1M-64M", x, nb)
             one(case, "gpusync:histogram (bins given, graph)", lambda: gs.histogram(x, bins=nb, range=(0, nb)),
                 x.nbytes, ref, graph=True)
-            with env(GPUSYNC_HIST_GLOBAL_L2="0"):
-                one(case, "gpusync:histogram (bins given, graph, int64 counters)",
+            with env(GPUSYNC_HIST_PART="0"):
+                one(case, "gpusync:histogram (bins given, graph, no partition)",
                     lambda: gs.histogram(x, bins=nb, range=(0, nb)), x.nbytes, ref, graph=True)
+                with env(GPUSYNC_HIST_GLOBAL_L2="0"):
+                    one(case, "gpusync:histogram (bins given, graph, int64 counters)",
+                        lambda: gs.histogram(x, bins=nb, range=(0, nb)), x.nbytes, ref, graph=True)
             peers_bincount(case, x, nb)
             if dist == "uniform" and nb == 1 << 24:  # weighted: passes over ranges of the float64 sums
                 w = rs.random_sample(n64)

@@ -347,6 +347,7 @@ def test_many_bins_count_in_l2_sized_passes(cuda, kind, monkeypatch, capfd):
     one, three = share // 6, share // 4 * 5 // 2  # 32-bit counters: 2/3 of the share; 2.5 shares
     rng = np.random.default_rng(29)
     monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    monkeypatch.setenv("GPUSYNC_HIST_PART", "0")  # (the partition's cases: the test below)
     spread, local = "every pass its range", "the first pass counts every element"
     for nb, n, runs, weighted, want, verdict in (
         (one, one + 1001, False, False, "32-bit counters, 1 pass ", None),
@@ -398,3 +399,137 @@ def test_many_bins_count_in_l2_sized_passes(cuda, kind, monkeypatch, capfd):
         got, _ = gs.histogram(to_kind(xf, kind), bins=three, range=(0.0, 1.0))
         np.testing.assert_array_equal(to_host(got), np.histogram(xf, bins=three, range=(0.0, 1.0))[0])
         assert "32-bit counters, 3 passes" in capfd.readouterr().err
+
+
+PART_MIN_N = 1 << 22  # hist_global.cu's GS_HIST_PART_MIN_N
+
+
+def unit_histogram(x, nb):
+    """np.histogram(x, bins=nb, range=(0, nb))[0] of integers, by np.bincount (NumPy's last bin is closed:
+    it holds nb too)."""
+    x = x[(x >= 0) & (x <= nb)]
+    return np.bincount(np.minimum(x, nb - 1), minlength=nb)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_many_bins_count_by_partition(cuda, kind, monkeypatch, capfd):
+    """Unweighted counts on 65,536 to 16M bins of at least GS_HIST_PART_MIN_N values (hist_global.cu's
+    partition): each value's bin split into a digit and its low bits, ranked and grouped by digit a
+    tile at a time, the low bits counted in shared memory a digit at a time.  Every digit width the
+    rule or GPUSYNC_HIST_PART gives, digit counts that are not powers of two, the 1,024-digit limit,
+    skewed and warp-sorted digits, values outside the bins, NaN, strided input -- against NumPy, the
+    route read from GPUSYNC_DEBUG's line.  A local input (sorted) keeps one pass of global atomics."""
+    rng = np.random.default_rng(31)
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    n = PART_MIN_N + 4099  # (a last tile part full)
+
+    def route(call):
+        capfd.readouterr()
+        got = to_host(call())
+        return got, capfd.readouterr().err
+
+    def counts(x, nb, lb=None, verdict="the partition counts"):
+        if lb is not None:
+            monkeypatch.setenv("GPUSYNC_HIST_PART", str(lb))
+        got, err = route(lambda: gs.histogram(to_kind(x, kind), bins=nb, range=(0, nb), strategy="global")[0])
+        monkeypatch.delenv("GPUSYNC_HIST_PART", raising=False)
+        np.testing.assert_array_equal(got, unit_histogram(x, nb))
+        assert f"({nb} bins)" in err and verdict in err, (nb, lb, err)
+        return err
+
+    u = rng.random(n)
+    for nb, dtype, want_bits in ((65_536, np.int32, 10), (100_003, np.int64, 11), (1_000_007, np.int64, 14),
+                                 (1 << 24, np.int32, 14)):  # (16M bins: as many values, the rule's least)
+        x = ((u if nb < n else rng.random(nb + 5)) * nb).astype(dtype)
+        err = counts(x, nb)
+        d = -(-nb // (1 << want_bits))
+        assert f"a partition into {d} digits of {want_bits} bits" in err, (nb, err)
+    x = (u**4 * 1_000_000).astype(np.int64)  # skewed: digit 0 holds about a third of the values
+    counts(x, 1_000_000)
+    # warps whose 32 values share a digit (the rank's one add a warp), not local to the sampler
+    i = np.arange(n)
+    x = (((i // 32) % 61) << 14 | rng.integers(0, 1 << 14, n)).astype(np.int64)
+    counts(x, 1_000_000)
+    # values outside the bins (below, past, negative) in every tile
+    x = rng.integers(-50_000, 350_000, n).astype(np.int64)
+    counts(x, 300_000)
+    for lb in (10, 11, 12, 13, 14):  # forced digit widths: 293 .. 19 digits
+        err = counts(x, 300_000, lb)
+        assert f"digits of {lb} bits" in err, (lb, err)
+    err = counts(x[: 2 * 10**6 + PART_MIN_N], 2 * 10**6, 10)  # 1,954 digits of 10 bits: too many, 14 bits
+    assert "a partition into 123 digits of 14 bits" in err, err
+    # sorted, runs of ~10 equal values: the sampler's one pass; runs of ~64 and one value: the partition
+    # (hist_global.cu's part_one_pass: runs shorter than 32 on average keep the one pass)
+    counts(np.sort(x), 300_000, verdict="one pass of global atomics counts every element")
+    counts(np.sort(rng.integers(0, 65_536, n)), 1_000_000)
+    counts(np.sort(rng.integers(0, 65_536, n)), 65_536)  # (each digit in a few long segments)
+    counts(np.full(n, 777_777), 1_000_000)
+    # not the partition: past 2^24 bins, fewer values than GS_HIST_PART_MIN_N, GPUSYNC_HIST_PART=0
+    for nb, m, env in (((1 << 24) + 1, n, None), (300_000, PART_MIN_N - 1, None), (300_000, n, "0")):
+        if env:
+            monkeypatch.setenv("GPUSYNC_HIST_PART", env)
+        y = rng.integers(0, nb, m).astype(np.int64)
+        got, err = route(lambda: gs.histogram(to_kind(y, kind), bins=nb, range=(0, nb), strategy="global")[0])
+        monkeypatch.delenv("GPUSYNC_HIST_PART", raising=False)
+        np.testing.assert_array_equal(got, unit_histogram(y, nb))
+        assert "global atomics" in err and "partition" not in err, (nb, m, err)
+    # float binning: auto on 200,000 equal-width bins past the 16-bit halves, NaN and values outside
+    xf = rng.normal(0.5, 0.3, n)
+    xf[::1001] = np.nan
+    for dt in (np.float64, np.float32):
+        got, err = route(lambda: gs.histogram(to_kind(xf.astype(dt), kind), bins=200_000, range=(0.1, 0.9))[0])
+        np.testing.assert_array_equal(got, np.histogram(xf.astype(dt), bins=200_000, range=(0.1, 0.9))[0])
+        assert "a partition into" in err, (dt, err)
+    # bincount (its length from the values) takes it too
+    x = rng.integers(0, 700_000, n).astype(np.int64)
+    got, err = route(lambda: gs.bincount(to_kind(x, kind)))
+    np.testing.assert_array_equal(got, np.bincount(x))
+    assert "a partition into" in err, err
+    # in a CUDA graph: the scratch a graph allocation, replayed on new data (skewed, then uniform)
+    mod = pytest.importorskip(kind)
+    xd = to_kind(rng.integers(0, 500_000, n).astype(np.int64), kind)
+    gs.histogram(xd, bins=500_000, range=(0, 500_000))
+    capfd.readouterr()
+    if kind == "cupy":
+        stream = mod.cuda.Stream(non_blocking=True)
+        with stream:
+            stream.begin_capture()
+            hg, _ = gs.histogram(xd, bins=500_000, range=(0, 500_000))
+            g = stream.end_capture()
+        launch = lambda: (mod.cuda.Device().synchronize(), g.launch(stream), stream.synchronize())  # noqa: E731
+    else:
+        graph = mod.cuda.CUDAGraph()
+        mod.cuda.synchronize()
+        with mod.cuda.graph(graph):
+            hg, _ = gs.histogram(xd, bins=500_000, range=(0, 500_000))
+        launch = lambda: (graph.replay(), mod.cuda.synchronize())  # noqa: E731
+    assert "a partition into" in capfd.readouterr().err
+    for new in ((rng.random(n) ** 4 * 500_000).astype(np.int64), rng.integers(0, 500_000, n)):
+        if kind == "cupy":
+            xd[...] = to_kind(new, kind)
+        else:
+            xd.copy_(to_kind(new, kind))
+        launch()
+        np.testing.assert_array_equal(to_host(hg), unit_histogram(new, 500_000))
+    if kind == "cupy":  # strided device input, both ways
+        xd = to_kind(rng.integers(0, 400_000, 2 * n + 6).astype(np.int64), kind)
+        for sl in (slice(None, None, 2), slice(None, None, -1)):
+            got, err = route(lambda: gs.histogram(xd[sl], bins=400_000, range=(0, 400_000), strategy="global")[0])
+            np.testing.assert_array_equal(got, unit_histogram(to_host(xd[sl]), 400_000))
+            assert "the partition counts" in err, (sl, err)
+
+
+@pytest.mark.gpu
+def test_many_bins_partition_sanitized(cuda, monkeypatch):
+    """The partition at its smallest input, for compute-sanitizer: 10- and 14-bit digits, the 1,024-digit
+    limit, warp-sorted digits, one value, values outside the bins, a local input (its one pass)."""
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(37)
+    n = PART_MIN_N + 3
+    i = np.arange(n)
+    for nb, x in ((65_536, rng.integers(-9, 65_540, n)), (1 << 24, rng.integers(0, 1 << 24, (1 << 24) + 1)),
+                  (1_000_003, ((i // 32) % 61) << 14 | rng.integers(0, 1 << 14, n)), (1_000_003, np.full(n, 5)),
+                  (300_000, np.sort(rng.integers(0, 300_000, n)))):
+        got = gs.histogram(cp.asarray(x), bins=nb, range=(0, nb), strategy="global")[0].get()
+        np.testing.assert_array_equal(got, unit_histogram(x, nb))

@@ -130,6 +130,12 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                                           "and the elements are at least as many as the bins -- and fewer than "
                                           "2^32 for counts -- 32-bit counters, or the float64 sums, in up to 8 "
                                           "passes over the input whose counters fit half the L2)"},
+    [GS_ENV_HIST_PART] = {.name = "GPUSYNC_HIST_PART", .type = "int", .fallback = "-1", .lo = -1, .hi = 14,
+                          .meaning = "tuning: unweighted device counts on 65,536 to 16M bins (the global strategy, "
+                                     "hist_global.cu) -- -1: the partition into digits counted in shared memory where "
+                                     "it applies, with about 64 digits; 0: never (global atomics); 1-14: the "
+                                     "partition with digits of that many low bits (at least 10), from as many "
+                                     "elements as bins"},
     [GS_ENV_HIST_BYTES] = {.name = "GPUSYNC_HIST_BYTES", .type = "flag", .fallback = "1", .lo = 0, .hi = 1,
                            .meaning = "benchmarks: 0 gives contiguous 8-bit data past the 8-bit kernel's size the "
                                       "generic shared kernel instead of the byte kernel (hist_smem.cu)"},

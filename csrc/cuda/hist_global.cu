@@ -4,6 +4,11 @@
  * number of bins works -- and equal values serialize on one L2 address,
  * which is why the other strategies exist.
  *
+ * Unweighted counts on 65,536 to 16M bins of 4M+ elements take the partition
+ * instead (below, part_bits): shared-memory adds, a digit of the bins at a
+ * time; what follows is for the others (weighted sums, more bins, local
+ * input, GPUSYNC_HIST_PART=0).
+ *
  * Many bins (auto's choice past what shared memory holds; issue 14): the
  * adds are L2 atomics, about 95 G a second on the H200 while the counters
  * stay in L2, and a third of that once they do not -- then most adds miss
@@ -49,8 +54,19 @@
 #define GS_HIST_GLOBAL_MAX_PASSES 8
 #endif
 
-/* hist_global_locality's verdict (below): at least half the tested stretches local. */
+/* hist_global_locality's verdicts (below): at least half the tested stretches
+ * local; for the partition also runs of equal bins shorter than 32 on average
+ * (fewer than 31 of 32 neighbours' pairs equal): longer runs put the one
+ * pass's adds on one L2 address after another, while the partition counts
+ * them in registers and shared memory.  Sorted int64 (r221/r222, H200, one
+ * pass / partition): runs of 64 (64M on 1M bins) 778 / 436 us; runs of 16
+ * (64M on 4M bins) 485-502 / 537-548, (16M on 1M bins) 139 / 160; runs of 4
+ * (64M on 16M bins) 476-484 / 499. */
 __host__ __device__ __forceinline__ bool locally_counted(const unsigned *v) { return v[1] > 0 && 2 * v[0] >= v[1]; }
+__host__ __device__ __forceinline__ bool part_one_pass(const unsigned *v)
+{
+    return locally_counted(v) && 32ull * v[2] < 31ull * v[3];
+}
 
 /* One atomic add an element whose bin k lies in [lo, lo + span) (every bin:
  * lo = 0, span = the bins), into C counters (the int64 result, or 32-bit
@@ -61,14 +77,17 @@ __host__ __device__ __forceinline__ bool locally_counted(const unsigned *v) { re
 template <class T, bool W, class C, bool WINDOW>
 __global__ void __launch_bounds__(GS_HIST_GLOBAL_THREADS)
     hist_global_kernel(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, const void *__restrict__ w,
-                       int64_t ws, int wdt, C *out, int64_t lo, int64_t span, const unsigned *mode)
+                       int64_t ws, int wdt, C *out, int64_t lo, int64_t span, const unsigned *mode,
+                       bool runs)
 {
-    if (WINDOW && mode && locally_counted(mode)) { /* the sampled input is local: the first pass (the one from bin 0:
+    if (WINDOW && mode && (runs ? part_one_pass(mode) : locally_counted(mode))) { /* the sampled input is local: the first pass (the one from bin 0:
                                               * passes <= bins) counts every element, the rest return */
         if (lo != 0)
             return;
         span = b.nbins;
     }
+    if (WINDOW && span == 0) /* (the partition's one pass, for a local sample alone (runs): not local) */
+        return;
     __shared__ gs_smem_bins sb;
     gs_bins_prepare(b, sb);
     gs_for_each(x, n, xs, [&](T v, int64_t i, bool ok) {
@@ -92,7 +111,9 @@ __global__ void __launch_bounds__(GS_HIST_GLOBAL_THREADS)
  * bins span fewer than 4,096 or most neighbours' bins lie within 32 of each
  * other.  Counts in v[0] (local) and v[1] (tested), zero before: the first
  * pass counts every element, and the others return at once, where at least
- * half the tested stretches are local (locally_counted). */
+ * half the tested stretches are local (locally_counted).  v[2] and v[3]: the
+ * tested stretches' pairs of neighbours in one bin, and all their pairs
+ * (part_one_pass). */
 #ifndef GS_HIST_GLOBAL_SAMPLES
 #define GS_HIST_GLOBAL_SAMPLES 256
 #endif
@@ -111,12 +132,14 @@ __global__ void __launch_bounds__(256) hist_global_locality(gs_binner b, const T
     const bool v0 = k0 >= 0, v1 = k1 >= 0, vp = lane > 0 && prev >= 0;
     const int near = (v0 && v1 && (k1 - k0 < 32 && k0 - k1 < 32)) + (vp && v0 && (k0 - prev < 32 && prev - k0 < 32));
     const int pairs = (v0 && v1) + (vp && v0);
+    int esum = (v0 && v1 && k0 == k1) + (vp && v0 && prev == k0);
     int64_t lo = v0 ? k0 : INT64_MAX, hi = v0 ? k0 : -1;
     if (v1)
         lo = lo < k1 ? lo : k1, hi = hi > k1 ? hi : k1;
     int nsum = near, psum = pairs;
     for (int o = 16; o > 0; o >>= 1) {
         nsum += __shfl_xor_sync(0xffffffffu, nsum, o);
+        esum += __shfl_xor_sync(0xffffffffu, esum, o);
         psum += __shfl_xor_sync(0xffffffffu, psum, o);
         const int64_t l2 = __shfl_xor_sync(0xffffffffu, lo, o), h2 = __shfl_xor_sync(0xffffffffu, hi, o);
         lo = lo < l2 ? lo : l2, hi = hi > h2 ? hi : h2;
@@ -125,6 +148,8 @@ __global__ void __launch_bounds__(256) hist_global_locality(gs_binner b, const T
         atomicAdd(v + 1, 1u);
         if (hi - lo < 4096 || 2 * nsum > psum)
             atomicAdd(v, 1u);
+        atomicAdd(v + 2, (unsigned)esum);
+        atomicAdd(v + 3, (unsigned)psum);
     }
 }
 
@@ -134,6 +159,378 @@ __global__ void __launch_bounds__(256) hist_global_widen(const unsigned *__restr
 {
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nb; k += (int64_t)gridDim.x * blockDim.x)
         out[k] += c[k];
+}
+
+/* ---- The partition: counts on 65,536 to 16M bins in shared memory (issue 14)
+ *
+ * One L2 atomic an element bounds the passes above: about 95 G adds a second
+ * on the H200 (64M values on 1M bins: ~705 us) whatever the counters' width.
+ * The partition turns them into shared-memory adds, in two kernels over
+ * 16-bit scratch (probe benchmarks/probes/bins_partition.cu):
+ *
+ *   rank   a block takes tiles of GS_HIST_PART_TILE elements, bins them, and
+ *          splits each bin k into a digit k >> lb and its low lb bits; it
+ *          ranks every element within its digit with a shared atomic (one a
+ *          warp where the warp's 32 elements share a digit: sorted data, one
+ *          value) and writes the tile's low bits as uint16 grouped by digit,
+ *          with the tile's D + 1 digit offsets.  Its digit counts, summed
+ *          over its tiles, and the number of its tiles each digit has
+ *          elements in, go to D global totals once a block.
+ *   count  the grid's blocks split among the digits by those totals (about
+ *          the same number of elements each); a block counts its digit's low
+ *          bits of every G-th tile in 2^lb shared counters, groups of lanes
+ *          (sized to the digit's segments) reading a segment in 16-byte
+ *          vectors, 8 equal values one add, and adds its counters to the
+ *          int64 counts -- with a plain add where the digit has this block
+ *          alone (G = 1: its bins are no other block's).
+ *
+ * Traffic: the input once, 2 bytes an element written and read, the offsets
+ * (D + 1 words a tile), and at most (blocks x 2^lb) adds into the result.
+ * The probe, H200, 64M int64 values (bins_partition_H200_r216.txt): 1M
+ * uniform bins 712 -> 308 us, 16M 3,168 -> 514, 1M skewed (u^4) 4,423 -> 341;
+ * the package (graph replay with the edges, histogram_manybins_H200.md r222 /
+ * _H100.md r223): 1M uniform 715 -> 418 us (H100 839 -> 435), skewed 4,373
+ * -> 426, 16M uniform 1,080 -> 776 (the L2 passes before).  A local input
+ * with short runs (part_one_pass, the sampler's verdict) keeps the one pass,
+ * whose adds hit L2 (hist_global_locality).  lb: the digit bits (10-14,
+ * 2^lb x 4 bytes of counters a block), D = bins >> lb digits, at most
+ * GS_HIST_PART_THREADS (one thread a digit finds a block's digit). */
+#ifndef GS_HIST_PART_THREADS
+#define GS_HIST_PART_THREADS 1024
+#endif
+/* The rank kernel's blocks: threads, and the blocks an SM it is compiled for
+ * (64 registers, no spills).  Two blocks of 512 against one of 1024, every
+ * other choice the same (r219, H200, part_sweep_H200_r219_r222_H100_r223.txt): 64M
+ * int64 on 1M uniform bins 472 -> 431 us, 128K bins 443 -> 419, 16M bins
+ * 763 -> 767; one block's loads overlap the other's scan and scatter. */
+#ifndef GS_HIST_PART_RANK_THREADS
+#define GS_HIST_PART_RANK_THREADS 512
+#endif
+#ifndef GS_HIST_PART_RANK_BLOCKS
+#define GS_HIST_PART_RANK_BLOCKS 2
+#endif
+#ifndef GS_HIST_PART_PER
+#define GS_HIST_PART_PER 16 /* elements a thread of the rank kernel, loaded before any is binned */
+#endif
+#define GS_HIST_PART_TILE (GS_HIST_PART_RANK_THREADS * GS_HIST_PART_PER)
+#ifndef GS_HIST_PART_MIN_BINS
+#define GS_HIST_PART_MIN_BINS 65536
+#endif
+#ifndef GS_HIST_PART_MIN_N
+#define GS_HIST_PART_MIN_N (1 << 22)
+#endif
+/* The count kernel's blocks: at most the resident ones, and few enough that
+ * each takes GS_HIST_PART_FLUSH elements a shared counter -- a block adds all
+ * 2^lb of them to the result (global atomics), so that (blocks x 2^lb) stays
+ * an eighth of the elements' adds.  r218 (H200, 4M int64 on 1M bins, every
+ * resident block): 80 us against the one pass's 56, the 264 blocks' 4.3M
+ * flushing adds a third of it. */
+#ifndef GS_HIST_PART_FLUSH
+#define GS_HIST_PART_FLUSH 8
+#endif
+#define GS_HIST_PART_MAX_LB 14
+
+template <class T>
+__global__ void __launch_bounds__(GS_HIST_PART_RANK_THREADS, GS_HIST_PART_RANK_BLOCKS)
+    hist_part_rank(gs_binner b, const T *__restrict__ x, int64_t n, int64_t xs, int lb, int D,
+                   uint16_t *__restrict__ low, uint32_t *__restrict__ offs, unsigned long long *tot,
+                   unsigned *nt, const unsigned *mode)
+{
+    if (part_one_pass(mode)) /* (the one pass counts) */
+        return;
+    extern __shared__ uint32_t part_sm[];
+    /* the tile's digit counts, then offsets; the block's totals, and its tiles where the digit has elements */
+    uint32_t *cnt = part_sm, *btot = part_sm + (D + 1), *bnt = btot + D;
+    uint16_t *stage = (uint16_t *)(part_sm + ((3 * D + 1 + 3) & ~3));
+    __shared__ gs_smem_bins sb;
+    gs_bins_prepare(b, sb);
+    for (int d = threadIdx.x; d < D; d += GS_HIST_PART_RANK_THREADS)
+        btot[d] = bnt[d] = 0;
+    const unsigned lane = threadIdx.x & 31, mask = (1u << lb) - 1;
+    const int64_t tiles = (n + GS_HIST_PART_TILE - 1) / GS_HIST_PART_TILE;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int64_t base = t * GS_HIST_PART_TILE;
+        for (int d = threadIdx.x; d <= D; d += GS_HIST_PART_RANK_THREADS)
+            cnt[d] = 0;
+        __syncthreads();
+        uint32_t key[GS_HIST_PART_PER]; /* digit << 16 | low bits; ~0: no bin (outside the bins, or past n) */
+        {
+            T v[GS_HIST_PART_PER];
+#pragma unroll
+            for (int k = 0; k < GS_HIST_PART_PER; k++) {
+                const int64_t i = base + k * GS_HIST_PART_RANK_THREADS + threadIdx.x;
+                v[k] = i < n ? x[i * xs] : T();
+            }
+#pragma unroll
+            for (int k = 0; k < GS_HIST_PART_PER; k++) {
+                const int64_t i = base + k * GS_HIST_PART_RANK_THREADS + threadIdx.x;
+                const int64_t bin = i < n ? gs_dbin(b, sb, v[k]) : -1;
+                key[k] = bin >= 0 ? (uint32_t)(bin >> lb) << 16 | ((uint32_t)bin & mask) : ~0u;
+            }
+        }
+        uint32_t r[GS_HIST_PART_PER];
+#pragma unroll
+        for (int k = 0; k < GS_HIST_PART_PER; k++) { /* the rank within the digit */
+            const uint32_t dg = key[k] >> 16, d0 = __shfl_sync(0xffffffffu, dg, 0);
+            if (__all_sync(0xffffffffu, dg == d0)) { /* one digit (or none) for the warp: one add */
+                uint32_t at = 0;
+                if (lane == 0 && d0 != 0xffffu)
+                    at = atomicAdd(cnt + d0, 32u);
+                r[k] = __shfl_sync(0xffffffffu, at, 0) + lane;
+            } else {
+                r[k] = dg != 0xffffu ? atomicAdd(cnt + dg, 1u) : 0;
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x < 32) { /* the exclusive scan of the D counts, by one warp */
+            uint32_t carry = 0;
+            for (int d0 = 0; d0 < D; d0 += 32) {
+                const int d = d0 + (int)lane;
+                const uint32_t c0 = d < D ? cnt[d] : 0;
+                uint32_t s = c0;
+                for (int off = 1; off < 32; off <<= 1) {
+                    const uint32_t o = __shfl_up_sync(0xffffffffu, s, off);
+                    if ((int)lane >= off)
+                        s += o;
+                }
+                if (d < D) {
+                    cnt[d] = carry + s - c0;
+                    btot[d] += c0;
+                    bnt[d] += c0 != 0;
+                }
+                carry += __shfl_sync(0xffffffffu, s, 31);
+            }
+            if (lane == 0)
+                cnt[D] = carry;
+        }
+        __syncthreads();
+        for (int d = threadIdx.x; d <= D; d += GS_HIST_PART_RANK_THREADS)
+            offs[t * (D + 1) + d] = cnt[d];
+#pragma unroll
+        for (int k = 0; k < GS_HIST_PART_PER; k++)
+            if (key[k] != ~0u)
+                stage[cnt[key[k] >> 16] + r[k]] = (uint16_t)key[k];
+        __syncthreads();
+        const int total = (int)cnt[D]; /* the tile's elements in bins, staged in [0, total) */
+        const uint32_t *s32 = (const uint32_t *)stage;
+        uint32_t *l32 = (uint32_t *)(low + base); /* (the tile starts 4-byte aligned: its size is even) */
+        for (int j = threadIdx.x; j < total / 2; j += GS_HIST_PART_RANK_THREADS)
+            l32[j] = s32[j];
+        if ((total & 1) && threadIdx.x == 0)
+            low[base + total - 1] = stage[total - 1];
+        __syncthreads();
+    }
+    for (int d = threadIdx.x; d < D; d += GS_HIST_PART_RANK_THREADS)
+        if (btot[d]) {
+            atomicAdd(tot + d, (unsigned long long)btot[d]);
+            atomicAdd(nt + d, bnt[d]);
+        }
+}
+
+/* The count: `blocks` of the grid take the digits' elements, block j of
+ * digit d's G blocks its tiles j, j + G, ...; the grid's other blocks (it
+ * has blocks + D: each digit rounds its share up) return. */
+__global__ void __launch_bounds__(GS_HIST_PART_THREADS, 2)
+    hist_part_count(const uint16_t *__restrict__ low, const uint32_t *__restrict__ offs, int64_t tiles, int lb,
+                    int D, const unsigned long long *__restrict__ tot, const unsigned *__restrict__ nt, int blocks,
+                    unsigned long long *out,
+                    int64_t nbins, const unsigned *mode)
+{
+    static_assert(GS_HIST_PART_TILE % 8 == 0 && GS_HIST_PART_THREADS <= 1024, "16-byte vectors; one warp's scan");
+    constexpr int W = GS_HIST_PART_THREADS / 32;
+    if (part_one_pass(mode))
+        return;
+    extern __shared__ uint32_t part_sm[];
+    uint32_t *h = part_sm;
+    __shared__ int my_d, my_j, my_g;
+    __shared__ unsigned long long wsum[W], all;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    { /* this block's digit: thread d holds digit d's total; scans of the totals (the share a block) and of the
+       * digits' blocks find where blockIdx.x falls */
+        const unsigned long long td = (int)threadIdx.x < D ? tot[threadIdx.x] : 0;
+        unsigned long long s = td;
+        for (int off = 1; off < 32; off <<= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, off);
+        if (lane == 0)
+            wsum[warp] = s;
+        if (threadIdx.x == 0)
+            my_d = -1;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned long long a = 0;
+            for (int w = 0; w < W; w++)
+                a += wsum[w];
+            all = a;
+        }
+        __syncthreads();
+        const unsigned long long per = (all + blocks - 1) / blocks;
+        const int g = per ? (int)((td + per - 1) / per) : 0;
+        int incl = g;
+        for (int off = 1; off < 32; off <<= 1) {
+            const int o = __shfl_up_sync(0xffffffffu, incl, off);
+            if (lane >= off)
+                incl += o;
+        }
+        __syncthreads(); /* (wsum reused) */
+        if (lane == 31)
+            wsum[warp] = (unsigned long long)incl;
+        __syncthreads();
+        int before = 0;
+        for (int w = 0; w < warp; w++)
+            before += (int)wsum[w];
+        const int first = before + incl - g;
+        if (g > 0 && (int)blockIdx.x >= first && (int)blockIdx.x < first + g)
+            my_d = threadIdx.x, my_j = (int)blockIdx.x - first, my_g = g;
+    }
+    __syncthreads();
+    const int d = my_d, j = my_j, G = my_g;
+    if (d < 0)
+        return;
+    const int nh = 1 << lb;
+    for (int k = threadIdx.x; k < nh; k += GS_HIST_PART_THREADS)
+        h[k] = 0;
+    __syncthreads();
+    /* lanes a segment: the digit's mean segment where it has any (its elements over the tiles that hold them:
+     * sorted input puts a digit in a few long segments) over 16 values a lane, up to a warp */
+    int GS = 1;
+    while (GS < 32 && (unsigned long long)GS * 16 * nt[d] < tot[d])
+        GS *= 2;
+    const int sub = lane % GS, group = threadIdx.x / GS, groups = GS_HIST_PART_THREADS / GS;
+    for (int64_t t = j + (int64_t)G * group; t < tiles; t += (int64_t)G * groups) {
+        const uint32_t s = __ldg(offs + t * (D + 1) + d), e = __ldg(offs + t * (D + 1) + d + 1);
+        const uint16_t *seg = low + t * GS_HIST_PART_TILE;
+        for (uint32_t a = (s & ~7u) + 8u * sub; a < e; a += 16u * GS) { /* two vectors in flight a lane */
+            uint4 v[2];
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const uint32_t at = a + 8u * GS * u;
+                v[u] = at < e ? __ldcs((const uint4 *)(seg + at)) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const uint32_t at = a + 8u * GS * u;
+                const uint32_t w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+                if (at >= s && at + 8 <= e && w[0] == w[1] && w[1] == w[2] && w[2] == w[3] &&
+                    (w[0] >> 16) == (w[0] & 0xffffu)) { /* 8 values of one bin (runs, one value): one add */
+                    atomicAdd_block(h + (w[0] & 0xffffu), 8u);
+                    continue;
+                }
+#pragma unroll
+                for (int q = 0; q < 8; q++) /* (a vector's values outside the segment are skipped) */
+                    if (at + q >= s && at + q < e)
+                        atomicAdd_block(h + ((w[q >> 1] >> ((q & 1) * 16)) & 0xffffu), 1u);
+            }
+        }
+    }
+    __syncthreads();
+    const int64_t first = (int64_t)d << lb;
+    for (int k = threadIdx.x; k < nh; k += GS_HIST_PART_THREADS)
+        if (h[k] && first + k < nbins) {
+            if (G == 1)
+                out[first + k] += h[k]; /* (the digit's bins are this block's alone) */
+            else
+                atomicAdd(out + first + k, (unsigned long long)h[k]);
+        }
+}
+
+/* The partition's digit bits for this call, or 0 where it does not apply:
+ * unweighted counts on GS_HIST_PART_MIN_BINS to GS_HIST_PART_THREADS << 14
+ * bins, at least GS_HIST_PART_MIN_N elements and as many as the bins, fewer
+ * than 2^32 (the 32-bit shared counts).  lb: about 64 digits, 10 to 14 bits;
+ * GPUSYNC_HIST_PART forces it, on fewer elements too (0: never). */
+static int part_bits(const gs_hist_launch *l)
+{
+    const int64_t nb = l->binner.nbins;
+    int set = 0;
+    const int forced = (int)gs_env_number(GS_ENV_HIST_PART, -1, &set);
+    const bool force = set && forced > 0;
+    if ((set && forced == 0) || l->w || nb < GS_HIST_PART_MIN_BINS ||
+        nb > ((int64_t)GS_HIST_PART_THREADS << GS_HIST_PART_MAX_LB) || (l->n < GS_HIST_PART_MIN_N && !force) ||
+        l->n < nb || l->n >= ((int64_t)1 << 32))
+        return 0;
+    int lb = 0;
+    while (((int64_t)1 << lb) < nb)
+        lb++;
+    lb -= 6;
+    if (force)
+        lb = forced;
+    lb = lb < 10 ? 10 : lb > GS_HIST_PART_MAX_LB ? GS_HIST_PART_MAX_LB : lb;
+    return ((nb + ((int64_t)1 << lb) - 1) >> lb) <= GS_HIST_PART_THREADS ? lb : GS_HIST_PART_MAX_LB;
+}
+
+static size_t round16(size_t b) { return (b + 15) / 16 * 16; }
+
+/* The partition's launches (the plan of part_bits); *ran false (nothing
+ * launched, the error cleared) where its scratch does not fit outside a
+ * capture, for the caller's other plans. */
+template <class T> static gs_status part_launch(const gs_hist_launch *l, int lb, bool *ran)
+{
+    const int64_t nb = l->binner.nbins, n = l->n, tiles = (n + GS_HIST_PART_TILE - 1) / GS_HIST_PART_TILE;
+    const int D = (int)((nb + ((int64_t)1 << lb) - 1) >> lb);
+    /* the scratch: the sampler's words, the D totals and tile counts, the offsets, the low bits (+ a vector's
+     * overrun) */
+    const size_t at_tot = 16, at_nt = at_tot + round16((size_t)D * 8), at_offs = at_nt + round16((size_t)D * 4),
+                 at_low = at_offs + round16((size_t)tiles * (D + 1) * 4), bytes = at_low + round16((size_t)n * 2) + 16;
+    void *scratch = NULL;
+    gs_status st = GS_OK;
+    const cudaError_t e = gs_malloc_async(&scratch, bytes, l->stream);
+    if (e != cudaSuccess) {
+        if (gs_cuda_maybe_capturing(l->stream))
+            GS_CUDA_CHECK(e); /* (a failed call has broken the capture: no fallback) */
+        cudaGetLastError();
+        *ran = false;
+        return GS_OK;
+    }
+    *ran = true;
+    char *sc = (char *)scratch;
+    unsigned *mode = (unsigned *)sc;
+    unsigned long long *tot = (unsigned long long *)(sc + at_tot);
+    unsigned *nt = (unsigned *)(sc + at_nt);
+    uint32_t *offs = (uint32_t *)(sc + at_offs);
+    uint16_t *low = (uint16_t *)(sc + at_low);
+    const size_t smem1 = ((size_t)((3 * D + 1 + 3) & ~3)) * 4 + GS_HIST_PART_TILE * 2, smem2 = (size_t)4 << lb;
+    int64_t r1 = 0, r2 = 0, most = n / ((int64_t)GS_HIST_PART_FLUSH << lb);
+    GS_GOTO(gs_cuda_allow_smem((const void *)hist_part_count, l->dev));
+    GS_GOTO(gs_cuda_allow_smem((const void *)hist_part_rank<T>, l->dev));
+    GS_GOTO(gs_cuda_resident_blocks((const void *)hist_part_rank<T>, GS_HIST_PART_RANK_THREADS, smem1, l->dev, &r1));
+    GS_GOTO(gs_cuda_resident_blocks((const void *)hist_part_count, GS_HIST_PART_THREADS, smem2, l->dev, &r2));
+    r2 = r2 < most ? r2 : most > 1 ? most : 1;
+    GS_CUDA_GOTO(cudaMemsetAsync(sc, 0, at_offs, l->stream));
+    hist_global_locality<T><<<GS_HIST_GLOBAL_SAMPLES / 8, 256, 0, l->stream>>>(l->binner, (const T *)l->x, n,
+                                                                               l->xstride, mode);
+    GS_CUDA_GOTO(cudaGetLastError());
+    { /* a local sample: the one pass (the kernels below return); else it returns */
+        int64_t resident = 0;
+        const void *one = (const void *)hist_global_kernel<T, false, unsigned long long, true>;
+        GS_GOTO(gs_cuda_resident_blocks(one, GS_HIST_GLOBAL_THREADS, 0, l->dev, &resident));
+        hist_global_kernel<T, false, unsigned long long, true>
+            <<<(unsigned)gs_hist_grid(l, resident, GS_HIST_GLOBAL_THREADS), GS_HIST_GLOBAL_THREADS, 0, l->stream>>>(
+                l->binner, (const T *)l->x, n, l->xstride, NULL, 0, 0, (unsigned long long *)l->out, 0, 0, mode,
+                true);
+        GS_CUDA_GOTO(cudaGetLastError());
+    }
+    hist_part_rank<T><<<(unsigned)(tiles < r1 ? tiles : r1), GS_HIST_PART_RANK_THREADS, smem1, l->stream>>>(
+        l->binner, (const T *)l->x, n, l->xstride, lb, D, low, offs, tot, nt, mode);
+    GS_CUDA_GOTO(cudaGetLastError());
+    hist_part_count<<<(unsigned)(r2 + D), GS_HIST_PART_THREADS, smem2, l->stream>>>(
+        low, offs, tiles, lb, D, tot, nt, (int)r2, (unsigned long long *)l->out, nb, mode);
+    GS_CUDA_GOTO(cudaGetLastError());
+    if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0) {
+        unsigned v[4] = {0, 0, 0, 0};
+        const bool read = !gs_cuda_maybe_capturing(l->stream) &&
+                          cudaMemcpyAsync(v, mode, sizeof v, cudaMemcpyDeviceToHost, l->stream) == cudaSuccess &&
+                          cudaStreamSynchronize(l->stream) == cudaSuccess;
+        char verdict[160] = "";
+        if (read)
+            snprintf(verdict, sizeof verdict, "; sampled: %u of %u stretches local, %u of %u pairs in one bin, %s",
+                     v[0], v[1], v[2], v[3],
+                     part_one_pass(v) ? "one pass of global atomics counts every element" : "the partition counts");
+        fprintf(stderr, "[gpusync] histogram: a partition into %d digits of %d bits, counted in shared memory "
+                "(%lld bins)%s\n", D, lb, (long long)nb, verdict);
+    }
+fail:
+    gs_free_async(scratch, l->stream, &st);
+    return st;
 }
 
 /* Passes over the input (see the top of the file): an unweighted count
@@ -153,6 +550,12 @@ static int l2_passes(const gs_hist_launch *l)
 
 template <class T> static gs_status launch(const gs_hist_launch *l)
 {
+    if (const int lb = part_bits(l)) {
+        bool ran = false; /* (false: no room for its scratch; the passes below) */
+        const gs_status ps = part_launch<T>(l, lb, &ran);
+        if (ran || ps != GS_OK)
+            return ps;
+    }
     const int threads = GS_HIST_GLOBAL_THREADS;
     const int64_t nb = l->binner.nbins;
     int passes = l2_passes(l);
@@ -171,7 +574,7 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
     unsigned *c = passes && !l->w ? (unsigned *)scratch : NULL;
     unsigned *mode = passes > 1 && l->n >= 64 && nb >= passes ? (unsigned *)((char *)scratch + cbytes) : NULL;
     using k64_t = void (*)(gs_binner, const T *, int64_t, int64_t, const void *, int64_t, int, unsigned long long *,
-                           int64_t, int64_t, const unsigned *);
+                           int64_t, int64_t, const unsigned *, bool);
     const k64_t k64 = passes ? hist_global_kernel<T, true, unsigned long long, true>
                       : l->w ? hist_global_kernel<T, true, unsigned long long, false>
                              : hist_global_kernel<T, false, unsigned long long, false>;
@@ -194,11 +597,11 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
             const int64_t lo = p * nb / np, hi = (p + 1) * nb / np;
             if (c)
                 hist_global_kernel<T, false, unsigned, true><<<(unsigned)grid, threads, 0, l->stream>>>(
-                    l->binner, (const T *)l->x, l->n, l->xstride, NULL, 0, 0, c, lo, hi - lo, mode);
+                    l->binner, (const T *)l->x, l->n, l->xstride, NULL, 0, 0, c, lo, hi - lo, mode, false);
             else
                 k64<<<(unsigned)grid, threads, 0, l->stream>>>(
                     l->binner, (const T *)l->x, l->n, l->xstride, l->w, l->wstride, l->wdtype,
-                    (unsigned long long *)l->out, lo, hi - lo, mode);
+                    (unsigned long long *)l->out, lo, hi - lo, mode, false);
             GS_CUDA_GOTO(cudaGetLastError());
         }
         if (c) {

@@ -443,6 +443,7 @@ typedef enum gs_env_var {
     GS_ENV_HIST_GLOBAL_L2,
     GS_ENV_BINSTAT_WINDOW,
     GS_ENV_HIST_BYTES,
+    GS_ENV_HIST_PART,
     GS_ENV_COUNT
 } gs_env_var;
 
