@@ -318,6 +318,8 @@ __global__ void __launch_bounds__(GS_HIST_PART_RANK_THREADS, GS_HIST_PART_RANK_B
             l32[j] = s32[j];
         if ((total & 1) && threadIdx.x == 0)
             low[base + total - 1] = stage[total - 1];
+        for (int j = total + threadIdx.x; j < ((total + 7) & ~7); j += GS_HIST_PART_RANK_THREADS)
+            low[base + j] = 0; /* (the count kernel's last vector reads them, masked: defined for initcheck) */
         __syncthreads();
     }
     for (int d = threadIdx.x; d < D; d += GS_HIST_PART_RANK_THREADS)
@@ -371,8 +373,7 @@ __global__ void __launch_bounds__(GS_HIST_PART_THREADS, 2)
             if (lane >= off)
                 incl += o;
         }
-        __syncthreads(); /* (wsum reused) */
-        if (lane == 31)
+        if (lane == 31) /* (wsum reused: thread 0 read it before the barrier above) */
             wsum[warp] = (unsigned long long)incl;
         __syncthreads();
         int before = 0;
@@ -436,8 +437,9 @@ __global__ void __launch_bounds__(GS_HIST_PART_THREADS, 2)
 /* The partition's digit bits for this call, or 0 where it does not apply:
  * unweighted counts on GS_HIST_PART_MIN_BINS to GS_HIST_PART_THREADS << 14
  * bins, at least GS_HIST_PART_MIN_N elements and as many as the bins, fewer
- * than 2^32 (the 32-bit shared counts).  lb: about 64 digits, 10 to 14 bits;
- * GPUSYNC_HIST_PART forces it, on fewer elements too (0: never). */
+ * than 2^32 (the 32-bit shared counts).  lb: about 64 digits, 10 to 14 bits
+ * (at most 1,024 digits; 0 where 2^lb counters need more shared memory than a
+ * block has); GPUSYNC_HIST_PART forces it, on fewer elements too (0: never). */
 static int part_bits(const gs_hist_launch *l)
 {
     const int64_t nb = l->binner.nbins;
@@ -454,8 +456,15 @@ static int part_bits(const gs_hist_launch *l)
     lb -= 6;
     if (force)
         lb = forced;
-    lb = lb < 10 ? 10 : lb > GS_HIST_PART_MAX_LB ? GS_HIST_PART_MAX_LB : lb;
-    return ((nb + ((int64_t)1 << lb) - 1) >> lb) <= GS_HIST_PART_THREADS ? lb : GS_HIST_PART_MAX_LB;
+    /* the widest the count kernel's counters (and its static shared memory, < 1 KiB) fit a block: 14 on sm_90,
+     * 13 where a block takes 64 KiB (sm_75) */
+    int most = GS_HIST_PART_MAX_LB;
+    while (most >= 10 && ((int64_t)4 << most) + 1024 > l->dev->shared_memory_per_block_optin)
+        most--;
+    lb = lb < 10 ? 10 : lb > most ? most : lb;
+    while (((nb + ((int64_t)1 << lb) - 1) >> lb) > GS_HIST_PART_THREADS) /* (a forced width: the least that fits) */
+        lb++;
+    return lb <= most ? lb : 0;
 }
 
 static size_t round16(size_t b) { return (b + 15) / 16 * 16; }
