@@ -11,13 +11,13 @@ from CUDA events around back-to-back calls (median of 5 rounds), every route
 checked against the one pass; torch.bincount beside it (minlength: the same
 bins)."""
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.getcwd())
 import cupy as cp  # noqa: E402
 
 import gpusync as gs  # noqa: E402
+from benchmarks.probes.mid_bins import timed as timed_ms  # noqa: E402
 
 try:
     import torch
@@ -26,18 +26,8 @@ except ImportError:  # pragma: no cover
 
 
 def timed(fn, reps):
-    s = cp.cuda.get_current_stream()
-    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-    fn()
-    out = []
-    for _ in range(5):
-        e0.record(s)
-        for _ in range(reps):
-            fn()
-        e1.record(s)
-        e1.synchronize()
-        out.append(cp.cuda.get_elapsed_time(e0, e1) * 1000 / reps)
-    return statistics.median(out)
+    """us per call: mid_bins.timed's events around back-to-back calls (median of 5 rounds)."""
+    return timed_ms(fn, reps) * 1000
 
 
 def routes(nb):
