@@ -80,8 +80,9 @@ __global__ void __launch_bounds__(GS_HIST_GLOBAL_THREADS)
                        int64_t ws, int wdt, C *out, int64_t lo, int64_t span, const unsigned *mode,
                        bool runs)
 {
-    if (WINDOW && mode && (runs ? part_one_pass(mode) : locally_counted(mode))) { /* the sampled input is local: the first pass (the one from bin 0:
-                                              * passes <= bins) counts every element, the rest return */
+    /* the sampled input is local (runs: with short runs, the partition's verdict): the first pass (the one from
+     * bin 0: passes <= bins) counts every element, the rest return */
+    if (WINDOW && mode && (runs ? part_one_pass(mode) : locally_counted(mode))) {
         if (lo != 0)
             return;
         span = b.nbins;
