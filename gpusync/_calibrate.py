@@ -4,8 +4,9 @@
 them to ``$XDG_CACHE_HOME/gpusync/`` (default ``~/.cache/gpusync/``), one
 JSON file per machine and GPU: the key is the CPU model, the core count, the
 GPU name and the gpusync version.  On first need, without a cache, a quick
-CPU-only measurement runs (~0.1 s; GPUSYNC_CALIBRATE=off skips it) and the
-GPU constants come from the device's properties.  A corrupt or stale cache
+measurement runs (~0.5 s: the host's bandwidths, the pool's hand-offs, each
+op's one-thread rate, and the GPU's host-input curve where there is one;
+GPUSYNC_CALIBRATE=off skips it).  A corrupt or stale cache
 is ignored with one warning, never an error.
 """
 from __future__ import annotations
@@ -265,7 +266,7 @@ def _forced(engine, threads=None):
 
 
 def measure(quick: bool = False, verbose: bool = False) -> Machine:
-    """Measure the constants (quick: ~0.2 s; full: a few seconds)."""
+    """Measure the constants (quick: ~0.5 s; full: a few seconds)."""
     import gpusync as gs
 
     m = defaults()
@@ -312,9 +313,11 @@ def measure(quick: bool = False, verbose: bool = False) -> Machine:
     if verbose:
         print(f"  one call on the caller: {one * 1e6:.2f} us (through gs.sum: {wrapper * 1e6:.2f} us); "
               f"pool hand-off: {cold * 1e6:.2f} us parked, {warm * 1e6:.2f} us spinning")
-    if not quick:
-        one_rates, all_rates = _op_rates(verbose, cores)
-        m = m.replace(cpu_rate=tuple(sorted(one_rates.items())), cpu_rate_all=tuple(sorted(all_rates.items())))
+    # each op's element rate: quick, the calling thread alone on an input the
+    # caches hold (its compute rate; the pool's scaling stays linear); full,
+    # also all the cores on one past them
+    one_rates, all_rates = _op_rates(verbose, cores, quick, m.call_overhead)
+    m = m.replace(cpu_rate=tuple(sorted(one_rates.items())), cpu_rate_all=tuple(sorted(all_rates.items())))
     if _backend.cuda_available():
         try:
             m = _gpu(m, quick, verbose)
@@ -343,15 +346,17 @@ def _cases(n):
     }
 
 
-def _op_rates(verbose, cores):
+def _op_rates(verbose, cores, quick=False, overhead=0.0):
     """Element rate of each op on the C engine: the calling thread alone and
-    all `cores` threads of the pool."""
+    (not quick) all `cores` threads of the pool.  A call's fixed cost
+    (`overhead`: the public path of a small call) is not the op's."""
     one, full = {}, {}
-    n = 1 << 20
+    n = 1 << 18 if quick else 1 << 20
     for op, (fn, _) in _cases(n).items():
         with _forced("caller"):
-            one[op] = n / _best(fn, 5, 0.3)
-        if cores > 1:
+            t = _best(fn, 3 if quick else 5, 0.02 if quick else 0.3)
+        one[op] = n / max(t - overhead, t / 2)
+        if cores > 1 and not quick:
             with _forced("cpu", cores):
                 full[op] = n / _best(fn, 10, 0.3)
         if verbose:

@@ -83,6 +83,17 @@ def test_strided_and_nd(backend):
     assert gs.dot(x[1:], x[:-1]) == np.float32(np.dot(x[1:].astype(np.float64), x[:-1].astype(np.float64)))
 
 
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 8191, 100_003, 1_000_003])
+def test_float32_squared_norm_is_the_dot_of_a_copy(backend, n):
+    """x . x converts each float32 term once (the same operand twice): the same bits as the dot of x with a
+    copy of itself, whatever the tail, on one thread or many."""
+    x = (np.random.default_rng(n).standard_normal(n) * 1e3).astype(np.float32)
+    x[n // 2] = 3.5e4  # a term whose square needs float64's exponent
+    y = x.copy()
+    assert gs.dot(x, x).tobytes() == gs.dot(x, y).tobytes()
+    assert abs(float(gs.dot(x, x)) - np.dot(x.astype(np.float64), y)) <= np.spacing(np.float32(np.dot(x, y)))
+
+
 def test_float32_more_accurate_than_numpy(backend):
     rng = np.random.default_rng(3)
     a = (rng.standard_normal(2_000_000) * 1e3 + 1e4).astype(np.float32)

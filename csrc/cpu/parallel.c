@@ -88,7 +88,8 @@ static struct {
 } pool;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static double handoff_lo = -1, handoff_hi = 0; /* ns: 2 threads, handoff_at threads */
+static double handoff_lo = -1, handoff_hi = 0; /* ns: 2 threads, handoff_at threads, parked */
+static double handoff_warm;                     /* ns: handoff_at threads, still spinning */
 static int handoff_at = 2;
 static uint64_t job_seq; /* the pool holder's (the job word keeps 48 bits: 2^48 jobs) */
 static _Thread_local int64_t job_start;
@@ -128,6 +129,18 @@ static void run_tasks(unsigned own, int one)
     }
 }
 
+/* A worker woken from its futex wakes its two children in a binary tree
+ * of the slots (2w + 1, 2w + 2) that sleep: the wake-ups of parked workers
+ * spread over the woken ones instead of queueing on the caller as one system
+ * call each (a child whose `go` was not bumped finds nothing new and parks
+ * again). */
+static void wake_children(int w)
+{
+    for (int c = 2 * w + 1; c <= 2 * w + 2 && c < GS_CPU_MAX_THREADS; c++) /* (slots never started never sleep) */
+        if (atomic_load(&pool.slots[c].sleeping))
+            futex_wake(&pool.slots[c].go, 1);
+}
+
 static void *worker(void *arg)
 {
     const int w = (int)(intptr_t)arg;
@@ -146,6 +159,8 @@ static void *worker(void *arg)
             if (atomic_load(&s->go) == seen)
                 futex_wait(&s->go, seen, 0);
             atomic_store(&s->sleeping, 0);
+            if (atomic_load(&s->go) != seen)
+                wake_children(w);
         }
         seen = atomic_load_explicit(&s->go, memory_order_acquire);
         run_tasks((unsigned)w + 1, 0);
@@ -257,6 +272,20 @@ static int run_own_threads(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
     return rc;
 }
 
+/* Hand workers 0 .. k-1 a new `go` -- every bump first: a worker that
+ * parks after them finds its own bumped and does not sleep -- then wake those
+ * that sleep: each one (`tree` 0: the caller's system calls), or only those
+ * whose parent in the tree is awake (`tree` 1: a sleeping parent, once woken,
+ * wakes them in wake_children; one system call here for a parked pool). */
+static void bump_and_wake(int k, int tree)
+{
+    for (int w = 0; w < k; w++)
+        atomic_fetch_add(&pool.slots[w].go, 1); /* seq_cst: pairs with the worker's `sleeping` */
+    for (int w = 0; w < k; w++)
+        if (atomic_load(&pool.slots[w].sleeping) && (!tree || w == 0 || !atomic_load(&pool.slots[(w - 1) / 2].sleeping)))
+            futex_wake(&pool.slots[w].go, 1);
+}
+
 /* `one`: the caller runs one task and leaves the rest to the workers (the
  * hand-off measurement: what waking them costs). */
 static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx, int one)
@@ -267,12 +296,7 @@ static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx, int one
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
     job_seq++;
     atomic_store_explicit(&pool.job, job_seq << 16 | (uint64_t)nthreads, memory_order_release);
-    for (int w = 0; w < nthreads - 1; w++) {
-        slot *s = &pool.slots[w];
-        atomic_fetch_add(&s->go, 1); /* seq_cst: pairs with the worker's `sleeping` */
-        if (atomic_load(&s->sleeping))
-            futex_wake(&s->go, 1);
-    }
+    bump_and_wake(nthreads - 1, 0);
     run_tasks(0, one);
     wait_workers((unsigned)nthreads);
     atomic_store_explicit(&pool.last_end, now_ns(), memory_order_relaxed);
@@ -287,16 +311,32 @@ int gs_cpu_pool_warm(void)
                (int64_t)GS_CPU_POOL_SPIN_US * 750;
 }
 
+void gs_cpu_pool_prime(void)
+{
+    if (atomic_exchange(&pool.busy, 1))
+        return; /* a job runs: it leaves them spinning */
+    if (pool.nworkers == 0) { /* no pool yet: the first call that hands off starts it */
+        atomic_store(&pool.busy, 0);
+        return;
+    }
+    /* no job is published: the workers claim nothing, then spin */
+    atomic_store_explicit(&pool.last_end, now_ns(), memory_order_relaxed);
+    bump_and_wake(pool.nworkers, 1);
+    atomic_store(&pool.busy, 0);
+}
+
 static void noop(void *ctx, int tid, int64_t b, int64_t e) { (void)ctx, (void)tid, (void)b, (void)e; }
 
 /* Caller holds `busy`, workers started: the best of a few empty jobs, each
- * after the workers have parked (the cold hand-off a call meets). */
-static double measure(int nthreads)
+ * after the workers have parked (`parked`: the cold hand-off a call meets),
+ * or each right after the last (the warm one: the workers still spin). */
+static double measure(int nthreads, int parked)
 {
     double best = 1e18;
     for (int rep = 0; rep < 5; rep++) {
         const struct timespec nap = {0, (long)GS_CPU_POOL_SPIN_US * 2000 + 50000};
-        nanosleep(&nap, NULL);
+        if (parked)
+            nanosleep(&nap, NULL);
         const int64_t t0 = now_ns();
         run_pool(nthreads, nthreads, noop, NULL, 1);
         const double dt = (double)(now_ns() - t0);
@@ -311,8 +351,9 @@ static void calibrate_locked(int most)
         return;
     if (!grow(most - 1))
         return;
-    handoff_lo = measure(2);
-    handoff_hi = most > 2 ? measure(most) : handoff_lo;
+    handoff_lo = measure(2, 1);
+    handoff_hi = most > 2 ? measure(most, 1) : handoff_lo;
+    handoff_warm = measure(most, 0);
     handoff_at = most;
 }
 
@@ -363,6 +404,18 @@ double gs_cpu_handoff_ns(int nthreads)
     return handoff_lo + f * (handoff_hi - handoff_lo); /* linear in the threads woken */
 }
 
+/* The hand-off a job on nthreads threads meets now: the parked one, or,
+ * while the workers still spin after the last job (or a prime), the warm one:
+ * no thread to wake, a cache-line round trip a worker (linear in them). */
+static double handoff_now(int nthreads)
+{
+    const double cold = gs_cpu_handoff_ns(nthreads);
+    if (nthreads <= 1 || handoff_lo < 0 || !gs_cpu_pool_warm())
+        return cold;
+    const double warm = handoff_warm * (nthreads - 1) / (handoff_at > 1 ? handoff_at - 1 : 1);
+    return warm < cold ? warm : cold;
+}
+
 int gs_cpu_threads_for_cost_extra(int64_t n, double ns_per_item, double ns_per_extra_thread)
 {
     const int requested = gs_cpu_requested_threads(n); /* the dispatcher chose (1: the caller alone) */
@@ -382,7 +435,7 @@ int gs_cpu_threads_for_cost_extra(int64_t n, double ns_per_item, double ns_per_e
         const double extra = ns_per_extra_thread * (t - 1);
         if (extra >= best) /* grows with t: no larger t can win */
             break;
-        const double c = work / t + gs_cpu_handoff_ns(t) + extra;
+        const double c = work / t + handoff_now(t) + extra;
         if (c < best) {
             best = c;
             best_t = t;

@@ -154,7 +154,8 @@ PAIRWISE(pw_dot_f64, double, DOT_TERM, GS_CLONES)
  * block sums, the tail -- so the sums are bit-identical to the clones'
  * (NaN aside: which of two NaN inputs a dot returns may differ).  They
  * prefetch two lines a block and stream where the clones' float32 instance
- * prefetched one line twice. */
+ * prefetched one line twice.  x . x (b == a, a squared norm) converts each
+ * term once: half the conversions, the same bits. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define PW_CVT512(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
@@ -173,11 +174,15 @@ PAIRWISE(pw_dot_f64, double, DOT_TERM, GS_CLONES)
             VD r[NV];                                                                                         \
             for (int q = 0; q < NV; q++)                                                                      \
                 r[q] = ZERO();                                                                                \
-            if (b) {                                                                                          \
-                if (b != a) { /* (x . x: the same lines) */                                                   \
-                    __builtin_prefetch((const char *)(b + i) + PW_PREFETCH, 0, 2);                            \
-                    __builtin_prefetch((const char *)(b + i) + PW_PREFETCH + 64, 0, 2);                       \
-                }                                                                                             \
+            if (b == a) { /* x . x: the same lines, one conversion a term */                                 \
+                for (int t = 0; t < PW_BLOCK; t += PW_ACC)                                                    \
+                    for (int q = 0; q < NV; q++) {                                                            \
+                        const VD x_ = LOADCVT(a + i + t + W * q);                                             \
+                        r[q] = FMA(x_, x_, r[q]);                                                             \
+                    }                                                                                         \
+            } else if (b) {                                                                                   \
+                __builtin_prefetch((const char *)(b + i) + PW_PREFETCH, 0, 2);                                \
+                __builtin_prefetch((const char *)(b + i) + PW_PREFETCH + 64, 0, 2);                           \
                 for (int t = 0; t < PW_BLOCK; t += PW_ACC)                                                    \
                     for (int q = 0; q < NV; q++)                                                              \
                         r[q] = FMA(LOADCVT(a + i + t + W * q), LOADCVT(b + i + t + W * q), r[q]);             \
