@@ -270,17 +270,15 @@ _FAST_SHAPES = {  # op -> (bytes read per element for 1-byte and 8-byte items, r
 _COST_OP = {"unpackbits": "packbits"}  # the model's nearest op: one pass over bytes (the CPU engine picks threads)
 
 
-def _engine_limit(m, op, allowed, engines, warm=False) -> int:
+def _engine_limit(m, op, allowed, engines) -> int:
     """The largest n for which the model picks one of `engines` (for every
-    item size the fast path takes; the model's choice is monotone in n);
-    `warm`: with the pool's workers still spinning."""
+    item size the fast path takes; the model's choice is monotone in n)."""
     if not set(engines) & set(allowed):
         return 0
     limit = 1 << 40
     for in_bytes in _FAST_SHAPES[op][0]:
         def ours(n):
-            s = _costmodel.Shape(_COST_OP.get(op, op), n, in_bytes, _FAST_SHAPES[op][1] or n * 8, 1, True, "host",
-                                 warm)
+            s = _costmodel.Shape(_COST_OP.get(op, op), n, in_bytes, _FAST_SHAPES[op][1] or n * 8, 1, True, "host")
             return _costmodel.choose(m, s, allowed).engine in engines
         lo, hi = 0, 1 << 34
         if ours(hi):
@@ -295,14 +293,11 @@ def _engine_limit(m, op, allowed, engines, warm=False) -> int:
 
 
 def _fast_limits(m, op, allowed) -> tuple:
-    """(calling thread alone up to, the same while the pool's workers spin,
-    the fast path at all up to): the CPU engine's sizes (caller or pool: the
-    pool's threads the engine's own choice); the GPU's and the split's go
-    through the general path.  Between the first two the C fast path runs a
-    call alone and primes the pool when the calls come in a loop."""
+    """(calling thread alone up to, the fast path at all up to): the CPU
+    engine's sizes (caller or pool: the pool's threads the engine's own
+    choice); the GPU's and the split's go through the general path."""
     caller = _engine_limit(m, op, allowed, ("caller",))
-    warm = min(caller, _engine_limit(m, op, allowed, ("caller",), warm=True))
-    return caller, warm, max(caller, _engine_limit(m, op, allowed, ("caller", "cpu")) if "caller" in allowed else 0)
+    return caller, max(caller, _engine_limit(m, op, allowed, ("caller", "cpu")) if "caller" in allowed else 0)
 
 
 _limits_memo: dict = {}  # (id(machine), allowed) -> (machine, limits): the bisections run once per state

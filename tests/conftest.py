@@ -79,6 +79,25 @@ def to_host(r):
     return r
 
 
+def captured(lib, run):
+    """`run()` captured in a CUDA graph of `lib` ('cupy' or 'torch'): (its outputs, launch), where launch()
+    replays the graph and waits for it.  CuPy captures on a non-blocking stream, which does not wait for CuPy's
+    default stream: launch() synchronizes the device first, so data written there meanwhile are read."""
+    mod = pytest.importorskip(lib)
+    if lib == "cupy":
+        stream = mod.cuda.Stream(non_blocking=True)
+        with stream:
+            stream.begin_capture()
+            outs = run()
+            g = stream.end_capture()
+        return outs, lambda: (mod.cuda.Device().synchronize(), g.launch(stream), stream.synchronize())
+    graph = mod.cuda.CUDAGraph()
+    mod.cuda.synchronize()
+    with mod.cuda.graph(graph):
+        outs = run()
+    return outs, lambda: (graph.replay(), mod.cuda.synchronize())
+
+
 def strategies_for(backend):
     """Every histogram strategy that can run on this backend."""
     s = ["auto", "global", "shared", "warp"]

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gpusync as gs
-from conftest import assert_raises_like_numpy, strategies_for, to_host, to_kind
+from conftest import assert_raises_like_numpy, captured, strategies_for, to_host, to_kind
 
 INT_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
 
@@ -492,23 +492,10 @@ def test_many_bins_count_by_partition(cuda, kind, monkeypatch, capfd):
     np.testing.assert_array_equal(got, np.bincount(x))
     assert "a partition into" in err, err
     # in a CUDA graph: the scratch a graph allocation, replayed on new data (skewed, then uniform)
-    mod = pytest.importorskip(kind)
     xd = to_kind(rng.integers(0, 500_000, n).astype(np.int64), kind)
     gs.histogram(xd, bins=500_000, range=(0, 500_000))
     capfd.readouterr()
-    if kind == "cupy":
-        stream = mod.cuda.Stream(non_blocking=True)
-        with stream:
-            stream.begin_capture()
-            hg, _ = gs.histogram(xd, bins=500_000, range=(0, 500_000))
-            g = stream.end_capture()
-        launch = lambda: (mod.cuda.Device().synchronize(), g.launch(stream), stream.synchronize())  # noqa: E731
-    else:
-        graph = mod.cuda.CUDAGraph()
-        mod.cuda.synchronize()
-        with mod.cuda.graph(graph):
-            hg, _ = gs.histogram(xd, bins=500_000, range=(0, 500_000))
-        launch = lambda: (graph.replay(), mod.cuda.synchronize())  # noqa: E731
+    (hg, _), launch = captured(kind, lambda: gs.histogram(xd, bins=500_000, range=(0, 500_000)))
     assert "a partition into" in capfd.readouterr().err
     for new in ((rng.random(n) ** 4 * 500_000).astype(np.int64), rng.integers(0, 500_000, n)):
         if kind == "cupy":

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import gpusync as gs
-from conftest import in_threads
+from conftest import captured, in_threads
 from gpusync import _core
 
 pytestmark = pytest.mark.gpu
@@ -322,20 +322,7 @@ def test_edges_without_a_formula_in_a_graph_capture(lib):
         first[0][1][...] = -1  # the caller's own edges
     else:
         first[0][1].fill_(-1)
-    stream = mod.cuda.Stream() if lib == "torch" else mod.cuda.Stream(non_blocking=True)
-    if lib == "cupy":
-        with stream:
-            stream.begin_capture()
-            outs = run()
-            g = stream.end_capture()
-        # (the new data are written on CuPy's default stream, which a non-blocking stream does not wait for)
-        launch = lambda: (mod.cuda.Device().synchronize(), g.launch(stream), stream.synchronize())  # noqa: E731
-    else:
-        graph = mod.cuda.CUDAGraph()
-        mod.cuda.synchronize()
-        with mod.cuda.graph(graph):
-            outs = run()
-        launch = lambda: (graph.replay(), mod.cuda.synchronize())  # noqa: E731
+    outs, launch = captured(lib, run)
     for k in range(40):  # other edges kept meanwhile: the captured graph's copies stay where they were
         gs.histogram(xs[1], [0.0, 0.3 + k / 1000, 1.0])
     for seed in (22, 23):

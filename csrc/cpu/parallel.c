@@ -88,8 +88,7 @@ static struct {
 } pool;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static double handoff_lo = -1, handoff_hi = 0; /* ns: 2 threads, handoff_at threads, parked */
-static double handoff_warm;                     /* ns: handoff_at threads, still spinning */
+static double handoff_lo = -1, handoff_hi = 0; /* ns: 2 threads, handoff_at threads */
 static int handoff_at = 2;
 static uint64_t job_seq; /* the pool holder's (the job word keeps 48 bits: 2^48 jobs) */
 static _Thread_local int64_t job_start;
@@ -328,15 +327,13 @@ void gs_cpu_pool_prime(void)
 static void noop(void *ctx, int tid, int64_t b, int64_t e) { (void)ctx, (void)tid, (void)b, (void)e; }
 
 /* Caller holds `busy`, workers started: the best of a few empty jobs, each
- * after the workers have parked (`parked`: the cold hand-off a call meets),
- * or each right after the last (the warm one: the workers still spin). */
-static double measure(int nthreads, int parked)
+ * after the workers have parked (the cold hand-off a call meets). */
+static double measure(int nthreads)
 {
     double best = 1e18;
     for (int rep = 0; rep < 5; rep++) {
         const struct timespec nap = {0, (long)GS_CPU_POOL_SPIN_US * 2000 + 50000};
-        if (parked)
-            nanosleep(&nap, NULL);
+        nanosleep(&nap, NULL);
         const int64_t t0 = now_ns();
         run_pool(nthreads, nthreads, noop, NULL, 1);
         const double dt = (double)(now_ns() - t0);
@@ -351,9 +348,8 @@ static void calibrate_locked(int most)
         return;
     if (!grow(most - 1))
         return;
-    handoff_lo = measure(2, 1);
-    handoff_hi = most > 2 ? measure(most, 1) : handoff_lo;
-    handoff_warm = measure(most, 0);
+    handoff_lo = measure(2);
+    handoff_hi = most > 2 ? measure(most) : handoff_lo;
     handoff_at = most;
 }
 
@@ -404,18 +400,6 @@ double gs_cpu_handoff_ns(int nthreads)
     return handoff_lo + f * (handoff_hi - handoff_lo); /* linear in the threads woken */
 }
 
-/* The hand-off a job on nthreads threads meets now: the parked one, or,
- * while the workers still spin after the last job (or a prime), the warm one:
- * no thread to wake, a cache-line round trip a worker (linear in them). */
-static double handoff_now(int nthreads)
-{
-    const double cold = gs_cpu_handoff_ns(nthreads);
-    if (nthreads <= 1 || handoff_lo < 0 || !gs_cpu_pool_warm())
-        return cold;
-    const double warm = handoff_warm * (nthreads - 1) / (handoff_at > 1 ? handoff_at - 1 : 1);
-    return warm < cold ? warm : cold;
-}
-
 int gs_cpu_threads_for_cost_extra(int64_t n, double ns_per_item, double ns_per_extra_thread)
 {
     const int requested = gs_cpu_requested_threads(n); /* the dispatcher chose (1: the caller alone) */
@@ -435,7 +419,7 @@ int gs_cpu_threads_for_cost_extra(int64_t n, double ns_per_item, double ns_per_e
         const double extra = ns_per_extra_thread * (t - 1);
         if (extra >= best) /* grows with t: no larger t can win */
             break;
-        const double c = work / t + handoff_now(t) + extra;
+        const double c = work / t + gs_cpu_handoff_ns(t) + extra;
         if (c < best) {
             best = c;
             best_t = t;

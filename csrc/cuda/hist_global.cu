@@ -41,6 +41,7 @@
  * keeps one pass into the result (for measurements).
  */
 #include "hist_launch.cuh"
+#include "gpusync/scan.cuh"
 #include "kernel_refs.cuh"
 
 /* The share of the L2 (device property) the counters of one pass may take,
@@ -287,13 +288,7 @@ __global__ void __launch_bounds__(GS_HIST_PART_RANK_THREADS, GS_HIST_PART_RANK_B
             uint32_t carry = 0;
             for (int d0 = 0; d0 < D; d0 += 32) {
                 const int d = d0 + (int)lane;
-                const uint32_t c0 = d < D ? cnt[d] : 0;
-                uint32_t s = c0;
-                for (int off = 1; off < 32; off <<= 1) {
-                    const uint32_t o = __shfl_up_sync(0xffffffffu, s, off);
-                    if ((int)lane >= off)
-                        s += o;
-                }
+                const uint32_t c0 = d < D ? cnt[d] : 0, s = gpusync::warp_inclusive_scan(c0);
                 if (d < D) {
                     cnt[d] = carry + s - c0;
                     btot[d] += c0;
@@ -340,49 +335,25 @@ __global__ void __launch_bounds__(GS_HIST_PART_THREADS, 2)
                     int64_t nbins, const unsigned *mode)
 {
     static_assert(GS_HIST_PART_TILE % 8 == 0 && GS_HIST_PART_THREADS <= 1024, "16-byte vectors; one warp's scan");
-    constexpr int W = GS_HIST_PART_THREADS / 32;
     if (part_one_pass(mode))
         return;
     extern __shared__ uint32_t part_sm[];
     uint32_t *h = part_sm;
     __shared__ int my_d, my_j, my_g;
-    __shared__ unsigned long long wsum[W], all;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    { /* this block's digit: thread d holds digit d's total; scans of the totals (the share a block) and of the
-       * digits' blocks find where blockIdx.x falls */
+    __shared__ unsigned long long scratch[33];
+    const int lane = threadIdx.x & 31;
+    { /* this block's digit: thread d holds digit d's total; the digits' total (the share a block), then the
+       * scan of the digits' block counts finds where blockIdx.x falls */
         const unsigned long long td = (int)threadIdx.x < D ? tot[threadIdx.x] : 0;
-        unsigned long long s = td;
-        for (int off = 1; off < 32; off <<= 1)
-            s += __shfl_xor_sync(0xffffffffu, s, off);
-        if (lane == 0)
-            wsum[warp] = s;
+        unsigned long long all, blocks_all;
         if (threadIdx.x == 0)
-            my_d = -1;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            unsigned long long a = 0;
-            for (int w = 0; w < W; w++)
-                a += wsum[w];
-            all = a;
-        }
-        __syncthreads();
+            my_d = -1; /* (the scans' barriers order it before the digit's thread sets it) */
+        gpusync::block_exclusive_scan(td, scratch, &all);
         const unsigned long long per = (all + blocks - 1) / blocks;
-        const int g = per ? (int)((td + per - 1) / per) : 0;
-        int incl = g;
-        for (int off = 1; off < 32; off <<= 1) {
-            const int o = __shfl_up_sync(0xffffffffu, incl, off);
-            if (lane >= off)
-                incl += o;
-        }
-        if (lane == 31) /* (wsum reused: thread 0 read it before the barrier above) */
-            wsum[warp] = (unsigned long long)incl;
-        __syncthreads();
-        int before = 0;
-        for (int w = 0; w < warp; w++)
-            before += (int)wsum[w];
-        const int first = before + incl - g;
-        if (g > 0 && (int)blockIdx.x >= first && (int)blockIdx.x < first + g)
-            my_d = threadIdx.x, my_j = (int)blockIdx.x - first, my_g = g;
+        const unsigned long long g = per ? (td + per - 1) / per : 0;
+        const int first = (int)gpusync::block_exclusive_scan(g, scratch, &blocks_all);
+        if (g > 0 && (int)blockIdx.x >= first && (int)blockIdx.x < first + (int)g)
+            my_d = threadIdx.x, my_j = (int)blockIdx.x - first, my_g = (int)g;
     }
     __syncthreads();
     const int d = my_d, j = my_j, G = my_g;
@@ -470,6 +441,23 @@ static int part_bits(const gs_hist_launch *l)
 
 static size_t round16(size_t b) { return (b + 15) / 16 * 16; }
 
+/* The locality sampler into `mode` (zeroed before), for the partition and the passes alike. */
+template <class T> static cudaError_t sample_locality(const gs_hist_launch *l, unsigned *mode)
+{
+    hist_global_locality<T><<<GS_HIST_GLOBAL_SAMPLES / 8, 256, 0, l->stream>>>(l->binner, (const T *)l->x, l->n,
+                                                                               l->xstride, mode);
+    return cudaGetLastError();
+}
+
+/* The sampler's first `k` words, read back for the debug line alone: a wait, outside a capture (false there,
+ * or when the read fails). */
+static bool read_sample(const gs_hist_launch *l, const unsigned *mode, unsigned *v, int k)
+{
+    return mode && !gs_cuda_maybe_capturing(l->stream) &&
+           cudaMemcpyAsync(v, mode, sizeof(unsigned) * k, cudaMemcpyDeviceToHost, l->stream) == cudaSuccess &&
+           cudaStreamSynchronize(l->stream) == cudaSuccess;
+}
+
 /* The partition's launches (the plan of part_bits); *ran false (nothing
  * launched, the error cleared) where its scratch does not fit outside a
  * capture, for the caller's other plans. */
@@ -506,9 +494,7 @@ template <class T> static gs_status part_launch(const gs_hist_launch *l, int lb,
     GS_GOTO(gs_cuda_resident_blocks((const void *)hist_part_count, GS_HIST_PART_THREADS, smem2, l->dev, &r2));
     r2 = r2 < most ? r2 : most > 1 ? most : 1;
     GS_CUDA_GOTO(cudaMemsetAsync(sc, 0, at_offs, l->stream));
-    hist_global_locality<T><<<GS_HIST_GLOBAL_SAMPLES / 8, 256, 0, l->stream>>>(l->binner, (const T *)l->x, n,
-                                                                               l->xstride, mode);
-    GS_CUDA_GOTO(cudaGetLastError());
+    GS_CUDA_GOTO(sample_locality<T>(l, mode));
     { /* a local sample: the one pass (the kernels below return); else it returns */
         int64_t resident = 0;
         const void *one = (const void *)hist_global_kernel<T, false, unsigned long long, true>;
@@ -527,11 +513,8 @@ template <class T> static gs_status part_launch(const gs_hist_launch *l, int lb,
     GS_CUDA_GOTO(cudaGetLastError());
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0) {
         unsigned v[4] = {0, 0, 0, 0};
-        const bool read = !gs_cuda_maybe_capturing(l->stream) &&
-                          cudaMemcpyAsync(v, mode, sizeof v, cudaMemcpyDeviceToHost, l->stream) == cudaSuccess &&
-                          cudaStreamSynchronize(l->stream) == cudaSuccess;
         char verdict[160] = "";
-        if (read)
+        if (read_sample(l, mode, v, 4))
             snprintf(verdict, sizeof verdict, "; sampled: %u of %u stretches local, %u of %u pairs in one bin, %s",
                      v[0], v[1], v[2], v[3],
                      part_one_pass(v) ? "one pass of global atomics counts every element" : "the partition counts");
@@ -597,11 +580,8 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
         if (c || mode) /* the counters and the sampler's counts */
             GS_CUDA_GOTO(cudaMemsetAsync(c ? (void *)c : (void *)mode, 0, (c ? cbytes : 0) + (mode ? 16 : 0),
                                          l->stream));
-        if (mode) {
-            hist_global_locality<T><<<GS_HIST_GLOBAL_SAMPLES / 8, 256, 0, l->stream>>>(l->binner, (const T *)l->x,
-                                                                                       l->n, l->xstride, mode);
-            GS_CUDA_GOTO(cudaGetLastError());
-        }
+        if (mode)
+            GS_CUDA_GOTO(sample_locality<T>(l, mode));
         const int np = passes ? passes : 1;
         for (int p = 0; p < np; p++) { /* pass p: the bins [p nb / np, (p + 1) nb / np) */
             const int64_t lo = p * nb / np, hi = (p + 1) * nb / np;
@@ -622,13 +602,9 @@ template <class T> static gs_status launch(const gs_hist_launch *l)
         }
     }
     if (gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0) {
-        /* the sampler's verdict: read back (a wait) outside a capture, for the debug line alone */
         unsigned v[2] = {0, 0};
-        const bool read = mode && !gs_cuda_maybe_capturing(l->stream) &&
-                          cudaMemcpyAsync(v, mode, sizeof v, cudaMemcpyDeviceToHost, l->stream) == cudaSuccess &&
-                          cudaStreamSynchronize(l->stream) == cudaSuccess;
         char verdict[160] = "";
-        if (read)
+        if (read_sample(l, mode, v, 2))
             snprintf(verdict, sizeof verdict, "; sampled: %u of %u stretches local, %s", v[0], v[1],
                      locally_counted(v) ? "the first pass counts every element" : "every pass its range");
         fprintf(stderr, "[gpusync] histogram: global atomics into %s, %d pass%s over the input (%lld bins)%s\n",

@@ -1034,7 +1034,6 @@ static const char *const fast_names[FAST_OPS] = {
     [FAST_BINCOUNT] = "bincount", [FAST_UNPACKBITS] = "unpackbits"};
 static int64_t fast_limit[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1, -1};  /* -1: not configured yet */
 static int64_t fast_caller[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1, -1}; /* up to here the calling thread alone */
-static int64_t fast_caller_warm[FAST_OPS] = {-1, -1, -1, -1, -1, -1, -1, -1}; /* the same, the pool spinning */
 #define FAST_GIL_RELEASE_MIN 16384                                    /* elements; below, keep the GIL */
 
 typedef struct {
@@ -1093,36 +1092,37 @@ static int fast_input(PyObject *obj, int op, int shapes, gs_array *a)
     return 1;
 }
 
-/* Whether the calling thread alone runs a call of n elements of `op`: up to
- * fast_caller[op] while the pool's workers are parked, up to
- * fast_caller_warm[op] while they still spin.  Above the warm limit, a call
- * that meets the pool parked within GS_CPU_POOL_SPIN_US of this thread's
- * last such call (a loop) primes it (`*prime` 1), so that its workers wake
- * while this call runs; FAST_RUN primes again when the call is done, so that
- * the next call meets them spinning however long this one ran. */
-static _Thread_local int64_t fast_band_ns; /* when this thread last met the pool parked above the warm limit */
+/* Whether the calling thread alone runs a call of n elements of `op` (up to
+ * fast_caller[op]); above, the engine's own thread count.  A call above the
+ * limit that meets the pool's workers parked within GS_CPU_POOL_SPIN_US of
+ * this thread's last such call (a loop: the last one's job ended, then the
+ * caller's own work outlasted the workers' spin) primes the pool (`*prime`
+ * 1): the workers wake in a tree while this call starts, and FAST_RUN primes
+ * again when the call is done, so that the next one meets them spinning. */
+static _Thread_local int64_t fast_band_ns; /* when this thread last met the pool parked above the limit */
 static int fast_alone(int op, int64_t n, int *prime)
 {
     *prime = 0;
-    if (n <= fast_caller_warm[op])
+    if (n <= fast_caller[op])
         return 1;
-    if (gs_cpu_pool_warm())
-        return 0; /* the engine's choice, with the warm hand-off */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    const int alone = n <= fast_caller[op]; /* (before the prime: it makes the pool read warm) */
-    if (now - fast_band_ns < (int64_t)GS_CPU_POOL_SPIN_US * 1000) {
-        gs_cpu_pool_prime();
-        *prime = 1;
+#ifndef GS_FAST_NO_PRIME /* (the A/B build of the priming: benchmarks/probes/host_loop.py) */
+    if (!gs_cpu_pool_warm()) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        if (now - fast_band_ns < (int64_t)GS_CPU_POOL_SPIN_US * 1000) {
+            gs_cpu_pool_prime();
+            *prime = 1;
+        }
+        fast_band_ns = now;
     }
-    fast_band_ns = now;
-    return alone;
+#endif
+    return 0;
 }
 
 /* Run `call` on the calling thread alone (fast_alone) or on the engine's own
- * thread count (the pool's hand-off, parked or warm, against the work), up
- * to fast_limit[op]; the GIL is kept for small inputs. */
+ * thread count (the pool's measured hand-off against the work), up to
+ * fast_limit[op]; the GIL is kept for small inputs. */
 #define FAST_RUN(op, n, st, call)                                                                             \
     do {                                                                                                      \
         int prime_;                                                                                           \
@@ -1643,25 +1643,20 @@ static PyObject *py_fast_config(PyObject *self, PyObject *arg)
             PyErr_Format(PyExc_ValueError, "fast_config: expected a tuple of %d limits", FAST_OPS);
             return NULL;
         }
-        int64_t lim[FAST_OPS], caller[FAST_OPS], warm[FAST_OPS];
+        int64_t lim[FAST_OPS], caller[FAST_OPS];
         for (int k = 0; k < FAST_OPS; k++) {
             PyObject *it = PyTuple_GET_ITEM(arg, k);
-            const Py_ssize_t m = PyTuple_Check(it) ? PyTuple_GET_SIZE(it) : 0;
-            if (m == 2 || m == 3) { /* (calling thread alone[, alone with the pool spinning], fast path at all) */
+            if (PyTuple_Check(it) && PyTuple_GET_SIZE(it) == 2) { /* (calling thread alone, fast path at all) */
                 caller[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(it, 0));
-                warm[k] = m == 3 ? PyLong_AsLongLong(PyTuple_GET_ITEM(it, 1)) : caller[k];
-                lim[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(it, m - 1));
+                lim[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(it, 1));
             } else {
-                lim[k] = caller[k] = warm[k] = PyLong_AsLongLong(it);
+                lim[k] = caller[k] = PyLong_AsLongLong(it);
             }
             if (PyErr_Occurred())
                 return NULL;
-            if (warm[k] > caller[k])
-                warm[k] = caller[k];
         }
         memcpy(fast_limit, lim, sizeof lim);
         memcpy(fast_caller, caller, sizeof caller);
-        memcpy(fast_caller_warm, warm, sizeof warm);
     }
     PyObject *names = PyTuple_New(FAST_OPS);
     for (int k = 0; names && k < FAST_OPS; k++)
