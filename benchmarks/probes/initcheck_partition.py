@@ -6,8 +6,8 @@ checked against NumPy.
         python3 benchmarks/probes/initcheck_partition.py
 
 Run it without --kernel-name: under a filter, initcheck does not see the other kernels' writes (the zeroing, the
-one pass, CuPy's) and reports their outputs as uninitialized.  GPUSYNC_CALIBRATE=off skips the quick calibration's GPU curve, which
-takes minutes under the tool."""
+one pass, CuPy's) and reports their outputs as uninitialized.  GPUSYNC_CALIBRATE=off skips the quick
+calibration's GPU curve, which takes minutes under the tool."""
 import os
 import sys
 
