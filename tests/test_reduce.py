@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import gpusync as gs
+from gpusync import _core
 from conftest import random_array
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
@@ -84,13 +85,26 @@ def test_strided_and_nd(backend):
 
 
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 8191, 100_003, 1_000_003])
-def test_float32_squared_norm_is_the_dot_of_a_copy(backend, n):
-    """x . x converts each float32 term once (the same operand twice): the same bits as the dot of x with a
-    copy of itself, whatever the tail, on one thread or many."""
+def test_float32_squared_norm_is_the_dot_of_a_copy(n):
+    """x . x converts each float32 term once (the same operand twice): its float64 accumulation -- before the
+    rounding to float32 -- has the same bits as the dot of x with a copy of itself, whatever the tail, on one
+    thread or two; gs.dot's float32 result too."""
     x = (np.random.default_rng(n).standard_normal(n) * 1e3).astype(np.float32)
-    x[n // 2] = 3.5e4  # a term whose square needs float64's exponent
     y = x.copy()
-    assert gs.dot(x, x).tobytes() == gs.dot(x, y).tobytes()
+    for threads in (1, 2):
+        acc = []
+        with gs.use_backend("cpu"):
+            _core.cpu_threads(threads)
+            try:
+                for b in (x, y):
+                    out = np.empty(1, np.float64)
+                    _core.reduce("cpu", x, b, out, "auto", False, 0)
+                    acc.append(out[0])
+            finally:
+                _core.cpu_threads(0)
+        assert acc[0].tobytes() == acc[1].tobytes(), (threads, acc)
+    with gs.use_backend("cpu"):
+        assert gs.dot(x, x).tobytes() == gs.dot(x, y).tobytes()
     assert abs(float(gs.dot(x, x)) - np.dot(x.astype(np.float64), y)) <= np.spacing(np.float32(np.dot(x, y)))
 
 

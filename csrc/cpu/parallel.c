@@ -128,18 +128,6 @@ static void run_tasks(unsigned own, int one)
     }
 }
 
-/* A worker woken from its futex wakes its two children in a binary tree
- * of the slots (2w + 1, 2w + 2) that sleep: the wake-ups of parked workers
- * spread over the woken ones instead of queueing on the caller as one system
- * call each (a child whose `go` was not bumped finds nothing new and parks
- * again). */
-static void wake_children(int w)
-{
-    for (int c = 2 * w + 1; c <= 2 * w + 2 && c < GS_CPU_MAX_THREADS; c++) /* (slots never started never sleep) */
-        if (atomic_load(&pool.slots[c].sleeping))
-            futex_wake(&pool.slots[c].go, 1);
-}
-
 static void *worker(void *arg)
 {
     const int w = (int)(intptr_t)arg;
@@ -158,8 +146,6 @@ static void *worker(void *arg)
             if (atomic_load(&s->go) == seen)
                 futex_wait(&s->go, seen, 0);
             atomic_store(&s->sleeping, 0);
-            if (atomic_load(&s->go) != seen)
-                wake_children(w);
         }
         seen = atomic_load_explicit(&s->go, memory_order_acquire);
         run_tasks((unsigned)w + 1, 0);
@@ -271,20 +257,6 @@ static int run_own_threads(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
     return rc;
 }
 
-/* Hand workers 0 .. k-1 a new `go` -- every bump first: a worker that
- * parks after them finds its own bumped and does not sleep -- then wake those
- * that sleep: each one (`tree` 0: the caller's system calls), or only those
- * whose parent in the tree is awake (`tree` 1: a sleeping parent, once woken,
- * wakes them in wake_children; one system call here for a parked pool). */
-static void bump_and_wake(int k, int tree)
-{
-    for (int w = 0; w < k; w++)
-        atomic_fetch_add(&pool.slots[w].go, 1); /* seq_cst: pairs with the worker's `sleeping` */
-    for (int w = 0; w < k; w++)
-        if (atomic_load(&pool.slots[w].sleeping) && (!tree || w == 0 || !atomic_load(&pool.slots[(w - 1) / 2].sleeping)))
-            futex_wake(&pool.slots[w].go, 1);
-}
-
 /* `one`: the caller runs one task and leaves the rest to the workers (the
  * hand-off measurement: what waking them costs). */
 static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx, int one)
@@ -295,7 +267,12 @@ static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx, int one
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
     job_seq++;
     atomic_store_explicit(&pool.job, job_seq << 16 | (uint64_t)nthreads, memory_order_release);
-    bump_and_wake(nthreads - 1, 0);
+    for (int w = 0; w < nthreads - 1; w++) {
+        slot *s = &pool.slots[w];
+        atomic_fetch_add(&s->go, 1); /* seq_cst: pairs with the worker's `sleeping` */
+        if (atomic_load(&s->sleeping))
+            futex_wake(&s->go, 1);
+    }
     run_tasks(0, one);
     wait_workers((unsigned)nthreads);
     atomic_store_explicit(&pool.last_end, now_ns(), memory_order_relaxed);
@@ -308,20 +285,6 @@ int gs_cpu_pool_warm(void)
     return pool.nworkers > 0 && !atomic_load_explicit(&pool.busy, memory_order_relaxed) &&
            now_ns() - atomic_load_explicit(&pool.last_end, memory_order_relaxed) <
                (int64_t)GS_CPU_POOL_SPIN_US * 750;
-}
-
-void gs_cpu_pool_prime(void)
-{
-    if (atomic_exchange(&pool.busy, 1))
-        return; /* a job runs: it leaves them spinning */
-    if (pool.nworkers == 0) { /* no pool yet: the first call that hands off starts it */
-        atomic_store(&pool.busy, 0);
-        return;
-    }
-    /* no job is published: the workers claim nothing, then spin */
-    atomic_store_explicit(&pool.last_end, now_ns(), memory_order_relaxed);
-    bump_and_wake(pool.nworkers, 1);
-    atomic_store(&pool.busy, 0);
 }
 
 static void noop(void *ctx, int tid, int64_t b, int64_t e) { (void)ctx, (void)tid, (void)b, (void)e; }

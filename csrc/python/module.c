@@ -1092,41 +1092,13 @@ static int fast_input(PyObject *obj, int op, int shapes, gs_array *a)
     return 1;
 }
 
-/* Whether the calling thread alone runs a call of n elements of `op` (up to
- * fast_caller[op]); above, the engine's own thread count.  A call above the
- * limit that meets the pool's workers parked within GS_CPU_POOL_SPIN_US of
- * this thread's last such call (a loop: the last one's job ended, then the
- * caller's own work outlasted the workers' spin) primes the pool (`*prime`
- * 1): the workers wake in a tree while this call starts, and FAST_RUN primes
- * again when the call is done, so that the next one meets them spinning. */
-static _Thread_local int64_t fast_band_ns; /* when this thread last met the pool parked above the limit */
-static int fast_alone(int op, int64_t n, int *prime)
-{
-    *prime = 0;
-    if (n <= fast_caller[op])
-        return 1;
-#ifndef GS_FAST_NO_PRIME /* (the A/B build of the priming: benchmarks/probes/host_loop.py) */
-    if (!gs_cpu_pool_warm()) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-        if (now - fast_band_ns < (int64_t)GS_CPU_POOL_SPIN_US * 1000) {
-            gs_cpu_pool_prime();
-            *prime = 1;
-        }
-        fast_band_ns = now;
-    }
-#endif
-    return 0;
-}
-
-/* Run `call` on the calling thread alone (fast_alone) or on the engine's own
- * thread count (the pool's measured hand-off against the work), up to
- * fast_limit[op]; the GIL is kept for small inputs. */
+/* Run `call` on the calling thread alone; the GIL is kept for small inputs. */
+/* Up to fast_caller[op] elements on the calling thread alone; above (up to
+ * fast_limit[op]) the engine's own thread count (the pool's measured hand-off
+ * against the work). */
 #define FAST_RUN(op, n, st, call)                                                                             \
     do {                                                                                                      \
-        int prime_;                                                                                           \
-        const int alone_ = fast_alone(op, n, &prime_);                                                        \
+        const int alone_ = (n) <= fast_caller[op]; /* read once: fast_config may run while the GIL is out */ \
         gs_cpu_request_threads(alone_ ? 1 : 0);                                                               \
         if ((n) >= FAST_GIL_RELEASE_MIN) {                                                                    \
             Py_BEGIN_ALLOW_THREADS st = (call);                                                               \
@@ -1135,8 +1107,6 @@ static int fast_alone(int op, int64_t n, int *prime)
             st = (call);                                                                                      \
         }                                                                                                     \
         gs_cpu_request_threads(0);                                                                            \
-        if (prime_)                                                                                           \
-            gs_cpu_pool_prime();                                                                              \
         fast_threads = alone_ ? 1 : gs_cpu_last_threads();                                                    \
     } while (0)
 
@@ -1816,13 +1786,6 @@ static PyObject *py_cpu_pool_warm(PyObject *self, PyObject *args)
     return PyBool_FromLong(gs_cpu_pool_warm());
 }
 
-static PyObject *py_cpu_pool_prime(PyObject *self, PyObject *args)
-{
-    (void)self, (void)args;
-    gs_cpu_pool_prime();
-    Py_RETURN_NONE;
-}
-
 /* The environment table (csrc/common/env.c) for docs and tests: a tuple of
  * (name, type, default, lo, hi, choices, meaning). */
 static PyObject *py_env_table(PyObject *self, PyObject *args)
@@ -2319,8 +2282,6 @@ static PyMethodDef methods[] = {
      "stage_threads(n): the staging crew's workers for this thread's host <-> device copies (0: the crew's size)"},
     {"cpu_pool_warm", py_cpu_pool_warm, METH_NOARGS,
      "cpu_pool_warm() -> bool: the CPU pool is free and its workers still spin after the last job"},
-    {"cpu_pool_prime", py_cpu_pool_prime, METH_NOARGS,
-     "cpu_pool_prime(): wake the CPU pool's parked workers without a job (they spin as after one)"},
     {"cpu_threads_for", py_cpu_threads_for, METH_VARARGS,
      "cpu_threads_for(n, ns_per_item) -> (threads, handoff_ns, max_threads): the CPU pool's choice and "
      "measured hand-off"},

@@ -496,11 +496,6 @@ int gs_cpu_max_threads(void);
 /* Nonzero while the pool is free and its workers still spin after the last
  * job: a job handed off now wakes no parked thread (the warm hand-off). */
 int gs_cpu_pool_warm(void);
-/* Wake the parked workers without a job (and restart the spin of those
- * that spin), so that they spin as after one: a caller that runs calls alone
- * in a loop at sizes the warm pool would take makes the next call meet it
- * warm.  Nothing when the pool is busy or not started. */
-void gs_cpu_pool_prime(void);
 /* The CPU engine's thread count for the calling thread's following calls,
  * chosen by the Python dispatcher's cost model: 1 runs on the calling thread
  * alone (no hand-off), k > 1 on k pool threads, 0 the engine's own choice. */
