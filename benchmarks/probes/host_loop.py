@@ -1,14 +1,14 @@
-"""Host (NumPy) calls in a loop against lone calls: the CPU pool's warm band.
+"""Host (NumPy) calls in a loop against lone calls: what the CPU pool's state costs.
 
     python -m benchmarks.probes.host_loop [--quick]
 
 For each op and size: gs in a loop (back-to-back calls, nothing between
 them: median us), the threads the loop's last call ran on, gs alone (a 2 ms
 pause before each call: the pool's workers parked; median), and NumPy's loop
-and lone calls (a pause costs any call: caches and clocks).
-Between the parked and the warm caller limits (docs/dispatch.md, "the C fast
-path") a loop primes the pool and takes it; a lone call runs on the calling
-thread.  Also prints the pool's measured hand-offs and the caller limits."""
+and lone calls (a pause costs any call: caches and clocks).  Also prints the
+pool's measured hand-offs and the C fast path's limits (docs/dispatch.md,
+"the C fast path").  Session 46 measured two ways to meet the pool warm more
+often with it, both dropped (results/host_loop_H200_r226_r229_H100_r230.txt)."""
 import os
 import sys
 import time
@@ -66,7 +66,7 @@ def main():
     print(f"cores {m.cores}; pool hand-off parked {m.handoff * 1e6:.1f} us, spinning {m.handoff_warm * 1e6:.2f} us "
           f"(model); C pool: all threads parked {_core.cpu_threads_for(1 << 40, 1.0)[1] / 1e3:.1f} us")
     allowed = _dispatch._allowed(None)[0]
-    print("caller limits (parked, spinning, fast path): "
+    print("caller limits (calling thread alone up to, fast path up to): "
           + ", ".join(f"{op} {_dispatch._fast_limits(m, op, allowed)[:2]}" for op in _core.fast_config(None)))
     sizes = [10_000, 100_000, 1_000_000] if quick else [1_000, 3_162, 10_000, 31_623, 100_000, 316_228, 1_000_000,
                                                           3_162_278]
