@@ -406,12 +406,13 @@ def plan_key(dt, bins, range):
 _BOUNDS = (int, float, np.generic)  # the range bounds a plan is kept for: values, hashed by value
 
 
-def histogram_(plans, a, bins, range):
-    """gs.histogram(a, bins, range) of a device array whose plan (the bins'
-    description for the counting kernel, the edges' formula and NumPy's
-    edges) the general path made for the same dtype, bins and range (plans:
-    _histogram._fast_plans): counts and edges arrays of the input's library,
-    written on its stream; else NotImplemented."""
+def histogram_(plans, a, bins, range, strategy="auto"):
+    """gs.histogram(a, bins, range, strategy=strategy) of a device array
+    whose plan (the bins' description for the counting kernel, the edges'
+    formula and NumPy's edges) the general path made for the same dtype, bins
+    and range (plans: _histogram._fast_plans; any strategy's call makes it):
+    counts and edges arrays of the input's library, written on its stream;
+    else NotImplemented."""
     r = _ready(a)
     if r is None:
         return NotImplemented
@@ -432,11 +433,11 @@ def histogram_(plans, a, bins, range):
     edesc = (eptr, nedges, 1, _arrays._DTYPE_CODES[edt], dev)
     cdesc = (cptr, nb, 1, _I64_CODE, dev)
     if edges_desc is bins_desc:  # equal-width counting: the counting (or zeroing) kernel writes the edges too
-        used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, cdesc, bins_desc, "auto", stream, edesc)
+        used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, cdesc, bins_desc, strategy, stream, edesc)
     else:  # (integer bins counted another way: the edges' formula is a description of its own)
-        used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, cdesc, bins_desc, "auto", stream)
+        used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, cdesc, bins_desc, strategy, stream)
         _core.uniform_edges("cuda", edges_desc, edesc, stream)
-    _note("histogram", n, dt, dt.itemsize, nb * 8, used)
+    _note("histogram", n, dt, dt.itemsize, nb * 8, used, strategy)
     return counts, edges
 
 

@@ -336,13 +336,17 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
     the data's min/max first.  # synchronize!
     """
     fast = None
-    if stream is None and weights is None and not density and strategy == "auto":
-        res = _core.fast_histogram_of(a, bins, range, _fast_plans)  # a NumPy array, planned: all of it in C
-        if res is not NotImplemented:
-            return res
+    if stream is None and weights is None and not density:
+        if strategy == "auto":
+            res = _core.fast_histogram_of(a, bins, range, _fast_plans)  # a NumPy array, planned: all of it in C
+            if res is not NotImplemented:
+                return res
         fast = _plan_key(a, bins, range)
         if fast is not None and type(a) is not np.ndarray:
-            r = _devfast.histogram_(_fast_plans, a, bins, range)  # device arrays' fast path
+            # device arrays' fast path, an explicit strategy too (the plan does not depend on it; the general
+            # path's host work grows with the bins: ~5 ms at 1M); a name that is none raises as there
+            r = _devfast.histogram_(_fast_plans, a, bins, range,
+                                    strategy if strategy == "auto" else _dispatch.check_strategy("histogram", strategy))
             if r is not NotImplemented:
                 return r
     with _arrays.call_stream(stream, a):

@@ -154,6 +154,40 @@ def test_histogram_fast_path_after_a_general_call(lib, dtype, bins, rng_):
 
 
 @pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("strategy", ["global", "shared", "warp", "cluster"])
+@pytest.mark.parametrize("dtype,bins,rng_", [("float32", 100, (-2.5, 7)), ("uint8", 256, (0, 256)),
+                                            ("int64", 70_000, (0, 70_000))])
+def test_histogram_fast_path_takes_an_explicit_strategy(lib, strategy, dtype, bins, rng_):
+    """A device histogram with a strategy named takes the device fast path once a call made its plan (any
+    strategy's call makes it; the general path's host work grows with the bins): the general path's counts
+    and NumPy's edges -- or the general path's error where that strategy cannot count these bins here --, the
+    plan names the strategy asked and the one that ran; a name that is no strategy still raises."""
+    _warm()
+    rng = np.random.default_rng(bins)
+    h = (rng.random(30_001) * (rng_[1] - rng_[0] + 4) + rng_[0] - 2).astype(dtype)
+    d = _to_dev(lib, h)
+    ref_c, ref_e = np.histogram(h, bins, rng_)
+    gs.histogram(d, bins, rng_)  # an auto call makes the plan
+    try:
+        general = _histogram._histogram_impl(d, bins, rng_, strategy=strategy)
+    except Exception as exc:  # noqa: BLE001 - the fast path must raise the same
+        with pytest.raises(type(exc)):
+            gs.histogram(d, bins, rng_, strategy=strategy)
+        return
+    np.testing.assert_array_equal(_host(general[0]), ref_c)
+    used = gs.last_plan()["strategy_used"]
+    for _ in range(2):
+        c, e = gs.histogram(d, bins, rng_, strategy=strategy)
+        np.testing.assert_array_equal(_host(c), ref_c)
+        np.testing.assert_array_equal(_host(e), ref_e)
+        p = gs.last_plan()
+        assert "the device fast path" in p["notes"] and p["strategy"] == strategy, p
+        assert p["strategy_used"] == used, (p, used)
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        gs.histogram(d, bins, rng_, strategy="atomic!")
+
+
+@pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "uint16", "int32", "uint32", "int64"])
 @pytest.mark.parametrize("n,top,minlength", [(1, 1, 0), (1000, 7, 0), (1000, 7, 50), (100_003, 5000, 3),
                                              (5000, 256, 0), (5000, 128, 300), (3000, 100, 200),
