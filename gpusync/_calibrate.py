@@ -4,7 +4,7 @@
 them to ``$XDG_CACHE_HOME/gpusync/`` (default ``~/.cache/gpusync/``), one
 JSON file per machine and GPU: the key is the CPU model, the core count, the
 GPU name and the gpusync version.  On first need, without a cache, a quick
-measurement runs (~0.5 s: the host's bandwidths, the pool's hand-offs, each
+measurement runs (0.2-0.8 s: the host's bandwidths, the pool's hand-offs, each
 op's one-thread rate, and the GPU's host-input curve where there is one;
 GPUSYNC_CALIBRATE=off skips it).  A corrupt or stale cache
 is ignored with one warning, never an error.
@@ -196,22 +196,9 @@ def constants() -> Machine:
 
 # ---- measuring
 
-def _best(fn, reps, budget):
-    """Best time of `fn` over up to `reps` runs within `budget` seconds."""
-    fn()
-    best, t_end = float("inf"), time.perf_counter() + budget
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-        if time.perf_counter() > t_end:
-            break
-    return best
-
-
-def _median(fn, reps, budget):
-    """Median time of `fn` over up to `reps` runs within `budget` seconds
-    (back-to-back calls: what a call in a loop meets, not its luckiest run)."""
+def _times(fn, reps, budget):
+    """Times of `fn` over up to `reps` runs within `budget` seconds, after one
+    run that warms it."""
     fn()
     ts, t_end = [], time.perf_counter() + budget
     for _ in range(reps):
@@ -220,7 +207,12 @@ def _median(fn, reps, budget):
         ts.append(time.perf_counter() - t0)
         if time.perf_counter() > t_end:
             break
-    return float(np.median(ts))
+    return ts
+
+
+def _best(fn, reps, budget):
+    """Best time of `fn` over up to `reps` runs within `budget` seconds."""
+    return min(_times(fn, reps, budget))
 
 
 def _with_threads(t, fn):
@@ -280,7 +272,7 @@ def _forced(engine, threads=None):
 
 
 def measure(quick: bool = False, verbose: bool = False) -> Machine:
-    """Measure the constants (quick: ~0.5 s; full: a few seconds)."""
+    """Measure the constants (quick: 0.2-0.8 s; full: a few seconds)."""
     import gpusync as gs
 
     m = defaults()
@@ -309,10 +301,11 @@ def measure(quick: bool = False, verbose: bool = False) -> Machine:
                   + (f"; from the {cache >> 20} MiB cache: {cache_bw[-1][1] / 1e9:7.1f} GB/s" if hot is not None
                      else ""))
     small = np.ones(256, np.float64)
-    one = _best(_with_threads(1, rsum(small)), 200, budget)
+    alone = _times(_with_threads(1, rsum(small)), 200, budget)
+    one = min(alone)
     # the warm hand-off: medians (a loop of calls meets the typical round trip and wait, not the luckiest)
-    warm = _median(_with_threads(max(2, cores), rsum(small)), 200, budget) if cores > 1 else one
-    warm = max(0.0, warm - _median(_with_threads(1, rsum(small)), 200, budget))
+    warm = float(np.median(_times(_with_threads(max(2, cores), rsum(small)), 200, budget))) if cores > 1 else one
+    warm = max(0.0, warm - float(np.median(alone)))
     # a call after any pause wakes parked workers, which the pool measured
     # itself when it started (the cold hand-off); back-to-back calls find
     # them spinning (the warm one, just above): the dispatcher asks the pool
