@@ -345,13 +345,13 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
         if fast is not None and type(a) is not np.ndarray:
             # device arrays' fast path, an explicit strategy too (the plan does not depend on it; the general
             # path's host work grows with the bins: ~5 ms at 1M); a name that is none raises as there
-            r = _devfast.histogram_(_fast_plans, a, bins, range,
-                                    strategy if strategy == "auto" else _dispatch.check_strategy("histogram", strategy))
+            r = _devfast.histogram_(_fast_plans, a, bins, range, _dispatch.check_strategy("histogram", strategy))
             if r is not NotImplemented:
                 return r
     with _arrays.call_stream(stream, a):
         res = _histogram_impl(a, bins, range, weights, density, strategy=strategy)
-    if fast is not None and fast[0] != np.bool_ and len(_fast_plans) < 1024:
+    if fast is not None and fast not in _fast_plans and fast[0] != np.bool_ and len(_fast_plans) < 1024:
+        # (made once: a host call with a strategy named, which C's fast path leaves here, comes back every time)
         proxy = np.empty(0, dtype=fast[0])
         try:
             edges, desc, uniform = _plan(proxy, bins, range)  # the same cached plan the general path used
