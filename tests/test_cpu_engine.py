@@ -177,11 +177,15 @@ def test_integer_sums_wrap_like_numpy(cpu):
     assert int(gs.dot(d, d)) == int(np.dot(d, d))
 
 
+@pytest.mark.parametrize("simd", ["auto", "avx2", "none"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("bins,lo,hi", [(100, 0.0, 1.0), (7, -3.3, 2.9), (1000, 1000.0, 1001.0), (64, 1e9, 1e9 + 6400.0)])
-def test_uniform_histogram_fast_path_matches_numpy_on_edges(cpu, dtype, bins, lo, hi):
-    """The blocked estimate + exact fallback: values on and next to every
-    edge, outside, NaN and inf land where np.histogram puts them."""
+def test_uniform_histogram_fast_path_matches_numpy_on_edges(monkeypatch, cpu, simd, dtype, bins, lo, hi):
+    """The estimate + exact fallback (fused with the count in the AVX-512 and
+    AVX2 kernels, blocked at baseline; GPUSYNC_CPU_SIMD picks each on one
+    CPU): values on and next to every edge, outside, NaN and inf land where
+    np.histogram puts them, in every position of a vector group."""
+    monkeypatch.setenv("GPUSYNC_CPU_SIMD", simd)
     edges = np.histogram_bin_edges(np.array([lo, hi]), bins, (lo, hi)).astype(dtype)
     near = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf)])
     rng = np.random.default_rng(bins)
@@ -189,6 +193,9 @@ def test_uniform_histogram_fast_path_matches_numpy_on_edges(cpu, dtype, bins, lo
                         np.array([np.nan, np.inf, -np.inf], dtype)])
     x = np.tile(rng.permutation(x), 3)
     assert np.array_equal(gs.histogram(x, bins, range=(lo, hi))[0], np.histogram(x, bins, range=(lo, hi))[0])
+    for start in range(9):  # every offset of a group, and tails of 0..8 elements
+        y = x[start:start + 4_107]
+        assert np.array_equal(gs.histogram(y, bins, range=(lo, hi))[0], np.histogram(y, bins, range=(lo, hi))[0])
 
 
 def _pairwise_reference(t):

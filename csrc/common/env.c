@@ -151,6 +151,11 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                             .meaning = "tuning: 0 keeps unweighted histogram2d's 16-bit shared count from "
                                        "copying its coordinates ahead into a cp.async ring (one group ahead "
                                        "in registers instead)"},
+    [GS_ENV_CPU_SIMD] = {.name = "GPUSYNC_CPU_SIMD", .type = "choice", .fallback = "auto",
+                         .choices = "auto|avx512|avx2|none",
+                         .meaning = "tests and benchmarks: the widest instruction set the CPU engine's run-time "
+                                    "picked kernels may use (auto: what the CPU has; a wider one than the CPU "
+                                    "has is the CPU's)"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

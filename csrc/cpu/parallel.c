@@ -435,5 +435,10 @@ int gs_cpu_features(void)
 #endif
         atomic_store_explicit(&f, v, memory_order_relaxed);
     }
-    return v;
+    switch (gs_env_choice(GS_ENV_CPU_SIMD)) { /* GPUSYNC_CPU_SIMD caps it (tests cover each kernel) */
+    case 1: return v;                                     /* avx512: what the CPU has */
+    case 2: return v & (GS_CPU_AVX2 | GS_CPU_FMA);        /* avx2 */
+    case 3: return 0;                                     /* none: baseline x86-64 */
+    default: return v;                                    /* auto, unset */
+    }
 }
