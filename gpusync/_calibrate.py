@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from . import _backend, _core
+from . import _backend, _core, _costmodel
 from ._costmodel import Machine
 
 FORMAT = 4  # 2: cache tier, all-cores rates, the GPU's host-input curve; 3: per-op GPU extra; 4: histogram8
@@ -73,6 +73,7 @@ def to_json(m: Machine) -> dict:
     d["cpu_rate"] = dict(m.cpu_rate)
     d["gpu_rate"] = dict(m.gpu_rate)
     d["cpu_rate_all"] = dict(m.cpu_rate_all)
+    d["cpu_rate_all_mem"] = dict(m.cpu_rate_all_mem)
     d["gpu_extra"] = dict(m.gpu_extra)
     d["cache_bw"] = [list(p) for p in m.cache_bw]
     d["gpu_host"] = [list(p) for p in m.gpu_host]
@@ -106,7 +107,7 @@ def from_json(d: dict) -> Machine:
             v = tuple(sorted((str(k), float(r)) for k, r in dict(v).items()))
             if any(not (r >= 0 and np.isfinite(r)) for _, r in v):
                 raise ValueError("gpu_extra must be finite and >= 0")
-        elif f in ("cpu_rate", "gpu_rate", "cpu_rate_all"):
+        elif f in ("cpu_rate", "gpu_rate", "cpu_rate_all", "cpu_rate_all_mem"):
             v = tuple(sorted((str(k), float(r)) for k, r in dict(v).items()))
             if any(not r > 0 for _, r in v):
                 raise ValueError(f"{f} must be positive")
@@ -116,6 +117,10 @@ def from_json(d: dict) -> Machine:
             v = int(v)
             if v < 1:
                 raise ValueError("cores must be >= 1")
+        elif f == "split_slowdown":
+            v = float(v)
+            if not (1.0 <= v <= 10.0):
+                raise ValueError("split_slowdown must be in [1, 10]")
         elif f == "handoff_warm":
             v = float(v)
             if not np.isfinite(v):
@@ -327,6 +332,9 @@ def measure(quick: bool = False, verbose: bool = False) -> Machine:
     one_rates, all_rates = _op_rates(verbose, cores, quick, m.call_overhead)
     m = m.replace(cpu_rate=tuple(sorted({**dict(m.cpu_rate), **one_rates}.items())),  # (an op not timed: its default)
                   cpu_rate_all=tuple(sorted(all_rates.items())))
+    if not quick and cores > 1:
+        del big  # (the memory back before the next large inputs)
+        m = m.replace(cpu_rate_all_mem=tuple(sorted(_past_cache_rates(n, cores, all_rates, verbose).items())))
     if _backend.cuda_available():
         try:
             m = _gpu(m, quick, verbose)
@@ -388,6 +396,41 @@ def _op_rates(verbose, cores, quick=False, overhead=0.0):
     return one, full
 
 
+# the compute-bound ops whose all-cores rate is measured past the cache too (the memory-bound ones take the
+# host's read bandwidth there; cumsum and binned_statistic would need outputs of the input's size)
+PAST_CACHE_OPS = ("histogram", "bincount")
+
+
+def _past_cache_rates(n, cores, in_cache, verbose):
+    """All-cores element rates of PAST_CACHE_OPS on `n` elements (the host
+    read's input size, 4x the last-level cache): a tile of 1M random values
+    repeated (streamed from memory like random data, made at copy speed).
+    An op that fails, or whose in-cache rate is unknown, is left out."""
+    import gpusync as gs
+
+    rng = np.random.default_rng(1)
+    inputs = {"histogram": (lambda x: gs.histogram(x, 100, range=(-4, 4)), lambda: rng.standard_normal(1 << 20)),
+              "bincount": (gs.bincount, lambda: rng.integers(0, 1000, 1 << 20))}
+    rates = {}
+    for op in PAST_CACHE_OPS:
+        if op not in in_cache:
+            continue
+        fn, tile = inputs[op]
+        try:
+            x = np.resize(tile(), n)
+            with _forced("cpu", cores):
+                rates[op] = n / _best(lambda: fn(x), 3, 0.3)
+        except Exception as exc:  # noqa: BLE001 - this op keeps its in-cache rate
+            _warn_once(f"gpusync: could not time {op} past the cache ({exc}); its in-cache rate stays")
+            continue
+        finally:
+            x = None
+        if verbose:
+            print(f"  {op:17s} {cores} threads on {n * 8 >> 20} MiB (past the cache): "
+                  f"{rates[op] / 1e6:9.1f} M elements/s")
+    return rates
+
+
 def _gpu(m: Machine, quick: bool, verbose) -> Machine:
     """The GPU's host-input curve: a float64 sum through the public path at
     sizes from 1 KiB up (staging, copies, launch, sync and the wrapper
@@ -420,13 +463,54 @@ def _gpu(m: Machine, quick: bool, verbose) -> Machine:
             continue
         extra[op] = max(0.0, t - m.gpu_host_time(nbytes))
     m = m.replace(gpu_extra=tuple(sorted(extra.items())))
+    slow = None if quick else _split_slowdown(m)
+    if slow is not None:
+        m = m.replace(split_slowdown=slow)
     if verbose:
         pts = ", ".join(f"{b >> 10} KiB {t * 1e6:.0f} us" for b, t in curve)
         print(f"  GPU: host-input sum: {pts}; copy slope {h2d / 1e9:.1f} GB/s; launch + sync {latency * 1e6:.1f} us; "
               f"device bandwidth {m.gpu_bw / 1e9:.0f} GB/s (from its properties)")
         print("  GPU: each op's host-input call beyond a sum of its bytes: "
               + ", ".join(f"{op} {t * 1e6:.0f} us" for op, t in sorted(extra.items())))
+        print(f"  both engines at once: the measured split over the model's, {m.split_slowdown:.2f}"
+              + (" (measured)" if slow is not None else " (default: not measured)"))
     return m
+
+
+SPLIT_PROBE_ELEMENTS = 1 << 25  # float64: 256 MB, past a split's fixed cost and the caches of most hosts
+
+
+def _split_slowdown(m: Machine):
+    """A split's measured time over the model's: a forced both-engines
+    float64 100-bin histogram of 256 MB (the dispatcher's machine set to `m`
+    for the call, so that it splits as the model says), against the model's
+    prediction of that split, each less the fixed costs; in [1, 4].  None
+    where the host cannot hold the input or the call fails."""
+    from . import _dispatch
+    import gpusync as gs
+
+    n = SPLIT_PROBE_ELEMENTS
+    try:
+        a = np.random.default_rng(0).random(n)
+    except MemoryError:
+        return None
+    m1 = m.replace(split_slowdown=1.0)
+    shape = _costmodel.Shape("histogram", n, 8, 100 * 8, 100, True, "host")
+    choice = _costmodel.choose(m1, shape, ("cpu+cuda",))
+    fixed = m1.split_overhead + shape.out_bytes / m1.merge_bw
+    saved = _dispatch._machine.get("m")
+    _dispatch._machine["m"] = m1
+    try:
+        with _forced("cpu+cuda"):
+            t = _best(lambda: gs.histogram(a, 100, (0.0, 1.0)), 3, 0.3)
+    except Exception:  # noqa: BLE001 - the default stands
+        return None
+    finally:
+        _dispatch._machine["m"] = saved
+    pred = choice.predicted.get("cpu+cuda")
+    if not pred or pred <= fixed:
+        return None
+    return float(min(4.0, max(1.0, (t - fixed) / (pred - fixed))))
 
 
 def calibrate(save_cache: bool = True, verbose: bool = True) -> dict:

@@ -74,6 +74,11 @@ class Machine:
     cache_bw: tuple = ()  # ((threads, bytes/s), ...) reading an input that sits in that cache
     cpu_rate: tuple = tuple(sorted(_CPU_RATE.items()))
     cpu_rate_all: tuple = ()  # (op, elements/s on all `cores` threads): measured scaling (absent: linear)
+    # (op, elements/s on all `cores` threads on an input past the last-level cache) for the compute-bound ops:
+    # their loops run slower on data streamed from memory than on data the caches hold (H200 host, float64
+    # 100-bin histogram: 7.0 G elements/s on 1M elements, 5.7 G on 300M; one thread 1.5 -> 2.3 ns an element
+    # from 10^6 to 10^7 elements).  Absent: the in-cache rates.
+    cpu_rate_all_mem: tuple = ()
     gpu_host: tuple = ()  # ((bytes, seconds), ...): a host-input float64 sum on the GPU, end to end
     gpu_extra: tuple = ()  # (op, seconds): an op's host-input GPU call beyond a sum of the same bytes
     gpu: bool = False
@@ -86,6 +91,12 @@ class Machine:
     # a split of 10^5..10^6 float64 sums took 0.55-0.82 ms where either
     # engine alone took 0.04-0.42 ms.
     split_overhead: float = 0.5e-3
+    # a split's measured time over the model's (the CPU part and the staging crew share the host's memory
+    # and cores in ways the terms below do not capture); `python -m gpusync calibrate` measures it on a
+    # 256 MB float64 histogram.  H200 host, 30M-300M-element float64 100-bin histograms
+    # (benchmarks/results/split_H200_r237.txt): 1.0-1.85, median 1.3, against the model with 4 bytes of host
+    # traffic a staged byte.
+    split_slowdown: float = 1.3
     gpu_bw: float = 1.0e12  # device memory bandwidth seen by a kernel
     gpu_rate: tuple = tuple(sorted(_GPU_RATE.items()))
     merge_bw: float = 4e9  # adding two partial results on the host (bytes / s)
@@ -96,12 +107,16 @@ class Machine:
         Machine: the model runs on every general-path call)."""
         return {"host_bw": sorted(self.host_bw), "cache_bw": sorted(self.cache_bw), "cpu_rate": dict(self.cpu_rate),
                 "gpu_rate": dict(self.gpu_rate), "cpu_rate_all": dict(self.cpu_rate_all),
-                "gpu_extra": dict(self.gpu_extra)}
+                "cpu_rate_all_mem": dict(self.cpu_rate_all_mem), "gpu_extra": dict(self.gpu_extra)}
+
+    def in_cache(self, nbytes: float) -> bool:
+        """Whether an input of `nbytes` sits in the last-level cache between calls (half of it, as measured)."""
+        return bool(self.cache_bw) and nbytes <= self.cache_bytes / 2
 
     def bandwidth(self, threads: int, nbytes: float = math.inf) -> float:
         """Host read bandwidth with `threads` threads (linear interpolation)
         for an input of `nbytes`: from the cache when it fits in half of it."""
-        pts = self._tables["cache_bw" if self.cache_bw and nbytes <= self.cache_bytes / 2 else "host_bw"]
+        pts = self._tables["cache_bw" if self.in_cache(nbytes) else "host_bw"]
         if threads <= pts[0][0]:
             return pts[0][1] * threads / pts[0][0]
         for (t0, b0), (t1, b1) in zip(pts, pts[1:]):
@@ -113,11 +128,17 @@ class Machine:
         table = self._tables["gpu_rate" if gpu else "cpu_rate"]
         return table.get(op, (_GPU_RATE if gpu else _CPU_RATE).get(op, 1e8))
 
-    def cpu_total_rate(self, op: str, threads: int) -> float:
-        """Elements / s of `op` on `threads` threads: linear from the one-thread
-        rate to the measured all-cores rate (linear scaling when unmeasured)."""
+    def cpu_total_rate(self, op: str, threads: int, nbytes: float = 0.0) -> float:
+        """Elements / s of `op` on `threads` threads for an input of `nbytes`:
+        linear from the one-thread rate to the measured all-cores rate (linear
+        scaling when unmeasured).  Past the cache, where the op's all-cores
+        rate was measured there too, both ends scale by that rate's ratio to
+        the in-cache one."""
         one = self.rate(op)
         full = self._tables["cpu_rate_all"].get(op)
+        mem = self._tables["cpu_rate_all_mem"].get(op)
+        if mem is not None and full and not self.in_cache(nbytes):
+            one, full = one * min(1.0, mem / full), mem
         if full is None or self.cores <= 1:
             return one * threads
         full = max(one, full)
@@ -168,14 +189,18 @@ def _cpu_time(m: Machine, s: Shape, n: float, threads: int) -> float:
     t = max(1, threads)
     eff_bytes = s.in_bytes if s.contiguous else max(s.in_bytes, 64)  # a strided read moves whole lines
     mem = n * eff_bytes / m.bandwidth(t, s.n * s.in_bytes)  # the whole input decides where it sits
-    comp = n / m.cpu_total_rate(rate_key(s), t)
+    comp = n / m.cpu_total_rate(rate_key(s), t, s.n * s.in_bytes)
     priv = s.bins * 8 * (t - 1) / m.merge_bw if s.op in ("histogram", "bincount", "binned_statistic") else 0.0
     cold = m.handoff + m.handoff_per_thread * t
     hand = 0.0 if t == 1 else (min(cold, m.handoff_warm) if s.pool_warm and m.handoff_warm >= 0 else cold)
     return m.call_overhead + hand + max(mem, comp) + priv
 
 
-STAGE_HOST_TRAFFIC = 3  # host-memory bytes per input byte of a staged host-to-device copy
+# host-memory bytes per input byte of a staged host-to-device copy: the crew reads the array (1), writes the
+# pinned buffer (2: the line is read for ownership first; the crew's stores are not streaming by default) and
+# the DMA reads it (1).  With 3, the H200 host's 300M-element float64 histogram split measured 48.5-56 ms
+# against a predicted 38.9 (bound by this term); with 4 the term predicts 49.2.
+STAGE_HOST_TRAFFIC = 4
 
 
 def _gpu_time(m: Machine, s: Shape, n: float, crew: int = 0) -> float:
@@ -249,8 +274,8 @@ def _split_time(m: Machine, s: Shape, ng: int, threads: int, crew: int) -> float
     # the pool is already bound by host memory
     n = s.n
     host = ((n - ng) + STAGE_HOST_TRAFFIC * ng) * s.in_bytes / m.bandwidth(m.cores, n * s.in_bytes)
-    return max(_gpu_time(m, s, ng, crew), _cpu_time(m, s, n - ng, threads), host) + s.out_bytes / m.merge_bw \
-        + m.split_overhead
+    return max(_gpu_time(m, s, ng, crew), _cpu_time(m, s, n - ng, threads), host) * m.split_slowdown \
+        + s.out_bytes / m.merge_bw + m.split_overhead
 
 
 def best_split(m: Machine, s: Shape):

@@ -196,6 +196,8 @@ def test_uniform_histogram_fast_path_matches_numpy_on_edges(monkeypatch, cpu, si
     for start in range(9):  # every offset of a group, and tails of 0..8 elements
         y = x[start:start + 4_107]
         assert np.array_equal(gs.histogram(y, bins, range=(lo, hi))[0], np.histogram(y, bins, range=(lo, hi))[0])
+    for y in (np.sort(x), np.full(20_001, edges[len(edges) // 2], dtype)):  # runs of one bin (the paired tables)
+        assert np.array_equal(gs.histogram(y, bins, range=(lo, hi))[0], np.histogram(y, bins, range=(lo, hi))[0])
 
 
 def _pairwise_reference(t):

@@ -65,6 +65,29 @@ def test_split_never_chosen_when_host_memory_already_limits_the_cpu():
         assert _costmodel.choose(m, shape("sum", n)).engine != "cpu+cuda", n
 
 
+def test_split_slowdown_scales_the_split_and_can_rule_it_out():
+    """split_slowdown (measured by calibrate) multiplies the split's variable
+    time: the fixed costs stay, the share does not move, and a slowdown at
+    least the single engines' lead over the split keeps the call on one
+    engine."""
+    s = shape("histogram", 300_000_000, bins=100)
+    m1 = COMPUTE_BOUND_HOST_PCIE_GPU.replace(split_slowdown=1.0)
+    c1 = _costmodel.choose(m1, s)
+    assert c1.engine == "cpu+cuda"
+    fixed = m1.split_overhead + s.out_bytes / m1.merge_bw
+    m2 = m1.replace(split_slowdown=1.5)
+    c2 = _costmodel.choose(m2, s, ("cpu+cuda",))
+    assert c2.gpu_share == pytest.approx(c1.gpu_share, abs=1e-8)  # (a forced split rounds its share to whole elements)
+    assert c2.predicted["cpu+cuda"] - fixed == pytest.approx(1.5 * (c1.predicted["cpu+cuda"] - fixed), rel=1e-6)
+    lead = min(c1.predicted["cuda"], c1.predicted["cpu"]) / c1.predicted["cpu+cuda"]
+    assert _costmodel.choose(m1.replace(split_slowdown=lead * 1.01), s).engine != "cpu+cuda"
+    d = _calibrate.to_json(m2)
+    assert _calibrate.from_json(json.loads(json.dumps(d))).split_slowdown == 1.5
+    for bad in (0.5, float("nan"), 11):
+        with pytest.raises(ValueError, match="split_slowdown"):
+            _calibrate.from_json({**d, "split_slowdown": bad})
+
+
 def test_split_pays_its_fixed_cost():
     m = COMPUTE_BOUND_HOST_PCIE_GPU
     c = _costmodel.choose(m, shape("histogram", 10**5, bins=100))
@@ -537,6 +560,24 @@ def test_all_cores_rate_caps_a_compute_bound_pool():
     assert 4e8 < m.cpu_total_rate("histogram", 8) < 2.8e9
     lin = m.replace(cpu_rate_all=())
     assert _costmodel._cpu_time(m, s, s.n, 16) > _costmodel._cpu_time(lin, s, s.n, 16)
+
+
+def test_past_cache_rate_prices_inputs_the_cache_cannot_hold():
+    """A compute-bound op measured slower on an input past the last-level
+    cache (the H200 host's histogram: 7.0 G elements/s in cache, 5.7 G past
+    it) is priced at that rate there, both ends of the thread scaling scaled
+    alike; inputs the cache holds keep the in-cache rates."""
+    m = H200_LIKE.replace(cache_bytes=300 << 20, cache_bw=((1, 25e9), (16, 500e9)),
+                          cpu_rate=(("histogram", 7.5e8),), cpu_rate_all=(("histogram", 7.0e9),),
+                          cpu_rate_all_mem=(("histogram", 5.6e9),))
+    small, big = 8 * 10**6, 8 * 3 * 10**8
+    assert m.cpu_total_rate("histogram", 16, small) == 7.0e9
+    assert m.cpu_total_rate("histogram", 16, big) == 5.6e9
+    assert m.cpu_total_rate("histogram", 1, big) == pytest.approx(7.5e8 * 0.8)
+    assert m.cpu_total_rate("sum", 16, big) == m.cpu_total_rate("sum", 16, small)  # not measured: in-cache rate
+    s = shape("histogram", 3 * 10**8, bins=100)
+    assert _costmodel._cpu_time(m, s, s.n, 16) > _costmodel._cpu_time(m.replace(cpu_rate_all_mem=()), s, s.n, 16)
+    assert _calibrate.from_json(json.loads(json.dumps(_calibrate.to_json(m)))) == m
 
 
 def test_calibration_json_round_trip_with_tiers_and_bad_curves():

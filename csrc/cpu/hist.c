@@ -217,13 +217,18 @@ ESTIMATE(estimate_f32, float, )
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define GS_HIST_SIMD 1
+/* The second table of the fused loops (uint64 counts on the stack: 32 KiB).  H200 host (Xeon, AVX-512),
+ * one thread, 100 bins (benchmarks/probes/host_hist_tables.c, r237, results/host_hist_sub_H200_r237.txt): one value
+ * 2.5-2.8 -> 1.5-1.8 ns an element, sorted 2.3-3.0 -> 1.4-2.0, uniform 1.55-1.98 -> 1.42-1.92; four or eight
+ * tables gained nothing more. */
+#define HIST_PAIR_MAX_BINS 4096
 /* the W elements of a group that is not all fast, one by one */
 #define COUNT_GROUP_SLOW(W)                                                                                \
     for (int q = 0; q < (W); q++)                                                                             \
         if (inm >> q & 1) {                                                                                   \
             const int64_t kk = (okm >> q & 1) ? (int64_t)ks[q] : gs_bin_real(b, (double)p[j + q]);             \
             if (kk >= 0)                                                                                      \
-                h[kk]++;                                                                                      \
+                (q & 1 ? h1 : h)[kk]++;                                                                       \
         }
 #define COUNT_TAIL()                                                                                          \
     for (; j < m; j++) {                                                                                      \
@@ -234,7 +239,7 @@ ESTIMATE(estimate_f32, float, )
 
 #define COUNT256(NAME, T, LOAD4)                                                                              \
     __attribute__((target("avx2"))) static void NAME(const T *restrict p, int64_t m, const gs_binner *b,      \
-                                                     uint64_t *restrict h)                                     \
+                                                     uint64_t *h, uint64_t *h1)                                \
     {                                                                                                         \
         const __m256d lo = _mm256_set1_pd(b->lo), stop = _mm256_set1_pd(b->stop);                            \
         const __m256d scale = _mm256_set1_pd(b->scale), nb = _mm256_set1_pd((double)b->nbins);                \
@@ -250,16 +255,13 @@ ESTIMATE(estimate_f32, float, )
                                                              _mm256_cmp_pd(fr, m1, _CMP_LT_OQ)),              \
                                                _mm256_cmp_pd(f, nb, _CMP_LT_OQ));                             \
             const int okm = _mm256_movemask_pd(_mm256_and_pd(in, fast));                                      \
+            int32_t ks[4];                                                                                    \
+            _mm_storeu_si128((__m128i *)ks, k);                                                               \
             if (okm == 15) {                                                                                  \
-                h[_mm_cvtsi128_si32(k)]++;                                                                    \
-                h[_mm_extract_epi32(k, 1)]++;                                                                 \
-                h[_mm_extract_epi32(k, 2)]++;                                                                 \
-                h[_mm_extract_epi32(k, 3)]++;                                                                 \
+                h[ks[0]]++, h1[ks[1]]++, h[ks[2]]++, h1[ks[3]]++;                                             \
             } else {                                                                                          \
                 const int inm = _mm256_movemask_pd(in);                                                       \
-                int32_t ks[4];                                                                                \
-                _mm_storeu_si128((__m128i *)ks, k);                                                           \
-                COUNT_GROUP_SLOW(4)                                                                        \
+                COUNT_GROUP_SLOW(4)                                                                           \
             }                                                                                                 \
         }                                                                                                     \
         COUNT_TAIL()                                                                                          \
@@ -271,7 +273,7 @@ COUNT256(count_f32_avx2, float, LOAD4_F32)
 
 #define COUNT512(NAME, T, LOAD8)                                                                              \
     __attribute__((target("avx512f,avx512vl"))) static void NAME(const T *restrict p, int64_t m,              \
-                                                                 const gs_binner *b, uint64_t *restrict h)    \
+                                                                 const gs_binner *b, uint64_t *h, uint64_t *h1) \
     {                                                                                                         \
         const __m512d lo = _mm512_set1_pd(b->lo), stop = _mm512_set1_pd(b->stop);                            \
         const __m512d scale = _mm512_set1_pd(b->scale), nb = _mm512_set1_pd((double)b->nbins);                \
@@ -289,8 +291,8 @@ COUNT256(count_f32_avx2, float, LOAD4_F32)
             int32_t ks[8];                                                                                    \
             _mm256_storeu_si256((__m256i *)ks, k);                                                            \
             if (okm == 255) {                                                                                 \
-                h[ks[0]]++, h[ks[1]]++, h[ks[2]]++, h[ks[3]]++;                                               \
-                h[ks[4]]++, h[ks[5]]++, h[ks[6]]++, h[ks[7]]++;                                               \
+                h[ks[0]]++, h1[ks[1]]++, h[ks[2]]++, h1[ks[3]]++;                                             \
+                h[ks[4]]++, h1[ks[5]]++, h[ks[6]]++, h1[ks[7]]++;                                             \
             } else {                                                                                          \
                 COUNT_GROUP_SLOW(8)                                                                        \
             }                                                                                                 \
@@ -330,18 +332,23 @@ static int real_slice(const gs_binner *b, const gs_array *x, const gs_array *w, 
 #ifdef GS_HIST_SIMD
         /* estimate and count fused: AVX-512 or AVX2 where the CPU has it */
         const int f = gs_cpu_features();
-        if (f & (GS_CPU_AVX512 | GS_CPU_AVX2)) {
+        if ((f & (GS_CPU_AVX512 | GS_CPU_AVX2)) && (x->dtype == GS_FLOAT64 || x->dtype == GS_FLOAT32)) {
             const int wide = (f & GS_CPU_AVX512) != 0;
-            if (x->dtype == GS_FLOAT64) {
-                const double *p = (const double *)x->data + begin;
-                (wide ? count_f64_avx512 : count_f64_avx2)(p, end - begin, b, h);
-                return 1;
+            /* the odd lanes of a group count into a second table where the bins are few enough (a run
+             * of equal values no longer chains every increment on the one before) */
+            uint64_t pair[HIST_PAIR_MAX_BINS], *h1 = h;
+            if (b->nbins <= HIST_PAIR_MAX_BINS && end - begin >= 8 * b->nbins) {
+                h1 = pair;
+                memset(pair, 0, (size_t)b->nbins * sizeof *pair);
             }
-            if (x->dtype == GS_FLOAT32) {
-                const float *p = (const float *)x->data + begin;
-                (wide ? count_f32_avx512 : count_f32_avx2)(p, end - begin, b, h);
-                return 1;
-            }
+            if (x->dtype == GS_FLOAT64)
+                (wide ? count_f64_avx512 : count_f64_avx2)((const double *)x->data + begin, end - begin, b, h, h1);
+            else
+                (wide ? count_f32_avx512 : count_f32_avx2)((const float *)x->data + begin, end - begin, b, h, h1);
+            if (h1 != h)
+                for (int64_t k = 0; k < b->nbins; k++)
+                    h[k] += pair[k];
+            return 1;
         }
 #endif
         /* baseline: the estimate of one block of HB elements, then the count */
