@@ -18,6 +18,12 @@ import numpy as np
 sys.path.insert(0, os.getcwd())
 import gpusync as gs  # noqa: E402
 from gpusync import _calibrate  # noqa: E402
+from benchmarks.probes import block as _block  # noqa: E402
+
+
+def block(fn, calls=5):
+    return _block(fn, calls) * 1e3  # ms
+
 
 try:
     import torch
@@ -27,16 +33,6 @@ except ImportError:  # pragma: no cover
 CASES = [("dot", np.float32, 100_000_000), ("dot", np.float32, 500_000_000),
          ("sum", np.float32, 100_000_000), ("sum", np.float32, 1_000_000_000),
          ("dot", np.float64, 50_000_000), ("dot", np.float64, 250_000_000)]
-
-
-def block(fn, calls=5):
-    fn()
-    ts = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts) * 1e3
 
 
 def main():

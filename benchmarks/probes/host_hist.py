@@ -20,6 +20,7 @@ import numpy as np
 sys.path.insert(0, os.getcwd())
 import gpusync as gs  # noqa: E402
 from gpusync import _calibrate  # noqa: E402
+from benchmarks.probes import block  # noqa: E402
 
 try:
     import fast_histogram as fh
@@ -31,16 +32,6 @@ except ImportError:  # pragma: no cover
     bh = None
 
 BINS, RANGE = 100, (0.0, 1.0)
-
-
-def block(fn, calls):
-    fn()
-    ts = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def data(dist, dt, n, rng):

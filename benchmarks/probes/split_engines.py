@@ -5,7 +5,7 @@ import os, sys, time, statistics, json
 sys.path.insert(0, os.getcwd())
 import numpy as np
 import gpusync as gs
-from gpusync import _calibrate, _dispatch, _costmodel
+from gpusync import _calibrate, _dispatch
 m = _dispatch.machine()
 print("machine:", json.dumps(_calibrate.to_json(m))[:3000])
 def med(fn, k=3):
