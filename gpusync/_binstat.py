@@ -101,7 +101,7 @@ def _top_search(last_bytes, edges_dtype, decimal, x_dtype):
         if not np.isfinite(last):
             return float(last)
         info = np.iinfo(x_dtype)
-        lo = int(np.ceil(last))
+        lo = max(int(np.ceil(last)), int(info.min))  # the smallest x of x's dtype at or above e[-1]
         if lo > info.max:
             return float(last)
 

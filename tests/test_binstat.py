@@ -74,6 +74,17 @@ def test_one_bin_takes_every_value(backend):
         _check(x, v, stat, bins=4, range=(0, 1))
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int8])
+def test_ranges_below_an_integer_dtypes_minimum(backend, dtype):
+    """Unsigned / small integer x on a range below the dtype's least value
+    (the last bin's on-edge search once converted the edge to x's dtype and
+    overflowed): every value outside, like SciPy."""
+    x = np.array([0, 1, 2, 3, 0], dtype)
+    v = np.arange(5, dtype=np.float64)
+    for r in ((-8.9, -8.9), (-3.2, -2.7), (-3, 0), (-3.2, 0.0)):
+        _check(x, v, "sum", bins=3, range=r)
+
+
 def test_many_bins_uses_global(backend):
     rng = np.random.default_rng(4)
     x, v = rng.random(200_000), rng.standard_normal(200_000)
