@@ -189,8 +189,10 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     of integers near their dtype's limit, or of values near the float
     maximum) SciPy drops x equal to the last edge; gpusync keeps it in the
     last bin.  ``std``/``var`` of a bin of finite values whose squared
-    deviations overflow is inf, as SciPy gives.  bool x or values are a
-    TypeError (SciPy fails on them too).
+    deviations overflow is inf, as SciPy gives.  bool x is a TypeError
+    (SciPy fails on it too); bool values count as 0.0 / 1.0, as in SciPy.
+    SciPy's one-dimension spellings ``bins=[n]``, ``bins=[edges]`` and
+    ``range=[(lower, upper)]`` are taken.
 
     `strategy`: ``"privatized"`` (lock-free; what ``"auto"`` takes on the GPU
     whenever the bins fit a block's shared memory -- about 4,096 to 10,000
@@ -218,6 +220,7 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     check), and with the mutex strategies (their time-out flag); the
     privatized strategy with explicit edges returns without waiting.
     """
+    bins, range = _scipy_1d(bins, range)
     if np.ndim(values) >= 2 and np.ndim(x) == 1:  # (np.ndim reads a device array's .ndim: no copy)
         # several value arrays (SciPy's (V, N) values): SciPy's own route, binned_statistic_dd of [x]
         from . import _binstat_dd
@@ -241,6 +244,26 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     if fast is not None and fast not in _fast1d and len(_fast1d) < DEVICE_PLANS_MAX:
         _remember1d(fast, values, bins, range)
     return res
+
+
+def _scipy_1d(bins, range_):  # noqa: A002
+    """SciPy's 1-D spellings of `bins` and `range`: a `bins` sequence of one
+    entry (``[5]``, ``[edges]``) and a `range` of one pair (``[(lo, hi)]``)
+    are the one dimension's specs, which SciPy hands to
+    binned_statistic_dd as they are: unwrapped here."""
+    if np.ndim(bins) != 0 and not hasattr(bins, "__cuda_array_interface__"):
+        try:
+            if len(bins) == 1:
+                bins = bins[0]
+        except TypeError:
+            pass
+    if range_ is not None:
+        try:
+            if len(range_) == 1:
+                range_ = range_[0]
+        except TypeError:
+            pass
+    return bins, range_
 
 
 _fast1d: dict = {}  # (dtype, statistic, bins key, range key) -> the device fast path's plan (gpusync/_devfast.py)
@@ -292,6 +315,13 @@ def _callable(x, values, statistic, bins, range):  # noqa: A002
     return BinnedStatisticResult(*res)
 
 
+def _as_float64(v):
+    """A float64 copy of a host array or DeviceArray (CuPy astype, PyTorch double)."""
+    if not isinstance(v, DeviceArray):
+        return np.asarray(v, np.float64)
+    return v.obj.double() if v.lib == "torch" else v.obj.astype("float64")
+
+
 def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, strategy="auto"):
     if statistic not in STATISTICS:
         if callable(statistic) or statistic == "median":
@@ -301,10 +331,11 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     _dispatch.check_strategy("binned_statistic", strategy)
     xv = _arrays.checked_input(x, "x", "binned_statistic")
     vv = _arrays.checked_input(values, "values", "binned_statistic")
-    for v, name in ((xv, "x"), (vv, "values")):
-        if np.dtype(v.dtype) == np.bool_:  # SciPy's arithmetic on the edges fails for bool too
-            raise TypeError(f"binned_statistic: {name} has dtype bool, which is not supported "
-                            "(scipy.stats.binned_statistic cannot bin it either); convert it to a number type")
+    if np.dtype(xv.dtype) == np.bool_:  # SciPy's arithmetic on the edges fails for bool too
+        raise TypeError("binned_statistic: x has dtype bool, which is not supported "
+                        "(scipy.stats.binned_statistic cannot bin it either); convert it to a number type")
+    if np.dtype(vv.dtype) == np.bool_:  # SciPy's statistics of bool values are those of 0.0 / 1.0
+        vv = _arrays.checked_input(_as_float64(vv), "values", "binned_statistic")
     for v, name in ((xv, "x"), (vv, "values")):
         if len(v.shape) != 1:
             raise ValueError(f"binned_statistic: {name} must be 1-D; got shape {tuple(v.shape)}")

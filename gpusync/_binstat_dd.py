@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _arrays, _backend, _binstat_more, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._binstat import _binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite, _edges_top
+from ._binstat import _binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite, _edges, _edges_top
 from ._histdd import DEVICE_PLANS_MAX, _minmax_many, device_plan
 from ._histogram import _edges_for, _edges_formula
 
@@ -110,6 +110,9 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
         bins = bins.__index__()
     except (AttributeError, TypeError):
         pass
+    # SciPy checks that the sample is finite only where `bins` as a whole is one int; with a number per
+    # dimension and a range it bins NaN / inf as outliers of its equal-width edges
+    whole_int = isinstance(bins, int)
     if isinstance(bins, int) and all(_xp_of(c) == "numpy" for c in cols) and not all(
             np.isfinite(c).all() for c in cols if c.dtype.kind == "f"):
         raise ValueError(f"{sample!r} contains non-finite values.")
@@ -137,15 +140,23 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
         raise ValueError(f"range given for {len(range)} dimensions; {d} required")
     if (previous is None and device and _backend.backend() == "cuda" and statistic in _FUSED
             and strategy in ("auto", "privatized") and d <= _FUSED_MAXD and _xp_of(rows) == lib):
-        fused = _fused(cols, rows, statistic, bins, range, input_shape, expand, lib)
+        fused = _fused(cols, rows, statistic, bins, range, input_shape, expand, lib, whole_int)
         if fused is not None:
             return fused
     # 1. each dimension's SciPy bin numbers and edges
     if previous is None:
         per_dim, edges = [], []
         for k, c in enumerate(cols):
-            _, e, bn = _binned_statistic_impl(c, c, "count", bins[k], None if range is None else range[k],
-                                              strategy=strategy)
+            rk = None if range is None else range[k]
+            try:
+                _, e, bn = _binned_statistic_impl(c, c, "count", bins[k], rk, strategy=strategy)
+            except ValueError:
+                if whole_int or np.ndim(bins[k]) != 0 or rk is None:
+                    raise
+                # (NaN / inf x: SciPy's equal-width edges given as edges, which bin them as outliers)
+                dt = np.dtype(_arrays.as_input(c, "sample").dtype)
+                _, e, bn = _binned_statistic_impl(c, c, "count", _edges(None, None, dt, bins[k], rk), None,
+                                                  strategy=strategy)
             per_dim.append(bn)
             edges.append(e)
         nbin = [(len(e) if not device else int(e.shape[0])) + 1 for e in edges]
@@ -191,7 +202,7 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
     return BinnedStatisticddResult(result, list(edges), binnumber)
 
 
-def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noqa: A002
+def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib, whole_int=True):  # noqa: A002
     """The whole statistic in one kernel per values row (lock-free
     privatized bins, csrc/cuda/binstat_priv.cu): every dimension binned by
     SciPy's rules, the flat bin number written, the inner bins' partials in
@@ -262,7 +273,10 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib):  # noq
     _dispatch.record("binned_statistic_dd", engine="cuda", strategy="auto", used="privatized", n=n,
                      dtype=work, place="device", notes=["one fused kernel over all dimensions per values row"])
     if check:
-        _check_nonfinite(int(L.to_host(nf)[0]), check)  # synchronize! (after the launches)
+        bits = int(L.to_host(nf)[0])  # synchronize! (after the launches)
+        if bits and not whole_int:  # SciPy bins NaN / inf here (no check): the per-dimension pipeline does
+            return None
+        _check_nonfinite(bits, check)
     if statistic == "count" and rows.shape[0] > 1:
         results = results * rows.shape[0]
     shape = tuple(input_shape[:-1] + nb)

@@ -67,11 +67,11 @@ def _coords(sample):
         if isinstance(sample, (list, tuple)) and sample and all(
                 isinstance(c, np.ndarray) and c.ndim == 1 for c in sample) and len({len(c) for c in sample}) == 1:
             dt = _stacked_dtype([c.dtype for c in sample])  # what np.atleast_2d(sample) holds, without the copy
-            return [c.astype(dt, copy=False) for c in sample], len(sample)
+            return [_arrays.native_host(c.astype(dt, copy=False)) for c in sample], len(sample)
         arr = np.atleast_2d(sample).T
         n, d = arr.shape
     arr = np.asarray(arr)
-    return [arr[:, k] for k in range(d)], d
+    return [_arrays.native_host(arr[:, k]) for k in range(d)], d  # (unaligned columns: an aligned copy each)
 
 
 def _minmax_many(cols):
@@ -481,6 +481,7 @@ def _host2d_counts(x, y, plan):
     general path decides (not 1-D, lengths that differ, the GPU chosen)."""
     if x.ndim != 1 or y.ndim != 1 or x.shape[0] != y.shape[0]:
         return None
+    x, y = _arrays.native_host(x), _arrays.native_host(y)  # (an unaligned view: an aligned copy)
     n = x.shape[0]
     notes, pred = (), None
     if _backend.backend() == "cuda":

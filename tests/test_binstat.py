@@ -74,6 +74,27 @@ def test_one_bin_takes_every_value(backend):
         _check(x, v, stat, bins=4, range=(0, 1))
 
 
+def test_scipy_one_dimension_spellings_of_bins_and_range(backend):
+    """bins=[n], bins=[edges] and range=[(lo, hi)]: SciPy hands them to
+    binned_statistic_dd as the one dimension's specs."""
+    x = np.array([0.1, 0.5, 0.9, 0.3, 0.7])
+    v = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    for stat in ("mean", "count", "std", "max"):
+        _check(x, v, stat, bins=[2])
+        _check(x, v, stat, bins=[np.array([0, 0.5, 1])])
+        _check(x, v, stat, bins=3, range=[(0, 1)])
+        _check(x, v, stat, bins=3, range=np.array([[0.0, 2.0]]))
+
+
+def test_bool_values_count_as_zero_and_one(backend):
+    rng = np.random.default_rng(7)
+    x, v = rng.random(1000), rng.random(1000) > 0.3
+    for stat in SCIPY_STATS:
+        _check(x, v, stat, bins=7)
+    with pytest.raises(TypeError, match="x has dtype bool"):
+        gs.binned_statistic(v, x, "mean", bins=2)
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int8])
 def test_ranges_below_an_integer_dtypes_minimum(backend, dtype):
     """Unsigned / small integer x on a range below the dtype's least value

@@ -181,6 +181,10 @@ def test_every_function_takes_byte_swapped_and_unaligned_input(backend, make):
     got = gs.binned_statistic(xf, xf, "mean", bins=4)
     np.testing.assert_allclose(got.statistic, ref.statistic, rtol=1e-12)
     np.testing.assert_array_equal(got.binnumber, ref.binnumber)
+    for _ in range(2):  # histogram2d / histogramdd coordinates (the second call: the cached host plan)
+        np.testing.assert_array_equal(gs.histogram2d(xf, xf, bins=3)[0], np.histogram2d(f, f, bins=3)[0])
+        np.testing.assert_array_equal(gs.histogram2d(xi, xi, bins=3)[0], np.histogram2d(i, i, bins=3)[0])
+        np.testing.assert_array_equal(gs.histogramdd([xf, xf, xf], bins=2)[0], np.histogramdd([f, f, f], bins=2)[0])
 
 
 def test_byte_swapped_host_input_is_not_refused_with_a_casting_message(backend):

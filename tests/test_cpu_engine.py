@@ -168,6 +168,28 @@ def test_float64_sums_are_pairwise_accurate(cpu):
     assert abs(float(gs.sum(x)) - exact) <= abs(float(np.sum(x)) - exact) + 64 * np.spacing(exact)
 
 
+@pytest.mark.parametrize("strategy", ["auto", "lookback", "barrier", "relaunch"])
+def test_cumsum_overflow_matches_numpy_on_any_thread_count(strategy):
+    """A float64 prefix that overflows: the slices' sums (four chains, added
+    slice to slice) once gave NaN or a finite value where NumPy's running
+    prefix stays at -inf; such scans are redone in NumPy's order."""
+    from gpusync import _calibrate
+
+    big = np.finfo(np.float64).max
+    for pat in ([-big, -big, big, big], [-big, -big, 0, 0, 0, 0, 0, 0, big, big], [big / 2] * 3 + [-big / 2]):
+        x = np.zeros(100_000)
+        x[:len(pat)] = pat
+        with np.errstate(over="ignore", invalid="ignore"):
+            ref = np.cumsum(x)
+        for threads in (2, 3, 7):
+            with _calibrate._forced("cpu", threads):
+                got = gs.cumsum(x, strategy=strategy)
+            assert np.array_equal(got, ref, equal_nan=True), (pat, threads, got[[3, 50_000, -1]])
+    y = np.arange(100_000, dtype=np.float64)  # finite: the parallel scan's result stands
+    with _calibrate._forced("cpu", 4):
+        np.testing.assert_allclose(gs.cumsum(y, strategy=strategy), np.cumsum(y), rtol=1e-15)
+
+
 def test_integer_sums_wrap_like_numpy(cpu):
     x = np.full(1_000_003, 2**62 + 12345, np.int64)
     assert int(gs.sum(x)) == int(np.sum(x))

@@ -16,6 +16,7 @@
 #include "parallel.h"
 #include "spin.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ typedef struct {
     atomic_uint *flag;
     atomic_uint arrived;
     atomic_int error;
+    atomic_int nonfinite; /* a float slice's running prefix overflowed (or met inf / NaN): the sequential redo */
     int64_t timeout;
 } sctx;
 
@@ -124,11 +126,22 @@ static uint64_t add(const sctx *c, uint64_t x, uint64_t y)
     return x;
 }
 
+/* The write pass of a slice; a float prefix that ends non-finite is noted: once a running prefix is inf or
+ * NaN it stays so, so this catches every slice whose output left the finite range. */
+static void write_pass(sctx *c, int64_t lo, int64_t hi, uint64_t carry)
+{
+    const uint64_t last = pass(c, lo, hi, carry, 1);
+    double v;
+    memcpy(&v, &last, 8);
+    if (c->is_float && !isfinite(v))
+        atomic_store_explicit(&c->nonfinite, 1, memory_order_relaxed);
+}
+
 static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
 {
     sctx *c = (sctx *)ctx;
     if (c->phase == 2) { /* relaunch, second team: c->sum holds the exclusive prefixes */
-        pass(c, lo, hi, c->sum[tid], 1);
+        write_pass(c, lo, hi, c->sum[tid]);
         return;
     }
     if (c->nthreads == 1 && c->strategy != GS_STRATEGY_RELAUNCH) { /* one slice: no sum to pass on */
@@ -163,7 +176,7 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
         c->incl[tid] = add(c, before, mine);
         atomic_store_explicit(&c->flag[tid], PREFIX, memory_order_release);
     }
-    pass(c, lo, hi, before, 1);
+    write_pass(c, lo, hi, before);
 }
 
 gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used)
@@ -192,6 +205,7 @@ gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, 
     c.nthreads = gs_cpu_threads_for_cost(c.n, GS_CPU_NS_SCAN_BYTE * (double)gs_dtype_size(c.dt));
     atomic_init(&c.arrived, 0);
     atomic_init(&c.error, 0);
+    atomic_init(&c.nonfinite, 0);
     const size_t nt = (size_t)c.nthreads;
     c.sum = (uint64_t *)calloc(nt, 8);
     c.incl = (uint64_t *)calloc(nt, 8);
@@ -216,6 +230,12 @@ gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, 
     if (st == GS_OK && atomic_load(&c.error))
         st = gs_fail(GS_ERR_DEADLOCK, "cumsum (%s): a thread waited more than %.0f ms for another",
                      gs_strategy_name(strategy), gs_spin_timeout_ns() / 1e6);
+    /* Overflow rescue: slices' sums taken in four chains and added slice to slice are another order of
+     * additions than NumPy's one running prefix, and where that prefix overflows the two part (-inf
+     * against NaN or a finite value).  A float scan whose output left the finite range is redone in
+     * NumPy's order on the calling thread (finite outputs: the slices' order changes roundings only). */
+    if (st == GS_OK && c.is_float && c.nthreads > 1 && atomic_load(&c.nonfinite))
+        pass(&c, 0, c.n, 0, 1);
 done:
     free(c.sum);
     free(c.incl);
