@@ -408,13 +408,18 @@ def _checks_finite(xv, bins):
     return np.ndim(bins) == 0 and np.dtype(xv.dtype).kind == "f" and xv.shape[0] > 0
 
 
+# SciPy's error for a NaN in the sample (SciPy >= 1.17's binned_statistic_dd raises it whatever `bins` is;
+# gh-23751); infinite x is checked only where `bins` is one int
+NAN_SAMPLE = ("The sample on which `values` is to be binned contains at least one NaN, and the "
+              "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
+
+
 def _check_finite(lo, hi, x_dtype):
     """SciPy's errors for NaN / infinite x (from x's min and max; NaN propagates into both)."""
     if np.dtype(x_dtype).kind != "f":
         return
     if np.isnan(lo):
-        raise ValueError("The sample on which `values` is to be binned contains at least one NaN, and the "
-                         "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
+        raise ValueError(NAN_SAMPLE)
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError("x contains non-finite values.")
 
