@@ -43,6 +43,14 @@ SPLITTABLE = frozenset({"histogram", "bincount", "sum", "dot", "count_nonzero"})
 # increment per byte, no bin arithmetic: several times the general rate).
 _CPU_RATE = {"sum": 1.5e9, "dot": 1.0e9, "count_nonzero": 2.0e9, "packbits": 1.0e9, "cumsum": 6.0e8,
              "histogram": 3.0e8, "histogram8": 1.5e9, "bincount": 4.0e8, "binned_statistic": 8.0e7, "minmax": 1.0e9}
+# Where the all-cores rate is unmeasured (the lazy quick calibration times one thread alone): the share of the
+# one-thread rate each further thread adds.  Compute-bound loops share cores, caches and memory: 16 threads of the
+# H200 / H100 machines' hosts ran histograms at 9.3x / 7.6x one thread, bincount 7.7x / 7.6x, 8-bit histograms
+# 6.7x / 6.3x, binned_statistic 7.3x / 6.0x, cumsum 10.8x (calibrate, r238 / r240); the streaming ops (sum, dot,
+# count_nonzero, packbits) are bound by memory there and scale as the read bandwidth does (1.0: the memory term
+# prices them).
+_CPU_SCALING = {"histogram": 0.5, "histogram8": 0.4, "bincount": 0.45, "binned_statistic": 0.4, "cumsum": 0.6,
+                "minmax": 1.0, "sum": 1.0, "dot": 1.0, "count_nonzero": 1.0, "packbits": 1.0}
 _GPU_RATE = {"sum": 2.0e11, "dot": 1.5e11, "count_nonzero": 2.0e11, "packbits": 2.0e11, "cumsum": 1.0e11,
              "histogram": 6.0e10, "histogram8": 2.0e11, "bincount": 6.0e10, "binned_statistic": 2.0e10,
              "minmax": 2.0e11}
@@ -130,8 +138,8 @@ class Machine:
 
     def cpu_total_rate(self, op: str, threads: int, nbytes: float = 0.0) -> float:
         """Elements / s of `op` on `threads` threads for an input of `nbytes`:
-        linear from the one-thread rate to the measured all-cores rate (linear
-        scaling when unmeasured).  Past the cache, where the op's all-cores
+        linear from the one-thread rate to the measured all-cores rate (when
+        unmeasured, each further thread adds the op's _CPU_SCALING share).  Past the cache, where the op's all-cores
         rate was measured there too, both ends scale by that rate's ratio to
         the in-cache one."""
         one = self.rate(op)
@@ -139,8 +147,10 @@ class Machine:
         mem = self._tables["cpu_rate_all_mem"].get(op)
         if mem is not None and full and not self.in_cache(nbytes):
             one, full = one * min(1.0, mem / full), mem
-        if full is None or self.cores <= 1:
+        if self.cores <= 1:
             return one * threads
+        if full is None:  # unmeasured: the default share each further thread adds
+            return one * (1 + (threads - 1) * _CPU_SCALING.get(op, 1.0))
         full = max(one, full)
         return one + (full - one) * (min(threads, self.cores) - 1) / (self.cores - 1)
 

@@ -190,6 +190,23 @@ def test_cumsum_overflow_matches_numpy_on_any_thread_count(strategy):
         np.testing.assert_allclose(gs.cumsum(y, strategy=strategy), np.cumsum(y), rtol=1e-15)
 
 
+def test_axis_sums_have_the_same_bits_on_any_thread_count():
+    """Few long lines split their axis into parts by the shape alone: the
+    float sums' bits do not depend on the threads a call gets."""
+    from gpusync import _calibrate
+
+    rng = np.random.default_rng(0)
+    for a, axis in ((rng.random(2_000_001), 0), (rng.random((3, 700_001)), 1), (rng.random((50_001, 2)), 0),
+                    (rng.random(300_000).astype(np.float32), 0)):
+        got = set()
+        for threads in (1, 2, 3, 7):
+            with _calibrate._forced("cpu" if threads > 1 else "caller", threads):
+                got.add(np.asarray(gs.sum(a, axis=axis)).tobytes())
+        assert len(got) == 1, (a.shape, axis)
+        np.testing.assert_allclose(gs.sum(a, axis=axis), np.sum(a, axis=axis, dtype=np.float64),
+                                   rtol=1e-12 if a.dtype == np.float64 else 1e-7)
+
+
 def test_integer_sums_wrap_like_numpy(cpu):
     x = np.full(1_000_003, 2**62 + 12345, np.int64)
     assert int(gs.sum(x)) == int(np.sum(x))

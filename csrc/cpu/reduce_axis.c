@@ -18,6 +18,7 @@
 #include <string.h>
 
 #define CHUNK 2048 /* accumulators per work item: 8-16 KB of each row read contiguously */
+#define AXIS_PARTS 64 /* work items the parts of few long lines make (4 for each of 16 threads) */
 
 typedef struct {
     const char *a;
@@ -252,9 +253,13 @@ gs_status gs_cpu_reduce_axis(const gs_array *a, const int64_t shape[3], const in
     const int64_t total = c.outer * c.len * c.inner;
     const double ns = (op == GS_AXIS_CUMSUM ? GS_CPU_NS_SCAN_BYTE : GS_CPU_NS_PER_BYTE) * (double)gs_dtype_size(a->dtype);
     const int nthreads = gs_cpu_threads_for_cost(total, ns);
+    /* Few long lines: each line's axis split into parts summed apart, then added in order.  The split
+     * depends on the shape alone, never on the threads this call got, so that a float result has the same
+     * bits on any thread count (the docs' fixed order; a split by the threads gave 3 different last bits
+     * on 1, 2 and 7 threads); AXIS_PARTS work items keep 16 threads busy 4 times over. */
     c.kparts = 1;
-    if (op != GS_AXIS_CUMSUM && items < 4 * (int64_t)nthreads && c.len >= 8192) {
-        int64_t want = (4 * (int64_t)nthreads + items - 1) / items, cap = c.len / 4096;
+    if (op != GS_AXIS_CUMSUM && items < AXIS_PARTS && c.len >= 8192) {
+        int64_t want = (AXIS_PARTS + items - 1) / items, cap = c.len / 4096;
         c.kparts = want < cap ? want : cap;
     }
     if (c.kparts > 1) {
