@@ -408,8 +408,7 @@ def _checks_finite(xv, bins):
     return np.ndim(bins) == 0 and np.dtype(xv.dtype).kind == "f" and xv.shape[0] > 0
 
 
-# SciPy's error for a NaN in the sample (SciPy >= 1.17's binned_statistic_dd raises it whatever `bins` is;
-# gh-23751); infinite x is checked only where `bins` is one int
+# SciPy's error for a NaN in the sample where it checks that the sample is finite
 NAN_SAMPLE = ("The sample on which `values` is to be binned contains at least one NaN, and the "
               "meaning is ambiguous. Consider removing or replacing with numerical outliers.")
 

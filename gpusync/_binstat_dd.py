@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _arrays, _backend, _binstat_more, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._binstat import (NAN_SAMPLE, _binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite, _edges,
+from ._binstat import (_binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite, _edges,
                        _edges_top)
 from ._histdd import DEVICE_PLANS_MAX, _minmax_many, device_plan
 from ._histogram import _edges_for, _edges_formula
@@ -112,7 +112,8 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
     except (AttributeError, TypeError):
         pass
     # SciPy checks that the sample is finite only where `bins` as a whole is one int; with a number per
-    # dimension and a range it bins inf as an outlier of its equal-width edges (a NaN is an error either way)
+    # dimension and a range it bins NaN / inf as outliers of its equal-width edges (SciPy 1.17, which gpusync
+    # follows, as for explicit edges: later releases refuse a NaN in the sample whatever `bins` is, gh-23751)
     whole_int = isinstance(bins, int)
     if isinstance(bins, int) and all(_xp_of(c) == "numpy" for c in cols) and not all(
             np.isfinite(c).all() for c in cols if c.dtype.kind == "f"):
@@ -151,10 +152,10 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
             rk = None if range is None else range[k]
             try:
                 _, e, bn = _binned_statistic_impl(c, c, "count", bins[k], rk, strategy=strategy)
-            except ValueError as exc:
-                if whole_int or np.ndim(bins[k]) != 0 or rk is None or str(exc) == NAN_SAMPLE:
+            except ValueError:
+                if whole_int or np.ndim(bins[k]) != 0 or rk is None:
                     raise
-                # (inf x: SciPy's equal-width edges given as edges, which bin it as an outlier)
+                # (NaN / inf x: SciPy's equal-width edges given as edges, which bin them as outliers)
                 dt = np.dtype(_arrays.as_input(c, "sample").dtype)
                 _, e, bn = _binned_statistic_impl(c, c, "count", _edges(None, None, dt, bins[k], rk), None,
                                                   strategy=strategy)
@@ -275,10 +276,9 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib, whole_i
                      dtype=work, place="device", notes=["one fused kernel over all dimensions per values row"])
     if check:
         bits = int(L.to_host(nf)[0])  # synchronize! (after the launches)
-        nan_bits = bits & 0x5555555555555555  # (bit 2d: dimension d holds a NaN; 2d + 1: +-inf)
-        if bits and not whole_int and not nan_bits:  # SciPy bins inf here (no check): the pipeline does
+        if bits and not whole_int:  # SciPy bins NaN / inf here (no check): the per-dimension pipeline does
             return None
-        _check_nonfinite(bits if whole_int else nan_bits, check)
+        _check_nonfinite(bits, check)
     if statistic == "count" and rows.shape[0] > 1:
         results = results * rows.shape[0]
     shape = tuple(input_shape[:-1] + nb)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import warnings
 
 import numpy as np
 
