@@ -220,11 +220,16 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     check), and with the mutex strategies (their time-out flag); the
     privatized strategy with explicit edges returns without waiting.
     """
+    bins0 = bins
     bins, range = _scipy_1d(bins, range)
-    if np.ndim(values) >= 2 and np.ndim(x) == 1:  # (np.ndim reads a device array's .ndim: no copy)
+    # bins=[n] with a range: SciPy's per-dimension number, which it does not check for NaN / inf x (they are
+    # outliers); its dd route, as for (V, N) values, keeps that rule
+    per_dim = bins is not bins0 and np.ndim(bins) == 0 and range is not None
+    if per_dim or np.ndim(values) >= 2 and np.ndim(x) == 1:  # (np.ndim reads a device array's .ndim: no copy)
         # several value arrays (SciPy's (V, N) values): SciPy's own route, binned_statistic_dd of [x]
         from . import _binstat_dd
-        r = _binstat_dd.binned_statistic_dd([x], values, statistic, bins=bins if np.ndim(bins) == 0 else [bins],
+        r = _binstat_dd.binned_statistic_dd([x], values, statistic,
+                                            bins=bins if np.ndim(bins) == 0 and not per_dim else [bins],
                                             range=None if range is None else [range], strategy=strategy,
                                             stream=stream)
         return BinnedStatisticResult(r.statistic, r.bin_edges[0], r.binnumber)
@@ -251,12 +256,9 @@ def _scipy_1d(bins, range_):  # noqa: A002
     entry (``[5]``, ``[edges]``) and a `range` of one pair (``[(lo, hi)]``)
     are the one dimension's specs, which SciPy hands to
     binned_statistic_dd as they are: unwrapped here."""
-    if np.ndim(bins) != 0 and not hasattr(bins, "__cuda_array_interface__"):
-        try:
-            if len(bins) == 1:
-                bins = bins[0]
-        except TypeError:
-            pass
+    if isinstance(bins, (list, tuple)) or isinstance(bins, np.ndarray) and bins.ndim >= 1:
+        if len(bins) == 1:
+            bins = bins[0]
     if range_ is not None:
         try:
             if len(range_) == 1:
@@ -316,10 +318,10 @@ def _callable(x, values, statistic, bins, range):  # noqa: A002
 
 
 def _as_float64(v):
-    """A float64 copy of a host array or DeviceArray (CuPy astype, PyTorch double)."""
+    """A float64 copy of a host array or DeviceArray (its library's astype)."""
     if not isinstance(v, DeviceArray):
         return np.asarray(v, np.float64)
-    return v.obj.double() if v.lib == "torch" else v.obj.astype("float64")
+    return Lib.of(v.lib).astype(v.obj, np.float64)
 
 
 def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, strategy="auto"):

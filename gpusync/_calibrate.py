@@ -119,8 +119,8 @@ def from_json(d: dict) -> Machine:
                 raise ValueError("cores must be >= 1")
         elif f == "split_slowdown":
             v = float(v)
-            if not (1.0 <= v <= 10.0):
-                raise ValueError("split_slowdown must be in [1, 10]")
+            if not (1.0 <= v <= 4.0):
+                raise ValueError("split_slowdown must be in [1, 4]")
         elif f == "handoff_warm":
             v = float(v)
             if not np.isfinite(v):
@@ -327,7 +327,7 @@ def measure(quick: bool = False, verbose: bool = False) -> Machine:
         print(f"  one call on the caller: {one * 1e6:.2f} us (through gs.sum: {wrapper * 1e6:.2f} us); "
               f"pool hand-off: {cold * 1e6:.2f} us parked, {warm * 1e6:.2f} us spinning")
     # each op's element rate: quick, the calling thread alone on an input the
-    # caches hold (its compute rate; the pool's scaling stays linear); full,
+    # caches hold (its compute rate; the pool's scaling from _CPU_SCALING); full,
     # also all the cores on one past them
     one_rates, all_rates = _op_rates(verbose, cores, quick, m.call_overhead)
     m = m.replace(cpu_rate=tuple(sorted({**dict(m.cpu_rate), **one_rates}.items())),  # (an op not timed: its default)
@@ -503,10 +503,13 @@ def _split_slowdown(m: Machine):
     try:
         with _forced("cpu+cuda"):
             t = _best(lambda: gs.histogram(a, 100, (0.0, 1.0)), 3, 0.3)
+            plan = gs.last_plan()
     except Exception:  # noqa: BLE001 - the default stands
         return None
     finally:
         _dispatch._machine["m"] = saved
+    if plan is None or plan.get("engine") != "cpu+cuda":  # (fell back to one engine: no split was timed)
+        return None
     pred = choice.predicted.get("cpu+cuda")
     if not pred or pred <= fixed:
         return None

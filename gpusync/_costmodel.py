@@ -81,7 +81,7 @@ class Machine:
     cache_bytes: int = 0  # last-level cache; inputs up to half of it read at cache_bw (0: no tier)
     cache_bw: tuple = ()  # ((threads, bytes/s), ...) reading an input that sits in that cache
     cpu_rate: tuple = tuple(sorted(_CPU_RATE.items()))
-    cpu_rate_all: tuple = ()  # (op, elements/s on all `cores` threads): measured scaling (absent: linear)
+    cpu_rate_all: tuple = ()  # (op, elements/s on all `cores` threads): measured scaling (absent: _CPU_SCALING)
     # (op, elements/s on all `cores` threads on an input past the last-level cache) for the compute-bound ops:
     # their loops run slower on data streamed from memory than on data the caches hold (H200 host, float64
     # 100-bin histogram: 7.0 G elements/s on 1M elements, 5.7 G on 300M; one thread 1.5 -> 2.3 ns an element
@@ -145,8 +145,8 @@ class Machine:
         one = self.rate(op)
         full = self._tables["cpu_rate_all"].get(op)
         mem = self._tables["cpu_rate_all_mem"].get(op)
-        if mem is not None and full and not self.in_cache(nbytes):
-            one, full = one * min(1.0, mem / full), mem
+        if mem is not None and full and self.cache_bytes > 0 and not self.in_cache(nbytes):
+            one, full = one * min(1.0, mem / full), min(mem, full)  # (a past-cache rate above the cache's: noise)
         if self.cores <= 1:
             return one * threads
         if full is None:  # unmeasured: the default share each further thread adds

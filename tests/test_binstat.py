@@ -84,6 +84,12 @@ def test_scipy_one_dimension_spellings_of_bins_and_range(backend):
         _check(x, v, stat, bins=[np.array([0, 0.5, 1])])
         _check(x, v, stat, bins=3, range=[(0, 1)])
         _check(x, v, stat, bins=3, range=np.array([[0.0, 2.0]]))
+        # bins=[n] is a per-dimension number: SciPy does not check x is finite, NaN / inf are outliers
+        xn = np.array([0.1, np.inf, 0.9, -np.inf, np.nan])
+        _check(xn, v, stat, bins=[2], range=(0, 1))
+        _check(xn, v, stat, bins=np.array([2]), range=[(0, 1)])
+        with pytest.raises(ValueError):
+            gs.binned_statistic(xn, v, stat, bins=2, range=(0, 1))
 
 
 def test_bool_values_count_as_zero_and_one(backend):

@@ -176,15 +176,18 @@ def test_cumsum_overflow_matches_numpy_on_any_thread_count(strategy):
     from gpusync import _calibrate
 
     big = np.finfo(np.float64).max
-    for pat in ([-big, -big, big, big], [-big, -big, 0, 0, 0, 0, 0, 0, big, big], [big / 2] * 3 + [-big / 2]):
+    cases = [(0, [-big, -big, big, big]), (0, [-big, -big, 0, 0, 0, 0, 0, 0, big, big]), (0, [big / 2] * 3 + [-big / 2]),
+             (49_992, [big, -big, 0, 0, big, -big, 0, 0]),  # a slice's chains overflow, its prefix stays finite
+             (99_996, [-big, -big, big, big]), (50_000, [np.nan, 1.0]), (99_999, [np.inf])]
+    for at, pat in cases:
         x = np.zeros(100_000)
-        x[:len(pat)] = pat
+        x[at:at + len(pat)] = pat
         with np.errstate(over="ignore", invalid="ignore"):
             ref = np.cumsum(x)
         for threads in (2, 3, 7):
             with _calibrate._forced("cpu", threads):
                 got = gs.cumsum(x, strategy=strategy)
-            assert np.array_equal(got, ref, equal_nan=True), (pat, threads, got[[3, 50_000, -1]])
+            assert np.array_equal(got, ref, equal_nan=True), (at, pat, threads, got[[3, 50_000, -1]])
     y = np.arange(100_000, dtype=np.float64)  # finite: the parallel scan's result stands
     with _calibrate._forced("cpu", 4):
         np.testing.assert_allclose(gs.cumsum(y, strategy=strategy), np.cumsum(y), rtol=1e-15)
@@ -235,7 +238,9 @@ def test_uniform_histogram_fast_path_matches_numpy_on_edges(monkeypatch, cpu, si
     for start in range(9):  # every offset of a group, and tails of 0..8 elements
         y = x[start:start + 4_107]
         assert np.array_equal(gs.histogram(y, bins, range=(lo, hi))[0], np.histogram(y, bins, range=(lo, hi))[0])
-    for y in (np.sort(x), np.full(20_001, edges[len(edges) // 2], dtype)):  # runs of one bin (the paired tables)
+    mid = (edges[len(edges) // 2] + edges[len(edges) // 2 + 1]) / 2
+    for y in (np.sort(x), np.full(20_001, mid, dtype), np.full(20_001, edges[len(edges) // 2], dtype)):
+        # runs of one bin (the paired tables: a bin's middle takes the fast lanes, an edge the exact path)
         assert np.array_equal(gs.histogram(y, bins, range=(lo, hi))[0], np.histogram(y, bins, range=(lo, hi))[0])
 
 

@@ -213,7 +213,7 @@ ESTIMATE(estimate_f32, float, )
  * Fusing the two loops (no index block written and read back, one branch per
  * group instead of two per element) measured 3.0 -> 1.1-1.4 ns an element on
  * a 2-core AVX2 host against estimate + count (2.1-2.3 with the AVX2 estimate
- * alone; benchmarks/results/hist_cpu_fused_c-kernels.txt). */
+ * alone; benchmarks/probes/host_hist.py, results/host_hist_H100_r236.txt for the AVX-512 host). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define GS_HIST_SIMD 1

@@ -35,6 +35,9 @@ typedef struct {
     atomic_uint arrived;
     atomic_int error;
     atomic_int nonfinite; /* a float slice's running prefix overflowed (or met inf / NaN): the sequential redo */
+    int64_t *lo;          /* per slice: its start, and its running prefix at its end (bits): where a redo begins */
+    uint64_t *end;
+    unsigned char *bad;   /* per slice: its running prefix ended non-finite */
     int64_t timeout;
 } sctx;
 
@@ -128,20 +131,24 @@ static uint64_t add(const sctx *c, uint64_t x, uint64_t y)
 
 /* The write pass of a slice; a float prefix that ends non-finite is noted: once a running prefix is inf or
  * NaN it stays so, so this catches every slice whose output left the finite range. */
-static void write_pass(sctx *c, int64_t lo, int64_t hi, uint64_t carry)
+static void write_pass(sctx *c, int tid, int64_t lo, int64_t hi, uint64_t carry)
 {
     const uint64_t last = pass(c, lo, hi, carry, 1);
     double v;
     memcpy(&v, &last, 8);
-    if (c->is_float && !isfinite(v))
+    c->lo[tid] = lo;
+    c->end[tid] = last;
+    if (c->is_float && !isfinite(v)) {
+        c->bad[tid] = 1;
         atomic_store_explicit(&c->nonfinite, 1, memory_order_relaxed);
+    }
 }
 
 static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
 {
     sctx *c = (sctx *)ctx;
     if (c->phase == 2) { /* relaunch, second team: c->sum holds the exclusive prefixes */
-        write_pass(c, lo, hi, c->sum[tid]);
+        write_pass(c, tid, lo, hi, c->sum[tid]);
         return;
     }
     if (c->nthreads == 1 && c->strategy != GS_STRATEGY_RELAUNCH) { /* one slice: no sum to pass on */
@@ -176,7 +183,7 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
         c->incl[tid] = add(c, before, mine);
         atomic_store_explicit(&c->flag[tid], PREFIX, memory_order_release);
     }
-    write_pass(c, lo, hi, before);
+    write_pass(c, tid, lo, hi, before);
 }
 
 gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, void *stream, gs_strategy *used)
@@ -210,7 +217,10 @@ gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, 
     c.sum = (uint64_t *)calloc(nt, 8);
     c.incl = (uint64_t *)calloc(nt, 8);
     c.flag = (atomic_uint *)calloc(nt, sizeof(atomic_uint));
-    if (!c.sum || !c.incl || !c.flag) {
+    c.lo = (int64_t *)calloc(nt, sizeof(int64_t));
+    c.end = (uint64_t *)calloc(nt, 8);
+    c.bad = (unsigned char *)calloc(nt, 1);
+    if (!c.sum || !c.incl || !c.flag || !c.lo || !c.end || !c.bad) {
         st = gs_fail(GS_ERR_NO_MEMORY, "out of host memory");
         goto done;
     }
@@ -232,13 +242,23 @@ gs_status gs_cpu_cumsum(const gs_array *a, gs_array *out, gs_strategy strategy, 
                      gs_strategy_name(strategy), gs_spin_timeout_ns() / 1e6);
     /* Overflow rescue: slices' sums taken in four chains and added slice to slice are another order of
      * additions than NumPy's one running prefix, and where that prefix overflows the two part (-inf
-     * against NaN or a finite value).  A float scan whose output left the finite range is redone in
-     * NumPy's order on the calling thread (finite outputs: the slices' order changes roundings only). */
+     * against NaN or a finite value).  From the first slice whose prefix ended non-finite, the scan is
+     * redone in NumPy's order on the calling thread, onto the running prefix the slice before it ended
+     * with (finite: the slices before it differ from NumPy's order in roundings only; the carry the
+     * bad slice started from may itself be the chains' NaN).  An inf in the last slice redoes that
+     * slice alone. */
     if (st == GS_OK && c.is_float && c.nthreads > 1 && atomic_load(&c.nonfinite))
-        pass(&c, 0, c.n, 0, 1);
+        for (size_t t = 0; t < nt; t++)
+            if (c.bad[t]) {
+                pass(&c, c.lo[t], c.n, t > 0 ? c.end[t - 1] : 0, 1);
+                break;
+            }
 done:
     free(c.sum);
     free(c.incl);
     free((void *)c.flag);
+    free(c.lo);
+    free(c.end);
+    free(c.bad);
     return st;
 }
