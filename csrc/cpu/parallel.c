@@ -93,8 +93,10 @@ static int handoff_at = 2;
 static uint64_t job_seq; /* the pool holder's (the job word keeps 48 bits: 2^48 jobs) */
 static _Thread_local int64_t job_start;
 static _Thread_local int is_caller; /* this thread called gs_cpu_parallel_for (it polls for interrupts) */
-static _Thread_local int is_helper; /* a pool worker or a job's own thread: reads no environment */
-static _Atomic int simd_cap = 0;    /* GPUSYNC_CPU_SIMD's choice as a calling thread last read it */
+/* GPUSYNC_CPU_SIMD's choice, read from the environment by gs_cpu_parallel_for on the calling thread
+ * (every kernel that asks gs_cpu_features runs inside a job): no helper reads the environment, which
+ * would race with another Python thread's os.environ write */
+static _Atomic int simd_cap = 0;
 static _Thread_local int last_threads = 1;
 
 int gs_cpu_last_threads(void) { return last_threads; }
@@ -132,7 +134,6 @@ static void run_tasks(unsigned own, int one)
 
 static void *worker(void *arg)
 {
-    is_helper = 1;
     const int w = (int)(intptr_t)arg;
     slot *s = &pool.slots[w];
     unsigned seen = s->seen0;
@@ -233,7 +234,6 @@ typedef struct {
 
 static void *own_slice(void *arg)
 {
-    is_helper = 1;
     own_job *j = (own_job *)arg;
     run_slice(j->fn, j->ctx, j->n, j->nthreads, j->tid);
     return NULL;
@@ -400,7 +400,7 @@ int gs_cpu_threads_for_cost(int64_t n, double ns_per_item) { return gs_cpu_threa
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
 {
     job_start = 0; /* read by gs_cpu_stop */
-    (void)gs_cpu_features(); /* the instruction-set cap read here, on the calling thread, for the helpers */
+    atomic_store_explicit(&simd_cap, gs_env_choice(GS_ENV_CPU_SIMD), memory_order_relaxed);
     const int was_caller = is_caller; /* (a nested call leaves the outer caller polling) */
     is_caller = 1;
     if (nthreads > GS_CPU_MAX_THREADS)
@@ -440,17 +440,7 @@ int gs_cpu_features(void)
 #endif
         atomic_store_explicit(&f, v, memory_order_relaxed);
     }
-    /* GPUSYNC_CPU_SIMD caps it (tests cover each kernel).  Only a thread that starts jobs reads the
-     * environment (a helper reading it while another Python thread writes os.environ would race with
-     * setenv); helpers take the choice their caller read, which it does before it hands out a job. */
-    int cap;
-    if (is_helper) {
-        cap = atomic_load_explicit(&simd_cap, memory_order_relaxed);
-    } else {
-        cap = gs_env_choice(GS_ENV_CPU_SIMD);
-        atomic_store_explicit(&simd_cap, cap, memory_order_relaxed);
-    }
-    switch (cap) {
+    switch (atomic_load_explicit(&simd_cap, memory_order_relaxed)) { /* GPUSYNC_CPU_SIMD caps it (tests) */
     case 1: return v;                                     /* avx512: what the CPU has */
     case 2: return v & (GS_CPU_AVX2 | GS_CPU_FMA);        /* avx2 */
     case 3: return 0;                                     /* none: baseline x86-64 */

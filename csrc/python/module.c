@@ -1092,10 +1092,9 @@ static int fast_input(PyObject *obj, int op, int shapes, gs_array *a)
     return 1;
 }
 
-/* Run `call` on the calling thread alone; the GIL is kept for small inputs. */
-/* Up to fast_caller[op] elements on the calling thread alone; above (up to
- * fast_limit[op]) the engine's own thread count (the pool's measured hand-off
- * against the work). */
+/* Run `call`: up to fast_caller[op] elements on the calling thread alone;
+ * above (up to fast_limit[op]) the engine's own thread count (the pool's
+ * measured hand-off against the work).  The GIL is kept for small inputs. */
 #define FAST_RUN(op, n, st, call)                                                                             \
     do {                                                                                                      \
         const int alone_ = (n) <= fast_caller[op]; /* read once: fast_config may run while the GIL is out */ \
