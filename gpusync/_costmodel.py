@@ -193,6 +193,14 @@ class Choice:
     crew: int = 0  # cpu+cuda: staging threads of the GPU's part (the CPU part has `threads`; 0: the crew's own size)
 
 
+# No pool hand-off costs less than this, whatever a calibration measured: a job crosses cores at least twice (the
+# go word out, the finish back).  The cheapest measured: the H200 host's 2-thread warm hand-off, 0.26-0.27 us at
+# its 10th percentile (benchmarks/results/pool_handoff_H200_r243.txt).  The quick calibration takes the median
+# of a 2-core VM's warm hand-off minus the median of the same call alone, which noise can drive to 0: a pool
+# priced free then won every size -- a 100-element sum went to the pool (tests/test_env.py's flake).
+HANDOFF_MIN = 0.25e-6
+
+
 def _cpu_time(m: Machine, s: Shape, n: float, threads: int) -> float:
     if n <= 0:
         return 0.0
@@ -202,7 +210,8 @@ def _cpu_time(m: Machine, s: Shape, n: float, threads: int) -> float:
     comp = n / m.cpu_total_rate(rate_key(s), t, s.n * s.in_bytes)
     priv = s.bins * 8 * (t - 1) / m.merge_bw if s.op in ("histogram", "bincount", "binned_statistic") else 0.0
     cold = m.handoff + m.handoff_per_thread * t
-    hand = 0.0 if t == 1 else (min(cold, m.handoff_warm) if s.pool_warm and m.handoff_warm >= 0 else cold)
+    hand = 0.0 if t == 1 else max(HANDOFF_MIN, min(cold, m.handoff_warm) if s.pool_warm and m.handoff_warm >= 0
+                                   else cold)
     return m.call_overhead + hand + max(mem, comp) + priv
 
 

@@ -303,8 +303,13 @@ _limits_memo: dict = {}  # (id(machine), allowed) -> (machine, limits): the bise
 
 
 def fast_sync() -> None:
-    """Give the C fast path its per-op limits for the current state."""
-    allowed, _ = _allowed(forced_backend()) if env_engine() == "auto" else (("cuda",), "")
+    """Give the C fast path its per-op limits for the current state.  The
+    limits are those of an unset GPUSYNC_ENGINE whatever it holds now: the C
+    fast path steps aside per call while the variable steers the engine, and
+    limits made under it outlived it (a sync while GPUSYNC_ENGINE=cpu left the
+    fast path off after the variable was removed: every later small call took
+    the general path)."""
+    allowed = _allowed_unsteered(forced_backend())
     m = machine()
     key = (id(m), tuple(allowed))
     hit = _limits_memo.get(key)
@@ -380,13 +385,18 @@ def _allowed(forced):
         if forced == "cpu" and env in ("cuda", "cpu+cuda"):
             return ("caller", "cpu"), f"GPUSYNC_ENGINE={env} ignored: the cpu backend is forced"
         return (env,), ""
+    return _allowed_unsteered(forced), ""
+
+
+def _allowed_unsteered(forced):
+    """The engines a host-input call may use with GPUSYNC_ENGINE unset (or auto)."""
     if forced == "cpu":
-        return ("caller", "cpu"), ""
+        return ("caller", "cpu")
     if forced == "cuda":
-        return ("cuda",), ""
+        return ("cuda",)
     if _gpu_usable():
-        return ("caller", "cpu", "cuda", "cpu+cuda"), ""
-    return ("caller", "cpu"), ""
+        return ("caller", "cpu", "cuda", "cpu+cuda")
+    return ("caller", "cpu")
 
 
 # Plans of repeated host-input calls that ran on the CPU engine: the model's

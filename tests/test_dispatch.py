@@ -551,6 +551,31 @@ def test_warm_pool_hands_off_cheaper_and_takes_smaller_inputs():
     assert _costmodel.choose(H200_LIKE, warm, ("caller", "cpu")).engine == "cpu"
 
 
+def test_a_pool_hand_off_is_never_priced_free():
+    """A calibration whose warm hand-off came out 0 (noise: the quick calibration subtracts two medians)
+    does not make the pool free: a 100-element sum stays on the calling thread, warm pool or not."""
+    m = H200_LIKE.replace(handoff_warm=0.0, handoff=0.0, handoff_per_thread=0.0)
+    for warm in (False, True):
+        s = Shape("sum", 100, 8, 8, 0, True, "host", warm)
+        assert _costmodel._cpu_time(m, s, s.n, 2) - m.call_overhead >= _costmodel.HANDOFF_MIN
+        assert _costmodel.choose(m, s, ("caller", "cpu")).engine == "caller"
+
+
+def test_fast_path_comes_back_when_the_engine_variable_goes(model, monkeypatch):
+    """A general call made while GPUSYNC_ENGINE steers the engine must not leave the C fast path off after
+    the variable is removed (its limits were once computed for the steered state: every later small call
+    took the general path, and a noisy calibration's free warm pool then sent them to the pool)."""
+    model(_calibrate.defaults().replace(handoff_warm=0.0))
+    x = np.ones(100)
+    monkeypatch.setenv("GPUSYNC_ENGINE", "cpu")
+    gs.sum(x)
+    assert gs.last_plan()["engine"] == "cpu" and not _fast_ran("sum")
+    monkeypatch.delenv("GPUSYNC_ENGINE")
+    for _ in range(3):
+        assert gs.sum(x) == 100.0
+        assert _fast_ran("sum") and gs.last_plan()["engine"] == "caller", gs.last_plan()
+
+
 def test_all_cores_rate_caps_a_compute_bound_pool():
     """A histogram whose pool scales 7x on 16 cores (measured) is predicted
     slower than linear scaling says."""
