@@ -498,8 +498,10 @@ def _split_slowdown(m: Machine):
     shape = _costmodel.Shape("histogram", n, 8, 100 * 8, 100, True, "host")
     choice = _costmodel.choose(m1, shape, ("cpu+cuda",))
     fixed = m1.split_overhead + shape.out_bytes / m1.merge_bw
-    saved = _dispatch._machine.get("m")
-    _dispatch._machine["m"] = m1
+    # m1 for this thread's calls alone: other threads keep the constants in use (the probe once swapped the
+    # process's machine, and their plans cached meanwhile under m1's id outlived it)
+    saved = _dispatch._override.machine
+    _dispatch._override.machine = m1
     try:
         with _forced("cpu+cuda"):
             t = _best(lambda: gs.histogram(a, 100, (0.0, 1.0)), 3, 0.3)
@@ -507,7 +509,7 @@ def _split_slowdown(m: Machine):
     except Exception:  # noqa: BLE001 - the default stands
         return None
     finally:
-        _dispatch._machine["m"] = saved
+        _dispatch._override.machine = saved
     if plan is None or plan.get("engine") != "cpu+cuda":  # (fell back to one engine: no split was timed)
         return None
     pred = choice.predicted.get("cpu+cuda")
@@ -529,6 +531,5 @@ def calibrate(save_cache: bool = True, verbose: bool = True) -> dict:
         path = save(m)
         if verbose:
             print("  written to", path)
-    _dispatch.set_machine(None)
-    _dispatch._machine["m"] = m
+    _dispatch.set_machine(m)  # (under its lock; the cached plans and the fast path's limits invalidated)
     return to_json(m)

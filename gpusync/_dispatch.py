@@ -85,6 +85,7 @@ class _Override(threading.local):
 
     engine = None
     threads = None
+    machine = None  # constants for this thread's calls alone (calibrate's split probe)
 
 
 _override = _Override()
@@ -210,8 +211,9 @@ _machine_lock = threading.Lock()
 
 
 def machine() -> _costmodel.Machine:
-    """The constants in use: injected (tests), else calibrated / cached / defaults."""
-    m = _machine["m"]
+    """The constants in use: calibrate's for its own thread while it probes,
+    else injected (tests), else calibrated / cached / defaults."""
+    m = _override.machine or _machine["m"]
     if m is None:
         with _machine_lock:
             if _machine["m"] is None:
@@ -430,7 +432,7 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
     """
     if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
         key = (op, strategy, bins, merge, forced_backend(), env_engine(), _core.cpu_pool_warm(),
-               _stand_in["gpu"], id(_machine["m"]), tuple(None if a is None else (a.size, a.dtype) for a in ins))
+               _stand_in["gpu"], id(machine()), tuple(None if a is None else (a.size, a.dtype) for a in ins))
         hit = _plans.get(key)
         if hit is not None:
             plan, threads, used_strategy = hit

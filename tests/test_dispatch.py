@@ -88,6 +88,33 @@ def test_split_slowdown_scales_the_split_and_can_rule_it_out():
             _calibrate.from_json({**d, "split_slowdown": bad})
 
 
+def test_split_probe_steers_its_own_thread_alone(monkeypatch):
+    """calibrate's split probe runs its forced split with its own constants on its own thread: the process's
+    machine stays what it was, for other threads too, while the probe runs and after it."""
+    monkeypatch.setattr(_calibrate, "SPLIT_PROBE_ELEMENTS", 1 << 20)
+    _dispatch.set_gpu_stand_in("cpu")  # the split's GPU half on the CPU engine
+    try:
+        before = _dispatch.machine()
+        seen, stop = [], threading.Event()
+
+        def other():
+            while not stop.is_set():
+                seen.append(_dispatch.machine())
+
+        t = threading.Thread(target=other)
+        t.start()
+        try:
+            slow = _calibrate._split_slowdown(COMPUTE_BOUND_HOST_PCIE_GPU)
+        finally:
+            stop.set()
+            t.join()
+        assert slow is None or 1.0 <= slow <= 4.0
+        assert _dispatch.machine() is before and _dispatch._override.machine is None
+        assert seen and all(m is before for m in seen)
+    finally:
+        _dispatch.set_gpu_stand_in(None)
+
+
 def test_split_pays_its_fixed_cost():
     m = COMPUTE_BOUND_HOST_PCIE_GPU
     c = _costmodel.choose(m, shape("histogram", 10**5, bins=100))
