@@ -272,13 +272,13 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib, whole_i
             return None
         # (std of float64 values whose sums overflow: the kernel's second pass gives SciPy's inf)
         results.append(res)
-    _dispatch.record("binned_statistic_dd", engine="cuda", strategy="auto", used="privatized", n=n,
-                     dtype=work, place="device", notes=["one fused kernel over all dimensions per values row"])
     if check:
         bits = int(L.to_host(nf)[0])  # synchronize! (after the launches)
         if bits and not whole_int:  # SciPy bins NaN / inf here (no check): the per-dimension pipeline does
-            return None
+            return None  # (before the record: the plan is the pipeline's)
         _check_nonfinite(bits, check)
+    _dispatch.record("binned_statistic_dd", engine="cuda", strategy="auto", used="privatized", n=n,
+                     dtype=work, place="device", notes=["one fused kernel over all dimensions per values row"])
     if statistic == "count" and rows.shape[0] > 1:
         results = results * rows.shape[0]
     shape = tuple(input_shape[:-1] + nb)
