@@ -12,8 +12,10 @@ only takes what it can decide in a few attribute reads:
 * a C-contiguous, native-order, aligned array of a dtype the core reads, on
   the library's current device, no ``stream=`` and no outer stream scope;
 * the dispatcher turned the path on (:func:`enable`, from ``fast_sync``):
-  not when the cpu backend is forced (device input then goes to the host)
-  or ``GPUSYNC_DEBUG`` logs plans.
+  not when the cpu backend is forced (device input then goes to the host);
+* ``GPUSYNC_DEBUG`` does not log plans (asked per call: a state the sync
+  saw once outlived the variable either way -- plans unlogged after it was
+  set, the path off for the process after it went).
 
 Anything else returns ``NotImplemented`` and the wrapper takes the general
 path.  The results are the general path's: same kernels, same dtypes, same
@@ -193,7 +195,7 @@ def _ready(a):
     if not _state["on"] or type(a) is np.ndarray or _arrays._CALL_STREAM.get() is not None:
         return None
     h = _handler(a)
-    if h is None:
+    if h is None or _core.env_debug():
         return None
     v = h.view(a)
     return None if v is None else (h, v)

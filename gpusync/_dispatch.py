@@ -320,8 +320,8 @@ def fast_sync() -> None:
         hit = _limits_memo[key] = (m, tuple(_fast_limits(m, op, allowed) for op in names))
     _core.fast_config(hit[1])
     # device arrays: the cuda engine, unless the cpu backend is forced (then
-    # they go to the host) or plans are logged (the general path logs them)
-    _devfast.enable(_backend.forced() != "cpu" and not env_debug())
+    # they go to the host); the device fast path asks GPUSYNC_DEBUG per call
+    _devfast.enable(_backend.forced() != "cpu")
     _fast["synced"] = True
 
 

@@ -115,6 +115,35 @@ def test_split_probe_steers_its_own_thread_alone(monkeypatch):
         _dispatch.set_gpu_stand_in(None)
 
 
+def test_device_fast_path_asks_the_debug_variable_per_call(monkeypatch):
+    """GPUSYNC_DEBUG=1 sends device arrays to the general path (which logs the plan) from the next call on,
+    and its removal brings the fast path back: the state is read per call, not when the dispatcher synced
+    (a stand-in array type with a handler, so that this runs without a GPU)."""
+    from gpusync import _devfast
+
+    class Fake:
+        pass
+
+    class Handler:
+        lib = "fake"
+
+        @staticmethod
+        def view(a):
+            return (0, 1, np.dtype(np.float64), 0, 0)
+
+    monkeypatch.setitem(_devfast._handlers, Fake, Handler())
+    monkeypatch.delenv("GPUSYNC_DEBUG", raising=False)
+    gs.sum(np.ones(3))  # a sync: the path on (no forced cpu backend)
+    _dispatch.fast_sync()
+    assert _devfast._ready(Fake()) is not None
+    monkeypatch.setenv("GPUSYNC_DEBUG", "1")
+    assert _devfast._ready(Fake()) is None
+    _dispatch.fast_sync()  # a sync while the variable is set does not outlive it
+    monkeypatch.delenv("GPUSYNC_DEBUG")
+    assert _devfast._ready(Fake()) is not None
+    assert _devfast._ready(np.ones(3)) is None  # (host arrays never)
+
+
 def test_split_pays_its_fixed_cost():
     m = COMPUTE_BOUND_HOST_PCIE_GPU
     c = _costmodel.choose(m, shape("histogram", 10**5, bins=100))

@@ -1676,6 +1676,13 @@ static PyObject *py_env_dispatch(PyObject *self, PyObject *noargs)
     return Py_BuildValue("(ssO)", e > 0 ? engines[e] : "auto", c == 1 ? "off" : "auto", dbg != 0 ? Py_True : Py_False);
 }
 
+/* GPUSYNC_DEBUG=1 alone, for the device fast path's per-call check (env_dispatch builds a tuple: 0.3 us) */
+static PyObject *py_env_debug(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyBool_FromLong(gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0);
+}
+
 static PyObject *py_cpu_threads(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -2311,6 +2318,7 @@ static PyMethodDef methods[] = {
     {"cpu_last_threads", py_cpu_last_threads, METH_NOARGS, "threads of the CPU engine's last job on this thread"},
     {"fast_last", py_fast_last, METH_NOARGS, "(seq, op, n, dtype, strategy, threads) of this thread's last fast call"},
     {"env_dispatch", py_env_dispatch, METH_NOARGS, "(GPUSYNC_ENGINE, GPUSYNC_CALIBRATE, GPUSYNC_DEBUG) via the table"},
+    {"env_debug", py_env_debug, METH_NOARGS, "GPUSYNC_DEBUG=1 is set (via the table)"},
     {"cpu_threads", py_cpu_threads, METH_O,
      "cpu_threads(n): the CPU engine's threads for this thread's next calls (1: the caller alone; 0: its own choice)"},
     {"histogram", py_histogram, METH_VARARGS,
