@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import operator as _operator
 import functools
 import threading
 import warnings
@@ -152,6 +153,27 @@ def check_dtype(dt, name, func):
     if not supported_dtype(dt):
         raise TypeError(f"{func}: {name} has dtype {dt}, which is not supported "
                         "(bool, integer and float16/32/64 arrays are)")
+
+
+def index_int(v, name):
+    """operator.index refusing bool, as NumPy's integer arguments do (an
+    axis, bincount's minlength, unpackbits' count: True is not 1 there)."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, not {type(v).__name__}")
+    return _operator.index(v)
+
+
+def own_method(a, name):
+    """The method `name` of a NumPy array subclass that overrides it, else
+    None.  NumPy hands np.sum / np.cumsum of such an array to that method
+    (np.ma.MaskedArray: its mask; np.matrix: its 2-D results), and so does
+    gpusync; the plain ndarray, memmaps and device arrays keep gpusync's
+    engines."""
+    t = type(a)
+    if t is np.ndarray or not isinstance(a, np.ndarray):
+        return None
+    m = getattr(t, name, None)
+    return None if m is None or m is getattr(np.ndarray, name) else getattr(a, name)
 
 
 def checked_input(obj, name, func):

@@ -229,12 +229,8 @@ def _plan(x, axes):
 # ---- sum and count_nonzero along axes ----------------------------------------------------------------------
 
 def _out_obj(out):
-    if out is None:
-        return None
-    if isinstance(out, tuple):
-        if len(out) != 1:
-            raise ValueError("The 'out' tuple must have exactly one entry")
-        out = out[0]
+    if isinstance(out, tuple):  # np.sum's rule (a ufunc's reduce takes a 1-tuple, np.sum and ndarray.sum do not)
+        raise TypeError("out must be an array, not a tuple (NumPy: return arrays must be of ArrayType)")
     return out
 
 
@@ -270,10 +266,28 @@ def _out_loop(default, xdt, outp):
     return default
 
 
+def _check_loop(func, loop, dtype):
+    """TypeError naming the argument when the accumulator NumPy resolved
+    (from `dtype`, else from `out`) is one the kernels do not compute in
+    (object, longdouble, timedelta, ...; complex goes through the real
+    parts): it surfaced as a KeyError of the dtype table."""
+    if loop.kind != "c" and not _arrays.supported_dtype(loop.newbyteorder("=")):
+        raise TypeError(f"{func}: the accumulator dtype {loop} (from {'dtype' if dtype is not None else 'out'}) is not "
+                        "supported: bool, integer, float16/32/64 and complex are")
+
+
+def keepdims_flag(keepdims):
+    """`keepdims` as NumPy's reductions read it: an integer (bool included,
+    NumPy's bool_ not), its TypeError for anything else -- the fast paths
+    once tested it for truth, so keepdims='yes' raised on a process's first
+    call (NumPy's check on the general path) and passed on later ones."""
+    return bool(operator.index(keepdims))
+
+
 def _axes_of(axis, ndim):
     """normalize_axis_tuple with the reductions' message for repeated axes."""
     if not isinstance(axis, (tuple, list)):
-        axis = (operator.index(axis),)  # NumPy's TypeError for a float axis
+        axis = (_arrays.index_int(axis, "axis"),)  # NumPy's TypeError for a float or bool axis
     axes = normalize_axis_tuple(axis, ndim, allow_duplicate=True)
     if len(set(axes)) != len(axes):
         raise ValueError("duplicate value in 'axis'")
@@ -377,16 +391,28 @@ def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, 
     axis, axes, out, outp, proxy = _axis_args(shape, xdt, axis, out)
     # initial=0 (the default) adds nothing, so -0.0 sums keep their sign as in NumPy
     kw = {} if (type(initial) is int and initial == 0) else {"initial": initial}
-    ref = _numpy_check(np.sum, proxy, shape, axis=axis, dtype=dtype, out=outp, keepdims=keepdims, **kw)
+    # NumPy's check writes its result into the out it is given: a stand-in of out's shape, dtype and
+    # writeability, never out itself, which may overlap the input (gs.sum(x, 0, out=x[0]) read row 0 as
+    # zeros: the check had written them)
+    chk = outp
+    if isinstance(outp, np.ndarray) and outp is out:
+        chk = np.empty(outp.shape, outp.dtype)
+        chk.flags.writeable = outp.flags.writeable
+    ref = _numpy_check(np.sum, proxy, shape, axis=axis, dtype=dtype, out=chk, keepdims=keepdims, **kw)
     loop = np.dtype(dtype) if dtype is not None else _out_loop(np.add.reduce(np.zeros(1, xdt)).dtype, xdt,
                                                                outp if out is not None else None)
     if loop.kind == "f" and kw and np.iscomplexobj(initial) and out is not None and outp.dtype.kind == "c":
         loop = np.result_type(loop, np.complex64)  # a complex initial into a complex out: complex adds
+    _check_loop(func, loop, dtype)
     if kw and initial is None and math.prod(shape[i] for i in axes) == 0:
         # initial=None: NumPy's "no initial value", an error for an empty reduction (the proxy has no empty axis)
         np.sum(np.broadcast_to(np.zeros((), xdt), shape), axis=axis, dtype=dtype, initial=None)
     init = None if not kw or initial is None else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
     if where is not True:
+        wdt = getattr(where, "dtype", None)
+        if isinstance(where, np.ndarray) and not np.can_cast(wdt, np.bool_, "safe"):
+            raise TypeError(f"{func}: where has dtype {wdt}; NumPy casts it to bool by the 'safe' rule, which "
+                            f"{wdt} does not allow (a bool mask is needed)")
         try:
             fits = np.broadcast_shapes(np.shape(where), shape) == shape
         except ValueError:
@@ -466,11 +492,13 @@ def cumsum_args(shape, xdt, axis, dtype, out):
         res_shape = (math.prod(shape),)
         ax = None
     else:
-        ax = normalize_axis_index(operator.index(axis), max(len(shape), 1))  # NumPy's TypeError / AxisError
+        ax = normalize_axis_index(_arrays.index_int(axis, "axis"), max(len(shape), 1))  # NumPy's TypeError / AxisError
         if not shape:  # NumPy: a 0-d array scans as 1-D
             shape = (1,)
         res_shape = shape
-    rt = np.dtype(dtype) if dtype is not None else np.cumsum(np.zeros(1, xdt)).dtype
+    # NumPy's result dtype, or its TypeError for a dtype add cannot accumulate in (str, datetime, void: their
+    # result was cast to it), in native order as NumPy's own
+    rt = np.cumsum(np.zeros(1, xdt), dtype=dtype).dtype
     if out is not None:
         outp = _host_out_proxy(out)
         if dtype is None:
@@ -479,6 +507,7 @@ def cumsum_args(shape, xdt, axis, dtype, out):
             full = np.broadcast_to(np.zeros((), xdt), full_shape)
             np.cumsum(full, axis=axis, dtype=dtype, out=np.empty(outp.shape, outp.dtype))
             raise ValueError(f"cumsum: out has shape {tuple(outp.shape)}, expected {tuple(res_shape)}")
+    _check_loop("cumsum", rt, dtype)
     return ax, shape, res_shape, rt, out
 
 

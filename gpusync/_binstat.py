@@ -31,6 +31,11 @@ BinnedStatisticResult = namedtuple("BinnedStatisticResult", ("statistic", "bin_e
 def _edges(xmin, xmax, x_dtype, bins, range_):
     """SciPy's _bin_edges for one dimension."""
     edges_dtype = x_dtype if np.issubdtype(x_dtype, np.floating) else np.dtype(float)
+    if range_ is not None:  # SciPy checks the range first, even where explicit edges make it unused
+        if len(range_) != 2:
+            raise ValueError(f"range given for {len(range_)} dimensions; 1 required")
+        if range_[1] < range_[0]:
+            raise ValueError("In range, start must be <= stop")
     if np.ndim(bins) != 0:
         if type(bins) is not np.ndarray and hasattr(bins, "__cuda_array_interface__"):
             bins = _arrays.as_input(bins, "bins").to_host()  # device edges (CuPy / PyTorch): read once
@@ -38,10 +43,6 @@ def _edges(xmin, xmax, x_dtype, bins, range_):
     if range_ is None:
         smin, smax = float(xmin), float(xmax)
     else:
-        if len(range_) != 2:
-            raise ValueError(f"range given for {len(range_)} dimensions; 1 required")
-        if range_[1] < range_[0]:
-            raise ValueError("In range, start must be <= stop")
         smin, smax = float(range_[0]), float(range_[1])
     if smin == smax:
         smin, smax = smin - 0.5, smax + 0.5
@@ -331,6 +332,9 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
                              f"(supported: {', '.join(STATISTICS)}); use scipy.stats.binned_statistic")
         raise ValueError(f"invalid statistic {statistic!r}")
     _dispatch.check_strategy("binned_statistic", strategy)
+    # SciPy bins a scalar or 0-d x (and values) as one sample
+    x, values = (np.atleast_1d(v) if np.ndim(v) == 0 and not hasattr(v, "__cuda_array_interface__") else v
+                 for v in (x, values))
     xv = _arrays.checked_input(x, "x", "binned_statistic")
     vv = _arrays.checked_input(values, "values", "binned_statistic")
     if np.dtype(xv.dtype) == np.bool_:  # SciPy's arithmetic on the edges fails for bool too

@@ -114,6 +114,8 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
         if r is not NotImplemented:
             return r.reshape(a.shape[:-1] + (a.shape[-1] // 8,))
     with _arrays.call_stream(stream, a):
+        if not isinstance(bitorder, str):  # NumPy's TypeError (its C signature takes a str)
+            raise TypeError(f"packbits: bitorder must be a str, not {type(bitorder).__name__}")
         if bitorder not in ("big", "little"):
             raise ValueError("'order' must be either 'little' or 'big'")
         x = _axis.nd_input(a, "packbits")
@@ -142,7 +144,9 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big", *, stream=None):
         if r is not NotImplemented:
             return r
     with _arrays.call_stream(stream, a):
-        if not isinstance(bitorder, str) or bitorder[:1] not in ("l", "b"):  # NumPy's rule: the first letter
+        if not isinstance(bitorder, str):  # NumPy's TypeError (its C signature takes a str)
+            raise TypeError(f"unpackbits: bitorder must be a str, not {type(bitorder).__name__}")
+        if bitorder[:1] not in ("l", "b"):  # NumPy's rule: the first letter
             raise ValueError("'order' must begin with 'l' or 'b'")
         little = bitorder[0] == "l"
         x = _axis.nd_input(a, "unpackbits") if not isinstance(a, np.ndarray) else a
@@ -151,7 +155,7 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big", *, stream=None):
         if np.dtype(x.dtype) != np.uint8:
             raise TypeError("Expected an input array of unsigned byte data type")
         if count is not None:
-            count = operator.index(count)
+            count = _arrays.index_int(count, "unpackbits: count")
         shape = tuple(x.shape)
         if axis is None or len(shape) <= 1:
             if axis is not None:
@@ -314,6 +318,8 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
     whose real or imaginary part is non-zero (no `threshold`).  Host input
     gives an intp scalar (axis None) or an intp array; a device array a 0-d
     int64 array of its library (no host sync) or an int64 array."""
+    if keepdims and keepdims is not True:  # (NumPy: a false keepdims counts everything, a true one goes to a sum)
+        keepdims = _axis.keepdims_flag(keepdims)
     if axis is None and not keepdims and stream is None and threshold is None:
         r = _core.fast_count_nonzero(a)  # the C fast path (_dispatch.py)
         if r is not NotImplemented:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import builtins
 import functools
 import math
-import operator
 import warnings
 
 import numpy as np
@@ -44,6 +43,8 @@ def _bins_tuple(kind, nbins, offset=0, closed=0, lut=None, start=0.0, step=0.0, 
 def _reference_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """NumPy's bin of each value (-1 when dropped): e[k] <= v < e[k+1], last closed."""
     n = len(edges) - 1
+    if n < 0:  # bins=[]: no edge, no bin (NumPy gives empty counts and edges)
+        return np.full(len(values), -1, np.int64)
     v = values.astype(np.result_type(values.dtype, edges.dtype), copy=False)
     k = np.searchsorted(edges, v, side="right") - 1
     k[v == edges[-1]] = n - 1
@@ -668,7 +669,7 @@ def _bincount_impl(x, weights=None, minlength=0, strategy="auto"):
     _dispatch.check_strategy("bincount", strategy)
     if minlength is None:
         raise TypeError("use 0 instead of None for minlength")
-    minlength = operator.index(minlength)
+    minlength = _arrays.index_int(minlength, "minlength")
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     if isinstance(x, (list, tuple)) and len(x) == 0:

@@ -106,8 +106,21 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
     (except strategies ``"mutex"`` and ``"grid"``, which check their spin
     loops' time-out).
     """
+    if keepdims is not False and keepdims is not True:
+        keepdims = _axis.keepdims_flag(keepdims)
+    if out is not None:
+        out = _axis._out_obj(out)  # (a tuple: NumPy's TypeError, the complex path too)
     if type(a) is list or type(a) is tuple:
         a = np.asarray(a)  # NumPy's own first step (its errors for ragged input too)
+    elif type(a) is not np.ndarray and (own := _arrays.own_method(a, "sum")) is not None:
+        # a masked array's sum leaves out its masked elements: NumPy's rule, the subclass's own method, with the
+        # arguments NumPy passes it (those given: keepdims / initial / where at their defaults are not)
+        if strategy != "auto":
+            _dispatch.check_strategy("sum", strategy)
+        kw = {k: v for k, v, d in (("keepdims", keepdims, False), ("where", where, True)) if v is not d}
+        if not (type(initial) is int and initial == 0):
+            kw["initial"] = initial
+        return own(axis=axis, dtype=dtype, out=out, **kw)
     if type(a) is np.ndarray:  # other spellings of the whole default sum
         if type(axis) is tuple and _all_axes(axis, a.ndim):
             axis = None  # every axis once

@@ -1,0 +1,174 @@
+"""Argument spellings and rare options against NumPy / SciPy: the cases a differential fuzz of the
+public signatures found (session 48), each the way a NumPy user writes it."""
+import contextlib
+
+import numpy as np
+import numpy.ma as ma
+import pytest
+
+import gpusync as gs
+
+ss = pytest.importorskip("scipy.stats")
+
+
+def _same_exception_type(np_call, gs_call):
+    with pytest.raises(Exception) as want:
+        np_call()
+    with pytest.raises(type(want.value)):
+        gs_call()
+
+
+@pytest.mark.parametrize("case", ["axis0", "axis1", "all", "keepdims", "initial", "where"])
+def test_sum_into_an_out_that_overlaps_the_input(case):
+    """NumPy reads the input before it writes an overlapping `out`; gpusync's argument check once wrote
+    zeros into `out` first."""
+    def run(lib, x):
+        if case == "axis0":
+            return lib.sum(x, axis=0, out=x[0])
+        if case == "axis1":
+            return lib.sum(x, axis=1, out=x[:, 0])
+        if case == "all":
+            return lib.sum(x, out=x[1:2, 1].reshape(()))
+        if case == "keepdims":
+            return lib.sum(x, axis=0, keepdims=True, out=x[1:2])
+        if case == "initial":
+            return lib.sum(x, axis=0, initial=5, out=x[2])
+        return lib.sum(x, axis=0, where=np.array([True, False, True, True]), out=x[0])
+
+    want, got = np.arange(12.).reshape(3, 4), np.arange(12.).reshape(3, 4)
+    r_np, r_gs = run(np, want), run(gs, got)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(r_gs, r_np)
+
+
+def test_a_read_only_out_is_still_refused():
+    out = np.zeros(4)
+    out.flags.writeable = False
+    _same_exception_type(lambda: np.sum(np.ones((3, 4)), axis=0, out=out),
+                         lambda: gs.sum(np.ones((3, 4)), axis=0, out=out))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (np.matrix)
+def test_masked_arrays_sum_and_cumsum_leave_out_their_masked_elements():
+    m = ma.array([1., 2., 3., 4.], mask=[0, 1, 0, 0])
+    assert gs.sum(m) == np.sum(m) == 8.0
+    got, want = gs.cumsum(m), np.cumsum(m)
+    assert isinstance(got, ma.MaskedArray)
+    np.testing.assert_array_equal(ma.getmaskarray(got), ma.getmaskarray(want))
+    np.testing.assert_array_equal(got.compressed(), want.compressed())
+    m2 = ma.array(np.arange(6.).reshape(2, 3), mask=[[0, 1, 0], [1, 0, 0]])
+    np.testing.assert_array_equal(gs.sum(m2, axis=1), np.sum(m2, axis=1))
+    _same_exception_type(lambda: np.sum(m, initial=1), lambda: gs.sum(m, initial=1))  # the method's own rules
+    mat = np.matrix([[1, 2], [3, 4]])
+    assert gs.sum(mat, axis=1).shape == np.sum(mat, axis=1).shape == (2, 1)
+
+
+def test_memmaps_keep_gpusyncs_engines(tmp_path):
+    mp = np.memmap(tmp_path / "a.bin", dtype=np.float64, mode="w+", shape=(1000,))
+    mp[:] = 1.5
+    assert gs.sum(mp) == 1500.0
+    assert gs.last_plan()["engine"] in ("caller", "cpu", "cuda")
+
+
+@pytest.mark.parametrize("dtype", ["U4", "S3", "M8[s]", "V8", object, np.longdouble])
+def test_cumsum_dtypes_numpy_refuses_or_gpusync_cannot_compute(dtype):
+    x = np.array([99999, 1])
+    try:
+        np.cumsum(x, dtype=dtype)
+    except TypeError:
+        _same_exception_type(lambda: np.cumsum(x, dtype=dtype), lambda: gs.cumsum(x, dtype=dtype))
+    else:  # NumPy computes it (object, longdouble): gpusync says which argument it cannot take
+        with pytest.raises(TypeError, match="dtype"):
+            gs.cumsum(x, dtype=dtype)
+
+
+def test_cumsum_of_a_non_native_dtype_gives_numpys_native_result():
+    assert gs.cumsum(np.arange(3), dtype=">i8").dtype == np.cumsum(np.arange(3), dtype=">i8").dtype
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.sum(x, dtype=object), lambda lib, x: lib.sum(x, axis=1, dtype="m8"),
+    lambda lib, x: lib.sum(x.astype(int), dtype=object),
+    lambda lib, x: lib.cumsum(x.astype(np.int8), 0, np.longdouble)])
+def test_unsupported_accumulators_raise_a_type_error_naming_the_argument(call):
+    x = np.arange(6.).reshape(2, 3)
+    call(np, x)  # NumPy computes these
+    with pytest.raises(TypeError, match="dtype"):
+        call(gs, x)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.cumsum(x, axis=True), lambda lib, x: lib.sum(x, axis=True),
+    lambda lib, x: lib.count_nonzero(x, axis=True), lambda lib, x: lib.cumsum(x, axis=np.True_)])
+def test_a_bool_axis_is_refused(call):
+    x = np.arange(6.).reshape(2, 3)
+    _same_exception_type(lambda: call(np, x), lambda: call(gs, x))
+
+
+@pytest.mark.parametrize("keepdims", [None, "yes", np.True_, 1.0, 0, 1, 2, True, False])
+@pytest.mark.parametrize("fn", ["sum", "count_nonzero"])
+def test_keepdims_spellings_like_numpy_on_every_call(fn, keepdims):
+    """The same call gives the same answer on a process's first call and on later ones (the fast paths once
+    tested keepdims for truth, NumPy's check ran on the general path only)."""
+    x = np.arange(6.).reshape(2, 3)
+    for _ in range(3):
+        try:
+            want = getattr(np, fn)(x, keepdims=keepdims)
+        except TypeError:
+            with pytest.raises(TypeError):
+                getattr(gs, fn)(x, keepdims=keepdims)
+        else:
+            got = getattr(gs, fn)(x, keepdims=keepdims)
+            assert np.shape(got) == np.shape(want)
+            np.testing.assert_array_equal(got, want)
+
+
+def test_looser_arguments_numpy_refuses():
+    x = np.arange(6.).reshape(2, 3)
+    u = np.array([3, 200], np.uint8)
+    cases = [
+        (lambda lib: lib.sum(x, where=np.ones((2, 3), np.int8))),
+        (lambda lib: lib.sum(x, axis=1, out=(np.zeros(2),))),
+        (lambda lib: lib.bincount([0, 1, 1], minlength=True)),
+        (lambda lib: lib.bincount(np.array([0, 1, 1]), None, True)),
+        (lambda lib: lib.unpackbits(u, count=True)),
+        (lambda lib: lib.packbits(u, bitorder=None)),
+        (lambda lib: lib.unpackbits(u, bitorder=0)),
+    ]
+    for call in cases:
+        _same_exception_type(lambda: call(np), lambda: call(gs))
+    np.testing.assert_array_equal(gs.sum(x, where=[True, False, True]), np.sum(x, where=[True, False, True]))
+    np.testing.assert_array_equal(gs.bincount([0, 1, 1], minlength=np.int64(4)), np.bincount([0, 1, 1], minlength=4))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_, np.int64, np.float64])
+def test_histogram_with_no_edges(dtype):
+    a = np.array([1, 0, 1]).astype(dtype)
+    for bins in ([], [0.5]):
+        for lib in (np, gs):  # (bool data: NumPy's conversion warning, from both)
+            with pytest.warns(RuntimeWarning) if dtype == np.bool_ else contextlib.nullcontext():
+                res = lib.histogram(a, bins=bins)
+            if lib is np:
+                want = res
+        for g, w in zip(res, want):
+            np.testing.assert_array_equal(g, w)
+            assert g.dtype == w.dtype
+
+
+@pytest.mark.parametrize("args", [(0.5, 1.0), (np.array(0.5), np.array(1.0)), (0.5, [1.0]), ([0.5], 1.0)])
+@pytest.mark.parametrize("statistic", ["sum", "mean", "count", "max"])
+def test_binned_statistic_of_one_scalar_sample(args, statistic):
+    for rng in ((0, 1), None):
+        want = ss.binned_statistic(*args, statistic, bins=2, range=rng)
+        got = gs.binned_statistic(*args, statistic, bins=2, range=rng)
+        np.testing.assert_array_equal(got.statistic, want.statistic)
+        np.testing.assert_array_equal(got.bin_edges, want.bin_edges)
+        np.testing.assert_array_equal(got.binnumber, want.binnumber)
+
+
+@pytest.mark.parametrize("rng", [(1, 0), (0, 1, 2)])
+@pytest.mark.parametrize("bins", [[0, 0.5, 1], (0.0, 1.0), [[0, 0.5, 1]]])
+def test_binned_statistic_checks_the_range_even_with_explicit_edges(rng, bins):
+    x, v = np.array([0.1, 0.6, 0.9]), np.ones(3)
+    _same_exception_type(lambda: ss.binned_statistic(x, v, "count", bins=bins, range=rng),
+                         lambda: gs.binned_statistic(x, v, "count", bins=bins, range=rng))
