@@ -79,7 +79,7 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
     """
     if strategy != "auto":  # "auto" is always valid: the per-call fast paths skip the check
         _dispatch.check_strategy("cumsum", strategy)
-    if type(a) is not np.ndarray and (own := _arrays.own_method(a, "cumsum")) is not None:
+    if type(a) is not np.ndarray and isinstance(a, np.ndarray) and (own := _arrays.own_method(a, "cumsum")) is not None:
         return own(axis=axis, dtype=dtype, out=out)  # NumPy's rule: a masked array's cumsum keeps its mask
     if stream is None and axis is None and dtype is None and out is None:
         if strategy == "auto":
