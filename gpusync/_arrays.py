@@ -155,6 +155,14 @@ def check_dtype(dt, name, func):
                         "(bool, integer and float16/32/64 arrays are)")
 
 
+def same_dtype(asked, dt) -> bool:
+    """Whether dtype= `asked` names dtype `dt` (a name NumPy refuses: no; the general path raises its error)."""
+    try:
+        return np.dtype(asked) == dt
+    except TypeError:
+        return False
+
+
 def index_int(v, name):
     """operator.index refusing bool, as NumPy's integer arguments do (an
     axis, bincount's minlength, unpackbits' count: True is not 1 there)."""

@@ -271,7 +271,7 @@ def _check_loop(func, loop, dtype):
     (from `dtype`, else from `out`) is one the kernels do not compute in
     (object, longdouble, timedelta, ...; complex goes through the real
     parts): it surfaced as a KeyError of the dtype table."""
-    if loop.kind != "c" and not _arrays.supported_dtype(loop.newbyteorder("=")):
+    if loop not in _arrays._DTYPE_CODES and loop.kind != "c" and loop.newbyteorder("=") not in _arrays._DTYPE_CODES:
         raise TypeError(f"{func}: the accumulator dtype {loop} (from {'dtype' if dtype is not None else 'out'}) is not "
                         "supported: bool, integer, float16/32/64 and complex are")
 
@@ -380,22 +380,23 @@ def _axis_args(shape, xdt, axis, out):
     return axis, axes, out, outp, proxy
 
 
-def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True):
+def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True, src=None):
     """NumPy's checks of a sum's arguments for an input of `shape` and dtype
     `xdt` (nothing of it is read): NumPy's own exceptions and warnings.
     Returns (axis, axes, out, ref, loop, init): `ref` NumPy's result on the
     proxy (its dtype; with `out` its shape), `loop` the accumulator dtype
     (dtype=, else the input's sum dtype or, with `out`, the loop NumPy
     resolves for it), `init` the `initial` in that dtype (None: the default
-    0, which adds nothing)."""
+    0, which adds nothing).  `src`: the input, when it is a host array that
+    `out` may overlap."""
     axis, axes, out, outp, proxy = _axis_args(shape, xdt, axis, out)
     # initial=0 (the default) adds nothing, so -0.0 sums keep their sign as in NumPy
     kw = {} if (type(initial) is int and initial == 0) else {"initial": initial}
-    # NumPy's check writes its result into the out it is given: a stand-in of out's shape, dtype and
-    # writeability, never out itself, which may overlap the input (gs.sum(x, 0, out=x[0]) read row 0 as
-    # zeros: the check had written them)
+    # NumPy's check writes its result into the out it is given: where out may overlap the input, a stand-in
+    # of its shape, dtype and writeability (gs.sum(x, 0, out=x[0]) read row 0 as zeros: the check had written
+    # them); else out itself (a stand-in of a 2M-element out cost 4-7 ms)
     chk = outp
-    if isinstance(outp, np.ndarray) and outp is out:
+    if isinstance(outp, np.ndarray) and outp is out and isinstance(src, np.ndarray) and np.may_share_memory(out, src):
         chk = np.empty(outp.shape, outp.dtype)
         chk.flags.writeable = outp.flags.writeable
     ref = _numpy_check(np.sum, proxy, shape, axis=axis, dtype=dtype, out=chk, keepdims=keepdims, **kw)
@@ -435,7 +436,8 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
         loop = np.dtype(np.intp)
         init = None
     else:
-        axis, axes, out, ref, loop, init = sum_args(func, shape, xdt, axis, dtype, out, keepdims, initial, where)
+        axis, axes, out, ref, loop, init = sum_args(func, shape, xdt, axis, dtype, out, keepdims, initial, where,
+                                                    src=x)
         if where is not True:
             if isinstance(x, DeviceArray):
                 x = _lib_where(x, where, x.dtype.type(0))
@@ -478,6 +480,24 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
 
 # ---- cumsum along an axis -----------------------------------------------------------------------------------
 
+_CUMSUM_DTYPES: dict = {}  # (input dtype, dtype=, out's dtype) -> NumPy's result dtype (the accepted ones)
+
+
+def _cumsum_dtype(xdt, dtype, odt):
+    """NumPy's cumsum result dtype for an input of `xdt`, `dtype=` and an out
+    of `odt` -- or its TypeError for a dtype add cannot accumulate in or
+    write (str, datetime, void: their result was cast to it), in native order
+    as NumPy's own.  Asked of NumPy once per combination (6.7 us a call)."""
+    key = (xdt, None if dtype is None else np.dtype(dtype), odt)
+    rt = _CUMSUM_DTYPES.get(key)
+    if rt is None:
+        np.cumsum(np.zeros(1, xdt), dtype=dtype, out=None if odt is None else np.empty(1, odt))  # its errors
+        rt = np.cumsum(np.zeros(1, xdt), dtype=dtype).dtype
+        if len(_CUMSUM_DTYPES) < 4096:
+            _CUMSUM_DTYPES[key] = rt
+    return rt
+
+
 def cumsum_args(shape, xdt, axis, dtype, out):
     """NumPy's axis, dtype and out rules of a cumsum of an input of `shape`
     and dtype `xdt` (nothing of it is read): (ax, shape, result shape, rt,
@@ -496,9 +516,7 @@ def cumsum_args(shape, xdt, axis, dtype, out):
         if not shape:  # NumPy: a 0-d array scans as 1-D
             shape = (1,)
         res_shape = shape
-    # NumPy's result dtype, or its TypeError for a dtype add cannot accumulate in (str, datetime, void: their
-    # result was cast to it), in native order as NumPy's own
-    rt = np.cumsum(np.zeros(1, xdt), dtype=dtype).dtype
+    rt = _cumsum_dtype(xdt, dtype, None if out is None else np.dtype(_host_out_proxy(out).dtype))
     if out is not None:
         outp = _host_out_proxy(out)
         if dtype is None:

@@ -221,6 +221,10 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     check), and with the mutex strategies (their time-out flag); the
     privatized strategy with explicit edges returns without waiting.
     """
+    # SciPy bins a scalar or 0-d x (and values) as one sample, whatever the statistic (host values: a device
+    # array, even one that offers DLPack alone, is its library's to read)
+    x, values = (np.atleast_1d(v) if np.ndim(v) == 0 and _arrays._device_target(v) is None else v
+                 for v in (x, values))
     bins0 = bins
     bins, range = _scipy_1d(bins, range)
     # bins=[n] with a range: SciPy's per-dimension number, which it does not check for NaN / inf x (they are
@@ -292,7 +296,7 @@ def _remember1d(fast, values, bins, range):  # noqa: A002
     formula = _edges_formula(edges)  # (None: no formula gives NumPy's edges; copied per call)
     _fast1d[fast] = (dt, np.ascontiguousarray(edges, dtype=np.float64), top, _core.STATISTICS[statistic],
                      [(formula, edges)])
-    _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend or GPUSYNC_DEBUG)
+    _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend; GPUSYNC_DEBUG per call)
 
 
 def _median(x, values, bins, range, strategy):  # noqa: A002
@@ -332,9 +336,6 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
                              f"(supported: {', '.join(STATISTICS)}); use scipy.stats.binned_statistic")
         raise ValueError(f"invalid statistic {statistic!r}")
     _dispatch.check_strategy("binned_statistic", strategy)
-    # SciPy bins a scalar or 0-d x (and values) as one sample
-    x, values = (np.atleast_1d(v) if np.ndim(v) == 0 and not hasattr(v, "__cuda_array_interface__") else v
-                 for v in (x, values))
     xv = _arrays.checked_input(x, "x", "binned_statistic")
     vv = _arrays.checked_input(values, "values", "binned_statistic")
     if np.dtype(xv.dtype) == np.bool_:  # SciPy's arithmetic on the edges fails for bool too

@@ -365,7 +365,7 @@ def _remember2d(fast, y, values, bins, range):  # noqa: A002
     tops = np.array([t for _, t in et], np.float64)
     _fast2d[fast] = (dt, e_all, ne, tops, _core.STATISTICS[statistic], (len(et[0][0]) - 1, len(et[1][0]) - 1),
                      [(f, e) for f, (e, _) in zip(formulas, et)])
-    _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend or GPUSYNC_DEBUG)
+    _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend; GPUSYNC_DEBUG per call)
 
 
 def _binned_statistic_2d(x, y, values, statistic, bins, range, expand_binnumbers, strategy, stream):  # noqa: A002

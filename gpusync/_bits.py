@@ -318,8 +318,10 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
     whose real or imaginary part is non-zero (no `threshold`).  Host input
     gives an intp scalar (axis None) or an intp array; a device array a 0-d
     int64 array of its library (no host sync) or an int64 array."""
-    if keepdims and keepdims is not True:  # (NumPy: a false keepdims counts everything, a true one goes to a sum)
-        keepdims = _axis.keepdims_flag(keepdims)
+    if keepdims is not True and keepdims is not False:
+        # NumPy: with axis None a false keepdims counts everything; a true one, or any with an axis, goes to a sum,
+        # which reads it as an integer
+        keepdims = _axis.keepdims_flag(keepdims) if axis is not None or keepdims else False
     if axis is None and not keepdims and stream is None and threshold is None:
         r = _core.fast_count_nonzero(a)  # the C fast path (_dispatch.py)
         if r is not NotImplemented:

@@ -339,7 +339,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
     if _numpy_runs("sum", x, ops, others=(out, where)):
         return np.sum(x, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
     shape = tuple(x.shape)
-    axis, axes, out, _ref, loop, init = _nd.sum_args("sum", shape, xdt, axis, dtype, out, keepdims, initial, where)
+    axis, axes, out, _ref, loop, init = _nd.sum_args("sum", shape, xdt, axis, dtype, out, keepdims, initial, where,
+                                                     src=x if isinstance(x, np.ndarray) else None)
     if loop.kind != "c":
         # a real accumulator: NumPy casts each element to it (a complex one: its real part, with the
         # ComplexWarning sum_args gave) -- the real path, with every argument as given

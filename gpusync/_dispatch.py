@@ -431,11 +431,12 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
     input's library on its device for device input.
     """
     if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
+        m = _override.machine or _machine["m"]
         key = (op, strategy, bins, merge, forced_backend(), env_engine(), _core.cpu_pool_warm(),
-               _stand_in["gpu"], id(machine()), tuple(None if a is None else (a.size, a.dtype) for a in ins))
+               _stand_in["gpu"], id(m), tuple(None if a is None else (a.size, a.dtype) for a in ins))
         hit = _plans.get(key)
-        if hit is not None:
-            plan, threads, used_strategy = hit
+        if hit is not None and hit[3] is m:  # (the machine itself: a freed one's id may be reused)
+            plan, threads, used_strategy, _ = hit
             res = _alloc(outs, None, into)
             _core.cpu_threads(_override.threads or threads)
             try:
@@ -450,7 +451,10 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
                 "fell back" in t for t in plan["notes"]):
             if len(_plans) >= _PLANS_MAX:
                 _plans.clear()
-            _plans[key] = (plan, plan["threads"], engine_strategy(op, strategy, "caller")[0])
+            if m is None:  # (the process's first call: the constants were loaded during it)
+                m = _override.machine or _machine["m"]
+                key = key[:8] + (id(m),) + key[9:]
+            _plans[key] = (plan, plan["threads"], engine_strategy(op, strategy, "caller")[0], m)
         return res
     return _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtypes, n, into)
 

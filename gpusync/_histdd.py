@@ -446,7 +446,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, stream
         hist, edges = _histogramdd_impl([x, y], bins2, range, density, weights)
     if fast is not None and len(_fast2d) < DEVICE_PLANS_MAX:
         _remember2d(fast, y, bins2, range)
-        _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend or GPUSYNC_DEBUG)
+        _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend; GPUSYNC_DEBUG per call)
     if host is not None and hit is None and host[0] == host[1] and host[0].isnative and len(_host2d) < _PLANS_MAX:
         _remember_host2d(host, bins2, range)
     return hist, edges[0], edges[1]

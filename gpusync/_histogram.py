@@ -210,7 +210,8 @@ def _describe_bins(x_dtype: np.dtype, edges: np.ndarray, uniform: bool, bounds=N
         if exact is not None:
             return exact
         cmp = np.result_type(x_dtype, edges.dtype)
-        if x_dtype.itemsize == 8 and cmp.kind in "iu" and np.abs(edges.astype(np.float64)).max() >= _EXACT_INT:
+        if x_dtype.itemsize == 8 and cmp.kind in "iu" and edges.size and \
+                np.abs(edges.astype(np.float64)).max() >= _EXACT_INT:
             # float64 would round the data and the edges; NumPy compares them exactly in `cmp`, whose
             # signedness is the data's (int64 data: int64, uint64 data: uint64)
             return _bins_tuple(_EDGES_INT, n, edges=np.ascontiguousarray(edges.astype(cmp)).view(np.float64))

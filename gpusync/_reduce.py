@@ -50,14 +50,6 @@ def _all_axes(axis: tuple, ndim: int) -> bool:
     return len({x % ndim for x in axis}) == ndim
 
 
-def _same_dtype(asked, dt) -> bool:
-    """Whether dtype= `asked` names dtype `dt` (a name NumPy refuses: no; the general path raises its error)."""
-    try:
-        return np.dtype(asked) == dt
-    except TypeError:
-        return False
-
-
 @_arrays.takes_stream
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True, *,  # noqa: A001
         strategy="auto", deterministic=False, stream=None):
@@ -124,7 +116,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
     if type(a) is np.ndarray:  # other spellings of the whole default sum
         if type(axis) is tuple and _all_axes(axis, a.ndim):
             axis = None  # every axis once
-        if isinstance(dtype, (str, type, np.dtype)) and _same_dtype(dtype, _sum_dtype(a.dtype)):
+        if isinstance(dtype, (str, type, np.dtype)) and _arrays.same_dtype(dtype, _sum_dtype(a.dtype)):
             dtype = None  # NumPy's own result dtype (float32 of float32, int64 of int32)
     # NumPy's defaults for everything but axis, dtype and keepdims, and gpusync's own options at theirs: the fast paths
     rest = out is None and where is True and type(initial) is int and initial == 0

@@ -81,6 +81,9 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
         _dispatch.check_strategy("cumsum", strategy)
     if type(a) is not np.ndarray and isinstance(a, np.ndarray) and (own := _arrays.own_method(a, "cumsum")) is not None:
         return own(axis=axis, dtype=dtype, out=out)  # NumPy's rule: a masked array's cumsum keeps its mask
+    if dtype is not None and type(a) is np.ndarray and isinstance(dtype, (str, type, np.dtype)) and \
+            _arrays.same_dtype(dtype, _cumsum_dtype(a.dtype)):
+        dtype = None  # NumPy's own result dtype (float64 of float64, int64 of int32): the fast paths
     if stream is None and axis is None and dtype is None and out is None:
         if strategy == "auto":
             r = _core.fast_cumsum(a)  # the C fast path (_dispatch.py); NotImplemented: the general path

@@ -64,10 +64,29 @@ def test_masked_arrays_sum_and_cumsum_leave_out_their_masked_elements():
 
 
 def test_memmaps_keep_gpusyncs_engines(tmp_path):
-    mp = np.memmap(tmp_path / "a.bin", dtype=np.float64, mode="w+", shape=(1000,))
+    mp = np.memmap(tmp_path / "a.bin", dtype=np.float64, mode="w+", shape=(1001,))
     mp[:] = 1.5
-    assert gs.sum(mp) == 1500.0
-    assert gs.last_plan()["engine"] in ("caller", "cpu", "cuda")
+    gs.count_nonzero(np.ones(3))  # (another plan first: the sum's must replace it)
+    assert gs.sum(mp) == 1501.5
+    p = gs.last_plan()
+    assert p["op"] == "sum" and p["n"] == 1001 and p["engine"] in ("caller", "cpu", "cuda"), p
+
+
+@pytest.mark.parametrize("odt", ["m8[s]", "U4"])
+def test_cumsum_into_an_out_of_a_dtype_numpy_refuses(odt):
+    x = np.arange(6.).reshape(2, 3)
+    _same_exception_type(lambda: np.cumsum(x, out=np.empty(6, odt)), lambda: gs.cumsum(x, out=np.empty(6, odt)))
+    _same_exception_type(lambda: np.cumsum(x, axis=1, out=np.empty((2, 3), odt)),
+                         lambda: gs.cumsum(x, axis=1, out=np.empty((2, 3), odt)))
+
+
+def test_cumsum_with_its_own_dtype_named_takes_the_fast_path():
+    x = np.random.default_rng(2).random(1000)
+    got = gs.cumsum(x, dtype=np.float64)
+    assert any("fast path" in t for t in gs.last_plan()["notes"]), gs.last_plan()
+    np.testing.assert_allclose(got, np.cumsum(x), rtol=1e-12)
+    i = np.arange(100, dtype=np.int32)
+    np.testing.assert_array_equal(gs.cumsum(i, dtype="int64"), np.cumsum(i, dtype="int64"))
 
 
 @pytest.mark.parametrize("dtype", ["U4", "S3", "M8[s]", "V8", object, np.longdouble])
@@ -105,20 +124,21 @@ def test_a_bool_axis_is_refused(call):
     _same_exception_type(lambda: call(np, x), lambda: call(gs, x))
 
 
-@pytest.mark.parametrize("keepdims", [None, "yes", np.True_, 1.0, 0, 1, 2, True, False])
+@pytest.mark.parametrize("keepdims", [None, "yes", "", np.True_, np.False_, 1.0, 0.0, 0, 1, 2, True, False])
 @pytest.mark.parametrize("fn", ["sum", "count_nonzero"])
-def test_keepdims_spellings_like_numpy_on_every_call(fn, keepdims):
+@pytest.mark.parametrize("axis", [None, 0])
+def test_keepdims_spellings_like_numpy_on_every_call(fn, keepdims, axis):
     """The same call gives the same answer on a process's first call and on later ones (the fast paths once
     tested keepdims for truth, NumPy's check ran on the general path only)."""
     x = np.arange(6.).reshape(2, 3)
     for _ in range(3):
         try:
-            want = getattr(np, fn)(x, keepdims=keepdims)
+            want = getattr(np, fn)(x, axis=axis, keepdims=keepdims)
         except TypeError:
             with pytest.raises(TypeError):
-                getattr(gs, fn)(x, keepdims=keepdims)
+                getattr(gs, fn)(x, axis=axis, keepdims=keepdims)
         else:
-            got = getattr(gs, fn)(x, keepdims=keepdims)
+            got = getattr(gs, fn)(x, axis=axis, keepdims=keepdims)
             assert np.shape(got) == np.shape(want)
             np.testing.assert_array_equal(got, want)
 
@@ -141,10 +161,10 @@ def test_looser_arguments_numpy_refuses():
     np.testing.assert_array_equal(gs.bincount([0, 1, 1], minlength=np.int64(4)), np.bincount([0, 1, 1], minlength=4))
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_, np.int64, np.float64])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_, np.int64, np.uint64, np.float64])
 def test_histogram_with_no_edges(dtype):
     a = np.array([1, 0, 1]).astype(dtype)
-    for bins in ([], [0.5]):
+    for bins in ([], [0.5], np.array([], np.int64), np.array([], np.uint64)):
         for lib in (np, gs):  # (bool data: NumPy's conversion warning, from both)
             with pytest.warns(RuntimeWarning) if dtype == np.bool_ else contextlib.nullcontext():
                 res = lib.histogram(a, bins=bins)
@@ -155,8 +175,9 @@ def test_histogram_with_no_edges(dtype):
             assert g.dtype == w.dtype
 
 
-@pytest.mark.parametrize("args", [(0.5, 1.0), (np.array(0.5), np.array(1.0)), (0.5, [1.0]), ([0.5], 1.0)])
-@pytest.mark.parametrize("statistic", ["sum", "mean", "count", "max"])
+@pytest.mark.parametrize("args", [(0.5, 1.0), (np.array(0.5), np.array(1.0)), (0.5, [1.0]), ([0.5], 1.0),
+                                  (0.5, [[1.0], [2.0]])])
+@pytest.mark.parametrize("statistic", ["sum", "mean", "count", "max", "median"])
 def test_binned_statistic_of_one_scalar_sample(args, statistic):
     for rng in ((0, 1), None):
         want = ss.binned_statistic(*args, statistic, bins=2, range=rng)
