@@ -410,8 +410,11 @@ def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, 
         np.sum(np.broadcast_to(np.zeros((), xdt), shape), axis=axis, dtype=dtype, initial=None)
     init = None if not kw or initial is None else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
     if where is not True:
-        wdt = getattr(where, "dtype", None)
-        if isinstance(where, np.ndarray) and not np.can_cast(wdt, np.bool_, "safe"):
+        wdt = where.dtype if isinstance(where, np.ndarray) else None
+        cai = None if wdt is not None else getattr(where, "__cuda_array_interface__", None)
+        if cai is not None:  # a device mask (CuPy, PyTorch): its dtype from the interface, no copy
+            wdt = np.dtype(cai["typestr"])
+        if wdt is not None and not np.can_cast(wdt, np.bool_, "safe"):
             raise TypeError(f"{func}: where has dtype {wdt}; NumPy casts it to bool by the 'safe' rule, which "
                             f"{wdt} does not allow (a bool mask is needed)")
         try:

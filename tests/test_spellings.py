@@ -158,6 +158,12 @@ def test_looser_arguments_numpy_refuses():
     for call in cases:
         _same_exception_type(lambda: call(np), lambda: call(gs))
     np.testing.assert_array_equal(gs.sum(x, where=[True, False, True]), np.sum(x, where=[True, False, True]))
+
+    class DeviceMask:  # a device array's interface (its dtype read from it, nothing else)
+        __cuda_array_interface__ = {"typestr": "|i1", "shape": (2, 3), "data": (0, True), "version": 3}
+
+    with pytest.raises(TypeError, match="where"):
+        gs.sum(x, where=DeviceMask())
     np.testing.assert_array_equal(gs.bincount([0, 1, 1], minlength=np.int64(4)), np.bincount([0, 1, 1], minlength=4))
 
 
