@@ -129,14 +129,24 @@ def _meta(x, ndim, dtype):
 
 
 def _check_split_every(split_every):
-    if not isinstance(split_every, int) or split_every < 2:
-        raise ValueError(f"split_every must be an integer of at least 2; got {split_every!r}")
+    """The fan-in of the combine tree: an integer (NumPy's too) of at least 2, or dask's {axis: n} spelling (the
+    reductions here combine over every element: the largest n given)."""
+    s = split_every
+    if isinstance(s, dict) and s:
+        s = max(s.values())
+    try:
+        s = operator.index(s) if not isinstance(s, (bool, np.bool_)) else None
+    except TypeError:
+        s = None
+    if s is None or s < 2:
+        raise ValueError(f"split_every must be an integer of at least 2 (or dask's {{axis: n}}); got {split_every!r}")
+    return s
 
 
 def _tree(layer, name, parts, combine, split_every):
     """Add tasks to `layer` that combine the partials under keys `parts`,
     `split_every` at a time, level by level; return the root's key."""
-    _check_split_every(split_every)
+    split_every = _check_split_every(split_every)
     level, depth = list(parts), 0
     while len(level) > 1:
         nxt = []
@@ -251,7 +261,7 @@ def _reduce_chunks(layer, name, func, combine, split_every, *arrays, extra=()):
     """The partials of func over the blocks of arrays[0] (the others chunked
     alike, or None), combined by a tree of `combine` tasks: the root's key,
     or None for an array with no blocks."""
-    _check_split_every(split_every)
+    split_every = _check_split_every(split_every)
     keys = [_keys(a) if a is not None else None for a in arrays]
     groups = _groups(arrays, keys)
     if builtins.all(len(g) == 1 for g in groups):
@@ -648,8 +658,11 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, stra
     edges = []
     for i, e in enumerate(static):
         ename = f"{name}-edges{i}"
+        # edges from the data's range have its float dtype in NumPy (the empty sample's static ones: float64)
+        edt = (dt if dt.kind == "f" else np.dtype(np.float64)) if N and np.ndim(per_dim[i]) == 0 and \
+            rng[i] is None else e.dtype
         edges.append(_array(ename, {(ename, 0): (functools.partial(_edges_out, lib=lib, index=i), plan)}, [hist],
-                            ((len(e),),), _meta(x, 1, e.dtype)))
+                            ((len(e),),), _meta(x, 1, edt)))
     return hist, edges
 
 
@@ -827,13 +840,14 @@ def _count_part(c, *, lib, threshold):
 
 
 def _count_final(total):
-    return int(total[0]) if isinstance(total, np.ndarray) else total.reshape(())
+    # a NumPy integer, not an int: dask's int() / float() of the 0-d result call .item() on it
+    return np.int64(total[0]) if isinstance(total, np.ndarray) else total.reshape(())
 
 
 def count_nonzero(a, *, threshold=None):
     """Lazy :func:`gpusync.count_nonzero` (of ``a > threshold`` when given)
-    over all elements: a 0-d Dask array (an int for NumPy chunks, a 0-d
-    int64 CuPy array for CuPy chunks)."""
+    over all elements: a 0-d Dask array (a NumPy int64 for NumPy chunks, a
+    0-d int64 CuPy array for CuPy chunks)."""
     x = _as_dask(a, "a", "count_nonzero")
     _arrays.check_dtype(np.dtype(x.dtype), "a", "count_nonzero")
     _bits._threshold(threshold, np.dtype(x.dtype))  # its errors, now
@@ -873,6 +887,11 @@ def cumsum(a, axis=None, *, strategy="auto", method="sequential"):
     out = _cumsum_dtype(np.dtype(x.dtype))
     if x.ndim != 1:
         x = x.reshape(-1)
+    sizes = x.chunks[0]
+    if len(sizes) > 1 and 0 in sizes and not any(s != s for s in sizes):  # (NaN: unknown sizes)
+        # an empty chunk carries an empty total into the next (dask's cumreduction takes the block's last
+        # element): the blocks after it were broadcast away, or raised; dropped here (no data moves)
+        x = x.rechunk({0: tuple(s for s in sizes if s) or (0,)})
     func = functools.partial(_cumsum_chunk, lib=_lib(x), strategy=strategy)
     preop = functools.partial(_cumsum_total, lib=_lib(x), strategy=strategy, out=out)
     func.__name__ = "gsd-cumsum"  # cumreduction names its tasks after it
@@ -956,13 +975,18 @@ def _bs_merge_on(parts):
         na, nb = acc["count"], p["count"]
         xp = _xp(na)
         n = na + nb
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             if "max" in acc:
                 acc["max"] = xp.where(na == 0, p["max"], xp.where(nb == 0, acc["max"], xp.maximum(acc["max"], p["max"])))
             if "mean" in acc:
                 delta = p["mean"] - acc["mean"]
                 frac = nb / xp.maximum(n, 1)
-                mean = xp.where(na == 0, p["mean"], xp.where(nb == 0, acc["mean"], acc["mean"] + delta * frac))
+                # a non-finite difference (an inf mean, or two means of opposite sign near the range's end): the
+                # weighted mean, which gives the single call's sum / count there (inf, NaN for inf - inf, 0 for
+                # 1e308 and -1e308) where Chan's update gave NaN or -inf
+                chan = xp.where(xp.isfinite(delta), acc["mean"] + delta * frac,
+                                acc["mean"] * (na / xp.maximum(n, 1)) + p["mean"] * frac)
+                mean = xp.where(na == 0, p["mean"], xp.where(nb == 0, acc["mean"], chan))
                 if "var" in acc:
                     m2 = (acc["var"] * na + p["var"] * nb + delta * delta * (na * nb / xp.maximum(n, 1)))
                     acc["var"] = xp.where(na == 0, p["var"], xp.where(nb == 0, acc["var"], m2 / xp.maximum(n, 1)))

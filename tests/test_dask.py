@@ -192,7 +192,8 @@ def test_sum_dot_count_nonzero(scheduler, dtype):
         assert s == rs == np.sum(a)
         with np.errstate(over="ignore"):
             assert d == rd == np.dot(a, b)  # exact, wrapping like NumPy
-    assert c == gs.count_nonzero(a) == np.count_nonzero(a) and type(c) is int
+    # (an intp scalar, as NumPy 2's and dask's own)
+    assert c == gs.count_nonzero(a) == np.count_nonzero(a) and type(c) is type(np.count_nonzero(a))
     assert gsd.count_nonzero(x, threshold=0).compute() == np.count_nonzero(a > 0)
 
 
@@ -526,3 +527,52 @@ def test_mixed_numpy_cupy_chunks_raise():
     with dask.config.set(scheduler="synchronous"):
         with pytest.raises(TypeError, match="mixed NumPy/CuPy"):
             gsd.sum(x).compute()
+
+
+# ---- a differential fuzz of gpusync.dask against NumPy / dask.array (session 48)
+
+@pytest.mark.parametrize("chunks", [(3, 0, 1), (4, 0, 5), (0, 1, 0), (0, 1, 0, 1, 0), (0, 9, 0), (4, 5, 0)])
+@pytest.mark.parametrize("method", ["sequential", "blelloch"])
+def test_cumsum_with_empty_chunks(chunks, method):
+    """An empty chunk carried an empty total into the next one (dask's cumreduction takes a block's last
+    element): the blocks after it were dropped or raised."""
+    a = np.arange(1, sum(chunks) + 1)
+    r = gsd.cumsum(da.from_array(a, chunks=(chunks,)), method=method)
+    assert r.shape == (a.size,)
+    np.testing.assert_array_equal(r.compute(), np.cumsum(a))
+
+
+def test_count_nonzero_result_converts_like_dasks():
+    c = gsd.count_nonzero(da.from_array(np.arange(5), chunks=2))
+    assert int(c) == 4 and float(c) == 4.0 and __import__("operator").index(c) == 4
+    assert c.compute() == np.count_nonzero(np.arange(5))
+
+
+def test_split_every_takes_numpy_integers_and_dasks_dict():
+    x = da.from_array(np.arange(10.0), chunks=3)
+    for s in (np.int64(4), {0: 4}, 2, 5):
+        assert gsd.sum(x, split_every=s).compute() == 45.0
+    for bad in (1, True, 2.5, {}, "a", None):
+        with pytest.raises(ValueError, match="split_every"):
+            gsd.sum(x, split_every=bad)
+
+
+@pytest.mark.parametrize("values", [[np.inf, 1.0, 2.0], [1e308, -1e308, 0.0], [np.inf, -np.inf, 1.0],
+                                    [-np.inf, 3.0, 5.0], [1.0, 2.0, 4.0]])
+def test_binned_statistic_mean_merges_non_finite_chunks_like_the_single_call(values):
+    x, v = np.array([0.1, 0.2, 0.3]), np.array(values)
+    want = gs.binned_statistic(x, v, "mean", bins=1).statistic
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no overflow warning from the merge)
+        got = gsd.binned_statistic(da.from_array(x, chunks=1), da.from_array(v, chunks=1), "mean",
+                                   bins=1).statistic.compute()
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
+def test_histogramdd_lazy_edges_declare_numpys_dtype(dtype):
+    s = (np.random.default_rng(0).standard_normal((10, 2)) * 10).astype(dtype)
+    for kw in ({"bins": 3}, {"bins": 3, "range": [(0, 1), (0, 1)]}, {"bins": [3, np.array([0.0, 1.0])]}):
+        _, edges = gsd.histogramdd(da.from_array(s, chunks=5), **kw)
+        for e, w in zip(edges, np.histogramdd(s, **kw)[1]):
+            assert e.dtype == e.compute().dtype == w.dtype
