@@ -733,7 +733,8 @@ def bincount(x, weights=None, minlength=0, *, strategy="auto", split_every=8):
     lib = _lib(v)
     name = _name("bincount", v, w, minlength, strategy, split_every)
     layer = {}
-    out_dtype = np.float64 if w is not None else np.int64
+    # float64 with weights, except NumPy's int64 counts of an empty x (np.bincount's own, and the single call's)
+    out_dtype = np.float64 if w is not None and v.shape[0] != 0 else np.int64
     if w is None and np.dtype(v.dtype).itemsize == 1:  # every value's count, added; NumPy's length cut once
         root = _reduce_chunks(layer, name, functools.partial(_bincount_full_part, lib=lib, strategy=strategy),
                               _add, split_every, v, w)

@@ -576,3 +576,11 @@ def test_histogramdd_lazy_edges_declare_numpys_dtype(dtype):
         _, edges = gsd.histogramdd(da.from_array(s, chunks=5), **kw)
         for e, w in zip(edges, np.histogramdd(s, **kw)[1]):
             assert e.dtype == e.compute().dtype == w.dtype
+
+
+def test_weighted_bincount_of_an_empty_array_declares_numpys_dtype():
+    x, w = np.array([], np.uint8), np.array([])
+    r = gsd.bincount(da.from_array(x), weights=da.from_array(w), minlength=3)
+    want = np.bincount(x, w, 3)
+    assert r.dtype == r.compute().dtype == want.dtype
+    np.testing.assert_array_equal(r.compute(), want)
