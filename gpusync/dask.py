@@ -325,7 +325,9 @@ def _gather(parts):
 
 def _add(*parts):
     parts = _gather(parts)
-    with _on(parts[0]):
+    # (float partials of inf and -inf: NaN, which the single call's rules say what to do with -- _sum64_final --
+    # not a warning from a worker thread)
+    with _on(parts[0]), np.errstate(over="ignore", invalid="ignore"):
         return functools.reduce(operator.add, parts)
 
 
@@ -767,12 +769,27 @@ def _flat(v, dtype):
     return _reduce._host_flat(v, dtype)
 
 
-def _sum_part(c, *, lib, strategy):
+# float64 sums carry each chunk's partial twice: as it is and scaled by 2^-64 (exact for normal numbers), so that
+# chunk partials whose sum leaves the float64 range while the whole does not (1e308s in one chunk, -1e308s in
+# another) still give the single call's finite sum; a chunk whose own sum overflows is summed scaled once more
+_SCALE = 2.0 ** -64
+
+
+def _sum_part(c, *, lib, strategy, scaled=False):
     c = _check_chunk(c, lib, "a")
     x = _arrays.checked_input(c, "a", "sum")
     rt = _sum_dtype(np.dtype(x.dtype))
     if rt == np.float64:  # the single call itself (with its overflow rescaling)
         p = _reduce._sum_impl(c, strategy=strategy)
+        if scaled and isinstance(x, DeviceArray):  # (no read-back: the device single call does not rescale either)
+            with _on(p):
+                p = p.reshape(())
+                return _xp(p).stack([p, p * _SCALE])
+        if scaled:
+            s = float(p)
+            with np.errstate(over="ignore", under="ignore"):
+                sc = s * _SCALE if np.isfinite(s) else float(_reduce._sum_impl(c * _SCALE, strategy=strategy))
+            return np.array([s, sc])
     else:
         p = _reduce._run("sum", [x if isinstance(x, DeviceArray) else _reduce._host_flat(x, x.dtype)],
                          _acc_dtype(rt), strategy, False)
@@ -785,6 +802,17 @@ def _dot_part(c, d, *, lib, strategy, rt):
     x, y = _arrays.checked_input(c, "a", "dot"), _arrays.checked_input(d, "b", "dot")
     p = _reduce._run("dot", [_flat(x, rt), _flat(y, rt)], _acc_dtype(rt), strategy, False)
     return p.reshape(1) if hasattr(p, "reshape") else np.asarray(p).reshape(1)
+
+
+def _sum64_final(total):
+    """The float64 sum from the two accumulated partials: the plain one where finite, else the scaled one
+    scaled back (inf where the true sum leaves the range; NaN for NaN or inf - inf data)."""
+    if not isinstance(total, np.ndarray):  # a CuPy total: on its device, no read-back
+        with _on(total):
+            xp = _xp(total)
+            return xp.where(xp.isfinite(total[0]), total[0], total[1] / _SCALE).reshape(())
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.float64(total[0] if np.isfinite(total[0]) else total[1] / _SCALE)
 
 
 def _scalar_final(total, *, out_dtype):
@@ -812,6 +840,14 @@ def sum(a, *, strategy="auto", split_every=8):  # noqa: A001 - NumPy's name
     _arrays.check_dtype(np.dtype(x.dtype), "a", "sum")
     out = _sum_dtype(np.dtype(x.dtype))
     name = _name("sum", x, strategy, split_every)
+    if out == np.float64:  # two partials a chunk (_SCALE)
+        layer = {}
+        root = _reduce_chunks(layer, name, functools.partial(_sum_part, lib=_lib(x), strategy=strategy, scaled=True),
+                              _add, split_every, x)
+        if root is None:
+            root = _put(layer, (name + "-empty",), np.zeros(2))
+        layer[(name,)] = (_sum64_final, root)
+        return _array(name, layer, [x], (), _meta(x, 0, out))
     return _one_element(name, functools.partial(_sum_part, lib=_lib(x), strategy=strategy), out, x,
                         split_every=split_every)
 

@@ -584,3 +584,18 @@ def test_weighted_bincount_of_an_empty_array_declares_numpys_dtype():
     want = np.bincount(x, w, 3)
     assert r.dtype == r.compute().dtype == want.dtype
     np.testing.assert_array_equal(r.compute(), want)
+
+
+@pytest.mark.parametrize("values", [[1e308] * 8 + [-1e308] * 8, [-1e308] * 9 + [1e308] * 8, [1e308] * 16,
+                                    [1.5e308, 1.5e308, -1.5e308, 3.0], [np.inf, -np.inf] * 4, [np.nan, 1.0] * 4,
+                                    [5e-324] * 16])
+@pytest.mark.parametrize("chunks", [1, 3, 8])
+def test_float64_sum_whose_chunk_partials_overflow_gives_the_single_calls_sum(values, chunks):
+    a = np.array(values)
+    with np.errstate(all="ignore"):
+        want = gs.sum(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no overflow / invalid warning from the partials)
+        got = gsd.sum(da.from_array(a, chunks=chunks)).compute()
+    assert type(got) is np.float64
+    assert (np.isnan(got) and np.isnan(want)) or got == want
