@@ -172,16 +172,14 @@ def index_int(v, name):
 
 
 def own_method(a, name):
-    """The method `name` of a NumPy array subclass that overrides it, else
-    None.  NumPy hands np.sum / np.cumsum of such an array to that method
-    (np.ma.MaskedArray: its mask; np.matrix: its 2-D results), and so does
-    gpusync; the plain ndarray, memmaps and device arrays keep gpusync's
-    engines."""
-    t = type(a)
-    if t is np.ndarray or not isinstance(a, np.ndarray):
+    """The method `name` of `a` where it is a NumPy array subclass that
+    overrides it, else None.  NumPy hands np.sum / np.cumsum of such an array
+    to that method (np.ma.MaskedArray: its mask; np.matrix: its 2-D results),
+    and so does gpusync; the plain ndarray, memmaps and device arrays keep
+    gpusync's engines."""
+    if type(a) is np.ndarray or not isinstance(a, np.ndarray):
         return None
-    m = getattr(t, name, None)
-    return None if m is None or m is getattr(np.ndarray, name) else getattr(a, name)
+    return None if getattr(type(a), name) is getattr(np.ndarray, name) else getattr(a, name)
 
 
 def checked_input(obj, name, func):

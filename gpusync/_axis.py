@@ -11,6 +11,7 @@ is NumPy's.  Reading the proxy costs O(size of the result), not O(input).
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -483,22 +484,19 @@ def reduce(func, op, a, axis=None, dtype=None, out=None, keepdims=False, initial
 
 # ---- cumsum along an axis -----------------------------------------------------------------------------------
 
-_CUMSUM_DTYPES: dict = {}  # (input dtype, dtype=, out's dtype) -> NumPy's result dtype (the accepted ones)
+@functools.lru_cache(maxsize=4096)
+def _cumsum_result(xdt, dtype, odt):
+    np.cumsum(np.zeros(1, xdt), dtype=dtype, out=None if odt is None else np.empty(1, odt))  # its errors
+    return np.cumsum(np.zeros(1, xdt), dtype=dtype).dtype
 
 
-def _cumsum_dtype(xdt, dtype, odt):
+def cumsum_dtype(xdt, dtype=None, odt=None):
     """NumPy's cumsum result dtype for an input of `xdt`, `dtype=` and an out
     of `odt` -- or its TypeError for a dtype add cannot accumulate in or
     write (str, datetime, void: their result was cast to it), in native order
-    as NumPy's own.  Asked of NumPy once per combination (6.7 us a call)."""
-    key = (xdt, None if dtype is None else np.dtype(dtype), odt)
-    rt = _CUMSUM_DTYPES.get(key)
-    if rt is None:
-        np.cumsum(np.zeros(1, xdt), dtype=dtype, out=None if odt is None else np.empty(1, odt))  # its errors
-        rt = np.cumsum(np.zeros(1, xdt), dtype=dtype).dtype
-        if len(_CUMSUM_DTYPES) < 4096:
-            _CUMSUM_DTYPES[key] = rt
-    return rt
+    as NumPy's own (bool, small ints -> int64 / uint64).  Asked of NumPy once
+    per combination (6.7 us a call; an error is not cached)."""
+    return _cumsum_result(np.dtype(xdt), None if dtype is None else np.dtype(dtype), odt)
 
 
 def cumsum_args(shape, xdt, axis, dtype, out):
@@ -519,7 +517,7 @@ def cumsum_args(shape, xdt, axis, dtype, out):
         if not shape:  # NumPy: a 0-d array scans as 1-D
             shape = (1,)
         res_shape = shape
-    rt = _cumsum_dtype(xdt, dtype, None if out is None else np.dtype(_host_out_proxy(out).dtype))
+    rt = cumsum_dtype(xdt, dtype, None if out is None else np.dtype(_host_out_proxy(out).dtype))
     if out is not None:
         outp = _host_out_proxy(out)
         if dtype is None:

@@ -104,7 +104,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         out = _axis._out_obj(out)  # (a tuple: NumPy's TypeError, the complex path too)
     if type(a) is list or type(a) is tuple:
         a = np.asarray(a)  # NumPy's own first step (its errors for ragged input too)
-    elif type(a) is not np.ndarray and isinstance(a, np.ndarray) and (own := _arrays.own_method(a, "sum")) is not None:
+    elif type(a) is not np.ndarray and (own := _arrays.own_method(a, "sum")) is not None:
         # a masked array's sum leaves out its masked elements: NumPy's rule, the subclass's own method, with the
         # arguments NumPy passes it (those given: keepdims / initial / where at their defaults are not)
         if strategy != "auto":

@@ -14,9 +14,7 @@ from ._arrays import DeviceArray
 STRATEGIES = _dispatch.STRATEGIES["cumsum"]
 
 
-@functools.lru_cache(maxsize=None)
-def _cumsum_dtype(dt: np.dtype) -> np.dtype:
-    return np.cumsum(np.zeros(1, dt)).dtype  # bool, small ints -> int64 / uint64
+_cumsum_dtype = _nd.cumsum_dtype  # NumPy's result dtype of a plain cumsum (its one cache)
 
 
 def _axis(axis, ndim):
@@ -79,7 +77,7 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
     """
     if strategy != "auto":  # "auto" is always valid: the per-call fast paths skip the check
         _dispatch.check_strategy("cumsum", strategy)
-    if type(a) is not np.ndarray and isinstance(a, np.ndarray) and (own := _arrays.own_method(a, "cumsum")) is not None:
+    if type(a) is not np.ndarray and (own := _arrays.own_method(a, "cumsum")) is not None:
         return own(axis=axis, dtype=dtype, out=out)  # NumPy's rule: a masked array's cumsum keeps its mask
     if dtype is not None and type(a) is np.ndarray and isinstance(dtype, (str, type, np.dtype)) and \
             _arrays.same_dtype(dtype, _cumsum_dtype(a.dtype)):

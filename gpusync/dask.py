@@ -822,11 +822,12 @@ def _scalar_final(total, *, out_dtype):
         return total.astype(out_dtype).reshape(())
 
 
-def _one_element(name, func, out_dtype, x, y=None, split_every=8, final=None):
+def _one_element(name, func, out_dtype, x, y=None, split_every=8, final=None, width=1):
+    """A 0-d result from per-chunk partials of `width` elements, added by a tree."""
     layer = {}
     root = _reduce_chunks(layer, name, func, _add, split_every, *([x] if y is None else [x, y]))
     if root is None:
-        root = _put(layer, (name + "-empty",), np.zeros(1, _acc_dtype(out_dtype)))
+        root = _put(layer, (name + "-empty",), np.zeros(width, _acc_dtype(out_dtype)))
     layer[(name,)] = (final or functools.partial(_scalar_final, out_dtype=out_dtype), root)
     return _array(name, layer, [x, y], (), _meta(x, 0, out_dtype))
 
@@ -840,16 +841,9 @@ def sum(a, *, strategy="auto", split_every=8):  # noqa: A001 - NumPy's name
     _arrays.check_dtype(np.dtype(x.dtype), "a", "sum")
     out = _sum_dtype(np.dtype(x.dtype))
     name = _name("sum", x, strategy, split_every)
-    if out == np.float64:  # two partials a chunk (_SCALE)
-        layer = {}
-        root = _reduce_chunks(layer, name, functools.partial(_sum_part, lib=_lib(x), strategy=strategy, scaled=True),
-                              _add, split_every, x)
-        if root is None:
-            root = _put(layer, (name + "-empty",), np.zeros(2))
-        layer[(name,)] = (_sum64_final, root)
-        return _array(name, layer, [x], (), _meta(x, 0, out))
-    return _one_element(name, functools.partial(_sum_part, lib=_lib(x), strategy=strategy), out, x,
-                        split_every=split_every)
+    f64 = out == np.float64  # two partials a chunk (_SCALE)
+    return _one_element(name, functools.partial(_sum_part, lib=_lib(x), strategy=strategy, scaled=f64), out, x,
+                        split_every=split_every, final=_sum64_final if f64 else None, width=2 if f64 else 1)
 
 
 def dot(a, b, *, strategy="auto", split_every=8):
