@@ -7,6 +7,7 @@ import numpy.ma as ma
 import pytest
 
 import gpusync as gs
+from conftest import to_host, to_kind
 
 ss = pytest.importorskip("scipy.stats")
 
@@ -199,3 +200,30 @@ def test_binned_statistic_checks_the_range_even_with_explicit_edges(rng, bins):
     x, v = np.array([0.1, 0.6, 0.9]), np.ones(3)
     _same_exception_type(lambda: ss.binned_statistic(x, v, "count", bins=bins, range=rng),
                          lambda: gs.binned_statistic(x, v, "count", bins=bins, range=rng))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.sum(x, axis=True), lambda lib, x: lib.cumsum(x, axis=True),
+    lambda lib, x: lib.count_nonzero(x, axis=True), lambda lib, x: lib.sum(x, keepdims="yes"),
+    lambda lib, x: lib.sum(x, axis=0, keepdims=None), lambda lib, x: lib.cumsum(x, dtype="U4"),
+    lambda lib, x: lib.sum(x, out=(np.zeros(()),))])
+def test_argument_errors_on_every_engine_and_input_library(call, kind):
+    """The argument rules hold whichever engine runs and whatever library holds the input."""
+    x = np.arange(6.).reshape(2, 3)
+    with pytest.raises(TypeError):
+        call(gs, to_kind(x, kind))
+    if kind == "numpy":
+        with pytest.raises(TypeError):
+            call(np, x)
+
+
+@pytest.mark.parametrize("keepdims", [1, 2, True, 0])
+@pytest.mark.parametrize("dtype", [None, np.float64])
+def test_keepdims_and_own_dtype_on_every_engine_and_input_library(keepdims, dtype, kind):
+    x = np.arange(6.).reshape(2, 3)
+    for axis in (None, 0):
+        want = np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
+        got = to_host(gs.sum(to_kind(x, kind), axis=axis, keepdims=keepdims, dtype=dtype))
+        assert np.shape(got) == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(to_host(gs.cumsum(to_kind(x, kind), dtype=dtype)), np.cumsum(x), rtol=1e-15)
