@@ -71,7 +71,28 @@ typedef struct {
  * more bytes in flight per core when the input streams from memory. */
 #define PW_ACC 32
 #define PW_BLOCK (8 * PW_ACC)
-#define PW_PREFETCH 2048 /* bytes ahead */
+/* Software prefetch of each block's lines, PW_PF_AHEAD bytes ahead: PW_PF_LINES
+ * lines PW_PF_STEP bytes apart, of the one stream of a sum and, where
+ * PW_PF_DOT, of both streams of a dot.  Data next to its measurement: each
+ * can be set with -D for an A/B (benchmarks/probes/host_stream.c measures the
+ * same loop's variants alone, results/host_stream_H100_r246.txt). */
+#ifndef PW_PF_AHEAD
+#define PW_PF_AHEAD 2048
+#endif
+#ifndef PW_PF_LINES
+#define PW_PF_LINES 2
+#endif
+#ifndef PW_PF_STEP
+#define PW_PF_STEP 64
+#endif
+#ifndef PW_PF_DOT
+#define PW_PF_DOT 1
+#endif
+#define PW_PF(p, bytes)                                                                                       \
+    do {                                                                                                      \
+        for (int l_ = 0; l_ < PW_PF_LINES && l_ * PW_PF_STEP < (int)(bytes); l_++)                            \
+            __builtin_prefetch((const char *)(p) + PW_PF_AHEAD + l_ * PW_PF_STEP, 0, 2);                      \
+    } while (0)
 /* r[j] += r[j + w] for w = 16, 8, 4, 2, 1: the accumulators' tree.  Its first
  * three levels are whole-vector adds of four accumulators each (GCC vector
  * types: the compiler kept the scalar form scalar, ~60 instructions a block,
@@ -112,12 +133,9 @@ typedef double gs_pw_d4 __attribute__((vector_size(32)));
         uint64_t blk = 0;                                                                                     \
         int64_t i = 0;                                                                                        \
         for (; i + PW_BLOCK <= n; i += PW_BLOCK, blk++) {                                                     \
-            __builtin_prefetch((const char *)(a + i) + PW_PREFETCH, 0, 2);                                    \
-            __builtin_prefetch((const char *)(a + i) + PW_PREFETCH + 64 * (sizeof(T) * PW_BLOCK > 1024), 0, 2); \
-            if (b != a) { /* dot: the second stream too */                                                   \
-                __builtin_prefetch((const char *)(b + i) + PW_PREFETCH, 0, 2);                                \
-                __builtin_prefetch((const char *)(b + i) + PW_PREFETCH + 64 * (sizeof(T) * PW_BLOCK > 1024), 0, 2); \
-            }                                                                                                 \
+            PW_PF(a + i, sizeof(T) * PW_BLOCK);                                                               \
+            if (PW_PF_DOT && b != a) /* dot: the second stream too */                                         \
+                PW_PF(b + i, sizeof(T) * PW_BLOCK);                                                           \
             double r[PW_ACC] = {0};                                                                           \
             for (int t = 0; t < PW_BLOCK; t += PW_ACC)                                                        \
                 for (int j = 0; j < PW_ACC; j++)                                                              \
@@ -169,8 +187,7 @@ PAIRWISE(pw_dot_f64, double, DOT_TERM, GS_CLONES)
         uint64_t blk = 0;                                                                                     \
         int64_t i = 0;                                                                                        \
         for (; i + PW_BLOCK <= n; i += PW_BLOCK, blk++) {                                                     \
-            __builtin_prefetch((const char *)(a + i) + PW_PREFETCH, 0, 2);                                    \
-            __builtin_prefetch((const char *)(a + i) + PW_PREFETCH + 64, 0, 2);                               \
+            PW_PF(a + i, sizeof(float) * PW_BLOCK);                                                           \
             VD r[NV];                                                                                         \
             for (int q = 0; q < NV; q++)                                                                      \
                 r[q] = ZERO();                                                                                \
@@ -181,8 +198,8 @@ PAIRWISE(pw_dot_f64, double, DOT_TERM, GS_CLONES)
                         r[q] = FMA(x_, x_, r[q]);                                                             \
                     }                                                                                         \
             } else if (b) {                                                                                   \
-                __builtin_prefetch((const char *)(b + i) + PW_PREFETCH, 0, 2);                                \
-                __builtin_prefetch((const char *)(b + i) + PW_PREFETCH + 64, 0, 2);                           \
+                if (PW_PF_DOT)                                                                                \
+                    PW_PF(b + i, sizeof(float) * PW_BLOCK);                                                   \
                 for (int t = 0; t < PW_BLOCK; t += PW_ACC)                                                    \
                     for (int q = 0; q < NV; q++)                                                              \
                         r[q] = FMA(LOADCVT(a + i + t + W * q), LOADCVT(b + i + t + W * q), r[q]);             \
