@@ -7,6 +7,9 @@ not powers of two).  Two input places:
 
   host    NumPy arrays, end to end (wall time per call, NumPy result);
   device  CuPy arrays (wall time per call, synchronized: what a notebook feels).
+Short cells (host below 10^4 elements, device below 10^6) time every
+implementation in 5 interleaved rounds and keep the median of the rounds'
+medians: a transient that slows one stretch of calls moves one round.
 
 Implementations, each where installed: gpusync:auto (the default engine
 choice), gpusync:cpu and gpusync:cuda (forced with gs.use_backend), numpy,
@@ -73,6 +76,7 @@ def half_decades(max_n):
 # threads slowed the next one's by up to 100x in the 2026-11-23 H200 sweep
 # (numpy.dot of 10^5 float64: 8 ms right after torch.dot, 0.007 ms alone).
 QUIET_FROM = 10_000
+ROUNDS = 5  # interleaved rounds of a cell: host below QUIET_FROM, device below 10^6
 QUIET_S = 0.3  # above Intel OpenMP's 0.2 s block time (0.1 s left OpenBLAS / OpenMP threads spinning into the next row)
 
 
@@ -372,33 +376,58 @@ def main():
                 if n <= 10**6 and np_fn is not None:
                     ref = np_fn(*host)
                 case = f"sweep-{op}-{place}-{n}"
-                for impl, engine, fn, device_time in cands:
-                    prev = last.get((place, impl))
-                    if prev and prev[1] * n / prev[0] > args.cap_ms:
-                        continue  # predicted too slow: not the best peer here
-                    if place == "host" and n >= QUIET_FROM:
-                        # the previous implementation's threads (OpenBLAS, PyTorch's OpenMP, boost-histogram,
-                        # gpusync's pool and staging crew) spin a while after their last job: let them park,
-                        # so that each implementation is timed on an idle machine, as a user calls it
-                        time.sleep(QUIET_S)
+                # rounds: every implementation timed once a round, in turn, and its cell the median of its
+                # round medians -- a transient (a timer tick, another tenant's burst) that slows one
+                # implementation's stretch of calls moves one of its rounds, not the cell.  Only where no
+                # idle gap is needed between implementations (host below QUIET_FROM, device), and where calls
+                # are short enough for one to matter (a device call of 10^6 elements and up is its kernel's)
+                rounds = ROUNDS if n < QUIET_FROM or (place == "device" and n < 10**6) else 1
+                live = []
+                for cand in cands:
+                    prev = last.get((place, cand[0]))
+                    if not (prev and prev[1] * n / prev[0] > args.cap_ms):  # else predicted too slow: not the best
+                        live.append(cand)
+                times, plans = {c[0]: [] for c in live}, {}
+                for r in range(rounds):
+                    for impl, engine, fn, device_time in live:
+                        if impl not in times:
+                            continue  # it could not run this case
+                        if place == "host" and n >= QUIET_FROM:
+                            # the previous implementation's threads (OpenBLAS, PyTorch's OpenMP, boost-histogram,
+                            # gpusync's pool and staging crew) spin a while after their last job: let them park,
+                            # so that each implementation is timed on an idle machine, as a user calls it
+                            time.sleep(QUIET_S)
+                        call = (lambda fn=fn: fn(*arrs))
+                        try:
+                            if engine:
+                                with gs.use_backend(engine):
+                                    times[impl].append(timed(call, budget(n) / rounds, sync))
+                            elif device_time:
+                                ms = float(call())
+                                if ms < 0:
+                                    raise RuntimeError("CUB call failed")
+                                times[impl].append(ms)
+                            else:
+                                times[impl].append(timed(call, budget(n) / rounds, sync))
+                        except Exception as e:  # a peer that cannot run this case
+                            print(f"  {case:40s} {impl:22s} skipped: {type(e).__name__}: {str(e)[:80]}", flush=True)
+                            del times[impl]
+                            continue
+                        if impl.startswith("gpusync"):
+                            plans[impl] = gs.last_plan()
+                for impl, engine, fn, device_time in live:
+                    if impl not in times:
+                        continue
+                    ms = median(times[impl])
                     call = (lambda fn=fn: fn(*arrs))
-                    try:
+                    got = None
+                    if ref is not None and impl.startswith("gpusync") and not device_time:
                         if engine:
                             with gs.use_backend(engine):
-                                ms = timed(call, budget(n), sync)
-                                got = call() if ref is not None and impl.startswith("gpusync") else None
-                        elif device_time:
-                            ms = float(call())
-                            if ms < 0:
-                                raise RuntimeError("CUB call failed")
-                            got = None
+                                got = call()
                         else:
-                            ms = timed(call, budget(n), sync)
-                            got = call() if ref is not None and impl.startswith("gpusync") else None
-                    except Exception as e:  # a peer that cannot run this case
-                        print(f"  {case:40s} {impl:22s} skipped: {type(e).__name__}: {str(e)[:80]}", flush=True)
-                        continue
-                    plan = gs.last_plan() if impl.startswith("gpusync") else None
+                            got = call()
+                    plan = plans.get(impl)
                     ok = True
                     if got is not None:
                         got = got.get() if hasattr(got, "get") else got
@@ -445,7 +474,7 @@ def report(out, rows, data, ceiling, ops, places, sizes):
     lines = [f"# Size sweep: {data['device']}, {data['date']}", "",
              "Host read ceiling (parallel NumPy reductions of 1 GiB, all cores: the fastest of a sum, a max and a "
              f"bitwise or): **{ceiling:.1f} GB/s**. "
-             "Wall ms per call (median). ratio = best peer time / gpusync:auto time (>= 1: gpusync ahead).", ""]
+             f"Wall ms per call (median; below {QUIET_FROM:,} elements on the host and 10^6 on the device, the median of {ROUNDS} interleaved rounds' medians). ratio = best peer time / gpusync:auto time (>= 1: gpusync ahead).", ""]
     behind = []
     for place in places:
         for op in ops:

@@ -107,6 +107,23 @@ def test_fast_path_zeroes_the_bins_past_the_maximum():
             np.testing.assert_array_equal(gs.bincount(x, minlength=m), np.bincount(x, minlength=m))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fast_path_zeroes_below_the_minimum_and_past_the_maximum(weighted):
+    """Values far from 0 counted min .. max alone: the C fast path zeroes the
+    bins below the minimum and past the maximum itself where they are few
+    (a memset of those alone; calloc where they are many), in memory an
+    earlier result filled -- NumPy's zeros either way."""
+    rng = np.random.default_rng(12)
+    for lo, span, minlength in ((5_000, 7, 0), (5_000, 7, 9_000), (12_000, 300, 40_000), (200_000, 50, 0),
+                                (200_000, 50, 400_000), (0, 20, 3_000)):
+        for _ in range(3):
+            dirty = rng.integers(0, lo + span + 2, 80_000)  # a result with counts everywhere, freed
+            gs.bincount(dirty, rng.random(dirty.size) if weighted else None)
+            x = rng.integers(lo, lo + span, int(rng.integers(1, 500)))
+            w = rng.random(x.size) if weighted else None
+            np.testing.assert_array_equal(gs.bincount(x, w, minlength=minlength), np.bincount(x, w, minlength=minlength))
+
+
 @pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32", "int64"])
 @pytest.mark.parametrize("lo,hi", [(0, 1), (0, 4096), (0, 4097), (0, 4095), (5, 300), (-3, 50), (0, 60_000),
                                    (4096, 4097),  # (one value, just past the bins)
