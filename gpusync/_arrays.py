@@ -182,6 +182,28 @@ def own_method(a, name):
     return None if getattr(type(a), name) is getattr(np.ndarray, name) else getattr(a, name)
 
 
+def subclass(a) -> bool:
+    """Whether `a` is a NumPy array subclass (np.memmap, np.matrix, a user's
+    class), not the plain ndarray."""
+    return type(a) is not np.ndarray and isinstance(a, np.ndarray)
+
+
+def wrap_like(a, r):
+    """NumPy's result for a subclass `a` whose class keeps ndarray's method:
+    the result `r` computed on its data, passed through `a.__array_wrap__` as
+    NumPy's ufuncs pass theirs -- a user's class comes back as that class
+    with `a`'s attributes (its __array_finalize__), a 1-D result of an
+    np.matrix as a 1 x n matrix, a memmap's result as a plain array or
+    scalar; a full reduction asks for a scalar (return_scalar)."""
+    arr = np.asarray(r)
+    scalar = arr.ndim == 0
+    try:
+        return a.__array_wrap__(arr, None, scalar)
+    except TypeError:  # an __array_wrap__ of NumPy 1's signature (arr, context)
+        w = a.__array_wrap__(arr, None)
+        return w[()] if scalar and type(w) is np.ndarray else w
+
+
 def checked_input(obj, name, func):
     """as_input() of an argument whose dtype the core must take."""
     x = as_input(obj, name)

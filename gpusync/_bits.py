@@ -322,6 +322,14 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
         # NumPy: with axis None a false keepdims counts everything; a true one, or any with an axis, goes to a sum,
         # which reads it as an integer
         keepdims = _axis.keepdims_flag(keepdims) if axis is not None or keepdims else False
+    if (axis is not None or keepdims) and type(a) is not np.ndarray and _arrays.subclass(a):
+        # NumPy counts along axes as a.astype(bool).sum(axis, dtype=intp): a subclass's own sum where it has
+        # one (a masked array leaves out its masked elements, np.matrix stays 2-D), else the count of its data
+        # through its __array_wrap__ (a user's class)
+        if threshold is None and _arrays.own_method(a, "sum") is not None:
+            return a.astype(bool, copy=False).sum(axis=axis, dtype=np.intp, keepdims=keepdims)
+        return _arrays.wrap_like(a, count_nonzero(np.asarray(a), axis, keepdims=keepdims, threshold=threshold,
+                                                  stream=stream))
     if axis is None and not keepdims and stream is None and threshold is None:
         r = _core.fast_count_nonzero(a)  # the C fast path (_dispatch.py)
         if r is not NotImplemented:

@@ -113,6 +113,12 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         if not (type(initial) is int and initial == 0):
             kw["initial"] = initial
         return own(axis=axis, dtype=dtype, out=out, **kw)
+    elif type(a) is not np.ndarray and _arrays.subclass(a):
+        # a subclass that keeps ndarray's sum (np.memmap, a user's class): the sum of its data, through its
+        # __array_wrap__ as NumPy's add.reduce (its class and attributes; a memmap's scalar); `out` as given
+        r = sum(np.asarray(a), axis, dtype, out, keepdims, initial, where, strategy=strategy,
+                deterministic=deterministic, stream=stream)
+        return r if out is not None else _arrays.wrap_like(a, r)
     if type(a) is np.ndarray:  # other spellings of the whole default sum
         if type(axis) is tuple and _all_axes(axis, a.ndim):
             axis = None  # every axis once

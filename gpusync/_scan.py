@@ -79,6 +79,11 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
         _dispatch.check_strategy("cumsum", strategy)
     if type(a) is not np.ndarray and (own := _arrays.own_method(a, "cumsum")) is not None:
         return own(axis=axis, dtype=dtype, out=out)  # NumPy's rule: a masked array's cumsum keeps its mask
+    if type(a) is not np.ndarray and _arrays.subclass(a):
+        # a subclass that keeps ndarray's cumsum (np.matrix: a 1 x n matrix of a flat cumsum; a user's class:
+        # itself): the scan of its data through its __array_wrap__, as ndarray.cumsum; `out` as given
+        r = cumsum(np.asarray(a), axis, dtype, out, strategy=strategy, stream=stream)
+        return r if out is not None else _arrays.wrap_like(a, r)
     if dtype is not None and type(a) is np.ndarray and isinstance(dtype, (str, type, np.dtype)) and \
             _arrays.same_dtype(dtype, _cumsum_dtype(a.dtype)):
         dtype = None  # NumPy's own result dtype (float64 of float64, int64 of int32): the fast paths

@@ -73,6 +73,57 @@ def test_memmaps_keep_gpusyncs_engines(tmp_path):
     assert p["op"] == "sum" and p["n"] == 1001 and p["engine"] in ("caller", "cpu", "cuda"), p
 
 
+class _Tagged(np.ndarray):
+    """A user's subclass with an attribute its results inherit (__array_finalize__)."""
+
+    def __array_finalize__(self, obj):
+        self.info = getattr(obj, "info", None)
+
+
+def _subclass_inputs(tmp_path):
+    tagged = np.arange(6.).reshape(2, 3).view(_Tagged)
+    tagged.info = "tag"
+    mp = np.memmap(tmp_path / "s.bin", dtype=np.float64, mode="w+", shape=(2, 3))
+    mp[:] = [[0, 1, 2], [3, 0, 5]]
+    return {"user": tagged, "matrix": np.matrix([[1, 2], [0, 4]]), "memmap": mp,
+            "masked": ma.array([[1, 0, 3], [4, 5, 0]], mask=[[0, 1, 0], [1, 0, 0]])}
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (np.matrix)
+@pytest.mark.parametrize("func", ["sum", "cumsum", "count_nonzero"])
+@pytest.mark.parametrize("which", ["user", "matrix", "memmap", "masked"])
+def test_subclass_results_are_numpys(tmp_path, func, which):
+    """NumPy hands a subclass's result back through its __array_wrap__ (or its
+    own method): a user's class and its attributes, a cumsum of an np.matrix
+    as a 1 x n matrix, a memmap's as a plain array or scalar, a masked
+    array's count along an axis without its masked elements (np.matrix's
+    count along an axis: NumPy's TypeError)."""
+    x = _subclass_inputs(tmp_path)[which]
+    kws = [{}, {"axis": 0}, {"axis": 1}, {"axis": -1}]
+    if func != "cumsum":
+        kws += [{"keepdims": True}, {"axis": 0, "keepdims": True}]
+    for kw in kws:
+        try:
+            want = getattr(np, func)(x, **kw)
+        except TypeError:
+            _same_exception_type(lambda: getattr(np, func)(x, **kw), lambda: getattr(gs, func)(x, **kw))
+            continue
+        got = getattr(gs, func)(x, **kw)
+        assert type(got) is type(want), (kw, type(got), type(want))
+        assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == np.asarray(want).dtype, kw
+        assert getattr(got, "info", None) == getattr(want, "info", None), kw
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        if isinstance(want, ma.MaskedArray):
+            np.testing.assert_array_equal(ma.getmaskarray(got), ma.getmaskarray(want))
+
+
+def test_subclass_out_is_returned_as_given():
+    x = np.arange(6.).reshape(2, 3).view(_Tagged)
+    out = np.empty(3)
+    assert gs.sum(x, axis=0, out=out) is out and gs.cumsum(x[0], out=out) is out
+    np.testing.assert_array_equal(out, np.cumsum(np.arange(3.)))
+
+
 @pytest.mark.parametrize("odt", ["m8[s]", "U4"])
 def test_cumsum_into_an_out_of_a_dtype_numpy_refuses(odt):
     x = np.arange(6.).reshape(2, 3)
