@@ -24,6 +24,7 @@ typedef struct {
     const double *e;
     int64_t nb;
     double top, scale; /* scale: nb / (e[nb] - e[0]) for the guess, 0 when not finite */
+    double e0, enb, dnb; /* e[0], e[nb], (double)nb: in registers (a bin's state may alias the edges) */
     int stat;
     int64_t *binnumber;
     bstate *g;
@@ -38,19 +39,19 @@ typedef struct {
  * edges themselves (e[g] <= x < e[g + 1] names one bin for any
  * non-decreasing edges): equal-width edges take one or two comparisons, any
  * other edges the binary search when the guess and its neighbours miss. */
-static int64_t bin_number(const bctx *c, double x)
+static inline int64_t bin_number(const bctx *c, double x)
 {
     const double *e = c->e;
     const int64_t nb = c->nb;
     if (x != x)
         return nb + 1;
-    if (x < e[0])
+    if (x < c->e0)
         return 0;
-    if (x >= e[nb])
+    if (x >= c->enb)
         return x <= c->top ? nb : nb + 1;
     if (c->scale > 0.0) { /* (0: no usable scale -- an infinite edge, say -- the guess would miss) */
-        const double f = (x - e[0]) * c->scale; /* in [0, nb] up to rounding */
-        const int64_t g = f < (double)nb ? (int64_t)f : nb - 1;
+        const double f = (x - c->e0) * c->scale; /* in [0, nb] up to rounding */
+        const int64_t g = f < c->dnb ? (int64_t)f : nb - 1;
         if (e[g] <= x) {
             if (x < e[g + 1])
                 return g + 1;
@@ -71,7 +72,7 @@ static int64_t bin_number(const bctx *c, double x)
     return lo + 1;
 }
 
-static void update(bstate *s, int stat, double v)
+static inline void update(bstate *s, int stat, double v)
 {
     switch (stat) {
     case GS_STAT_COUNT: s->n++; break;
@@ -122,9 +123,44 @@ static void merge(bstate *g, const bstate *s, int stat)
     g->nan |= s->nan;
 }
 
+/* A thread's private states, one loop per (x dtype, statistic): the
+ * context's fields and the outer edges in locals.  A store into a bin's
+ * state may alias the edges and the context as the compiler sees it, so the
+ * general loop reloaded every field an element and kept update's switch
+ * inside: 10^7 counts on two threads 41.7 -> 27.7 ms, means 54.9 -> 33.3,
+ * maxima 74.2 -> 45.0 (this VM, the C call alone; a histogram of the same
+ * bins, 8.6 ms, bins by vectorized arithmetic).  Two passes a block (bin
+ * numbers, then states) measured the same. */
+#define BS_PRIVATE_LOOP(TX, UPDATE)                                                                           \
+    do {                                                                                                      \
+        const TX *px = (const TX *)cv.x, *pv = (const TX *)cv.v;                                              \
+        for (int64_t i = b; i < end; i++) {                                                                   \
+            const int64_t k = bin_number(&cv, (double)px[i * sx]);                                            \
+            if (bn)                                                                                           \
+                bn[i] = k;                                                                                    \
+            if (k < 1 || k > nb)                                                                              \
+                continue;                                                                                     \
+            const double v = (double)pv[i * sv];                                                              \
+            bstate *st = &mine[k - 1];                                                                        \
+            UPDATE;                                                                                           \
+        }                                                                                                     \
+    } while (0)
+#define BS_PRIVATE(TX)                                                                                        \
+    do {                                                                                                      \
+        switch (cv.stat) {                                                                                    \
+        case GS_STAT_COUNT: BS_PRIVATE_LOOP(TX, ((void)v, st->n++)); break;                                   \
+        case GS_STAT_SUM:                                                                                     \
+        case GS_STAT_MEAN: BS_PRIVATE_LOOP(TX, (st->n++, st->a += v)); break;                                 \
+        default: BS_PRIVATE_LOOP(TX, update(st, cv.stat, v)); break;                                          \
+        }                                                                                                     \
+    } while (0)
+
 static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
 {
     bctx *c = (bctx *)ctx;
+    const bctx cv = *c; /* (the read-only fields; error and the locks through c) */
+    const int64_t sx = cv.sx, sv = cv.sv, nb = cv.nb;
+    int64_t *const bn = cv.binnumber;
     bstate *mine = c->shared ? calloc((size_t)c->nb, sizeof(bstate)) : NULL;
     if (c->shared && !mine) {
         atomic_store(&c->error, 2);
@@ -134,18 +170,23 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
         if (gs_cpu_stop(tid))
             break; /* an interrupt: the merge below still runs, the caller discards it */
         const int64_t end = hi - b < GS_CPU_CHUNK / 16 ? hi : b + GS_CPU_CHUNK / 16;
-        for (int64_t i = b; i < end; i++) {
-            const double x = c->f32 ? (double)((const float *)c->x)[i * c->sx] : ((const double *)c->x)[i * c->sx];
-            const int64_t k = bin_number(c, x);
-            if (c->binnumber)
-                c->binnumber[i] = k;
-            if (k < 1 || k > c->nb)
+        if (mine) {
+            if (cv.f32)
+                BS_PRIVATE(float);
+            else
+                BS_PRIVATE(double);
+            continue;
+        }
+        for (int64_t i = b; i < end; i++) { /* global: every value under its bin's lock */
+            const double x = cv.f32 ? (double)((const float *)cv.x)[i * sx] : ((const double *)cv.x)[i * sx];
+            const int64_t k = bin_number(&cv, x);
+            if (bn)
+                bn[i] = k;
+            if (k < 1 || k > nb)
                 continue;
-            const double v = c->f32 ? (double)((const float *)c->v)[i * c->sv] : ((const double *)c->v)[i * c->sv];
-            if (mine) {
-                update(&mine[k - 1], c->stat, v);
-            } else if (gs_spin_lock(&c->locks[k - 1], &c->error, c->timeout)) {
-                update(&c->g[k - 1], c->stat, v);
+            const double v = cv.f32 ? (double)((const float *)cv.v)[i * sv] : ((const double *)cv.v)[i * sv];
+            if (gs_spin_lock(&c->locks[k - 1], &c->error, c->timeout)) {
+                update(&c->g[k - 1], cv.stat, v);
                 gs_spin_unlock(&c->locks[k - 1]);
             }
         }
@@ -191,6 +232,9 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
     c.e = edges;
     c.nb = nbins;
     c.top = top;
+    c.e0 = edges[0];
+    c.enb = edges[nbins];
+    c.dnb = (double)nbins;
     {
         const double span = edges[nbins] - edges[0], sc = (double)nbins / span;
         c.scale = span > 0 && sc > 0 && sc < 1e300 ? sc : 0.0;
