@@ -199,9 +199,32 @@ def wrap_like(a, r):
     scalar = arr.ndim == 0
     try:
         return a.__array_wrap__(arr, None, scalar)
-    except TypeError:  # an __array_wrap__ of NumPy 1's signature (arr, context)
-        w = a.__array_wrap__(arr, None)
+    except TypeError:  # an __array_wrap__ of NumPy 1's signature: NumPy's retry with the array alone, and its warning
+        w = a.__array_wrap__(arr)
+        warnings.warn("__array_wrap__ must accept context and return_scalar arguments (positionally) in the "
+                      "future. (Deprecated NumPy 2.0)", DeprecationWarning, stacklevel=3)
         return w[()] if scalar and type(w) is np.ndarray else w
+
+
+def new_like(a, r):
+    """NumPy's result of a function that makes its output of the input's
+    subclass (packbits, unpackbits: a new array of type(a), no
+    __array_wrap__; np.matrix keeps two dimensions)."""
+    return np.asarray(r).view(type(a))
+
+
+def ufunc_override(a) -> bool:
+    """Whether `a`'s class overrides ndarray's __array_ufunc__ (astropy's
+    Quantity, pint, or None to refuse ufuncs): NumPy's sum and cumsum run
+    add.reduce / add.accumulate, which hand the call to it -- gpusync hands
+    such an array to NumPy's own function."""
+    return type(a).__array_ufunc__ is not np.ndarray.__array_ufunc__
+
+
+def any_ufunc_override(*args) -> bool:
+    """Whether any of `args` (an input, out, where) is an ndarray subclass
+    whose class takes over ufuncs: NumPy hands the whole call to it."""
+    return any(type(v) is not np.ndarray and isinstance(v, np.ndarray) and ufunc_override(v) for v in args)
 
 
 def checked_input(obj, name, func):
@@ -320,8 +343,8 @@ def as_input(obj, name):
     """Return a NumPy array (host) or a DeviceArray (device) for `obj`.
     Byte-swapped or unaligned input comes back as a native aligned copy
     (host: native_host; device: a copy by its own library)."""
-    if isinstance(obj, np.ndarray):
-        return native_host(obj)
+    if isinstance(obj, np.ndarray):  # (a subclass's data as NumPy's asarray gives it: no method of its class runs)
+        return native_host(obj if type(obj) is np.ndarray else obj.view(np.ndarray))
     if isinstance(obj, DeviceArray):  # already parsed (an inner call of a public function)
         return obj
     if hasattr(obj, "__cuda_array_interface__"):

@@ -381,6 +381,15 @@ def _axis_args(shape, xdt, axis, out):
     return axis, axes, out, outp, proxy
 
 
+def _where_fits(where, shape):
+    """Whether `where` broadcasts to the input's `shape` (NumPy's rule: the
+    mask may not enlarge it)."""
+    try:
+        return tuple(np.broadcast_shapes(tuple(np.shape(where)), tuple(shape))) == tuple(shape)
+    except ValueError:
+        return False
+
+
 def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True, src=None):
     """NumPy's checks of a sum's arguments for an input of `shape` and dtype
     `xdt` (nothing of it is read): NumPy's own exceptions and warnings.
@@ -391,6 +400,10 @@ def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, 
     0, which adds nothing).  `src`: the input, when it is a host array that
     `out` may overlap."""
     axis, axes, out, outp, proxy = _axis_args(shape, xdt, axis, out)
+    if where is not True and where is not None and not _where_fits(where, shape):
+        # (before NumPy's check below writes into out: NumPy raises with out untouched) NumPy's error, no out
+        np.sum(np.broadcast_to(np.zeros((), xdt), shape), axis=axis, where=np.broadcast_to(True, np.shape(where)))
+        raise ValueError(f"{func}: where of shape {np.shape(where)} does not broadcast to the input's {tuple(shape)}")
     # initial=0 (the default) adds nothing, so -0.0 sums keep their sign as in NumPy
     kw = {} if (type(initial) is int and initial == 0) else {"initial": initial}
     # NumPy's check writes its result into the out it is given: where out may overlap the input, a stand-in
@@ -523,8 +536,9 @@ def cumsum_args(shape, xdt, axis, dtype, out):
         if dtype is None:
             rt = _out_loop(rt, xdt, outp)
         if tuple(outp.shape) != tuple(res_shape):  # NumPy's error (raised before it reads anything)
-            full = np.broadcast_to(np.zeros((), xdt), full_shape)
-            np.cumsum(full, axis=axis, dtype=dtype, out=np.empty(outp.shape, outp.dtype))
+            if len(outp.shape):  # (a 0-d out crashes NumPy 2.4.6's accumulate itself: numpy#32545)
+                full = np.broadcast_to(np.zeros((), xdt), full_shape)
+                np.cumsum(full, axis=axis, dtype=dtype, out=np.empty(outp.shape, outp.dtype))
             raise ValueError(f"cumsum: out has shape {tuple(outp.shape)}, expected {tuple(res_shape)}")
     _check_loop("cumsum", rt, dtype)
     return ax, shape, res_shape, rt, out

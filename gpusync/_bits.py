@@ -113,6 +113,10 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
         r = _core.fast_packbits(a, bitorder == "little")
         if r is not NotImplemented:
             return r.reshape(a.shape[:-1] + (a.shape[-1] // 8,))
+    if type(a) is not np.ndarray and _arrays.subclass(a):  # NumPy's result keeps the input's class
+        return _arrays.new_like(a, packbits(a.view(np.ndarray), axis, bitorder, threshold=threshold, stream=stream))
+    if axis is not None:
+        axis = _arrays.index_int(axis, "axis")  # (NumPy's TypeError for True)
     with _arrays.call_stream(stream, a):
         if not isinstance(bitorder, str):  # NumPy's TypeError (its C signature takes a str)
             raise TypeError(f"packbits: bitorder must be a str, not {type(bitorder).__name__}")
@@ -143,6 +147,10 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big", *, stream=None):
         r = _core.fast_unpackbits(a, bitorder == "little")  # the C fast path (_dispatch.py)
         if r is not NotImplemented:
             return r
+    if type(a) is not np.ndarray and _arrays.subclass(a):  # NumPy's result keeps the input's class
+        return _arrays.new_like(a, unpackbits(a.view(np.ndarray), axis, count, bitorder, stream=stream))
+    if axis is not None:
+        axis = _arrays.index_int(axis, "axis")  # (NumPy's TypeError for True)
     with _arrays.call_stream(stream, a):
         if not isinstance(bitorder, str):  # NumPy's TypeError (its C signature takes a str)
             raise TypeError(f"unpackbits: bitorder must be a str, not {type(bitorder).__name__}")
@@ -326,7 +334,7 @@ def count_nonzero(a, axis=None, *, keepdims=False, threshold=None, stream=None):
         # NumPy counts along axes as a.astype(bool).sum(axis, dtype=intp): a subclass's own sum where it has
         # one (a masked array leaves out its masked elements, np.matrix stays 2-D), else the count of its data
         # through its __array_wrap__ (a user's class)
-        if threshold is None and _arrays.own_method(a, "sum") is not None:
+        if threshold is None and (_arrays.own_method(a, "sum") is not None or _arrays.ufunc_override(a)):
             return a.astype(bool, copy=False).sum(axis=axis, dtype=np.intp, keepdims=keepdims)
         return _arrays.wrap_like(a, count_nonzero(np.asarray(a), axis, keepdims=keepdims, threshold=threshold,
                                                   stream=stream))

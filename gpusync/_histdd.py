@@ -67,7 +67,8 @@ def _coords(sample):
         if isinstance(sample, (list, tuple)) and sample and all(
                 isinstance(c, np.ndarray) and c.ndim == 1 for c in sample) and len({len(c) for c in sample}) == 1:
             dt = _stacked_dtype([c.dtype for c in sample])  # what np.atleast_2d(sample) holds, without the copy
-            return [_arrays.native_host(c.astype(dt, copy=False)) for c in sample], len(sample)
+            # (a subclass's data as NumPy's asarray gives it: a masked column's masked values too, no method runs)
+            return [_arrays.native_host(np.asarray(c).astype(dt, copy=False)) for c in sample], len(sample)
         arr = np.atleast_2d(sample).T
         n, d = arr.shape
     arr = np.asarray(arr)

@@ -112,7 +112,15 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         kw = {k: v for k, v, d in (("keepdims", keepdims, False), ("where", where, True)) if v is not d}
         if not (type(initial) is int and initial == 0):
             kw["initial"] = initial
-        return own(axis=axis, dtype=dtype, out=out, **kw)
+        if dtype is not None:  # (NumPy passes dtype only when given: a method may not take it)
+            kw["dtype"] = dtype
+        return own(axis=axis, out=out, **kw)
+    elif _arrays.any_ufunc_override(a, out, where):
+        # NumPy's sum is add.reduce, which a class of a, out or where takes over (astropy's units) or refuses:
+        # NumPy's own
+        if strategy != "auto":
+            _dispatch.check_strategy("sum", strategy)
+        return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
     elif type(a) is not np.ndarray and _arrays.subclass(a):
         # a subclass that keeps ndarray's sum (np.memmap, a user's class): the sum of its data, through its
         # __array_wrap__ as NumPy's add.reduce (its class and attributes; a memmap's scalar); `out` as given

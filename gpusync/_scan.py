@@ -31,6 +31,37 @@ def _axis(axis, ndim):
     return ax
 
 
+def _subclass_cumsum(a, axis, dtype, out, strategy, stream):
+    """np.cumsum of an ndarray subclass, by NumPy's rules: its own cumsum
+    where its class has one (a masked array keeps its mask), NumPy's
+    retry without it where that method refuses the arguments (TypeError);
+    NumPy's own function where the class takes over ufuncs (add.accumulate);
+    else the scan of its data through its __array_wrap__ (np.matrix: a
+    1 x n matrix of a flat scan, and an out of that shape; a user's class:
+    itself with the input's attributes)."""
+    own = _arrays.own_method(a, "cumsum")
+    if own is not None:
+        try:
+            return own(axis=axis, dtype=dtype, out=out)
+        except TypeError:  # NumPy's _wrapit: the method refused these arguments -- ndarray's, wrapped (out too)
+            return _arrays.wrap_like(a, cumsum(np.asarray(a), axis, dtype, out, strategy=strategy, stream=stream))
+    if _arrays.any_ufunc_override(a, out):
+        return np.cumsum(a, axis=axis, dtype=dtype, out=out)
+    base = np.asarray(a)
+    if out is None:
+        return _arrays.wrap_like(a, cumsum(base, axis, dtype, None, strategy=strategy, stream=stream))
+    # NumPy checks out against the wrapped result's shape (np.matrix's 1 x n for a flat scan)
+    flat_shape = (base.size,) if axis is None else base.shape
+    want = np.empty(flat_shape, np.int8).view(type(a)).shape if axis is None else flat_shape
+    oshape = tuple(np.shape(out))
+    if isinstance(out, np.ndarray) and oshape == tuple(want) and oshape != tuple(flat_shape):
+        cumsum(base, axis, dtype, out.view(np.ndarray).reshape(flat_shape), strategy=strategy, stream=stream)  # (1 x n)
+        return out
+    if oshape != tuple(want):
+        raise ValueError(f"cumsum: out has shape {oshape}, expected {tuple(want)}")
+    return cumsum(base, axis, dtype, out, strategy=strategy, stream=stream)
+
+
 @_arrays.takes_stream
 def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
     """Cumulative sum of the elements, like ``np.cumsum(a, axis, dtype, out)``.
@@ -77,13 +108,11 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
     """
     if strategy != "auto":  # "auto" is always valid: the per-call fast paths skip the check
         _dispatch.check_strategy("cumsum", strategy)
-    if type(a) is not np.ndarray and (own := _arrays.own_method(a, "cumsum")) is not None:
-        return own(axis=axis, dtype=dtype, out=out)  # NumPy's rule: a masked array's cumsum keeps its mask
-    if type(a) is not np.ndarray and _arrays.subclass(a):
-        # a subclass that keeps ndarray's cumsum (np.matrix: a 1 x n matrix of a flat cumsum; a user's class:
-        # itself): the scan of its data through its __array_wrap__, as ndarray.cumsum; `out` as given
-        r = cumsum(np.asarray(a), axis, dtype, out, strategy=strategy, stream=stream)
-        return r if out is not None else _arrays.wrap_like(a, r)
+    if out is not None and isinstance(out, np.ndarray) and out.ndim == 0:  # a cumsum is never 0-d
+        # (NumPy 2.4.6's accumulate crashes on a 0-d out, numpy#32545; a masked array's cumsum reaches it)
+        raise ValueError(f"cumsum: out has shape (), expected {(np.size(a),) if axis is None else np.shape(a)}")
+    if type(a) is not np.ndarray and _arrays.subclass(a) or _arrays.any_ufunc_override(out):
+        return _subclass_cumsum(a, axis, dtype, out, strategy, stream)
     if dtype is not None and type(a) is np.ndarray and isinstance(dtype, (str, type, np.dtype)) and \
             _arrays.same_dtype(dtype, _cumsum_dtype(a.dtype)):
         dtype = None  # NumPy's own result dtype (float64 of float64, int64 of int32): the fast paths

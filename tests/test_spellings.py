@@ -278,3 +278,109 @@ def test_keepdims_and_own_dtype_on_every_engine_and_input_library(keepdims, dtyp
         assert np.shape(got) == np.shape(want)
         np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(to_host(gs.cumsum(to_kind(x, kind), dtype=dtype)), np.cumsum(x), rtol=1e-15)
+
+
+# ---- subclasses and ufunc overrides (stop 49's differential fuzz, /work/fuzz49: each of these differed) ----
+
+class _NoUfuncs(np.ndarray):
+    __array_ufunc__ = None
+
+
+class _UfuncTaker(np.ndarray):
+    def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+        return ("taken", ufunc.__name__, method)
+
+
+class _NarrowMethods(np.ndarray):
+    """A subclass whose sum / cumsum take no dtype."""
+
+    def sum(self, axis=None, out=None):
+        return "own sum"
+
+    def cumsum(self, axis=None, out=None):
+        return "own cumsum"
+
+
+class _OldWrap(np.ndarray):
+    def __array_wrap__(self, arr, context=None):  # NumPy 1's signature
+        return arr.view(_OldWrap)
+
+
+@pytest.mark.parametrize("a", [np.arange(3), np.arange(3.), ma.masked_array([1, 2]), np.arange(3).view(np.recarray)],
+                         ids=["int", "float", "masked", "recarray"])
+def test_cumsum_into_a_0d_out_raises_instead_of_crashing(a):
+    """np.cumsum(x, out=<0-d>) crashes NumPy 2.4.6 itself (numpy#32545); a cumsum is never 0-d."""
+    with pytest.raises(ValueError):
+        gs.cumsum(a, out=np.zeros((), np.result_type(a.dtype, np.int64)))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (np.matrix)
+def test_packbits_and_unpackbits_keep_the_inputs_class():
+    a = np.array([1, 0, 1], np.uint8).view(_Tagged)
+    for got, want in ((gs.packbits(a), np.packbits(a)), (gs.unpackbits(a), np.unpackbits(a)),
+                      (gs.unpackbits(np.matrix([[1, 0, 1]], np.uint8)), np.unpackbits(np.matrix([[1, 0, 1]], np.uint8)))):
+        assert type(got) is type(want) and got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_bits_axis_true_is_numpys_type_error():
+    b = np.ones((2, 8), np.uint8)
+    _same_exception_type(lambda: np.packbits(b, axis=True), lambda: gs.packbits(b, axis=True))
+    _same_exception_type(lambda: np.unpackbits(b, axis=True), lambda: gs.unpackbits(b, axis=True))
+
+
+def test_methods_without_dtype_are_called_as_numpy_calls_them():
+    x = np.arange(3.).view(_NarrowMethods)
+    assert gs.sum(x) == np.sum(x) == "own sum"
+    got, want = gs.cumsum(x), np.cumsum(x)  # the method refuses dtype: NumPy's retry with ndarray's, wrapped
+    assert type(got) is type(want) is _NarrowMethods
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_classes_that_take_over_ufuncs_get_the_call():
+    x = np.arange(4.)
+    _same_exception_type(lambda: np.sum(x.view(_NoUfuncs)), lambda: gs.sum(x.view(_NoUfuncs)))
+    assert gs.sum(x.view(_UfuncTaker)) == np.sum(x.view(_UfuncTaker)) == ("taken", "add", "reduce")
+    assert gs.cumsum(x.view(_UfuncTaker)) == np.cumsum(x.view(_UfuncTaker)) == ("taken", "add", "accumulate")
+    w = np.ones(4, bool).view(_UfuncTaker)
+    assert gs.sum(x, where=w) == np.sum(x, where=w) == ("taken", "add", "reduce")
+    m = np.arange(6.).reshape(2, 3).view(_UfuncTaker)
+    assert gs.count_nonzero(m, axis=0) == np.count_nonzero(m, axis=0)
+
+
+def test_numpy1_array_wrap_works_with_numpys_warning():
+    x = np.arange(3.).view(_OldWrap)
+    with pytest.warns(DeprecationWarning):
+        want = np.sum(x)
+    with pytest.warns(DeprecationWarning):
+        got = gs.sum(x)
+    assert type(got) is type(want) and float(got) == float(want) == 3.0
+
+
+def test_a_bad_where_leaves_out_untouched():
+    o = np.full(3, 7.)
+    with pytest.raises(ValueError):
+        gs.sum(np.ones((2, 3)), axis=0, where=np.ones((2, 2), bool), out=o)
+    np.testing.assert_array_equal(o, 7.)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (np.matrix)
+def test_matrix_cumsum_into_numpys_out_shape():
+    mm = np.matrix([[1, 2], [3, 4]])
+    for o in (np.zeros((1, 4), int), np.matrix(np.zeros((1, 4), int))):
+        assert gs.cumsum(mm, out=o) is o
+        np.testing.assert_array_equal(o, np.cumsum(mm, out=np.zeros((1, 4), int)))
+    with pytest.raises(ValueError):
+        gs.cumsum(mm, out=np.zeros(4, int))  # NumPy: ValueError too
+
+
+def test_masked_coordinates_are_binned_as_numpy_reads_them():
+    """np.histogram2d / histogramdd / scipy.stats.binned_statistic read a masked column with np.asarray:
+    its masked values are data (no method of the class runs)."""
+    x = ma.masked_array([0., 1., 2., 10.], mask=[0, 0, 0, 1])
+    y = np.arange(4.)
+    for got, want in zip(gs.histogram2d(x, y, 2), np.histogram2d(x, y, 2)):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(gs.histogramdd([x, y], 2)[1], np.histogramdd([x, y], 2)[1]):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(gs.binned_statistic(x, y, "count", 2).statistic, [3., 1.])
