@@ -52,7 +52,17 @@ def _kind(obj) -> str:
             except Exception:  # noqa: BLE001 - ragged or device lists: the real path gives the error
                 return ""
         cai = getattr(obj, "__cuda_array_interface__", None)
-        return np.dtype(cai["typestr"]).kind if cai is not None else ""
+        if cai is not None:
+            return np.dtype(cai["typestr"]).kind
+        iface = getattr(obj, "__array_interface__", None)
+        if isinstance(iface, dict) and "typestr" in iface:
+            return np.dtype(iface["typestr"]).kind
+        if hasattr(obj, "__array__") and not hasattr(obj, "__dlpack_device__"):  # a host array-like: as NumPy reads it
+            try:
+                return np.asarray(obj).dtype.kind
+            except Exception:  # noqa: BLE001 - the real path gives the error
+                return ""
+        return ""
     if isinstance(dt, np.dtype):
         return dt.kind
     return "c" if getattr(dt, "is_complex", False) else ""  # a torch.dtype

@@ -257,6 +257,10 @@ def _dot_out(a, b, out, strategy, deterministic):
     _dispatch.check_strategy("dot", strategy)
     x, y = _arrays.checked_input(a, "a", "dot"), _arrays.checked_input(b, "b", "dot")
     if len(x.shape) == 0 or len(y.shape) == 0:  # np.dot of a scalar: multiply
+        if not (isinstance(x, DeviceArray) or isinstance(y, DeviceArray)) and (
+                _arrays.subclass(a) or _arrays.subclass(b) or _arrays.subclass(out)):
+            # a subclass (a masked array's mask, np.matrix, an override): NumPy's own product, its class rules
+            return np.dot(a, b) if out is None else np.dot(a, b, out)
         if isinstance(x, DeviceArray) or isinstance(y, DeviceArray):
             res = (x.obj if isinstance(x, DeviceArray) else x) * (y.obj if isinstance(y, DeviceArray) else y)
         elif type(out) is np.ndarray:  # np.dot's rules for a scalar and an out

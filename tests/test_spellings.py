@@ -384,3 +384,30 @@ def test_masked_coordinates_are_binned_as_numpy_reads_them():
     for got, want in zip(gs.histogramdd([x, y], 2)[1], np.histogramdd([x, y], 2)[1]):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(gs.binned_statistic(x, y, "count", 2).statistic, [3., 1.])
+
+
+class _ArrayLike:
+    """A host object that NumPy reads through __array__ alone (no dtype attribute)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a
+
+
+def test_complex_data_behind_array_protocols():
+    z = np.array([1 + 2j, 3j])
+    for o in (_ArrayLike(z), _ArrayLike(z.reshape(1, 2))):
+        assert gs.sum(o) == np.sum(o)
+        np.testing.assert_array_equal(gs.cumsum(o), np.cumsum(o))
+        np.testing.assert_array_equal(gs.count_nonzero(o, axis=0), np.count_nonzero(o, axis=0))
+    assert gs.dot(_ArrayLike(z), _ArrayLike(z)) == np.dot(z, z)
+
+
+def test_dot_with_a_0d_subclass_operand_is_numpys_product():
+    s = np.array(2.).view(_Tagged)
+    for a, b in ((s, np.arange(3.)), (s, s), (ma.masked_array(np.float32(8), mask=True), ma.masked_array(np.float32(1)))):
+        got, want = gs.dot(a, b), np.dot(a, b)
+        assert type(got) is type(want), (type(got), type(want))
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
