@@ -224,7 +224,10 @@ def ufunc_override(a) -> bool:
 def any_ufunc_override(*args) -> bool:
     """Whether any of `args` (an input, out, where) is an ndarray subclass
     whose class takes over ufuncs: NumPy hands the whole call to it."""
-    return any(type(v) is not np.ndarray and isinstance(v, np.ndarray) and ufunc_override(v) for v in args)
+    for v in args:
+        if type(v) is not np.ndarray and isinstance(v, np.ndarray) and ufunc_override(v):
+            return True
+    return False
 
 
 def checked_input(obj, name, func):

@@ -115,7 +115,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         if dtype is not None:  # (NumPy passes dtype only when given: a method may not take it)
             kw["dtype"] = dtype
         return own(axis=axis, out=out, **kw)
-    elif _arrays.any_ufunc_override(a, out, where):
+    elif (type(a) is not np.ndarray or out is not None or where is not True) and \
+            _arrays.any_ufunc_override(a, out, where):  # (plain arrays and defaults: no call, the per-call cost)
         # NumPy's sum is add.reduce, which a class of a, out or where takes over (astropy's units) or refuses:
         # NumPy's own
         if strategy != "auto":
