@@ -104,7 +104,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         out = _axis._out_obj(out)  # (a tuple: NumPy's TypeError, the complex path too)
     if type(a) is list or type(a) is tuple:
         a = np.asarray(a)  # NumPy's own first step (its errors for ragged input too)
-    elif type(a) is not np.ndarray and (own := _arrays.own_method(a, "sum")) is not None:
+    if type(a) is not np.ndarray and (own := _arrays.own_method(a, "sum")) is not None:
         # a masked array's sum leaves out its masked elements: NumPy's rule, the subclass's own method, with the
         # arguments NumPy passes it (those given: keepdims / initial / where at their defaults are not)
         if strategy != "auto":
@@ -121,7 +121,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         # NumPy's own
         if strategy != "auto":
             _dispatch.check_strategy("sum", strategy)
-        return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+        kw = {} if type(initial) is int and initial == 0 else {"initial": initial}  # (as NumPy: only when given)
+        return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where, **kw)
     elif type(a) is not np.ndarray and _arrays.subclass(a):
         # a subclass that keeps ndarray's sum (np.memmap, a user's class): the sum of its data, through its
         # __array_wrap__ as NumPy's add.reduce (its class and attributes; a memmap's scalar); `out` as given
@@ -247,6 +248,10 @@ def dot(a, b, out=None, *, strategy="auto", deterministic=False, stream=None):
         r = _devfast.dot_(a, b, _dot_dtype)
         if r is not NotImplemented:
             return r
+    if (_arrays.subclass(a) or _arrays.subclass(b) or _arrays.subclass(out)) and (np.ndim(a) == 0 or np.ndim(b) == 0):
+        # a scalar times an array with a subclass among them (a masked array's mask, np.matrix, an override):
+        # NumPy's own product and its class rules, complex too
+        return np.dot(a, b) if out is None else np.dot(a, b, out)
     with _arrays.call_stream(stream, a):
         if _complex.takes(a) or _complex.takes(b):  # complex operands: two float dots of the (n, 2) real views
             _dispatch.check_strategy("dot", strategy)
@@ -258,10 +263,6 @@ def _dot_out(a, b, out, strategy, deterministic):
     _dispatch.check_strategy("dot", strategy)
     x, y = _arrays.checked_input(a, "a", "dot"), _arrays.checked_input(b, "b", "dot")
     if len(x.shape) == 0 or len(y.shape) == 0:  # np.dot of a scalar: multiply
-        if not (isinstance(x, DeviceArray) or isinstance(y, DeviceArray)) and (
-                _arrays.subclass(a) or _arrays.subclass(b) or _arrays.subclass(out)):
-            # a subclass (a masked array's mask, np.matrix, an override): NumPy's own product, its class rules
-            return np.dot(a, b) if out is None else np.dot(a, b, out)
         if isinstance(x, DeviceArray) or isinstance(y, DeviceArray):
             res = (x.obj if isinstance(x, DeviceArray) else x) * (y.obj if isinstance(y, DeviceArray) else y)
         elif type(out) is np.ndarray:  # np.dot's rules for a scalar and an out

@@ -110,7 +110,7 @@ def cumsum(a, axis=None, dtype=None, out=None, *, strategy="auto", stream=None):
         _dispatch.check_strategy("cumsum", strategy)
     if out is not None and isinstance(out, np.ndarray) and out.ndim == 0:  # a cumsum is never 0-d
         # (NumPy 2.4.6's accumulate crashes on a 0-d out, numpy#32545; a masked array's cumsum reaches it)
-        raise ValueError(f"cumsum: out has shape (), expected {(np.size(a),) if axis is None else np.shape(a)}")
+        raise ValueError("cumsum: out has shape (); a cumsum's result has at least one dimension")
     if type(a) is not np.ndarray and _arrays.subclass(a) or out is not None and _arrays.any_ufunc_override(out):
         return _subclass_cumsum(a, axis, dtype, out, strategy, stream)
     if dtype is not None and type(a) is np.ndarray and isinstance(dtype, (str, type, np.dtype)) and \

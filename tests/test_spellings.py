@@ -411,3 +411,35 @@ def test_dot_with_a_0d_subclass_operand_is_numpys_product():
         got, want = gs.dot(a, b), np.dot(a, b)
         assert type(got) is type(want), (type(got), type(want))
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_where_errors_keep_numpys_order_and_leave_out_untouched():
+    a = np.arange(6.).reshape(2, 3)
+    _same_exception_type(lambda: np.sum(a, where=np.ones(4)), lambda: gs.sum(a, where=np.ones(4)))
+    _same_exception_type(lambda: np.sum(a, dtype="S3", where=np.ones(4, bool)),
+                         lambda: gs.sum(a, dtype="S3", where=np.ones(4, bool)))
+    o = np.full(3, 99.)
+    with pytest.raises(TypeError):
+        gs.sum(a, 0, out=o, where=np.ones((2, 3)))  # a float mask: NumPy's TypeError
+    np.testing.assert_array_equal(o, 99.)
+
+
+class _Delegating(np.ndarray):
+    """Unwraps and calls NumPy's ufunc, as units libraries do."""
+
+    def __array_ufunc__(self, uf, method, *ins, **kw):
+        return getattr(uf, method)(*(i.view(np.ndarray) if isinstance(i, _Delegating) else i for i in ins), **kw)
+
+
+def test_an_override_gets_numpys_keywords_and_list_inputs_reach_it():
+    s = np.array(["ab", "cd"], object).view(_Delegating)
+    assert gs.sum(s) == np.sum(s) == "abcd"  # (no initial=0 passed on: NumPy sends none)
+    w = np.ones(3, bool).view(_UfuncTaker)
+    assert gs.sum([1, 2, 3], where=w) == np.sum([1, 2, 3], where=w) == ("taken", "add", "reduce")
+
+
+def test_dot_of_a_complex_masked_array_and_a_scalar_keeps_the_mask():
+    m = ma.masked_array([1 + 1j, 2, 3], mask=[0, 1, 0])
+    got, want = gs.dot(m, 2), np.dot(m, 2)
+    assert type(got) is type(want)
+    np.testing.assert_array_equal(ma.getmaskarray(got), ma.getmaskarray(want))

@@ -8,6 +8,7 @@
 #include "spin.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,7 +159,8 @@ static void merge(bstate *g, const bstate *s, int stat)
 static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
 {
     bctx *c = (bctx *)ctx;
-    const bctx cv = *c; /* (the read-only fields; error and the locks through c) */
+    bctx cv; /* the read-only fields (error and the locks through c: other threads write error) */
+    memcpy(&cv, c, offsetof(bctx, locks));
     const int64_t sx = cv.sx, sv = cv.sv, nb = cv.nb;
     int64_t *const bn = cv.binnumber;
     bstate *mine = c->shared ? calloc((size_t)c->nb, sizeof(bstate)) : NULL;

@@ -171,8 +171,8 @@ PAIRWISE(pw_dot_f64, double, DOT_TERM, GS_CLONES)
  * PAIRWISE's term for term -- the 32 accumulators, the fold, the counter of
  * block sums, the tail -- so the sums are bit-identical to the clones'
  * (NaN aside: which of two NaN inputs a dot returns may differ).  They
- * prefetch two lines a block and stream where the clones' float32 instance
- * prefetched one line twice.  x . x (b == a, a squared norm) converts each
+ * prefetch as PAIRWISE does (PW_PF: two lines a block, each stream).
+ * x . x (b == a, a squared norm) converts each
  * term once: half the conversions, the same bits. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -1571,7 +1571,7 @@ static PyObject *py_fast_bincount(PyObject *self, PyObject *const *args, Py_ssiz
      * memset of those alone -- calloc of a small result cleared it all and the engine cleared from .. hi
      * again (bincount of 10 values with minlength 1000: 8 KB twice, ~0.1 us of a 0.9 us call) */
     const int64_t outside = from + (nbins - hi - 1);
-    const int big_zeros = outside * 8 >= FAST_CALLOC_MIN_BYTES;
+    const int big_zeros = outside >= FAST_CALLOC_MIN_BYTES / 8;
     PyArrayObject *r = fast_new_of(nbins, weighted ? NPY_DOUBLE : NPY_INT64, &out, big_zeros);
     if (!r)
         return NULL;
