@@ -177,7 +177,7 @@ def own_method(a, name):
     to that method (np.ma.MaskedArray: its mask; np.matrix: its 2-D results),
     and so does gpusync; the plain ndarray, memmaps and device arrays keep
     gpusync's engines."""
-    if type(a) is np.ndarray or not isinstance(a, np.ndarray):
+    if not subclass(a):
         return None
     return None if getattr(type(a), name) is getattr(np.ndarray, name) else getattr(a, name)
 
@@ -225,7 +225,7 @@ def any_ufunc_override(*args) -> bool:
     """Whether any of `args` (an input, out, where) is an ndarray subclass
     whose class takes over ufuncs: NumPy hands the whole call to it."""
     for v in args:
-        if type(v) is not np.ndarray and isinstance(v, np.ndarray) and ufunc_override(v):
+        if subclass(v) and ufunc_override(v):
             return True
     return False
 

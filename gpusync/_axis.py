@@ -381,6 +381,23 @@ def _axis_args(shape, xdt, axis, out):
     return axis, axes, out, outp, proxy
 
 
+def _where_dtype(where):
+    """The dtype of a `where` array (host, or a device mask from its
+    interface, no copy); None for lists and scalars (NumPy converts them)."""
+    if isinstance(where, np.ndarray):
+        return where.dtype
+    cai = getattr(where, "__cuda_array_interface__", None)
+    return np.dtype(cai["typestr"]) if cai is not None else None
+
+
+def _where_fits(where, shape):
+    """Whether `where` broadcasts to the input's `shape` (never the input to where's)."""
+    try:
+        return np.broadcast_shapes(np.shape(where), shape) == shape
+    except ValueError:
+        return False
+
+
 def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True, src=None):
     """NumPy's checks of a sum's arguments for an input of `shape` and dtype
     `xdt` (nothing of it is read): NumPy's own exceptions and warnings.
@@ -396,10 +413,15 @@ def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, 
     # NumPy's check writes its result into the out it is given: where out may overlap the input, a stand-in
     # of its shape, dtype and writeability (gs.sum(x, 0, out=x[0]) read row 0 as zeros: the check had written
     # them); else out itself (a stand-in of a 2M-element out cost 4-7 ms)
-    # -- and where `where` is given: its checks (dtype, shape) come after NumPy's check wrote zeros into out
+    # -- and where `where` will fail its checks below, which come after NumPy's (its order of errors), so that
+    # out stays untouched as NumPy leaves it
+    wdt = fits = None
+    if where is not True:
+        wdt, fits = _where_dtype(where), _where_fits(where, shape)
     chk = outp
-    if isinstance(outp, np.ndarray) and outp is out and (where is not True or (
-            isinstance(src, np.ndarray) and np.may_share_memory(out, src))):
+    if isinstance(outp, np.ndarray) and outp is out and (
+            (where is not True and (not fits or (wdt is not None and not np.can_cast(wdt, np.bool_, "safe")))) or
+            (isinstance(src, np.ndarray) and np.may_share_memory(out, src))):
         chk = np.empty(outp.shape, outp.dtype)
         chk.flags.writeable = outp.flags.writeable
     ref = _numpy_check(np.sum, proxy, shape, axis=axis, dtype=dtype, out=chk, keepdims=keepdims, **kw)
@@ -413,17 +435,9 @@ def sum_args(func, shape, xdt, axis=None, dtype=None, out=None, keepdims=False, 
         np.sum(np.broadcast_to(np.zeros((), xdt), shape), axis=axis, dtype=dtype, initial=None)
     init = None if not kw or initial is None else np.sum(np.zeros(0, loop), dtype=loop, initial=initial)
     if where is not True:
-        wdt = where.dtype if isinstance(where, np.ndarray) else None
-        cai = None if wdt is not None else getattr(where, "__cuda_array_interface__", None)
-        if cai is not None:  # a device mask (CuPy, PyTorch): its dtype from the interface, no copy
-            wdt = np.dtype(cai["typestr"])
         if wdt is not None and not np.can_cast(wdt, np.bool_, "safe"):
             raise TypeError(f"{func}: where has dtype {wdt}; NumPy casts it to bool by the 'safe' rule, which "
                             f"{wdt} does not allow (a bool mask is needed)")
-        try:
-            fits = np.broadcast_shapes(np.shape(where), shape) == shape
-        except ValueError:
-            fits = False
         if not fits:  # `where` broadcasts to a's shape, never a to where's: NumPy's own error, before any read
             np.sum(np.broadcast_to(np.zeros((), xdt), shape), axis=axis,
                    where=np.broadcast_to(True, np.shape(where)))  # (a host mask of where's shape: any library)
