@@ -56,6 +56,19 @@ def test_gpu_barriers_verify_every_round(strategy):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("strategy", OURS + ["cooperative"])
+def test_gpu_rounds_over_several_launches_verify(strategy):
+    """More rounds than one launch runs (the host launches chunks of 2**16 and looks for Ctrl-C between
+    them): each launch goes on from the counters the ones before it left -- every round of every chunk
+    verified, the per-barrier time over all of them."""
+    with gs.use_backend("cuda"):
+        sms = gs.device_info()["multiprocessors"]
+        rounds = 2 * (1 << 16) + 3
+        r = gs.barrier_benchmark(strategy, blocks=sms, rounds=rounds)
+        assert r["stale"] == 0 and r["rounds"] == rounds and 0 < r["us_per_barrier"] < 100
+
+
+@pytest.mark.gpu
 def test_gpu_relaunch_and_graph():
     with gs.use_backend("cuda"):
         r = gs.barrier_benchmark("relaunch", rounds=500)

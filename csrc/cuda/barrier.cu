@@ -27,6 +27,7 @@
 #include "gpusync/barrier.cuh"
 
 #include <cooperative_groups.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -39,10 +40,8 @@ struct bench_args {
     gpusync::grid_barrier_words *w;
     unsigned *arrival, *release, *groups;
     int *error;
-    int *stop;          /* 2 words: the cancel decision, published by block 0 (see CANCEL_EVERY) */
-    const int *cancel;  /* the host's cancel word (gs_cuda_cancel_word) */
     unsigned long long *stale;
-    long long rounds;
+    long long first, rounds; /* this launch's rounds: first .. first + rounds - 1 (see CHUNK) */
     int skip_block; /* test hook: this block (cluster: its cluster) never arrives (-1: none) */
     int csize;      /* cluster: blocks per cluster */
     int verify;     /* 0: no reads of the other blocks' values (GPUSYNC_BARRIER_VERIFY=0: the bare barrier's cost) */
@@ -51,14 +50,13 @@ struct bench_args {
 
 #define CHECKS 4 /* lanes per block that check another block's value */
 
-/* Interrupts: every CANCEL_EVERY rounds block 0's first thread copies the
- * host's cancel word into stop[period & 1] before the round's barrier, and
- * every block reads it after the barrier -- so all blocks take the same
- * decision in the same round and leave together (cooperative grid.sync()
- * included: no block is left waiting for one that left).  The slot is next
- * written two periods later, after barriers every block has passed.  One
- * PCIe read per CANCEL_EVERY barriers costs block 0 ~1-2 us: < 0.1 %. */
-#define CANCEL_EVERY 1024
+/* Interrupts: the host launches the rounds in chunks of at most CHUNK (each launch goes on from the rounds
+ * before it: the counters are monotone, and every block starts from the state `first` rounds leave) and looks
+ * for Ctrl-C between them -- a quarter of a second at 4 us a barrier.  The kernel itself reads no cancel word:
+ * the check every 1024 rounds it used to make (block 0 copying the host's cancel word into a word every block
+ * read after the barrier) cost 0.08 us a round at 132 blocks and 0.13 at 1056 on the H200, more than the
+ * arithmetic explains, and as much to every strategy (r256, benchmarks/probes/barrier_tree.cu's replica rows). */
+#define CHUNK (1LL << 16)
 
 __device__ __forceinline__ unsigned value_of(long long round, unsigned block)
 {
@@ -74,20 +72,21 @@ template <int KIND, int POLL> __global__ void barrier_kernel(bench_args a)
         return;
     if (threadIdx.x == 0)
         fail = 0; /* ordered before any remote write by the first cluster barrier */
-    unsigned goal = 0, round_no = 0;
+    /* each strategy's per-block state after `first` rounds (lock, flat: goal grows by the blocks a round;
+     * cluster: by the clusters; lockfree, sense: the round number) */
+    unsigned goal = (unsigned)a.first * nb, round_no = (unsigned)a.first;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (KIND == GS_STRATEGY_CLUSTER)
+        goal = (unsigned)a.first * gpusync::detail::grid_nclusters();
+#endif
     unsigned long long stale = 0;
     unsigned other = (unsigned)((b + 1 + threadIdx.x) % nb); /* the block this lane checks, round 0 */
     unsigned seen = 0, want = 0;                             /* the previous round's read, compared late */
     bool pending = false;
-    for (long long r = 0; r < a.rounds; r++) {
+    for (long long r = a.first; r < a.first + a.rounds; r++) {
         unsigned *buf = a.data + (r & 1) * nb;
-        const bool check = (r & (CANCEL_EVERY - 1)) == 0;
-        int *stop = a.stop + ((r / CANCEL_EVERY) & 1);
-        if (threadIdx.x == 0) {
+        if (threadIdx.x == 0)
             buf[b] = value_of(r, b);
-            if (check && b == 0)
-                *(volatile int *)stop = gs_cancel_requested(a.cancel);
-        }
         bool ok = true;
         if (KIND == GS_STRATEGY_LOCK)
             ok = gpusync::barrier_lock(&a.w->count, goal, a.error, a.timeout_ns);
@@ -107,8 +106,6 @@ template <int KIND, int POLL> __global__ void barrier_kernel(bench_args a)
             cg::this_grid().sync();
         if (!ok)
             return;
-        if (check && *(volatile int *)stop) /* the same value in every block: all leave */
-            break;
         if (a.verify && threadIdx.x < CHECKS) { /* plain loads: the barrier's acquire must make them current */
             stale += pending && seen != want;   /* round r - 1's read: bound before this block arrived at r */
             seen = buf[other];
@@ -185,12 +182,16 @@ gs_status cluster_shape(const void *k, int threads, int64_t blocks, int forced, 
     return GS_OK;
 }
 
+/* Each word the blocks share on its own 128-byte line, and the blocks' values from a line of their own: with
+ * `error` (read by every poller every 16 polls) on the line that blocks 0..25 wrote their values to each round,
+ * flat at 132 blocks took 1.157 us against 1.02-1.11 on a line of its own (H200, r254,
+ * benchmarks/probes/barrier_tree.cu's placement rows) -- a cost cooperative groups' barrier, which reads no error
+ * word, did not pay. */
 struct ws_t {
     gpusync::grid_barrier_words w;
-    int error;
-    int pad;
-    unsigned long long stale;
-    int stop[2];
+    alignas(128) int error;
+    alignas(128) unsigned long long stale;
+    alignas(128) char data[1]; /* (the values: 2 x blocks words from here) */
 };
 
 } // namespace
@@ -218,10 +219,10 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     memset(res, 0, sizeof *res);
     int64_t maxb = 0;
     int csize = 1;
-    /* More than one block per SM: more pollers than SMs share the counter's line with the arrivals, and
-     * the returning arrival (3: the last arriver skips the poll) measured 1.00x grid.sync at 1056 blocks
-     * on the H200 against 1.36x for 0; at one block per SM 0 measured 0.95x against 1.00x
-     * (benchmarks/results/barrier_H200.md, the [poll=N] rows). */
+    /* More than one block per SM: more pollers than SMs share the counter's line with the arrivals, and the
+     * returning arrival (3: the last arriver skips the poll) measured 0.98x grid.sync at 1056 blocks on the
+     * H200 against 1.39x for 0; at one block per SM 0 measured 0.92x against 0.97x for 3 (r257, interleaved
+     * rounds: benchmarks/probes/barrier_ab.py; benchmarks/results/barrier_H200.md, the [poll=N] rows). */
     const int poll = (int)gs_env_number(GS_ENV_BARRIER_POLL, blocks > dev->multiprocessors ? 3 : GPUSYNC_FLAT_POLL, NULL);
     const int forced = (int)gs_env_number(GS_ENV_BARRIER_CLUSTER, 0, NULL);
     if (s == GS_STRATEGY_CLUSTER && (dev->major < 9 || !dev->cluster_launch)) {
@@ -274,7 +275,7 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "too many blocks");
 
     const int64_t ngroups = (blocks + GPUSYNC_SENSE_GROUP - 1) / GPUSYNC_SENSE_GROUP;
-    const size_t words = sizeof(ws_t) + (size_t)blocks * 4 * 4 + (size_t)ngroups * GPUSYNC_SENSE_STRIDE * 4;
+    const size_t words = offsetof(ws_t, data) + (size_t)blocks * 4 * 4 + (size_t)ngroups * GPUSYNC_SENSE_STRIDE * 4;
     char *mem = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
     cudaStream_t sm = NULL;
@@ -294,10 +295,8 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     a.w = (gpusync::grid_barrier_words *)mem;
     a.verify = gs_env_number(GS_ENV_BARRIER_VERIFY, 1, NULL) != 0;
     a.error = &((ws_t *)mem)->error;
-    a.stop = ((ws_t *)mem)->stop;
-    a.cancel = gs_cuda_cancel_word();
     a.stale = &((ws_t *)mem)->stale;
-    a.data = (unsigned *)(mem + sizeof(ws_t));
+    a.data = (unsigned *)(mem + offsetof(ws_t, data));
     a.arrival = a.data + 2 * blocks;
     a.release = a.arrival + blocks;
     a.groups = a.release + blocks;
@@ -311,7 +310,7 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
         GS_CUDA_GOTO(cudaEventRecord(e0, sm));
         for (long long r = 0; r < rounds; r++) {
             relaunch_kernel<<<(unsigned)blocks, threads, 0, sm>>>(a, r);
-            if ((r & (CANCEL_EVERY - 1)) == 0 && gs_interrupt_poll()) /* launches are host work: stop them */
+            if ((r & 1023) == 0 && gs_interrupt_poll()) /* launches are host work: stop them */
                 break;
         }
         GS_CUDA_GOTO(cudaGetLastError());
@@ -339,22 +338,34 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
         res->us_per_barrier_graph = ms * 1000.0 / (reps * per);
     } else {
         void *args[] = {&a};
-        GS_CUDA_GOTO(cudaEventRecord(e0, sm));
-        if (s == GS_STRATEGY_COOPERATIVE)
-            GS_CUDA_GOTO(cudaLaunchCooperativeKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
-        else if (s == GS_STRATEGY_CLUSTER) {
-            gs_cluster_config cc((unsigned)csize, (unsigned)threads, 0, sm);
-            cc.cfg.gridDim = dim3((unsigned)blocks);
-            GS_CUDA_GOTO(cudaLaunchKernelExC(&cc.cfg, k, args));
-        } else
-            GS_CUDA_GOTO(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
-        GS_CUDA_GOTO(cudaEventRecord(e1, sm));
-        if ((st = gs_cuda_wait_event(e1)) != GS_OK)
-            goto fail;
-        GS_CUDA_GOTO(cudaEventElapsedTime(&ms, e0, e1));
-        res->us_per_barrier = ms * 1000.0 / rounds;
+        double total_ms = 0;
+        for (long long done = 0; done < rounds; done += CHUNK) { /* a wait, then Ctrl-C, between chunks */
+            a.first = done;
+            a.rounds = rounds - done < CHUNK ? rounds - done : CHUNK;
+            GS_CUDA_GOTO(cudaEventRecord(e0, sm));
+            if (s == GS_STRATEGY_COOPERATIVE)
+                GS_CUDA_GOTO(cudaLaunchCooperativeKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
+            else if (s == GS_STRATEGY_CLUSTER) {
+                gs_cluster_config cc((unsigned)csize, (unsigned)threads, 0, sm);
+                cc.cfg.gridDim = dim3((unsigned)blocks);
+                GS_CUDA_GOTO(cudaLaunchKernelExC(&cc.cfg, k, args));
+            } else
+                GS_CUDA_GOTO(cudaLaunchKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
+            GS_CUDA_GOTO(cudaEventRecord(e1, sm));
+            if ((st = gs_cuda_wait_event(e1)) != GS_OK) /* (an interrupt: KeyboardInterrupt) */
+                goto fail;
+            GS_CUDA_GOTO(cudaEventElapsedTime(&ms, e0, e1));
+            total_ms += ms;
+            if (done + a.rounds < rounds) { /* a block that timed out ends the run (its error word is set) */
+                int err = 0;
+                GS_CUDA_GOTO(cudaMemcpy(&err, &((ws_t *)mem)->error, sizeof err, cudaMemcpyDeviceToHost));
+                if (err)
+                    break;
+            }
+        }
+        res->us_per_barrier = total_ms * 1000.0 / rounds;
     }
-    GS_CUDA_GOTO(cudaMemcpy(&h, mem, sizeof h, cudaMemcpyDeviceToHost));
+    GS_CUDA_GOTO(cudaMemcpy(&h, mem, offsetof(ws_t, data), cudaMemcpyDeviceToHost)); /* (the words, not the values) */
     res->stale = (int64_t)h.stale;
     if (h.error)
         st = gs_spin_deadlock("grid barrier", s, "a block", "the others (a block never arrived)");
