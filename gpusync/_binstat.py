@@ -209,7 +209,9 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     and merges the blocks' states under per-bin global mutexes (parallel
     Welford merge); ``"global"`` takes the global per-bin mutex for every
     value; ``"auto"``.  On the CPU engine ``"privatized"`` runs as
-    ``"shared"`` (per-thread private bins).
+    ``"shared"``: private bins for each of a fixed number of parts of the
+    points (set by the points, the bins and the thread limit), added in part
+    order, so its sums are the same bits in every call.
 
     Returns ``(statistic, bin_edges, binnumber)``: float64 per bin, the edges
     (x's float dtype), and SciPy's int64 bin number of each value (0 below,

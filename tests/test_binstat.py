@@ -189,3 +189,37 @@ def test_cpu_bin_guess_matches_scipy_on_any_edges():
                 got = gs.binned_statistic(xx, vv, "mean", e)
             np.testing.assert_array_equal(got.binnumber, want.binnumber)
             np.testing.assert_allclose(got.statistic, want.statistic, rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("threads", [1, 3, 4])
+def test_cpu_shared_sums_in_part_order_run_after_run(threads, monkeypatch):
+    """The CPU engine's privatized strategy cuts the points into parts fixed by the points, the bins and the
+    thread limit (GPUSYNC_NUM_THREADS here), sums each part in element order and adds the parts in part
+    order: the sums are exactly that order's (NumPy's bincount a part, then the parts added one after the
+    other), the same in every call whichever threads ran them (they were merged under locks in the order the
+    threads finished, and the last bits changed from run to run)."""
+    monkeypatch.setenv("GPUSYNC_NUM_THREADS", str(threads))
+    rng = np.random.default_rng(50)
+    n, nb = 200_003, 50
+    x = rng.random(n)
+    v = rng.standard_normal(n) * 1e3 + rng.random(n) * 1e-3  # sums whose rounding depends on the order
+    with gs.use_backend("cpu"):
+        runs = [gs.binned_statistic(x, v, "sum", bins=nb, strategy="shared") for _ in range(4)]
+        mean = gs.binned_statistic(x, v, "mean", bins=nb, strategy="shared").statistic
+        std = [gs.binned_statistic(x, v, "std", bins=nb, strategy="shared").statistic for _ in range(3)]
+    for r in runs[1:]:
+        assert r.statistic.tobytes() == runs[0].statistic.tobytes()
+    assert std[1].tobytes() == std[0].tobytes() and std[2].tobytes() == std[0].tobytes()
+    parts = min(threads, n // nb)
+    starts = [p * (n // parts) + min(p, n % parts) for p in range(parts + 1)]
+    bn = runs[0].binnumber
+    want = np.zeros(nb)
+    count = np.zeros(nb)
+    for p in range(parts):
+        s = slice(starts[p], starts[p + 1])
+        want = want + np.bincount(bn[s] - 1, weights=v[s], minlength=nb)  # (x in [0, 1): bins 1 .. nb)
+        count += np.bincount(bn[s] - 1, minlength=nb)
+    np.testing.assert_array_equal(runs[0].statistic, want)
+    np.testing.assert_array_equal(mean, want / count)
+    ref = scipy.stats.binned_statistic(x, v, "std", bins=nb).statistic
+    np.testing.assert_allclose(std[0], ref, rtol=1e-12)

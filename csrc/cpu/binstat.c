@@ -1,13 +1,19 @@
-/* binned_statistic (CPU backend).  shared: each thread keeps a private state
- * per bin (no locks), then merges it into the global state under that bin's
- * spin lock (the parallel Welford merge); global: every value takes its
- * bin's lock.  The same rules as csrc/cuda/binstat.cu. */
+/* binned_statistic (CPU backend).  shared: the points are cut into P parts
+ * fixed by the points, the bins and the process's thread limit (parts_for),
+ * each part has a private state per bin (no locks), and the parts are merged
+ * bin by bin in part order (the parallel Welford merge) -- the same sums in the
+ * same order whichever threads run them, run after run (they merged under the
+ * bins' locks in whatever order the threads finished before, so the last bits
+ * of sums and means changed from run to run); global: every value takes its bin's lock,
+ * the seed's technique (its order is the threads').  The same rules as
+ * csrc/cuda/binstat.cu. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime in spin.h */
 #include "binning.h"
 #include "parallel.h"
 #include "spin.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +34,8 @@ typedef struct {
     double e0, enb, dnb; /* e[0], e[nb], (double)nb: in registers (a bin's state may alias the edges) */
     int stat;
     int64_t *binnumber;
-    bstate *g;
+    bstate *g;     /* global: the result's states; shared: the parts' (part p's bins at p * nb) */
+    int64_t n, parts;
     atomic_int *locks, error;
     int shared;
     int64_t timeout;
@@ -156,21 +163,17 @@ static void merge(bstate *g, const bstate *s, int stat)
         }                                                                                                     \
     } while (0)
 
-static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
+/* Points lo .. hi - 1 into `mine` (shared: a part's private states) or, when NULL, each under its bin's lock
+ * into c->g (global).  false after an interrupt. */
+static bool run_range(bctx *c, int tid, int64_t lo, int64_t hi, bstate *mine)
 {
-    bctx *c = (bctx *)ctx;
     bctx cv; /* the read-only fields (error and the locks through c: other threads write error) */
     memcpy(&cv, c, offsetof(bctx, locks));
     const int64_t sx = cv.sx, sv = cv.sv, nb = cv.nb;
     int64_t *const bn = cv.binnumber;
-    bstate *mine = c->shared ? calloc((size_t)c->nb, sizeof(bstate)) : NULL;
-    if (c->shared && !mine) {
-        atomic_store(&c->error, 2);
-        return;
-    }
     for (int64_t b = lo; b < hi; b += GS_CPU_CHUNK / 16) {
         if (gs_cpu_stop(tid))
-            break; /* an interrupt: the merge below still runs, the caller discards it */
+            return false; /* an interrupt: the caller discards the result */
         const int64_t end = hi - b < GS_CPU_CHUNK / 16 ? hi : b + GS_CPU_CHUNK / 16;
         if (mine) {
             if (cv.f32)
@@ -193,14 +196,52 @@ static void slice(void *ctx, int tid, int64_t lo, int64_t hi)
             }
         }
     }
-    if (mine) {
-        for (int64_t k = 0; k < c->nb; k++)
-            if (gs_spin_lock(&c->locks[k], &c->error, c->timeout)) {
-                merge(&c->g[k], &mine[k], c->stat);
-                gs_spin_unlock(&c->locks[k]);
-            }
-        free(mine);
-    }
+    return true;
+}
+
+static void global_slice(void *ctx, int tid, int64_t lo, int64_t hi) { run_range((bctx *)ctx, tid, lo, hi, NULL); }
+
+/* Point p * (n / P) + min(p, n % P): the first point of part p (no overflow for any n). */
+static inline int64_t part_start(int64_t n, int64_t parts, int64_t p)
+{
+    return p * (n / parts) + (p < n % parts ? p : n % parts);
+}
+
+/* shared: parts plo .. phi - 1, each into its own states. */
+static void part_slice(void *ctx, int tid, int64_t plo, int64_t phi)
+{
+    bctx *c = (bctx *)ctx;
+    for (int64_t p = plo; p < phi; p++)
+        if (!run_range(c, tid, part_start(c->n, c->parts, p), part_start(c->n, c->parts, p + 1), c->g + p * c->nb))
+            return;
+}
+
+/* shared: bins lo .. hi - 1 of parts 1 .. P - 1 merged into part 0's, in part order. */
+static void merge_slice(void *ctx, int tid, int64_t lo, int64_t hi)
+{
+    (void)tid;
+    bctx *c = (bctx *)ctx;
+    for (int64_t k = lo; k < hi; k++)
+        for (int64_t p = 1; p < c->parts; p++)
+            merge(&c->g[k], &c->g[p * c->nb + k], c->stat);
+}
+
+/* The number of parts of the shared strategy: the threads this process may use (gs_cpu_max_threads:
+ * GPUSYNC_NUM_THREADS or the cores), at most one part per nbins points (a part's states cost as much to clear
+ * and merge as nbins points), at most GS_CPU_BINSTAT_PARTS and GS_CPU_BINSTAT_CELLS states in all.  Never
+ * the threads a call runs on: the merge order, hence the rounding of sums, means and variances, is the same
+ * for every call on these points and bins in this process and in the next one with the same settings (the
+ * engine's thread choice depends on measured hand-off costs). */
+static int64_t parts_for(int64_t n, int64_t nbins)
+{
+    int64_t p = gs_cpu_max_threads();
+    if (p > n / nbins)
+        p = n / nbins;
+    if (p > GS_CPU_BINSTAT_PARTS)
+        p = GS_CPU_BINSTAT_PARTS;
+    if (p > GS_CPU_BINSTAT_CELLS / nbins)
+        p = GS_CPU_BINSTAT_CELLS / nbins;
+    return p < 1 ? 1 : p;
 }
 
 gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, const double *edges, int64_t nbins,
@@ -246,19 +287,28 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
     c.shared = strategy == GS_STRATEGY_SHARED;
     c.timeout = gs_spin_timeout_ns();
     atomic_init(&c.error, 0);
-    c.g = calloc((size_t)nbins, sizeof(bstate));
-    c.locks = calloc((size_t)nbins, sizeof(atomic_int));
-    if (!c.g || !c.locks) {
+    c.n = x->length;
+    c.parts = c.shared ? parts_for(x->length, nbins) : 1;
+    c.g = calloc((size_t)(nbins * c.parts), sizeof(bstate));
+    c.locks = c.shared ? NULL : calloc((size_t)nbins, sizeof(atomic_int));
+    if (!c.g || (!c.shared && !c.locks)) {
         free(c.g);
         free(c.locks);
-        return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for %lld bins", (long long)nbins);
+        return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for %lld bins", (long long)(nbins * c.parts));
     }
     gs_status st = GS_OK;
     if (x->length > 0) {
         int nthreads = gs_cpu_threads_for_cost(x->length, GS_CPU_NS_HIST);
-        while (c.shared && nthreads > 1 && (double)nthreads * nbins > (double)x->length)
-            nthreads--; /* private states cost nthreads * nbins to clear and merge */
-        st = gs_cpu_parallel_for(x->length, nthreads, slice, &c);
+        if (!c.shared) {
+            st = gs_cpu_parallel_for(x->length, nthreads, global_slice, &c);
+        } else {
+            if (nthreads > c.parts)
+                nthreads = (int)c.parts;
+            st = gs_cpu_parallel_for(c.parts, nthreads, part_slice, &c);
+            if (st == GS_OK && c.parts > 1)
+                st = gs_cpu_parallel_for(nbins, gs_cpu_threads_for_cost(nbins * c.parts, GS_CPU_NS_HIST), merge_slice,
+                                         &c);
+        }
     }
     double *out = (double *)result->data;
     for (int64_t k = 0; k < nbins; k++) {
@@ -279,8 +329,6 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
     const int err = atomic_load(&c.error);
     if (st != GS_OK)
         return st;
-    if (err == 2)
-        return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for per-thread bins");
     if (err)
         return gs_fail(GS_ERR_DEADLOCK, "binned_statistic: a thread waited more than %.0f ms for a bin's lock",
                        gs_spin_timeout_ns() / 1e6);

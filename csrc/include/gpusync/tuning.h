@@ -128,6 +128,11 @@
 /* CPU backend: private per-thread histograms above this many bins cost more
  * memory and merge time than atomics save; auto uses `global` beyond it. */
 #define GS_CPU_PRIVATE_MAX_BINS (1 << 20)
+/* binned_statistic's shared strategy on the CPU: the most parts the points are cut into (each with private
+ * states, merged in part order: csrc/cpu/binstat.c parts_for) -- the threads it can use (gs_cpu_max_threads
+ * is at most 64) -- and the most states of all parts together (24 bytes each: 384 MB). */
+#define GS_CPU_BINSTAT_PARTS 64
+#define GS_CPU_BINSTAT_CELLS (1 << 24)
 
 /* Reductions (sum, dot).  Threads per block of every reduction kernel, and
  * of the kernel or block that finishes the partials: fixed, because with
