@@ -154,7 +154,56 @@ __device__ __forceinline__ bool barrier_tree(const args &a, unsigned &round)
     return !__syncthreads_or(!ok);
 }
 
-enum { COOP, FLAT0, FLAT3, PIPE, TREE };
+/* split<C>: flat over C counters (block b arrives on counter b % C, a line each, with the returning
+ * atom.release); every block polls all C counters (relaxed loads issued together, one fence once all
+ * reached their goals).  Each line sees 1/C of the arrivals and the pollers' loads. */
+template <int C> __device__ __forceinline__ bool barrier_split(unsigned *count, unsigned &round, int *error)
+{
+    const unsigned r = ++round, nb = gridDim.x;
+    __syncthreads();
+    bool ok = true;
+    if (threadIdx.x == 0) {
+        const unsigned mine = blockIdx.x % C;
+        const unsigned old = detail::atom_release_add(&count[mine * LINE], 1u);
+        bool done[C];
+#pragma unroll
+        for (int c = 0; c < C; c++)
+            done[c] = false;
+        done[mine] = old + 1 == r * (nb / C + (mine < nb % C));
+        const unsigned long long start = globaltimer_ns();
+        for (unsigned spins = 0;; spins++) {
+            unsigned v[C];
+#pragma unroll
+            for (int c = 0; c < C; c++)
+                if (!done[c])
+                    v[c] = ld_relaxed(&count[c * LINE]);
+            bool all = true;
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                if (!done[c])
+                    done[c] = (int)(v[c] - r * (nb / C + ((unsigned)c < nb % C))) >= 0;
+                all = all && done[c];
+            }
+            if (all)
+                break;
+            if ((spins & 15) == 15) {
+                if (*(volatile int *)error) {
+                    ok = false;
+                    break;
+                }
+                if (globaltimer_ns() - start > 2000000000ull) {
+                    atomicExch(error, 1);
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        fence_acq_rel_gpu();
+    }
+    return !__syncthreads_or(!ok);
+}
+
+enum { COOP, FLAT0, FLAT3, PIPE, TREE, SPLIT2, SPLIT4 };
 
 template <int KIND, int K = 2, int D = 0> __global__ void __launch_bounds__(256) kern(args a)
 {
@@ -177,7 +226,9 @@ template <int KIND, int K = 2, int D = 0> __global__ void __launch_bounds__(256)
         else if (KIND == PIPE)
             ok = barrier_pipe<K, D>(a.count, goal, a.error);
         else
-            ok = barrier_tree(a, round);
+            ok = KIND == SPLIT2 ? barrier_split<2>(a.count, round, a.error)
+               : KIND == SPLIT4 ? barrier_split<4>(a.count, round, a.error)
+                                : barrier_tree(a, round);
         if (!ok)
             return;
         if ((a.verify & 1) && threadIdx.x < 4) {
@@ -343,6 +394,8 @@ int main(int argc, char **argv)
         {"tree 16", (const void *)kern<TREE>, 16},
         {"tree 32", (const void *)kern<TREE>, 32},
         {"tree 64", (const void *)kern<TREE>, 64},
+        {"split 2", (const void *)kern<SPLIT2>, 0},
+        {"split 4", (const void *)kern<SPLIT4>, 0},
     };
     int per = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, (const void *)kern<COOP>, 256, 0));

@@ -300,6 +300,7 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     a.arrival = a.data + 2 * blocks;
     a.release = a.arrival + blocks;
     a.groups = a.release + blocks;
+    a.first = 0;
     a.rounds = rounds;
     a.skip_block = skip_block;
     a.csize = csize;
