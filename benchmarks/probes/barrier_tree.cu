@@ -28,7 +28,7 @@
 // loop replicated with parts switched off (pkern: what its cancel check cost),
 // and the counter's placement on different lines (`replica` as the second
 // argument runs the replica rows alone).  Results:
-// benchmarks/results/barrier_designs_H200_r254_r256.txt.
+// benchmarks/results/barrier_designs_H200_r254_r259.txt.
 #include "probe_check.cuh"
 #include "gpusync/barrier.cuh"
 
