@@ -1,4 +1,6 @@
 """gs.binned_statistic against scipy.stats.binned_statistic."""
+import re
+
 import numpy as np
 import scipy.stats
 import pytest
@@ -223,3 +225,40 @@ def test_cpu_shared_sums_in_part_order_run_after_run(threads, monkeypatch):
     np.testing.assert_array_equal(mean, want / count)
     ref = scipy.stats.binned_statistic(x, v, "std", bins=nb).statistic
     np.testing.assert_allclose(std[0], ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "both", "none"])
+@pytest.mark.parametrize("strategy", ["shared", "global"])
+def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, monkeypatch):
+    """bins a number and range given: SciPy's check that x is finite comes from the CPU binning's own report
+    (no min / max pass over x: _minmax is not called), with SciPy's errors -- the NaN one first."""
+    from gpusync import _binstat
+
+    rng = np.random.default_rng(5)
+    x = rng.random(50_001).astype(dtype)
+    v = rng.standard_normal(50_001)
+    if bad in ("nan", "both"):
+        x[40_000] = np.nan
+    if bad in ("inf", "both"):
+        x[7] = np.inf
+    if bad == "-inf":
+        x[49_999] = -np.inf
+
+    def no_pass(*a, **k):
+        raise AssertionError("a min / max pass over x")
+
+    with gs.use_backend("cpu"):
+        gs.binned_statistic(v, v, "mean", bins=20)  # (the engine's lazy calibration reads x's min and max)
+        monkeypatch.setattr(_binstat, "_minmax", no_pass)
+        if bad != "none":  # SciPy raises a ValueError; gpusync's messages: the NaN one, else the non-finite one
+            with pytest.raises(ValueError):
+                scipy.stats.binned_statistic(x, v, "mean", bins=20, range=(0, 1))
+            want = _binstat.NAN_SAMPLE if bad in ("nan", "both") else "x contains non-finite values."
+            with pytest.raises(ValueError, match=re.escape(want)):
+                gs.binned_statistic(x, v, "mean", bins=20, range=(0, 1), strategy=strategy)
+            return
+        ref = scipy.stats.binned_statistic(x, v, "mean", bins=20, range=(0, 1))
+        got = gs.binned_statistic(x, v, "mean", bins=20, range=(0, 1), strategy=strategy)
+    np.testing.assert_allclose(got.statistic, ref.statistic, rtol=1e-12)
+    np.testing.assert_array_equal(got.binnumber, ref.binnumber)

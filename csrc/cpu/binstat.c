@@ -37,6 +37,7 @@ typedef struct {
     bstate *g;     /* global: the result's states; shared: the parts' (part p's bins at p * nb) */
     int64_t n, parts;
     atomic_int *locks, error;
+    atomic_int nonfinite; /* bit 0: x holds a NaN, bit 1: an inf (the report of csrc/cuda/binstat_priv.cu) */
     int shared;
     int64_t timeout;
 } bctx;
@@ -78,6 +79,12 @@ static inline int64_t bin_number(const bctx *c, double x)
             hi = mid;
     }
     return lo + 1;
+}
+
+/* The report's bits of an x that fell outside the bins (NaN: bin nb + 1; -inf: 0; +inf: nb + 1). */
+static inline int nonfinite_bits(double x)
+{
+    return x != x ? 1 : (x - x != 0.0 ? 2 : 0);
 }
 
 static inline void update(bstate *s, int stat, double v)
@@ -143,11 +150,14 @@ static void merge(bstate *g, const bstate *s, int stat)
     do {                                                                                                      \
         const TX *px = (const TX *)cv.x, *pv = (const TX *)cv.v;                                              \
         for (int64_t i = b; i < end; i++) {                                                                   \
-            const int64_t k = bin_number(&cv, (double)px[i * sx]);                                            \
+            const double xi = (double)px[i * sx];                                                             \
+            const int64_t k = bin_number(&cv, xi);                                                            \
             if (bn)                                                                                           \
                 bn[i] = k;                                                                                    \
-            if (k < 1 || k > nb)                                                                              \
+            if (k < 1 || k > nb) {                                                                            \
+                bad |= nonfinite_bits(xi);                                                                    \
                 continue;                                                                                     \
+            }                                                                                                 \
             const double v = (double)pv[i * sv];                                                              \
             bstate *st = &mine[k - 1];                                                                        \
             UPDATE;                                                                                           \
@@ -171,6 +181,7 @@ static bool run_range(bctx *c, int tid, int64_t lo, int64_t hi, bstate *mine)
     memcpy(&cv, c, offsetof(bctx, locks));
     const int64_t sx = cv.sx, sv = cv.sv, nb = cv.nb;
     int64_t *const bn = cv.binnumber;
+    int bad = 0; /* the report's bits of this range */
     for (int64_t b = lo; b < hi; b += GS_CPU_CHUNK / 16) {
         if (gs_cpu_stop(tid))
             return false; /* an interrupt: the caller discards the result */
@@ -187,8 +198,10 @@ static bool run_range(bctx *c, int tid, int64_t lo, int64_t hi, bstate *mine)
             const int64_t k = bin_number(&cv, x);
             if (bn)
                 bn[i] = k;
-            if (k < 1 || k > nb)
+            if (k < 1 || k > nb) {
+                bad |= nonfinite_bits(x);
                 continue;
+            }
             const double v = cv.f32 ? (double)((const float *)cv.v)[i * sv] : ((const double *)cv.v)[i * sv];
             if (gs_spin_lock(&c->locks[k - 1], &c->error, c->timeout)) {
                 update(&c->g[k - 1], cv.stat, v);
@@ -196,6 +209,8 @@ static bool run_range(bctx *c, int tid, int64_t lo, int64_t hi, bstate *mine)
             }
         }
     }
+    if (bad)
+        atomic_fetch_or(&c->nonfinite, bad);
     return true;
 }
 
@@ -248,7 +263,11 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
                                   double top, int statistic, gs_array *result, gs_array *binnumber,
                                   gs_array *nonfinite, gs_strategy strategy, void *stream, gs_strategy *used)
 {
-    (void)stream, (void)nonfinite; /* (no one-pass report here: the caller checks x itself) */
+    (void)stream;
+    /* nonfinite (optional): one int32 on the host, set to the report's bits -- SciPy's check that x is finite
+     * (bins a number) from the binning itself, where it cost a min / max pass over x before */
+    if (nonfinite && (nonfinite->device != GS_HOST || nonfinite->dtype != GS_INT32 || nonfinite->length < 1))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "binned_statistic: nonfinite must be one int32 on the host");
     if (statistic < 0 || statistic >= GS_STAT_KINDS)
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "unknown statistic %d", statistic);
     if (nbins < 1)
@@ -287,6 +306,7 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
     c.shared = strategy == GS_STRATEGY_SHARED;
     c.timeout = gs_spin_timeout_ns();
     atomic_init(&c.error, 0);
+    atomic_init(&c.nonfinite, 0);
     c.n = x->length;
     c.parts = c.shared ? parts_for(x->length, nbins) : 1;
     c.g = calloc((size_t)(nbins * c.parts), sizeof(bstate));
@@ -326,6 +346,8 @@ gs_status gs_cpu_binned_statistic(const gs_array *x, const gs_array *values, con
     }
     free(c.g);
     free(c.locks);
+    if (nonfinite)
+        *(int32_t *)nonfinite->data = atomic_load(&c.nonfinite);
     const int err = atomic_load(&c.error);
     if (st != GS_OK)
         return st;
