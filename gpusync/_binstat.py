@@ -398,7 +398,7 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
     if defer:
         if on_device and one_pass:
             _check_nonfinite(int(Lib.of(xv.lib).to_host(nf)[0]), [0])  # synchronize! (after the launch)
-        elif not on_device and plan["engine"] == "cpu":  # (every point binned by the CPU call, which reported)
+        elif not on_device and plan["engine"] in ("caller", "cpu"):  # (every point binned by the C call: reported)
             _check_nonfinite(int(nf[0]), [0])
         else:
             _check_finite(*_minmax(xv), x_dtype)  # synchronize! (after the statistic's launch)

@@ -230,20 +230,21 @@ def test_cpu_shared_sums_in_part_order_run_after_run(threads, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "both", "none"])
 @pytest.mark.parametrize("strategy", ["shared", "global"])
-def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, monkeypatch):
+@pytest.mark.parametrize("size", ["small", "large"])  # the calling thread alone; the pool
+def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, size, monkeypatch):
     """bins a number and range given: SciPy's check that x is finite comes from the CPU binning's own report
     (no min / max pass over x: _minmax is not called), with SciPy's errors -- the NaN one first."""
     from gpusync import _binstat
 
     rng = np.random.default_rng(5)
-    x = rng.random(50_001).astype(dtype)
-    v = rng.standard_normal(50_001)
+    x = rng.random(400_001 if size == "large" else 300).astype(dtype)
+    v = rng.standard_normal(x.size)
     if bad in ("nan", "both"):
-        x[40_000] = np.nan
+        x[-50] = np.nan
     if bad in ("inf", "both"):
         x[7] = np.inf
     if bad == "-inf":
-        x[49_999] = -np.inf
+        x[-2] = -np.inf
 
     def no_pass(*a, **k):
         raise AssertionError("a min / max pass over x")
@@ -260,5 +261,6 @@ def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, monkeyp
             return
         ref = scipy.stats.binned_statistic(x, v, "mean", bins=20, range=(0, 1))
         got = gs.binned_statistic(x, v, "mean", bins=20, range=(0, 1), strategy=strategy)
+        assert gs.last_plan()["engine"] in (("caller",) if size == "small" else ("caller", "cpu"))
     np.testing.assert_allclose(got.statistic, ref.statistic, rtol=1e-12)
     np.testing.assert_array_equal(got.binnumber, ref.binnumber)
