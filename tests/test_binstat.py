@@ -264,3 +264,16 @@ def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, size, m
         assert gs.last_plan()["engine"] in (("caller",) if size == "small" else ("caller", "cpu"))
     np.testing.assert_allclose(got.statistic, ref.statistic, rtol=1e-12)
     np.testing.assert_array_equal(got.binnumber, ref.binnumber)
+
+
+def test_cpu_small_input_is_one_running_sum_as_scipy():
+    """A small input stays one part on CPU threads (at most one part per GS_CPU_BINSTAT_MIN_PART points):
+    SciPy's one running sum, whose inf a split into parts would turn into inf + -inf = NaN (review50b)."""
+    x = np.linspace(0, 1, 8, endpoint=False)
+    v = np.array([1e308] * 4 + [-1e308] * 4)
+    with gs.use_backend("cpu"):
+        for stat in ("sum", "mean"):
+            got = gs.binned_statistic(x, v, stat, bins=1, strategy="shared").statistic
+            with np.errstate(over="ignore", invalid="ignore"):
+                want = scipy.stats.binned_statistic(x, v, stat, bins=1).statistic
+            np.testing.assert_array_equal(got, want)

@@ -243,7 +243,8 @@ static void merge_slice(void *ctx, int tid, int64_t lo, int64_t hi)
 
 /* The number of parts of the shared strategy: the threads this process may use (gs_cpu_max_threads:
  * GPUSYNC_NUM_THREADS or the cores), at most one part per nbins points (a part's states cost as much to clear
- * and merge as nbins points), at most GS_CPU_BINSTAT_PARTS and GS_CPU_BINSTAT_CELLS states in all.  Never
+ * and merge as nbins points) and per GS_CPU_BINSTAT_MIN_PART points, at most GS_CPU_BINSTAT_PARTS parts and
+ * GS_CPU_BINSTAT_CELLS states in all.  Never
  * the threads a call runs on: the merge order, hence the rounding of sums, means and variances, is the same
  * for every call on these points and bins in this process and in the next one with the same settings (the
  * engine's thread choice depends on measured hand-off costs). */
@@ -252,6 +253,8 @@ static int64_t parts_for(int64_t n, int64_t nbins)
     int64_t p = gs_cpu_max_threads();
     if (p > n / nbins)
         p = n / nbins;
+    if (p > n / GS_CPU_BINSTAT_MIN_PART)
+        p = n / GS_CPU_BINSTAT_MIN_PART;
     if (p > GS_CPU_BINSTAT_PARTS)
         p = GS_CPU_BINSTAT_PARTS;
     if (p > GS_CPU_BINSTAT_CELLS / nbins)

@@ -222,9 +222,10 @@ gs_status gs_cuda_read_flag(const int *d_flag, cudaStream_t s, int *flag);
  * call gs_interrupt_poll() between polls.  On an interrupt they raise the
  * process-wide device cancel word -- one int of mapped, portable pinned host
  * memory that every device can read -- and keep waiting: the work must drain
- * before its buffers are freed.  Kernels that can run without bound (the
- * barrier benchmark's rounds, the mutex counter demo) read the cancel word
- * through gs_cuda_cancel_word() every few rounds / blocks and stop; other
+ * before its buffers are freed.  Kernels that can run without bound read the
+ * cancel word through gs_cuda_cancel_word() (the mutex counter demo, every
+ * few blocks) or are cut into bounded launches with the interrupt looked for
+ * between them (the barrier benchmark: at most 2^16 rounds a launch); other
  * kernels are bounded by their data and finish.  When the work has drained,
  * the word is lowered and the wait returns GS_ERR_INTERRUPTED (the binding
  * raises KeyboardInterrupt and the next call starts clean). */

@@ -128,11 +128,14 @@
 /* CPU backend: private per-thread histograms above this many bins cost more
  * memory and merge time than atomics save; auto uses `global` beyond it. */
 #define GS_CPU_PRIVATE_MAX_BINS (1 << 20)
-/* binned_statistic's shared strategy on the CPU: the most parts the points are cut into (each with private
- * states, merged in part order: csrc/cpu/binstat.c parts_for) -- the threads it can use (gs_cpu_max_threads
- * is at most 64) -- and the most states of all parts together (24 bytes each: 384 MB). */
+/* binned_statistic's shared strategy on the CPU (csrc/cpu/binstat.c parts_for): the most parts the points are
+ * cut into (each with private states, merged in part order) -- the threads it can use (gs_cpu_max_threads is
+ * at most 64); the fewest points a part (below ~25 us of binning a hand-off to another thread does not pay,
+ * and small inputs stay one part: SciPy's one running sum, e.g. its inf where +-1e308 partial sums of two
+ * parts would meet as NaN); and the most states of all parts together (32 bytes each: 256 MiB). */
 #define GS_CPU_BINSTAT_PARTS 64
-#define GS_CPU_BINSTAT_CELLS (1 << 24)
+#define GS_CPU_BINSTAT_MIN_PART 16384
+#define GS_CPU_BINSTAT_CELLS (1 << 23)
 
 /* Reductions (sum, dot).  Threads per block of every reduction kernel, and
  * of the kernel or block that finishes the partials: fixed, because with
