@@ -212,7 +212,7 @@ def test_cpu_shared_sums_in_part_order_run_after_run(threads, monkeypatch):
     for r in runs[1:]:
         assert r.statistic.tobytes() == runs[0].statistic.tobytes()
     assert std[1].tobytes() == std[0].tobytes() and std[2].tobytes() == std[0].tobytes()
-    parts = min(threads, n // nb)
+    parts = min(threads, n // (4 * nb), n // 16384)
     starts = [p * (n // parts) + min(p, n % parts) for p in range(parts + 1)]
     bn = runs[0].binnumber
     want = np.zeros(nb)
