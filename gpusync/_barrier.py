@@ -18,8 +18,9 @@ def _positive_int(v, name):
 
 
 def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
-    """Run `rounds` grid barriers of `strategy` in one persistent kernel and
-    return the latency per barrier.
+    """Run `rounds` grid barriers of `strategy` in persistent kernels (up to
+    2^16 rounds a launch, Ctrl-C looked for between launches) and return the
+    latency per barrier.
 
     Strategies: ``"lock"`` and ``"lockfree"`` (the original article's on
     inter-block barriers, with its missing fences and bugs fixed), ``"sense"`` (ours: a combining tree of group

@@ -1,6 +1,6 @@
 /*
- * barrier_benchmark (CUDA backend): `rounds` grid barriers in one persistent
- * kernel, each round checked.  In round r every block writes a value into
+ * barrier_benchmark (CUDA backend): `rounds` grid barriers in persistent
+ * kernels of up to CHUNK rounds each (see CHUNK), each round checked.  In round r every block writes a value into
  * buffer r % 2; after the barrier the first lanes of every block read other
  * blocks' values of round r and count the stale ones.  (Two buffers: round
  * r + 1 writes the other one, and round r + 2 -- which reuses this one --

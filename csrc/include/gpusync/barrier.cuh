@@ -45,6 +45,11 @@
  *             cudaOccupancyMaxActiveClusters clusters.
  * (The sixth, cooperative groups' this_grid().sync(), needs no words.)
  *
+ * A kernel may also go on from the rounds of an earlier launch on the same
+ * words (counters are monotone, never reset): start `goal` at rounds x
+ * gridDim.x (lock, flat; cluster: x the clusters) and `round` at rounds
+ * (lockfree, sense) -- what csrc/cuda/barrier.cu's benchmark does.
+ *
  * Self-contained (no host headers): compiles under NVRTC too.
  */
 #ifndef GPUSYNC_BARRIER_CUH
