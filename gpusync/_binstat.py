@@ -383,13 +383,15 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
 
     # the privatized kernel and the CPU engine report NaN / inf x as they bin them (SciPy's check without a
     # second read of x: a min / max pass was 14 of 74 ms of a 10^7-point host call on one thread)
-    nf = (Lib.of(xv.lib).empty(1, np.int32, xv.device) if on_device else np.zeros(1, np.int32)) if defer else None
+    nf = flag = None
+    if defer:
+        nf = Lib.of(xv.lib).empty(1, np.int32, xv.device) if on_device else np.zeros(1, np.int32)
+        flag = _arrays.as_input(nf, "nonfinite").desc() if on_device else nf
+    reporter = "cuda" if on_device else "cpu"  # (the engine that bins x where x lives)
 
     def call(be, ins, outs, s, stream):
-        flag = None
-        if nf is not None and be == ("cuda" if on_device else "cpu"):
-            flag = _arrays.as_input(nf, "nonfinite").desc() if on_device else nf
-        return _core.binned_statistic(be, ins[0], ins[1], e64, top, stat_code, outs[0], outs[1], flag, s, stream)
+        return _core.binned_statistic(be, ins[0], ins[1], e64, top, stat_code, outs[0], outs[1],
+                                      flag if be == reporter else None, s, stream)
 
     result, binnumber = _dispatch.run("binned_statistic", [xd, vd], [(nb, np.float64), (n, np.int64)], call,
                                       strategy=strategy, names=["x", "values"], bins=nb)

@@ -4,8 +4,8 @@
  * bin by bin in part order (the parallel Welford merge) -- the same sums in the
  * same order whichever threads run them, run after run (they merged under the
  * bins' locks in whatever order the threads finished before, so the last bits
- * of sums and means changed from run to run); global: every value takes its bin's lock,
- * the seed's technique (its order is the threads').  The same rules as
+ * of sums and means changed from run to run); global: every value takes its
+ * bin's lock, the seed's technique (its order is the threads').  The same rules as
  * csrc/cuda/binstat.cu. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime in spin.h */
 #include "binning.h"
@@ -242,14 +242,13 @@ static void merge_slice(void *ctx, int tid, int64_t lo, int64_t hi)
 }
 
 /* The number of parts of the shared strategy: the threads this process may use (gs_cpu_max_threads:
- * GPUSYNC_NUM_THREADS or the cores), at most one part per 4 x nbins points (a part's states cost about as much
- * to clear and merge as nbins points: the parts' states at most a quarter of the points' work, also where the
- * engine runs fewer threads than the parts -- a call the cost model keeps on one thread under a limit of 64
- * took 3.5-5x the old time with one part per nbins points, review50) and per GS_CPU_BINSTAT_MIN_PART points, at most GS_CPU_BINSTAT_PARTS parts and
- * GS_CPU_BINSTAT_CELLS states in all.  Never
- * the threads a call runs on: the merge order, hence the rounding of sums, means and variances, is the same
- * for every call on these points and bins in this process and in the next one with the same settings (the
- * engine's thread choice depends on measured hand-off costs). */
+ * GPUSYNC_NUM_THREADS or the cores); at most one part per 4 x nbins points (a part's states cost about as
+ * much to clear and merge as nbins points: at most a quarter of the points' work, also where the engine runs
+ * fewer threads than parts -- one part per nbins points took 3.5-5x the old time under a limit of 64 on one
+ * thread, review50) and per GS_CPU_BINSTAT_MIN_PART points; at most GS_CPU_BINSTAT_PARTS parts and
+ * GS_CPU_BINSTAT_CELLS states in all.  Never the threads a call runs on: the merge order, hence the rounding
+ * of sums, means and variances, is the same for every call on these points and bins in this process and in
+ * the next one with the same settings (the engine's thread choice depends on measured hand-off costs). */
 static int64_t parts_for(int64_t n, int64_t nbins)
 {
     int64_t p = gs_cpu_max_threads();

@@ -1,7 +1,7 @@
 /*
  * barrier_benchmark (CUDA backend): `rounds` grid barriers in persistent
- * kernels of up to CHUNK rounds each (see CHUNK), each round checked.  In round r every block writes a value into
- * buffer r % 2; after the barrier the first lanes of every block read other
+ * kernels of up to CHUNK rounds each, each round checked.  In round r every
+ * block writes a value into buffer r % 2; after the barrier the first lanes of every block read other
  * blocks' values of round r and count the stale ones.  (Two buffers: round
  * r + 1 writes the other one, and round r + 2 -- which reuses this one --
  * starts only after every block has passed barrier r + 1, i.e. finished its
@@ -182,11 +182,11 @@ gs_status cluster_shape(const void *k, int threads, int64_t blocks, int forced, 
     return GS_OK;
 }
 
-/* Each word the blocks share on its own 128-byte line, and the blocks' values from a line of their own: with
- * `error` (read by every poller every 16 polls) on the line that blocks 0..25 wrote their values to each round,
- * flat at 132 blocks took 1.157 us against 1.02-1.11 on a line of its own (H200, r254,
- * benchmarks/probes/barrier_tree.cu's placement rows) -- a cost cooperative groups' barrier, which reads no error
- * word, did not pay. */
+/* Each word the blocks share on its own 128-byte line, and the blocks' values from a line of their own.  In the
+ * probe, `error` (read by every poller every 16 polls) on the line blocks 0..25 wrote their values to cost flat
+ * 1.157 us a barrier at 132 blocks against 1.02-1.11 on a line of its own (H200, r254,
+ * benchmarks/probes/barrier_tree.cu's placement rows); in this benchmark the layout alone measured within noise
+ * (r255: 1.237 -> 1.230 us), the cancel check (CHUNK's comment) was the cost. */
 struct ws_t {
     gpusync::grid_barrier_words w;
     alignas(128) int error;

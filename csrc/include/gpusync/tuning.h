@@ -129,8 +129,8 @@
  * memory and merge time than atomics save; auto uses `global` beyond it. */
 #define GS_CPU_PRIVATE_MAX_BINS (1 << 20)
 /* binned_statistic's shared strategy on the CPU (csrc/cpu/binstat.c parts_for): the most parts the points are
- * cut into (each with private states, merged in part order) -- the threads it can use (gs_cpu_max_threads is
- * at most 64); the fewest points a part (below ~25 us of binning a hand-off to another thread does not pay,
+ * cut into (each with private states, merged in part order) -- the threads it can use (gs_cpu_max_threads:
+ * the cores, at most 64, unless GPUSYNC_NUM_THREADS asks for more); the fewest points a part (below ~25 us of binning a hand-off to another thread does not pay,
  * and small inputs stay one part: SciPy's one running sum, e.g. its inf where +-1e308 partial sums of two
  * parts would meet as NaN); and the most states of all parts together (32 bytes each: 256 MiB). */
 #define GS_CPU_BINSTAT_PARTS 64
