@@ -18,9 +18,9 @@ def _positive_int(v, name):
 
 
 def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
-    """Run `rounds` grid barriers of `strategy` in persistent kernels (up to
-    2^16 rounds a launch, Ctrl-C looked for between launches) and return the
-    latency per barrier.
+    """Run `rounds` grid barriers of `strategy` in persistent kernels
+    (launches of about 0.1 s each, Ctrl-C looked for between launches) and
+    return the latency per barrier.
 
     Strategies: ``"lock"`` and ``"lockfree"`` (the original article's on
     inter-block barriers, with its missing fences and bugs fixed), ``"sense"`` (ours: a combining tree of group
@@ -50,7 +50,9 @@ def barrier_benchmark(strategy, blocks=None, threads=256, rounds=10000):
     Returns a dict: strategy (the one that ran), note (auto's fallback, or
     ""), blocks, threads, cluster (blocks per cluster, else 0), max_blocks,
     rounds, us_per_barrier,
-    us_per_barrier_graph (relaunch), stale (0).
+    us_per_barrier_graph (relaunch), launches (the kernel launches that ran
+    the rounds: persistent kernels, the chunks; relaunch, one a round; CPU
+    threads, 1), stale (0).
     """
     _dispatch.check_strategy("barrier_benchmark", strategy)
     blocks = None if blocks is None else _positive_int(blocks, "blocks")

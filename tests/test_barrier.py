@@ -12,7 +12,7 @@ def test_cpu_barriers_verify_every_round():
     with gs.use_backend("cpu"):
         for s in OURS:
             r = gs.barrier_benchmark(s, blocks=2, rounds=300)
-            assert r["stale"] == 0 and r["us_per_barrier"] > 0 and r["blocks"] == 2
+            assert r["stale"] == 0 and r["us_per_barrier"] > 0 and r["blocks"] == 2 and r["launches"] == 1
         with pytest.raises(ValueError, match="needs the cuda backend"):
             gs.barrier_benchmark("cooperative")
         with pytest.raises(gs.CooperativeLaunchError, match="at most"):
@@ -58,14 +58,29 @@ def test_gpu_barriers_verify_every_round(strategy):
 @pytest.mark.gpu
 @pytest.mark.parametrize("strategy", OURS + ["cooperative"])
 def test_gpu_rounds_over_several_launches_verify(strategy):
-    """More rounds than one launch runs (the host launches chunks of 2**16 and looks for Ctrl-C between
-    them): each launch goes on from the counters the ones before it left -- every round of every chunk
-    verified, the per-barrier time over all of them."""
+    """More rounds than one launch runs (the host launches chunks -- 2**12 rounds, then about 0.1 s each,
+    at most 2**16 -- and looks for Ctrl-C between them): each launch goes on from the counters the ones
+    before it left -- every round of every chunk verified, the per-barrier time over all of them."""
     with gs.use_backend("cuda"):
         sms = gs.device_info()["multiprocessors"]
         rounds = 2 * (1 << 16) + 3
         r = gs.barrier_benchmark(strategy, blocks=sms, rounds=rounds)
         assert r["stale"] == 0 and r["rounds"] == rounds and 0 < r["us_per_barrier"] < 100
+        assert 3 <= r["launches"] <= rounds  # 2**12 first, then at most 2**16 a launch
+
+
+@pytest.mark.gpu
+def test_gpu_chunks_sized_by_time_at_the_co_resident_maximum():
+    """At the co-resident maximum a round of the lock barrier costs several us: the launches after the first
+    are sized to about 0.1 s each from the time its rounds took, so that Ctrl-C (looked for between launches)
+    is seen within about 0.1 s -- not after 2**16 rounds."""
+    with gs.use_backend("cuda"):
+        maxb = gs.barrier_benchmark("lock", rounds=10)["max_blocks"]
+        r = gs.barrier_benchmark("lock", blocks=maxb, rounds=1 << 17)
+        assert r["stale"] == 0 and r["rounds"] == 1 << 17
+        total_s = r["us_per_barrier"] * r["rounds"] / 1e6
+        ideal = max(total_s / 0.1, ((1 << 17) - (1 << 12)) / (1 << 16))  # launches after the first
+        assert max(3, 0.5 * ideal) <= r["launches"] <= 2 + 2 * ideal, (r, total_s)
 
 
 @pytest.mark.gpu

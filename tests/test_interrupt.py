@@ -97,6 +97,17 @@ def test_gpu_barrier_benchmark_stops_on_sigint(strategy):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("strategy", ["lock", "sense", "cooperative"])
+def test_gpu_barrier_benchmark_stops_on_sigint_at_the_co_resident_maximum(strategy):
+    """Thousands of blocks make a round cost several us: the launches are sized by time, not 2**16 rounds."""
+    with gs.use_backend("cuda"):
+        maxb = gs.barrier_benchmark(strategy, rounds=10)["max_blocks"]
+        assert_stops(lambda: gs.barrier_benchmark(strategy, blocks=maxb, rounds=10**12))
+        r = gs.barrier_benchmark(strategy, blocks=maxb, rounds=1000)  # the next call works
+        assert r["stale"] == 0 and r["rounds"] == 1000
+
+
+@pytest.mark.gpu
 def test_gpu_mutex_counter_stops_on_sigint():
     with gs.use_backend("cuda"):
         assert_stops(lambda: demo.mutex_counter(blocks=10**7))

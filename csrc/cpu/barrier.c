@@ -170,6 +170,7 @@ gs_status gs_cpu_barrier_benchmark(gs_strategy s, int64_t blocks, int threads, i
     res->max_blocks = maxb;
     res->rounds = rounds;
     res->threads = 1;
+    res->launches = 1;
     res->cluster = s == GS_STRATEGY_CLUSTER ? GROUP : 0;
     res->used = s;
     if (blocks > maxb)

@@ -50,13 +50,18 @@ struct bench_args {
 
 #define CHECKS 4 /* lanes per block that check another block's value */
 
-/* Interrupts: the host launches the rounds in chunks of at most CHUNK (each launch goes on from the rounds
- * before it: the counters are monotone, and every block starts from the state `first` rounds leave) and looks
- * for Ctrl-C between them -- a quarter of a second at 4 us a barrier.  The kernel itself reads no cancel word:
+/* Interrupts: the host launches the rounds in chunks (each launch goes on from the rounds before it: the
+ * counters are monotone, and every block starts from the state `first` rounds leave) and looks for Ctrl-C
+ * between them.  The chunks are sized by time: the first runs FIRST_CHUNK rounds, each later one the rounds
+ * that CHUNK_MS take at the mean time a round of the chunks before it took (at least 1, at most CHUNK), so
+ * that a wait is about CHUNK_MS whatever a round costs -- 1 us at 132 blocks or tens of us with thousands of
+ * blocks, where a fixed 2^16 rounds ran for seconds.  The kernel itself reads no cancel word:
  * the check every 1024 rounds it used to make (block 0 copying the host's cancel word into a word every block
  * read after the barrier) cost 0.08 us a round at 132 blocks and 0.13 at 1056 on the H200, more than the
  * arithmetic explains, and as much to every strategy (r256, benchmarks/probes/barrier_tree.cu's replica rows). */
 #define CHUNK (1LL << 16)
+#define FIRST_CHUNK (1LL << 12)
+#define CHUNK_MS 100.0
 
 __device__ __forceinline__ unsigned value_of(long long round, unsigned block)
 {
@@ -311,6 +316,7 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
         GS_CUDA_GOTO(cudaEventRecord(e0, sm));
         for (long long r = 0; r < rounds; r++) {
             relaunch_kernel<<<(unsigned)blocks, threads, 0, sm>>>(a, r);
+            res->launches++;
             if ((r & 1023) == 0 && gs_interrupt_poll()) /* launches are host work: stop them */
                 break;
         }
@@ -340,9 +346,10 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
     } else {
         void *args[] = {&a};
         double total_ms = 0;
-        for (long long done = 0; done < rounds; done += CHUNK) { /* a wait, then Ctrl-C, between chunks */
+        long long done = 0, chunk = FIRST_CHUNK;
+        for (; done < rounds; done += a.rounds) { /* a wait, then Ctrl-C, between chunks */
             a.first = done;
-            a.rounds = rounds - done < CHUNK ? rounds - done : CHUNK;
+            a.rounds = rounds - done < chunk ? rounds - done : chunk;
             GS_CUDA_GOTO(cudaEventRecord(e0, sm));
             if (s == GS_STRATEGY_COOPERATIVE)
                 GS_CUDA_GOTO(cudaLaunchCooperativeKernel(k, dim3((unsigned)blocks), dim3(threads), args, 0, sm));
@@ -357,14 +364,22 @@ extern "C" gs_status gs_cuda_barrier_benchmark(gs_strategy s, int64_t blocks, in
                 goto fail;
             GS_CUDA_GOTO(cudaEventElapsedTime(&ms, e0, e1));
             total_ms += ms;
+            res->launches++;
             if (done + a.rounds < rounds) { /* a block that timed out ends the run (its error word is set) */
                 int err = 0;
-                GS_CUDA_GOTO(cudaMemcpy(&err, &((ws_t *)mem)->error, sizeof err, cudaMemcpyDeviceToHost));
-                if (err)
+                GS_CUDA_GOTO(cudaMemcpyAsync(&err, &((ws_t *)mem)->error, sizeof err, cudaMemcpyDeviceToHost, sm));
+                if ((st = gs_cuda_wait_stream(sm)) != GS_OK)
+                    goto fail;
+                if (err) {
+                    done += a.rounds;
                     break;
+                }
+                const double per = total_ms / (double)(done + a.rounds); /* ms a round so far */
+                const double want = per > 0 ? CHUNK_MS / per : (double)CHUNK;
+                chunk = want >= (double)CHUNK ? CHUNK : want < 1 ? 1 : (long long)want;
             }
         }
-        res->us_per_barrier = total_ms * 1000.0 / rounds;
+        res->us_per_barrier = done > 0 ? total_ms * 1000.0 / (double)done : 0; /* the rounds that ran */
     }
     GS_CUDA_GOTO(cudaMemcpy(&h, mem, offsetof(ws_t, data), cudaMemcpyDeviceToHost)); /* (the words, not the values) */
     res->stale = (int64_t)h.stale;

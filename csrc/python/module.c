@@ -713,11 +713,11 @@ static PyObject *py_barrier_benchmark(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (!gs_done(st))
         return NULL;
-    return Py_BuildValue("{s:s,s:s,s:L,s:i,s:i,s:L,s:L,s:d,s:d,s:L}", "strategy", gs_strategy_name(r.used),
+    return Py_BuildValue("{s:s,s:s,s:L,s:i,s:i,s:L,s:L,s:d,s:d,s:L,s:L}", "strategy", gs_strategy_name(r.used),
                          "note", r.note, "blocks", (long long)r.blocks,
                          "threads", r.threads, "cluster", r.cluster, "max_blocks", (long long)r.max_blocks, "rounds", (long long)r.rounds,
                          "us_per_barrier", r.us_per_barrier, "us_per_barrier_graph", r.us_per_barrier_graph, "stale",
-                         (long long)r.stale);
+                         (long long)r.stale, "launches", (long long)r.launches);
 }
 
 static PyObject *py_cumsum(PyObject *self, PyObject *args)

@@ -177,6 +177,8 @@ typedef struct gs_barrier_result {
     double us_per_barrier;       /* persistent kernel (relaunch: launches in a stream) */
     double us_per_barrier_graph; /* relaunch: launches replayed from a CUDA graph; else 0 */
     int64_t stale;               /* checks that read another block's old value: must be 0 */
+    int64_t launches;            /* kernel launches that ran the rounds (persistent kernels: the host's chunks,
+                                    sized to about 0.1 s each; relaunch: one a round); CPU threads: 1 */
     gs_strategy used;            /* the strategy that ran (auto resolved) */
     char note[192];              /* why auto fell back to relaunch (cluster to flat), or "" */
 } gs_barrier_result;
