@@ -480,6 +480,40 @@ class _StreamHandle:
         return (0, self.handle)
 
 
+_FTZ_CASTS = {(np.dtype(np.float32), np.dtype(np.float64)), (np.dtype(np.float64), np.dtype(np.float32))}
+_FTZ_SOURCES = {  # exact float32 <-> float64 by integer arithmetic on the bits (no float32 operation to flush)
+    "f32_f64": ("uint32 u", "float64 y", """
+        const unsigned int m = u & 0x7fffffu;
+        if ((u & 0x7f800000u) == 0u && m != 0u) {  /* a subnormal: m x 2^-149 (float64 never flushes) */
+            const double d = ldexp((double)m, -149);
+            y = (u >> 31) ? -d : d;
+        } else {
+            y = (double)__uint_as_float(u);
+        }"""),
+    "f64_f32": ("uint64 u", "uint32 y", """
+        const double d = __longlong_as_double((long long)u), a = fabs(d);
+        const unsigned int s = (unsigned int)(u >> 32) & 0x80000000u;
+        if (a < ldexp(1.0, -126)) {  /* below float32's least normal: |d| x 2^149 rounded half to even */
+            y = s | (unsigned int)rint(ldexp(a, 149));
+        } else {
+            y = __float_as_uint(__double2float_rn(d));  /* a normal result (or inf / NaN): nothing flushed */
+        }"""),
+}
+_ftz_kernels: dict = {}
+
+
+def _ftz_free_kernel(cp, src, dst):
+    """CuPy's kernel for an exact float32 <-> float64 conversion of a's bits (compiled once)."""
+    key = "f32_f64" if src == np.float32 else "f64_f32"
+    k = _ftz_kernels.get(key)
+    if k is None:
+        params, out, body = _FTZ_SOURCES[key]
+        ek = cp.ElementwiseKernel(params, out, body, "gpusync_" + key)
+        k = ek if key == "f32_f64" else (lambda v: ek(v).view(cp.float32))
+        _ftz_kernels[key] = k
+    return k
+
+
 class _CuPy:
     def __init__(self):
         import cupy
@@ -543,6 +577,12 @@ class _CuPy:
             return bool(self.cp.cuda.get_current_stream().is_capturing())
 
     def astype(self, a, dtype):
+        """a in `dtype`, exactly: CuPy builds its kernels with -ftz=true, so its own float32 <-> float64
+        conversions flush float32 subnormals to zero (cupy/cupy#8382); those two take integer kernels."""
+        src, dst = np.dtype(a.dtype), np.dtype(dtype)
+        if (src, dst) in _FTZ_CASTS and a.size:
+            with self.cp.cuda.Device(a.device.id):
+                return _ftz_free_kernel(self.cp, src, dst)(a.view(self.cp.uint32 if src == np.float32 else self.cp.uint64))
         return a.astype(dtype, copy=False)
 
     def ravel(self, a):

@@ -8,10 +8,17 @@ from ``np.digitize``, and values "on" the last edge -- equal to it after
 ``np.around`` to a precision derived from the smallest bin width -- moved
 into the last bin.  That last rule becomes one number, `top`: the largest
 value of x's dtype that SciPy still puts into the last bin.
+
+Non-finite x follows the SciPy installed (:func:`nan_only`): SciPy 1.18
+(gh-23751) refuses a NaN in x whatever the bins are and bins +-inf as
+outliers (with ``range=None`` the range is that of the finite values);
+earlier releases refuse NaN and inf where `bins` is a number and bin NaN
+with explicit edges as an outlier (bin ``nbins + 1``).
 """
 from __future__ import annotations
 
 import functools
+import re
 from collections import namedtuple
 
 import numpy as np
@@ -25,6 +32,27 @@ STATISTICS = tuple(sorted(_core.STATISTICS, key=_core.STATISTICS.get))  # codes 
 STRATEGIES = _dispatch.STRATEGIES["binned_statistic"]
 
 BinnedStatisticResult = namedtuple("BinnedStatisticResult", ("statistic", "bin_edges", "binnumber"))
+
+_RULES: list = []  # [nan_only()], read once (tests set it to check both rule sets)
+
+
+def nan_only() -> bool:
+    """Whether SciPy's rules for non-finite x are 1.18's (gh-23751): a NaN
+    anywhere in x raises whatever `bins` is, and +-inf is an outlier like any
+    value beyond the edges, the range of ``range=None`` that of the finite
+    values.  Before 1.18 a NaN or inf in x raised where `bins` is a number,
+    and NaN with explicit edges was an outlier (SciPy's digitize).  gpusync
+    follows the SciPy installed -- the scipy.stats a user checks it against --
+    and 1.18's rules where SciPy is not installed."""
+    if not _RULES:
+        try:
+            from importlib.metadata import version
+
+            m = re.match(r"(\d+)\.(\d+)", version("scipy"))
+            _RULES.append(m is None or (int(m.group(1)), int(m.group(2))) >= (1, 18))
+        except Exception:  # noqa: BLE001 (no SciPy, or no metadata: the current release's rules)
+            _RULES.append(True)
+    return _RULES[0]
 
 
 
@@ -183,10 +211,13 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     min skips it) or ``"var"`` (the square of ``"std"``; not in SciPy).
     `bins` is a number of equal-width bins or the sequence of edges, `range`
     ``(lower, upper)``; x outside the edges is not counted, and x equal to the
-    upper edge (to SciPy's rounding) falls into the last bin.  With `bins` a
-    number, NaN or infinite x is a ValueError (as in SciPy); with explicit
-    edges NaN x is an outlier (bin number nbins + 1), as SciPy's digitize
-    makes it.  Where SciPy's rounding overflows (``np.around`` of float16 x,
+    upper edge (to SciPy's rounding) falls into the last bin.  Non-finite x
+    follows the SciPy installed (1.18's rules without SciPy): from SciPy 1.18
+    (gh-23751) NaN x is a ValueError whatever `bins` is and +-inf x an
+    outlier (bin 0 / nbins + 1; with ``range=None`` the equal-width bins
+    span the finite values); before 1.18, with `bins` a number NaN or
+    infinite x is a ValueError, and with explicit edges NaN x is an outlier
+    (bin number nbins + 1), as SciPy's digitize makes it.  Where SciPy's rounding overflows (``np.around`` of float16 x,
     of integers near their dtype's limit, or of values near the float
     maximum) SciPy drops x equal to the last edge; gpusync keeps it in the
     last bin.  ``std``/``var`` of a bin of finite values whose squared
@@ -358,10 +389,11 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
 
     x_dtype = np.dtype(xv.dtype)
     n = xv.shape[0]
-    # bins a number and range given: SciPy's check that x is finite runs after the statistic -- from the
-    # binning's own report where the engine gives one (the privatized kernel; CPU threads), else a min / max
-    # pass (on a device it then overlaps the kernel)
-    defer = _checks_finite(xv, bins) and range is not None
+    # SciPy's check of x for non-finite values where it needs no range from x (bins a number and range
+    # given; SciPy 1.18: explicit edges too) runs after the statistic -- from the binning's own report where
+    # the engine gives one (the privatized kernel; CPU threads), else a min / max pass (on a device it then
+    # overlaps the kernel)
+    defer = _checks_finite(xv, bins) and not (np.ndim(bins) == 0 and range is None)
     try:
         edges, top = _edges_top(xv, bins, range, defer=defer)
     except ValueError:
@@ -421,8 +453,9 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
 
 
 def _checks_finite(xv, bins):
-    """Whether SciPy checks that x is finite (bins a number; float x, non-empty)."""
-    return np.ndim(bins) == 0 and np.dtype(xv.dtype).kind == "f" and xv.shape[0] > 0
+    """Whether SciPy checks x for non-finite values (float x, non-empty; SciPy 1.18: for NaN whatever the
+    bins; earlier: for NaN and inf where bins is a number)."""
+    return np.dtype(xv.dtype).kind == "f" and xv.shape[0] > 0 and (np.ndim(bins) == 0 or nan_only())
 
 
 # SciPy's error for a NaN in the sample where it checks that the sample is finite
@@ -431,13 +464,26 @@ NAN_SAMPLE = ("The sample on which `values` is to be binned contains at least on
 
 
 def _check_finite(lo, hi, x_dtype):
-    """SciPy's errors for NaN / infinite x (from x's min and max; NaN propagates into both)."""
+    """SciPy's errors for NaN / infinite x (from x's min and max; NaN propagates into both): NaN's, and
+    before SciPy 1.18 inf's (nan_only)."""
     if np.dtype(x_dtype).kind != "f":
         return
     if np.isnan(lo):
         raise ValueError(NAN_SAMPLE)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
+    if not (np.isfinite(lo) and np.isfinite(hi)) and not nan_only():
         raise ValueError("x contains non-finite values.")
+
+
+def _finite_range(xv, lo, hi):
+    """SciPy 1.18's range of x for equal-width bins where `range` is None: the min and max of its finite
+    values (lo, hi: x's min and max, NaN-free).  # synchronize! (device input, only where x holds an inf)"""
+    if np.isfinite(lo) and np.isfinite(hi):
+        return lo, hi
+    h = xv.to_host() if isinstance(xv, DeviceArray) else np.asarray(xv)
+    f = h[np.isfinite(h)]
+    if f.size == 0:  # SciPy: nanmin of no finite value is NaN, its edges NaN, then int(NaN) raises
+        raise ValueError("x holds no finite value: the range of its bins cannot be found (SciPy's nanmin is NaN)")
+    return f.min(), f.max()
 
 
 def _check_nonfinite(bits, dims):
@@ -448,7 +494,7 @@ def _check_nonfinite(bits, dims):
         if bits >> (2 * d) & 1:
             _check_finite(np.nan, np.nan, np.float64)
         if bits >> (2 * d + 1) & 1:
-            _check_finite(0.0, np.inf, np.float64)
+            _check_finite(0.0, np.inf, np.float64)  # (SciPy 1.18: an outlier, no error)
 
 
 def _edges_top(xv, bins, range, lohi=None, defer=False):  # noqa: A002
@@ -463,10 +509,13 @@ def _edges_top(xv, bins, range, lohi=None, defer=False):  # noqa: A002
     if range is None and n == 0:  # SciPy reads x's min and max even when it does not need them
         raise ValueError("zero-size array to reduction operation minimum which has no identity")
     lo = hi = None
-    if n and np.ndim(bins) == 0 and (range is None or (_checks_finite(xv, bins) and not defer)):
-        # (explicit edges need neither the range nor the non-finite check; integers are finite)
+    if n and np.ndim(bins) == 0 and range is None or (_checks_finite(xv, bins) and not defer):
+        # (explicit edges need the range of neither; the non-finite check only SciPy 1.18's NaN one; integers
+        # are finite)
         lo, hi = lohi if lohi is not None else _minmax(xv)  # synchronize! (device input)
         _check_finite(lo, hi, x_dtype)
+        if np.ndim(bins) == 0 and range is None and x_dtype.kind == "f":
+            lo, hi = _finite_range(xv, lo, hi)  # (SciPy 1.18: inf's are outliers of the finite values' range)
     if np.ndim(bins) != 0 and np.ndim(bins) != 1:
         raise ValueError("binned_statistic: bins must be an integer or a 1-D sequence of edges")
     if np.ndim(bins) == 0:  # equal-width edges: one computation per (range, dtype, bins), then a copy

@@ -27,8 +27,8 @@ import numpy as np
 
 from . import _arrays, _backend, _binstat_more, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
-from ._binstat import (_binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite, _edges,
-                       _edges_top)
+from ._binstat import (NAN_SAMPLE, _binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite,
+                       _edges, _edges_top, nan_only)
 from ._histdd import DEVICE_PLANS_MAX, _minmax_many, device_plan
 from ._histogram import _edges_for, _edges_formula
 
@@ -111,11 +111,16 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
         bins = bins.__index__()
     except (AttributeError, TypeError):
         pass
-    # SciPy checks that the sample is finite only where `bins` as a whole is one int; with a number per
-    # dimension and a range it bins NaN / inf as outliers of its equal-width edges (SciPy 1.17, which gpusync
-    # follows, as for explicit edges: later releases refuse a NaN in the sample whatever `bins` is, gh-23751)
+    # the SciPy installed decides (_binstat.nan_only): 1.18 refuses a NaN in the sample whatever `bins` is
+    # and bins +-inf as outliers (gh-23751); earlier releases check that the sample is finite only where
+    # `bins` as a whole is one int, and with a number per dimension and a range bin NaN / inf as outliers of
+    # their equal-width edges, as for explicit edges
     whole_int = isinstance(bins, int)
-    if isinstance(bins, int) and all(_xp_of(c) == "numpy" for c in cols) and not all(
+    host_cols = all(_xp_of(c) == "numpy" for c in cols)
+    if nan_only():
+        if host_cols and any(np.isnan(c).any() for c in cols if c.dtype.kind == "f"):
+            raise ValueError(NAN_SAMPLE)
+    elif isinstance(bins, int) and host_cols and not all(
             np.isfinite(c).all() for c in cols if c.dtype.kind == "f"):
         raise ValueError(f"{sample!r} contains non-finite values.")
     lib = _xp_of(cols[0])
@@ -364,7 +369,7 @@ def _remember2d(fast, y, values, bins, range):  # noqa: A002
     ne = np.array([len(e) for e, _ in et], np.int64)
     tops = np.array([t for _, t in et], np.float64)
     _fast2d[fast] = (dt, e_all, ne, tops, _core.STATISTICS[statistic], (len(et[0][0]) - 1, len(et[1][0]) - 1),
-                     [(f, e) for f, (e, _) in zip(formulas, et)])
+                     [(f, e) for f, (e, _) in zip(formulas, et)], np.ndim(bins) == 0)
     _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend; GPUSYNC_DEBUG per call)
 
 

@@ -684,14 +684,15 @@ def binned_statistic_2d_(x, y, v, plan):
     """gs.binned_statistic_2d(x, y, values, statistic, bins, range) of three
     1-D device arrays of one float dtype, length and device, whose plan the
     general path made (the fused privatized kernel) -- ``(dtype, e_all, ne,
-    tops, code, nb, edges)``.  Returns ``(statistic, x_edge, y_edge,
+    tops, code, nb, edges, whole)``, whole: bins one number for both
+    dimensions.  Returns ``(statistic, x_edge, y_edge,
     binnumber)`` of the inputs' library, or NotImplemented."""
     r = _ready_pair(x, y)
     if r is None:
         return NotImplemented
     h, (px, n, dt, code, dev), py = r
     rv = _ready(v)
-    pdt, e_all, ne, tops, stat, nb, edges = plan
+    pdt, e_all, ne, tops, stat, nb, edges, whole = plan
     if rv is None or rv[0] is not h or getattr(v, "ndim", 0) != 1 or dt != pdt or n == 0:
         return NotImplemented
     pv, nv, dtv, _, devv = rv[1]
@@ -710,9 +711,12 @@ def binned_statistic_2d_(x, y, v, plan):
     except _core.UnsupportedDeviceError:  # (a device whose shared memory the bins do not fit: the general path)
         return NotImplemented
     ex, ey = _edges_out(h, edges, dev, stream)
-    from ._binstat import _check_nonfinite
+    from ._binstat import _check_nonfinite, nan_only
     from ._binstat_dd import BinnedStatistic2dResult
 
-    _check_nonfinite(h.word(nf), (0, 1))  # synchronize! (SciPy's check that the sample is finite)
+    bits = h.word(nf)  # synchronize! (SciPy's check of the sample for non-finite values)
+    if bits and not whole and not nan_only():  # SciPy 1.17 checks only where bins is one int: here NaN / inf
+        return NotImplemented  # are outliers of its edges, which the general path's per-dimension pipeline bins
+    _check_nonfinite(bits, (0, 1))
     _note("binned_statistic_dd", n, dt, 3 * dt.itemsize, 8 * nb[0] * nb[1] + 8 * n, "privatized")
     return BinnedStatistic2dResult(res, ex, ey, bn)

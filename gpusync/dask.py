@@ -356,14 +356,19 @@ def _to_host(v):
 
 # min and max over all chunks, lazily: for data-dependent edges
 
-def _minmax_part(c, lib, name, columns):
-    """[min, max] of a chunk (of each column of an (n, D) chunk), on the host."""
+def _minmax_part(c, lib, name, columns, finite=False):
+    """[min, max] of a chunk (of each column of an (n, D) chunk), on the host; `finite`: of its finite
+    values where it holds no NaN ([inf, -inf] when none: SciPy 1.18's range of binned_statistic's x)."""
     c = _check_chunk(c, lib, name)
     if c.size == 0:
         return None
     if columns:
         return np.stack([_to_host(c.min(axis=0)), _to_host(c.max(axis=0))])
     lo, hi = _histogram._minmax(_arrays.as_input(c.reshape(-1), name))  # one pass  # synchronize! (tiny)
+    if finite and not np.isnan(lo) and not (np.isfinite(lo) and np.isfinite(hi)):
+        h = _to_host(c.reshape(-1))  # (a chunk that holds an inf: its finite values' range)
+        f = h[np.isfinite(h)]
+        lo, hi = (f.min(), f.max()) if f.size else (np.inf, -np.inf)
     return np.array([lo, hi])
 
 
@@ -375,8 +380,9 @@ def _minmax_combine(*parts):
     return np.stack([p[:, 0].min(axis=0), p[:, 1].max(axis=0)])
 
 
-def _minmax_tree(layer, name, x, split_every, lib, argname, columns=False):
-    return _reduce_chunks(layer, name + "-mm", functools.partial(_minmax_part, lib=lib, name=argname, columns=columns),
+def _minmax_tree(layer, name, x, split_every, lib, argname, columns=False, finite=False):
+    return _reduce_chunks(layer, name + "-mm", functools.partial(_minmax_part, lib=lib, name=argname, columns=columns,
+                                                                 finite=finite),
                           _minmax_combine, split_every, x)
 
 
@@ -1064,7 +1070,8 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     name = _name("binned-statistic", xv, vv, statistic, bins, range, strategy, split_every)
     layer = {}
     if np.ndim(bins) == 0 and n:  # equal-width bins over the data's range
-        mm = _minmax_tree(layer, name, xv, split_every, lib, "x")
+        mm = _minmax_tree(layer, name, xv, split_every, lib, "x",
+                          finite=x_dtype.kind == "f" and range is None and _binstat.nan_only())
         plan = (name + "-plan",)
         layer[plan] = (functools.partial(_bs_plan, x_dtype=x_dtype, n=n, bins=bins, range=range), mm)
     else:

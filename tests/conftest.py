@@ -1,11 +1,38 @@
+import os
 import threading
 
 import numpy as np
 import pytest
 
 import gpusync as gs
+from gpusync import _binstat
 
 HAS_CUDA = gs.cuda_available()
+
+# SciPy's rules for non-finite x in binned statistics (gpusync._binstat.nan_only): the installed SciPy's,
+# or 1.17's / 1.18's for the whole run with GPUSYNC_TEST_SCIPY_RULES=1.17 / 1.18 (both rule sets run on any
+# SciPy: scipy_binned_statistic below is the reference under either)
+if os.environ.get("GPUSYNC_TEST_SCIPY_RULES") in ("1.17", "1.18"):
+    _binstat._RULES[:] = [os.environ["GPUSYNC_TEST_SCIPY_RULES"] == "1.18"]
+
+
+def _installed_scipy_nan_only():
+    import scipy
+
+    major, minor = (int(p) for p in scipy.__version__.split(".")[:2])
+    return (major, minor) >= (1, 18)
+
+
+@pytest.fixture(params=["1.17", "1.18"])
+def scipy_rules(request):
+    """A test under each rule set gpusync follows for non-finite x (the installed SciPy's in every other
+    test); yields whether it is 1.18's (NaN raises whatever the bins, inf is an outlier)."""
+    saved = list(_binstat._RULES)
+    _binstat._RULES[:] = [request.param == "1.18"]
+    try:
+        yield _binstat._RULES[0]
+    finally:
+        _binstat._RULES[:] = saved
 
 BACKENDS = [
     pytest.param("cpu", id="cpu"),
@@ -128,24 +155,50 @@ def random_array(rng, dtype, n, low=None, high=None):
 
 
 def scipy_binned_statistic(x, values, statistic="mean", bins=10, range=None, **kw):
-    """scipy.stats.binned_statistic as the reference, the same on every SciPy.
+    """scipy.stats.binned_statistic as the reference, under the rules for
+    non-finite x that gpusync follows now (_binstat.nan_only: the installed
+    SciPy's, or those a test set), on any SciPy.
 
-    SciPy releases disagree on NaN x with explicit edges: some raise "The
-    sample ... contains at least one NaN", 1.17 treats NaN as an outlier
-    (bin number nbins + 1), and gpusync follows 1.17.  Where the installed
-    SciPy raises, the reference is SciPy on x with NaN replaced by +inf, which
-    every release treats as that same outlier.
+    SciPy 1.18 (gh-23751) raises for a NaN in x whatever `bins` is and bins
+    +-inf as outliers, the range of ``range=None`` that of the finite values;
+    1.17 raises for NaN / inf where `bins` is a number and bins NaN with
+    explicit edges as an outlier.  The other release's rules are built from
+    the installed SciPy: 1.18's as SciPy on its own equal-width edges (given
+    as edges, which bin inf as outliers), 1.17's NaN outlier as SciPy on x
+    with NaN replaced by +inf (the same outlier bin).
     """
     import scipy.stats
 
-    try:
+    xa = np.asarray(x)
+    flt = xa.dtype.kind == "f"
+    if _binstat.nan_only() == _installed_scipy_nan_only() or not flt:
         return scipy.stats.binned_statistic(x, values, statistic, bins, range, **kw)
-    except ValueError as e:
-        xa = np.asarray(x)
-        if "NaN" not in str(e) or np.ndim(bins) != 1 or xa.dtype.kind != "f":
-            raise
-        return scipy.stats.binned_statistic(np.where(np.isnan(xa), np.inf, xa), values, statistic, bins, range,
-                                            **kw)
+    if _binstat.nan_only():  # 1.18's rules on SciPy 1.17
+        if np.isnan(xa).any():
+            raise ValueError(_binstat.NAN_SAMPLE)
+        if np.ndim(bins) == 0 and xa.size and not np.isfinite(xa).all():
+            if range is None:
+                f = xa[np.isfinite(xa)].astype(float)
+                if f.size == 0:
+                    raise ValueError("cannot convert float NaN to integer")  # (SciPy 1.18: NaN edges)
+                lo, hi = f.min(), f.max()
+            else:
+                if len(range) != 2:
+                    raise ValueError(f"range given for {len(range)} dimensions; 1 required")
+                if range[1] < range[0]:
+                    raise ValueError("In range, start must be <= stop")
+                lo, hi = float(range[0]), float(range[1])
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges = np.linspace(lo, hi, int(bins) + 1, dtype=xa.dtype)
+            return scipy.stats.binned_statistic(x, values, statistic, edges, **kw)
+        return scipy.stats.binned_statistic(x, values, statistic, bins, range, **kw)
+    # 1.17's rules on SciPy 1.18
+    if np.ndim(bins) == 0 and xa.size and not np.isfinite(xa).all():
+        raise ValueError(f"{xa!r} contains non-finite values.")
+    if np.isnan(xa).any():
+        xa = np.where(np.isnan(xa), np.inf, xa)
+    return scipy.stats.binned_statistic(xa, values, statistic, bins, range, **kw)
 
 
 def in_threads(work, n=4):

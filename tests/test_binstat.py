@@ -14,8 +14,15 @@ SCIPY_STATS = ["count", "sum", "mean", "std", "min", "max"]
 
 
 def _check(x, v, stat, strategy="auto", **kw):
+    """gpusync's result against SciPy's (conftest's reference, under the rules gpusync follows now); where
+    SciPy raises a ValueError, gpusync raises one too (None)."""
+    try:
+        ref = scipy_binned_statistic(x, v, stat, **kw)
+    except ValueError:
+        with pytest.raises(ValueError):
+            gs.binned_statistic(x, v, stat, strategy=strategy, **kw)
+        return None
     got = gs.binned_statistic(x, v, stat, strategy=strategy, **kw)
-    ref = scipy_binned_statistic(x, v, stat, **kw)
     np.testing.assert_array_equal(got.binnumber, ref.binnumber)
     np.testing.assert_array_equal(got.bin_edges, ref.bin_edges)
     assert got.bin_edges.dtype == ref.bin_edges.dtype
@@ -38,7 +45,7 @@ def test_matches_scipy(backend, stat, n):
 
 
 @pytest.mark.parametrize("stat", SCIPY_STATS)
-def test_dtypes_nan_and_edges(backend, stat):
+def test_dtypes_nan_and_edges(backend, stat, scipy_rules):
     rng = np.random.default_rng(1)
     x32 = rng.random(50_000).astype(np.float32)
     v = rng.standard_normal(50_000)
@@ -49,13 +56,27 @@ def test_dtypes_nan_and_edges(backend, stat):
     _check(xi, v, stat, bins=10)
     _check(xi, xi, stat, bins=[0, 10, 25, 49])  # int values, x on the last edge
     # values at, and a hair above, the last edge land in the last bin (SciPy's rounding rule);
-    # infinite and NaN x are allowed with explicit edges only (NaN is an outlier, as SciPy's digitize makes it)
+    # infinite x: outliers with explicit edges; with a number of bins SciPy 1.17 refuses them, 1.18 bins them
+    # as outliers of the finite values' range.  NaN x: 1.17 bins it as an outlier with explicit edges
+    # (digitize), 1.18 refuses it whatever the bins
     x = np.array([0.0, 0.5, 1.0, 1.0 + 1e-12, 1.0 + 1e-3, -np.inf, np.inf])
     _check(x, np.arange(7.0), stat, bins=[0, 0.25, 0.5, 0.75, 1.0])
     _check(x.astype(np.float32), np.arange(7.0), stat, bins=[0, 0.25, 0.5, 0.75, 1.0])
-    with pytest.raises(ValueError, match="non-finite"):
-        gs.binned_statistic(x, np.arange(7.0), stat, bins=4, range=(0, 1))
-    _check(np.array([0.0, np.nan, 0.5]), np.arange(3.0), stat, bins=[0, 1])
+    for dt in (np.float64, np.float32):  # (float16: SciPy's on-edge rounding overflows, test_fuzz.py says)
+        for kw in ({"bins": 4, "range": (0, 1)}, {"bins": 4}, {"bins": 3, "range": (0.5, 0.5)}):
+            r = _check(x.astype(dt), np.arange(7.0), stat, **kw)
+            assert (r is None) == (not scipy_rules)  # 1.17: "x contains non-finite values."
+    if not scipy_rules:
+        with pytest.raises(ValueError, match="non-finite"):
+            gs.binned_statistic(x, np.arange(7.0), stat, bins=4, range=(0, 1))
+    else:  # 1.18: the range of the finite values, inf's the outlier bins 0 and 5
+        r = gs.binned_statistic(x, np.arange(7.0), stat, bins=4)
+        assert r.bin_edges[0] == 0.0 and r.bin_edges[-1] == 1.0 + 1e-3
+        assert r.binnumber.tolist()[-2:] == [0, 5]
+        with pytest.raises(ValueError, match="no finite value"):  # (SciPy 1.18: its edges are NaN)
+            gs.binned_statistic(np.array([np.inf, -np.inf]), np.ones(2), stat, bins=2)
+    r = _check(np.array([0.0, np.nan, 0.5]), np.arange(3.0), stat, bins=[0, 1])
+    assert (r is None) == scipy_rules  # 1.18: "... contains at least one NaN ..."
     with pytest.raises(ValueError):
         gs.binned_statistic(np.array([0.0, np.nan]), np.ones(2), stat, bins=2)
 
@@ -184,7 +205,7 @@ def test_cpu_bin_guess_matches_scipy_on_any_edges():
         for dt in (np.float64, np.float32):
             xx, vv = x.astype(dt), v.astype(dt)
             try:
-                want = scipy.stats.binned_statistic(xx, vv, "mean", e)
+                want = scipy_binned_statistic(xx, vv, "mean", e)
             except (ValueError, OverflowError):  # SciPy refuses (edges too close; nb = 1 with an infinite edge)
                 continue
             with gs.use_backend("cpu"):
@@ -231,9 +252,11 @@ def test_cpu_shared_sums_in_part_order_run_after_run(threads, monkeypatch):
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "both", "none"])
 @pytest.mark.parametrize("strategy", ["shared", "global"])
 @pytest.mark.parametrize("size", ["small", "large"])  # the calling thread alone; the pool
-def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, size, monkeypatch):
-    """bins a number and range given: SciPy's check that x is finite comes from the CPU binning's own report
-    (no min / max pass over x: _minmax is not called), with SciPy's errors -- the NaN one first."""
+@pytest.mark.parametrize("bins", [20, "edges"])
+def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, size, bins, monkeypatch, scipy_rules):
+    """SciPy's check of x for non-finite values where it needs no min / max of x (bins a number and range
+    given; SciPy 1.18: explicit edges too) comes from the CPU binning's own report (_minmax is not called),
+    with SciPy's errors -- the NaN one first; under 1.18's rules inf is an outlier (no error)."""
     from gpusync import _binstat
 
     rng = np.random.default_rng(5)
@@ -245,6 +268,7 @@ def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, size, m
         x[7] = np.inf
     if bad == "-inf":
         x[-2] = -np.inf
+    kw = {"bins": 20, "range": (0, 1)} if bins == 20 else {"bins": np.linspace(0, 1, 21)}
 
     def no_pass(*a, **k):
         raise AssertionError("a min / max pass over x")
@@ -252,15 +276,17 @@ def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, size, m
     with gs.use_backend("cpu"):
         gs.binned_statistic(v, v, "mean", bins=20)  # (the engine's lazy calibration reads x's min and max)
         monkeypatch.setattr(_binstat, "_minmax", no_pass)
-        if bad != "none":  # SciPy raises a ValueError; gpusync's messages: the NaN one, else the non-finite one
+        raises = (bad in ("nan", "both") and (scipy_rules or bins == 20)) or (
+            bad in ("inf", "-inf") and not scipy_rules and bins == 20)
+        if raises:  # SciPy raises a ValueError; gpusync's messages: the NaN one, else the non-finite one
             with pytest.raises(ValueError):
-                scipy.stats.binned_statistic(x, v, "mean", bins=20, range=(0, 1))
+                scipy_binned_statistic(x, v, "mean", **kw)
             want = _binstat.NAN_SAMPLE if bad in ("nan", "both") else "x contains non-finite values."
             with pytest.raises(ValueError, match=re.escape(want)):
-                gs.binned_statistic(x, v, "mean", bins=20, range=(0, 1), strategy=strategy)
+                gs.binned_statistic(x, v, "mean", strategy=strategy, **kw)
             return
-        ref = scipy.stats.binned_statistic(x, v, "mean", bins=20, range=(0, 1))
-        got = gs.binned_statistic(x, v, "mean", bins=20, range=(0, 1), strategy=strategy)
+        ref = scipy_binned_statistic(x, v, "mean", **kw)
+        got = gs.binned_statistic(x, v, "mean", strategy=strategy, **kw)
         assert gs.last_plan()["engine"] in (("caller",) if size == "small" else ("caller", "cpu"))
     np.testing.assert_allclose(got.statistic, ref.statistic, rtol=1e-12)
     np.testing.assert_array_equal(got.binnumber, ref.binnumber)

@@ -19,17 +19,25 @@ def _same(got, ref):
 
 
 @pytest.mark.parametrize("statistic", ["count", "mean", "min", "std"])
-def test_nonfinite_sample_with_a_number_per_dimension(backend, kind, statistic):
-    """SciPy checks that the sample is finite only where `bins` is one int:
-    with bins=[nx, ny] and a range, NaN and inf are outliers of its edges
-    (SciPy 1.17; later releases refuse a NaN whatever `bins` is, gh-23751,
-    and there the reference is SciPy on NaN replaced by +inf, the same
-    outlier -- as conftest.scipy_binned_statistic does in one dimension)."""
+def test_nonfinite_sample_with_a_number_per_dimension(backend, kind, statistic, scipy_rules):
+    """SciPy 1.17 checks that the sample is finite only where `bins` is one
+    int: with bins=[nx, ny] and a range, NaN and inf are outliers of its
+    edges.  SciPy 1.18 (gh-23751) refuses a NaN whatever `bins` is and bins
+    inf as an outlier.  The reference where the installed SciPy's rules are
+    not the ones under test: SciPy on NaN replaced by +inf (1.17's outlier)
+    and on the sample without its NaN (1.18: inf alone, which every release
+    bins as an outlier where bins is not one int)."""
     rng = np.random.default_rng(3)
     x, y = rng.random((2, 1000))
     y[[3, 500]], x[7], y[999] = np.inf, -np.inf, np.nan
     v = rng.standard_normal(1000)
+    y_nan = y
     for bins in ([2, 3], [4, np.array([0, 0.5, 1.0])]):
+        if scipy_rules:  # 1.18: the NaN refused, the inf's outliers
+            with pytest.raises(ValueError, match="NaN"):
+                gs.binned_statistic_2d(to_kind(x, kind), to_kind(y_nan, kind), to_kind(v, kind), statistic, bins,
+                                       [(0, 1), (0, 1)])
+            y = np.where(np.isnan(y_nan), 0.5, y_nan)
         try:
             ref = scipy.stats.binned_statistic_2d(x, y, v, statistic, bins, [(0, 1), (0, 1)])
         except ValueError as e:
@@ -40,8 +48,9 @@ def test_nonfinite_sample_with_a_number_per_dimension(backend, kind, statistic):
                                      [(0, 1), (0, 1)])
         _same(got, ref)
         np.testing.assert_array_equal(to_host(got.y_edge), ref.y_edge)
-    with pytest.raises(ValueError):  # bins one int: SciPy's check
-        gs.binned_statistic_2d(to_kind(x, kind), to_kind(y, kind), to_kind(v, kind), statistic, 2, [(0, 1), (0, 1)])
+    with pytest.raises(ValueError):  # bins one int: SciPy's check (1.18: the NaN)
+        gs.binned_statistic_2d(to_kind(x, kind), to_kind(y_nan, kind), to_kind(v, kind), statistic, 2,
+                               [(0, 1), (0, 1)])
 
 
 @pytest.mark.parametrize("statistic", STATS)
@@ -94,5 +103,5 @@ def test_callable_and_bad_input(backend):
         assert str(ours.value) == str(ref.value)
     bad = x.copy()
     bad[3] = np.nan
-    with pytest.raises(ValueError, match="non-finite"):
+    with pytest.raises(ValueError, match="non-finite|NaN"):  # (SciPy 1.17: "non-finite", 1.18: "NaN")
         gs.binned_statistic_2d(bad, y, v, "mean", 3)

@@ -13,6 +13,7 @@ import pytest
 import scipy.stats
 
 import gpusync as gs
+from gpusync import _binstat
 from conftest import scipy_binned_statistic
 from test_axis import to_host, to_kind
 
@@ -114,6 +115,10 @@ def test_nan_inf_values_and_x(backend, kind, stat, dtype):
     x[3::1511] = np.inf
     x[4::1777] = 1.0  # on the last edge: the last bin
     edges = np.linspace(0, 1, 65).astype(dtype)
+    if _binstat.nan_only():  # SciPy 1.18: a NaN in x raises whatever the bins; the rest with +inf for it
+        with pytest.raises(ValueError, match="NaN"):
+            gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, bins=edges)
+        x = np.where(np.isnan(x), dtype(np.inf), x)
     for strategy in ("auto", "privatized"):
         with np.errstate(all="ignore"):
             got = gs.binned_statistic(to_kind(x, kind), to_kind(v, kind), stat, bins=edges, strategy=strategy)
@@ -366,12 +371,31 @@ def test_device_fast_paths(kind, dtype, stat):
         seen.append(g1.bin_edges)
     seen[0][0] = 12345  # fresh edges each call
     np.testing.assert_array_equal(to_host(gs.binned_statistic(x, v, stat, 50, (0, 1)).bin_edges), ref1.bin_edges)
-    bad = xh.copy()
-    bad[77] = np.inf
-    for f in (lambda a: gs.binned_statistic(a, v, stat, 50, (0, 1)),
-              lambda a: gs.binned_statistic_2d(a, y, v, stat, [40, 30], [(0, 1), (0.1, 0.9)])):
-        with pytest.raises(ValueError, match="non-finite"):
-            f(to_kind(bad, kind))
+    # non-finite x after the fast path's plans are made: SciPy's rules (conftest.scipy_binned_statistic) --
+    # 1-D bins a number: NaN raises, inf raises before SciPy 1.18 and is an outlier from it; 2-D bins=[40, 30]
+    # (not one int): NaN an outlier before 1.18 and refused from it, inf an outlier under both
+    for bad_value in (np.inf, np.nan):
+        bad = xh.copy()
+        bad[77] = bad_value
+        raises1 = bad_value != bad_value or not _binstat.nan_only()
+        raises2 = bad_value != bad_value and _binstat.nan_only()
+        if raises1:
+            with pytest.raises(ValueError, match="non-finite|NaN"):
+                gs.binned_statistic(to_kind(bad, kind), v, stat, 50, (0, 1))
+        else:
+            g = gs.binned_statistic(to_kind(bad, kind), v, stat, 50, (0, 1))
+            r = scipy_binned_statistic(bad, vh, sstat, 50, (0, 1))
+            close(g.statistic, r.statistic)
+            np.testing.assert_array_equal(to_host(g.binnumber), r.binnumber)
+        if raises2:
+            with pytest.raises(ValueError, match="NaN"):
+                gs.binned_statistic_2d(to_kind(bad, kind), y, v, stat, [40, 30], [(0, 1), (0.1, 0.9)])
+        else:
+            g = gs.binned_statistic_2d(to_kind(bad, kind), y, v, stat, [40, 30], [(0, 1), (0.1, 0.9)])
+            r = scipy.stats.binned_statistic_2d(np.where(np.isnan(bad), np.inf, bad), yh, vh, sstat, [40, 30],
+                                                [(0, 1), (0.1, 0.9)])  # (NaN: 1.17's outlier, as +inf)
+            close(g.statistic, r.statistic)
+            np.testing.assert_array_equal(to_host(g.binnumber), r.binnumber)
     # the general path's cases: mixed dtypes, expanded bin numbers, a strategy
     v2 = to_kind(vh.astype(np.float64 if dtype == np.float32 else np.float32), kind)
     close(gs.binned_statistic(x, v2, stat, 50, (0, 1)).statistic,
@@ -552,3 +576,36 @@ def test_std_of_host_input_of_several_chunks(spread):
     mean = np.bincount(b, vd, minlength=64) / cnt
     ref = np.sqrt(np.bincount(b, (vd - mean[b]) ** 2, minlength=64) / cnt)
     np.testing.assert_allclose(np.asarray(got.statistic), ref, rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_cupy_conversions_keep_float32_subnormals():
+    """CuPy builds its kernels with -ftz=true, so its own float32 <-> float64 astype flushes float32
+    subnormals to zero (cupy/cupy#8382); gpusync's conversions of CuPy arrays (_arrays' Lib.astype: x and
+    values of mixed dtypes, say) keep them, as NumPy does."""
+    cp = pytest.importorskip("cupy")
+    from gpusync._arrays import Lib
+
+    lib = Lib.of("cupy")
+    f32 = np.array([1e-45, -3e-44, 1e-40, -1.1754942e-38, 1.17549435e-38, 0.0, -0.0, 1.5, np.inf, -np.inf, np.nan],
+                   np.float32)
+    got = lib.astype(cp.asarray(f32), np.float64).get()
+    np.testing.assert_array_equal(got, f32.astype(np.float64))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(f32))
+    with np.errstate(over="ignore"):
+        f64 = np.array([1e-45, 7e-46, 7.01e-46, 2.1e-45, 2.9e-45, -3e-44, 1.1754942e-38, 1.1754943e-38, 1e-300,
+                        -1e-320, 0.0, -0.0, 1.5, 1e300, -np.inf, np.nan])
+        want = f64.astype(np.float32)
+    got = lib.astype(cp.asarray(f64), np.float32).get()
+    np.testing.assert_array_equal(got, want)  # (rounded half to even into the subnormals, as NumPy)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    strided = cp.asarray(np.repeat(f32, 2))[::2]  # a strided view converts too
+    np.testing.assert_array_equal(lib.astype(strided, np.float64).get(), f32.astype(np.float64))
+    # the statistic of float32 subnormal values with float64 x: the values as NumPy converts them
+    x = np.linspace(0, 1, 1000)
+    v = (np.arange(1000) % 7 + 1).astype(np.float32) * np.float32(1e-45)
+    for be in ("cuda", "cpu"):
+        with gs.use_backend(be):
+            for stat in ("sum", "min", "mean"):
+                r = gs.binned_statistic(cp.asarray(x), cp.asarray(v), stat, bins=5)
+                np.testing.assert_array_equal(r.statistic.get(), scipy_binned_statistic(x, v, stat, bins=5).statistic)

@@ -599,3 +599,29 @@ def test_float64_sum_whose_chunk_partials_overflow_gives_the_single_calls_sum(va
         got = gsd.sum(da.from_array(a, chunks=chunks)).compute()
     assert type(got) is np.float64
     assert (np.isnan(got) and np.isnan(want)) or got == want
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_binned_statistic_nonfinite_x_follows_scipy_rules(bad, scipy_rules):
+    """Non-finite x under either rule set (gpusync._binstat.nan_only): SciPy 1.18 refuses NaN whatever the
+    bins and bins +-inf as outliers, the equal-width range that of the finite values over all chunks (a chunk
+    of inf's only included); 1.17 refuses both where bins is a number."""
+    from conftest import scipy_binned_statistic
+
+    rng = np.random.default_rng(8)
+    x = rng.random(1000) * 3 - 1
+    x[[5, 600]] = [bad, -bad]
+    x[256:384] = bad  # one chunk of nothing but the bad value
+    v = rng.standard_normal(1000)
+    dx, dv = da.from_array(x, chunks=128), da.from_array(v, chunks=128)
+    for kw in ({"bins": 7}, {"bins": 7, "range": (0, 1)}, {"bins": np.linspace(-1, 2, 6)}):
+        try:
+            ref = scipy_binned_statistic(x, v, "mean", **kw)
+        except ValueError:
+            with pytest.raises(ValueError):
+                dask.compute(*gsd.binned_statistic(dx, dv, "mean", **kw))
+            continue
+        stat, edges, bn = dask.compute(*gsd.binned_statistic(dx, dv, "mean", **kw))
+        np.testing.assert_array_equal(edges, ref.bin_edges)
+        np.testing.assert_array_equal(bn, ref.binnumber)
+        np.testing.assert_allclose(stat, ref.statistic, rtol=1e-12, equal_nan=True)
