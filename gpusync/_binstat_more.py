@@ -45,7 +45,17 @@ def median(binnumber, values, nbins):
     vs = v[order]
     lo = vs[xp.floor(mid).astype(xp.int64)]
     hi = vs[xp.ceil(mid).astype(xp.int64)]
-    result[has] = (lo + hi) / 2
+    if xp is not np and v.dtype == xp.float32:
+        # CuPy's float32 arithmetic and casts flush subnormals (-ftz=true): SciPy's float32 midpoint built
+        # from exact conversions -- the float64 sum of two float32 is exact, each rounding to float32 as
+        # NumPy's float32 add and halving round
+        from ._arrays import Lib
+
+        cv = Lib.of("cupy").astype
+        s = cv(cv(cv(lo, np.float64) + cv(hi, np.float64), np.float32), np.float64) / 2
+        result[has] = cv(cv(s, np.float32), np.float64)
+    else:
+        result[has] = (lo + hi) / 2
     return result[1:-1]
 
 
