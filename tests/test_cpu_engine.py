@@ -288,3 +288,24 @@ def test_pairwise_kernel_is_bit_exact_on_one_thread(monkeypatch, cpu, n, dtype):
         assert float(got_sum) == want_sum and float(got_dot) == want_dot
     else:  # the float64 result rounded once
         assert got_sum == np.float32(want_sum) and got_dot == np.float32(want_dot)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+@pytest.mark.parametrize("tasks", [1, 2, 4, 64])
+def test_sum_dot_slices_claimed_by_threads(threads, tasks, monkeypatch):
+    """The CPU engine's two-pass sum / dot cuts the input into slices a thread (GPUSYNC_CPU_TASKS, each at
+    least GS_CPU_CHUNK elements) that the threads claim: every element counted once whatever the count,
+    integer sums exact, float sums those of the same slices added in order (bit-identical run to run)."""
+    monkeypatch.setenv("GPUSYNC_NUM_THREADS", str(threads))
+    monkeypatch.setenv("GPUSYNC_CPU_TASKS", str(tasks))
+    rng = np.random.default_rng(tasks * 10 + threads)
+    n = threads * tasks * 65536 + 12345  # room for every slice, and a ragged end
+    xi = rng.integers(-2**40, 2**40, n)
+    xf = rng.standard_normal(n)
+    with gs.use_backend("cpu"):
+        assert gs.sum(xi) == xi.sum()
+        assert gs.dot(xi[:1000], xi[1000:2000]) == int(np.dot(xi[:1000], xi[1000:2000]))
+        runs = [(gs.sum(xf), gs.dot(xf, xf[::-1].copy())) for _ in range(3)]
+    assert len(set(runs)) == 1
+    np.testing.assert_allclose(runs[0][0], math.fsum(xf), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(runs[0][1], math.fsum(xf * xf[::-1]), rtol=1e-12, atol=1e-9)

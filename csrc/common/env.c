@@ -156,6 +156,10 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                          .meaning = "tests and benchmarks: the widest instruction set the CPU engine's run-time "
                                     "picked kernels may use (auto: what the CPU has; a wider one than the CPU "
                                     "has is the CPU's)"},
+    [GS_ENV_CPU_TASKS] = {.name = "GPUSYNC_CPU_TASKS", .type = "int", .fallback = "", .lo = 1, .hi = 64,
+                          .meaning = "tuning: slices a thread of the CPU engine's sum / dot (default "
+                                     "GS_CPU_REDUCE_TASKS; more: threads that finish early take the slices of "
+                                     "one that started late or was descheduled)"},
 };
 
 const gs_env_info *gs_env_table(void) { return table; }

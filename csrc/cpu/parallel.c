@@ -42,8 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define GS_CPU_MAX_THREADS 256
-
 static int64_t now_ns(void)
 {
     struct timespec t;
@@ -78,6 +76,7 @@ static struct {
     gs_range_fn fn;   /* the current job, written before `job` publishes it; read after a claim */
     void *ctx;
     int64_t n;
+    _Atomic int per; /* tasks a thread of the current job (worker w starts at task (w + 1) x per) */
     _Atomic int64_t last_end; /* now_ns() when the last pool job ended: its workers spin until + SPIN_US */
     _Alignas(64) _Atomic uint64_t job;   /* the current job: sequence number << 16 | tasks */
     _Alignas(64) atomic_uint done;       /* tasks of the current job finished */
@@ -152,7 +151,7 @@ static void *worker(void *arg)
             atomic_store(&s->sleeping, 0);
         }
         seen = atomic_load_explicit(&s->go, memory_order_acquire);
-        run_tasks((unsigned)w + 1, 0);
+        run_tasks((unsigned)(w + 1) * (unsigned)atomic_load_explicit(&pool.per, memory_order_relaxed), 0);
     }
     return NULL;
 }
@@ -239,22 +238,22 @@ static void *own_slice(void *arg)
     return NULL;
 }
 
-static int run_own_threads(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
+static int run_own_threads(int64_t n, int ntasks, gs_range_fn fn, void *ctx)
 {
     own_job jobs[GS_CPU_MAX_THREADS];
     pthread_t th[GS_CPU_MAX_THREADS];
     int started[GS_CPU_MAX_THREADS] = {0};
     int rc = 0;
-    for (int t = 1; t < nthreads; t++) {
-        jobs[t] = (own_job){fn, ctx, n, nthreads, t};
+    for (int t = 1; t < ntasks; t++) { /* (a thread a task: the pool's spare is the rare case) */
+        jobs[t] = (own_job){fn, ctx, n, ntasks, t};
         started[t] = pthread_create(&th[t], NULL, own_slice, &jobs[t]) == 0;
     }
-    run_slice(fn, ctx, n, nthreads, 0);
-    for (int t = 1; t < nthreads; t++) {
+    run_slice(fn, ctx, n, ntasks, 0);
+    for (int t = 1; t < ntasks; t++) {
         if (started[t]) {
             pthread_join(th[t], NULL);
         } else { /* could not start: do its slice here */
-            run_slice(fn, ctx, n, nthreads, t);
+            run_slice(fn, ctx, n, ntasks, t);
             rc = -1;
         }
     }
@@ -263,14 +262,15 @@ static int run_own_threads(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
 
 /* `one`: the caller runs one task and leaves the rest to the workers (the
  * hand-off measurement: what waking them costs). */
-static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx, int one)
+static void run_pool(int64_t n, int nthreads, int ntasks, gs_range_fn fn, void *ctx, int one)
 {
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n = n;
+    atomic_store_explicit(&pool.per, ntasks / nthreads, memory_order_relaxed);
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
     job_seq++;
-    atomic_store_explicit(&pool.job, job_seq << 16 | (uint64_t)nthreads, memory_order_release);
+    atomic_store_explicit(&pool.job, job_seq << 16 | (uint64_t)ntasks, memory_order_release);
     for (int w = 0; w < nthreads - 1; w++) {
         slot *s = &pool.slots[w];
         atomic_fetch_add(&s->go, 1); /* seq_cst: pairs with the worker's `sleeping` */
@@ -278,7 +278,7 @@ static void run_pool(int64_t n, int nthreads, gs_range_fn fn, void *ctx, int one
             futex_wake(&s->go, 1);
     }
     run_tasks(0, one);
-    wait_workers((unsigned)nthreads);
+    wait_workers((unsigned)ntasks);
     atomic_store_explicit(&pool.last_end, now_ns(), memory_order_relaxed);
 }
 
@@ -302,7 +302,7 @@ static double measure(int nthreads)
         const struct timespec nap = {0, (long)GS_CPU_POOL_SPIN_US * 2000 + 50000};
         nanosleep(&nap, NULL);
         const int64_t t0 = now_ns();
-        run_pool(nthreads, nthreads, noop, NULL, 1);
+        run_pool(nthreads, nthreads, nthreads, noop, NULL, 1);
         const double dt = (double)(now_ns() - t0);
         best = dt < best ? dt : best;
     }
@@ -399,26 +399,37 @@ int gs_cpu_threads_for_cost(int64_t n, double ns_per_item) { return gs_cpu_threa
 
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx)
 {
+    return gs_cpu_parallel_tasks(n, nthreads, nthreads, fn, ctx);
+}
+
+gs_status gs_cpu_parallel_tasks(int64_t n, int nthreads, int ntasks, gs_range_fn fn, void *ctx)
+{
     job_start = 0; /* read by gs_cpu_stop */
     atomic_store_explicit(&simd_cap, gs_env_choice(GS_ENV_CPU_SIMD), memory_order_relaxed);
     const int was_caller = is_caller; /* (a nested call leaves the outer caller polling) */
     is_caller = 1;
     if (nthreads > GS_CPU_MAX_THREADS)
         nthreads = GS_CPU_MAX_THREADS;
+    if (ntasks > GS_CPU_MAX_THREADS) /* (a claim word each) */
+        ntasks = GS_CPU_MAX_THREADS;
+    if ((int64_t)ntasks > n)
+        ntasks = (int)n;
+    if (ntasks < nthreads)
+        ntasks = nthreads;
     int rc = 0;
     last_threads = nthreads > 1 && n > 1 ? nthreads : 1;
     if (nthreads <= 1 || n <= 1) {
         fn(ctx, 0, 0, n);
     } else if (!atomic_exchange(&pool.busy, 1)) {
         if (grow(nthreads - 1)) {
-            run_pool(n, nthreads, fn, ctx, 0);
+            run_pool(n, nthreads, ntasks, fn, ctx, 0);
             atomic_store(&pool.busy, 0);
         } else {
             atomic_store(&pool.busy, 0);
-            rc = run_own_threads(n, nthreads, fn, ctx);
+            rc = run_own_threads(n, ntasks, fn, ctx);
         }
     } else {
-        rc = run_own_threads(n, nthreads, fn, ctx);
+        rc = run_own_threads(n, ntasks, fn, ctx);
     }
     is_caller = was_caller;
     if (gs_interrupt_requested())

@@ -19,11 +19,18 @@
 
 typedef void (*gs_range_fn)(void *ctx, int tid, int64_t begin, int64_t end);
 
+#define GS_CPU_MAX_THREADS 256 /* the pool's threads, and the tasks of one job */
+
 /* GS_OK; GS_ERR_INTERRUPTED when an interrupt came during the job (every
  * thread has stopped by then: the slices check gs_cpu_stop between chunks);
  * GS_ERR_NO_MEMORY when threads could not be started (their slices then ran
  * on the caller, after the others). */
 gs_status gs_cpu_parallel_for(int64_t n, int nthreads, gs_range_fn fn, void *ctx);
+/* The same with [0, n) cut into ntasks slices (at least nthreads, at most GS_CPU_MAX_THREADS and n) that
+ * nthreads threads claim: thread w starts at slice w x (ntasks / nthreads) and goes on to the slices no
+ * other thread has claimed -- a thread that starts late or is descheduled leaves its later slices to the
+ * others.  fn sees the slice's index as `tid` (0 .. ntasks - 1); nthreads <= 1 calls fn(ctx, 0, 0, n). */
+gs_status gs_cpu_parallel_tasks(int64_t n, int nthreads, int ntasks, gs_range_fn fn, void *ctx);
 
 /* Declared in gpusync.h (the engine choice reads them too):
  * gs_cpu_threads_for_cost(n, ns_per_item): the dispatcher's request for the

@@ -437,13 +437,28 @@ gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_
     c.nthreads = gs_cpu_threads_for_cost(c.n, GS_CPU_NS_PER_BYTE * (double)gs_dtype_size(c.dt) * (b ? 2 : 1));
     if (c.nthreads > items)
         c.nthreads = items > 0 ? (int)items : 1;
-    c.nparts = c.det ? items : c.nthreads;
+    /* two-pass: several slices a thread, claimed (a late or descheduled thread's later slices go to the
+     * others); the strategies whose threads meet (grid's barrier, threadfence's ticket) keep one a thread */
+    int ntasks = c.nthreads;
+    if (!c.det && strategy == GS_STRATEGY_TWO_PASS && c.nthreads > 1) {
+        int64_t per = (int64_t)gs_env_number(GS_ENV_CPU_TASKS, GS_CPU_REDUCE_TASKS, NULL);
+        const int64_t fit = items / ((int64_t)c.nthreads * GS_CPU_CHUNK); /* slices of GS_CPU_CHUNK at least */
+        per = per < fit ? per : fit;
+        const int64_t want = per * c.nthreads;
+        ntasks = (int)(want < GS_CPU_MAX_THREADS ? want : GS_CPU_MAX_THREADS);
+        if (ntasks > items)
+            ntasks = (int)items;
+        if (ntasks < c.nthreads)
+            ntasks = c.nthreads;
+    }
+    c.nparts = c.det ? items : ntasks;
     void *parts = calloc((size_t)(c.nparts > 0 ? c.nparts : 1), 8);
     if (!parts)
         return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for %lld partials", (long long)c.nparts);
     c.fpart = (double *)parts;
     c.ipart = (uint64_t *)parts;
-    const gs_status run = items > 0 ? gs_cpu_parallel_for(items, c.nthreads, slice, &c) : GS_OK;
+    const gs_status run = items > 0 ? gs_cpu_parallel_tasks(items, c.nthreads, c.det ? c.nthreads : ntasks, slice, &c)
+                                    : GS_OK;
     if (run != GS_OK) {
         free(parts);
         return run;

@@ -447,6 +447,7 @@ typedef enum gs_env_var {
     GS_ENV_HIST_BYTES,
     GS_ENV_HIST_PART,
     GS_ENV_CPU_SIMD, /* choice: auto | avx512 | avx2 | none (the CPU engine's run-time kernels) */
+    GS_ENV_CPU_TASKS,
     GS_ENV_COUNT
 } gs_env_var;
 

@@ -125,6 +125,16 @@
 /* Elements a CPU thread processes between two checks for an interrupt
  * (gs_cpu_stop): a few tens of microseconds of work. */
 #define GS_CPU_CHUNK 65536
+/* Slices a thread of the CPU engine's sum / dot (two-pass: a partial a slice,
+ * added in slice order), claimed by the threads (gs_cpu_parallel_tasks), each
+ * slice at least GS_CPU_CHUNK elements: GPUSYNC_CPU_TASKS overrides.  One a
+ * thread left every call as slow as its slowest thread; r263 (H200 machine's
+ * host, 16 threads, benchmarks/probes/host_tasks.py, shuffled rounds after
+ * 0.3 s idle, medians ms, results/host_tasks_H200_r263.txt), 1 -> 4 a thread:
+ * 10^8 float64 dot 17.3 -> 13.6 (rounds 12.3-18.4 -> 13.5-13.8; np.dot 17.3,
+ * torch.dot 17.0), float64 sum 8.8 -> 7.1 (torch 9.8), float32 sum 4.7 -> 4.3
+ * (torch 4.9); 3.16x10^7 dot 5.9 -> 4.5 (np.dot 5.4), sum 2.3 -> 1.7. */
+#define GS_CPU_REDUCE_TASKS 4
 /* CPU backend: private per-thread histograms above this many bins cost more
  * memory and merge time than atomics save; auto uses `global` beyond it. */
 #define GS_CPU_PRIVATE_MAX_BINS (1 << 20)
