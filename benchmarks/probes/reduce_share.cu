@@ -13,23 +13,12 @@
 // and CUB's DeviceReduce::Sum (float for float32, as CUB adds them).  Each row: us per call, the median
 // of `reps` replays of a CUDA graph of 10 calls (memset + kernel; CUB: its two kernels), the rows of one
 // size interleaved; ratio = CUB / row (>1: faster than CUB); the sums checked against a float64 host sum.
+#include "probe_check.cuh"
+
 #include <cub/cub.cuh>
-#include <cuda_runtime.h>
 
-#include <algorithm>
+#include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
-#define CK(x)                                                                                                  \
-    do {                                                                                                       \
-        cudaError_t e_ = (x);                                                                                  \
-        if (e_ != cudaSuccess) {                                                                               \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                 \
-            exit(1);                                                                                           \
-        }                                                                                                      \
-    } while (0)
 
 constexpr int THREADS = 256;
 
