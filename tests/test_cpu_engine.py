@@ -309,3 +309,21 @@ def test_sum_dot_slices_claimed_by_threads(threads, tasks, monkeypatch):
     assert len(set(runs)) == 1
     np.testing.assert_allclose(runs[0][0], math.fsum(xf), rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(runs[0][1], math.fsum(xf * xf[::-1]), rtol=1e-12, atol=1e-9)
+
+
+def test_sum_slices_when_the_pool_is_busy(monkeypatch):
+    """Calls that find the pool held by another thread's call run on threads of their own, each taking its
+    share of the slices (thread t: slices t, t + threads, ...): every element counted once."""
+    from conftest import in_threads
+
+    monkeypatch.setenv("GPUSYNC_NUM_THREADS", "3")
+    monkeypatch.setenv("GPUSYNC_CPU_TASKS", "4")
+    rng = np.random.default_rng(9)
+    xs = [rng.integers(-2**40, 2**40, 3 * 4 * 65536 + 777 * k) for k in range(4)]
+
+    def work(k):
+        with gs.use_backend("cpu"):
+            for _ in range(5):
+                assert gs.sum(xs[k]) == xs[k].sum()
+
+    in_threads(work, 4)

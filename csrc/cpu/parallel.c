@@ -228,32 +228,39 @@ typedef struct {
     gs_range_fn fn;
     void *ctx;
     int64_t n;
-    int nthreads, tid;
+    int ntasks, nthreads, tid;
 } own_job;
+
+/* Thread tid's slices: tid, tid + nthreads, ... (of ntasks) */
+static void own_slices(const own_job *j)
+{
+    for (int t = j->tid; t < j->ntasks; t += j->nthreads)
+        run_slice(j->fn, j->ctx, j->n, j->ntasks, t);
+}
 
 static void *own_slice(void *arg)
 {
-    own_job *j = (own_job *)arg;
-    run_slice(j->fn, j->ctx, j->n, j->nthreads, j->tid);
+    own_slices((own_job *)arg);
     return NULL;
 }
 
-static int run_own_threads(int64_t n, int ntasks, gs_range_fn fn, void *ctx)
+static int run_own_threads(int64_t n, int nthreads, int ntasks, gs_range_fn fn, void *ctx)
 {
     own_job jobs[GS_CPU_MAX_THREADS];
     pthread_t th[GS_CPU_MAX_THREADS];
     int started[GS_CPU_MAX_THREADS] = {0};
     int rc = 0;
-    for (int t = 1; t < ntasks; t++) { /* (a thread a task: the pool's spare is the rare case) */
-        jobs[t] = (own_job){fn, ctx, n, ntasks, t};
+    for (int t = 1; t < nthreads; t++) {
+        jobs[t] = (own_job){fn, ctx, n, ntasks, nthreads, t};
         started[t] = pthread_create(&th[t], NULL, own_slice, &jobs[t]) == 0;
     }
-    run_slice(fn, ctx, n, ntasks, 0);
-    for (int t = 1; t < ntasks; t++) {
+    jobs[0] = (own_job){fn, ctx, n, ntasks, nthreads, 0};
+    own_slices(&jobs[0]);
+    for (int t = 1; t < nthreads; t++) {
         if (started[t]) {
             pthread_join(th[t], NULL);
-        } else { /* could not start: do its slice here */
-            run_slice(fn, ctx, n, ntasks, t);
+        } else { /* could not start: do its slices here */
+            own_slices(&jobs[t]);
             rc = -1;
         }
     }
@@ -426,10 +433,10 @@ gs_status gs_cpu_parallel_tasks(int64_t n, int nthreads, int ntasks, gs_range_fn
             atomic_store(&pool.busy, 0);
         } else {
             atomic_store(&pool.busy, 0);
-            rc = run_own_threads(n, ntasks, fn, ctx);
+            rc = run_own_threads(n, nthreads, ntasks, fn, ctx);
         }
     } else {
-        rc = run_own_threads(n, ntasks, fn, ctx);
+        rc = run_own_threads(n, nthreads, ntasks, fn, ctx);
     }
     is_caller = was_caller;
     if (gs_interrupt_requested())
