@@ -18,7 +18,9 @@ with explicit edges as an outlier (bin ``nbins + 1``).
 from __future__ import annotations
 
 import functools
+import operator
 import re
+import sys
 from collections import namedtuple
 
 import numpy as np
@@ -40,19 +42,30 @@ def nan_only() -> bool:
     """Whether SciPy's rules for non-finite x are 1.18's (gh-23751): a NaN
     anywhere in x raises whatever `bins` is, and +-inf is an outlier like any
     value beyond the edges, the range of ``range=None`` that of the finite
-    values.  Before 1.18 a NaN or inf in x raised where `bins` is a number,
-    and NaN with explicit edges was an outlier (SciPy's digitize).  gpusync
-    follows the SciPy installed -- the scipy.stats a user checks it against --
-    and 1.18's rules where SciPy is not installed."""
+    values.  Before 1.18 a NaN or inf in x raised where `bins` is an int
+    (index_bins), and NaN with explicit edges was an outlier (SciPy's
+    digitize).  gpusync follows the SciPy installed -- the scipy.stats a user
+    checks it against -- and 1.18's rules where SciPy is not installed."""
     if not _RULES:
         try:
             from importlib.metadata import version
 
-            m = re.match(r"(\d+)\.(\d+)", version("scipy"))
-            _RULES.append(m is None or (int(m.group(1)), int(m.group(2))) >= (1, 18))
-        except Exception:  # noqa: BLE001 (no SciPy, or no metadata: the current release's rules)
-            _RULES.append(True)
+            v = version("scipy")
+        except Exception:  # noqa: BLE001 (no metadata: an imported SciPy's own version, else none)
+            v = getattr(sys.modules.get("scipy"), "__version__", "")
+        m = re.match(r"(\d+)\.(\d+)", v)
+        _RULES.append(m is None or (int(m.group(1)), int(m.group(2))) >= (1, 18))
     return _RULES[0]
+
+
+def index_bins(bins) -> bool:
+    """Whether `bins` is an int to SciPy (operator.index takes it: int, NumPy integers, bool) -- where SciPy
+    1.17 checks x for NaN / inf; a float such as 2.0 makes as many equal-width bins without that check."""
+    try:
+        operator.index(bins)
+    except TypeError:
+        return False
+    return True
 
 
 
@@ -215,8 +228,9 @@ def binned_statistic(x, values, statistic="mean", bins=10, range=None, *, strate
     follows the SciPy installed (1.18's rules without SciPy): from SciPy 1.18
     (gh-23751) NaN x is a ValueError whatever `bins` is and +-inf x an
     outlier (bin 0 / nbins + 1; with ``range=None`` the equal-width bins
-    span the finite values); before 1.18, with `bins` a number NaN or
-    infinite x is a ValueError, and with explicit edges NaN x is an outlier
+    span the finite values); before 1.18, with `bins` an int NaN or
+    infinite x is a ValueError, and with explicit edges (or a float number
+    of bins, which SciPy does not check) NaN x is an outlier
     (bin number nbins + 1), as SciPy's digitize makes it.  Where SciPy's rounding overflows (``np.around`` of float16 x,
     of integers near their dtype's limit, or of values near the float
     maximum) SciPy drops x equal to the last edge; gpusync keeps it in the
@@ -317,7 +331,8 @@ def _remember1d(fast, values, bins, range):  # noqa: A002
     values have x's float dtype."""
     dt, statistic = fast[0], fast[1]
     if (np.ndim(bins) != 0 or range is None or dt.kind != "f" or dt.itemsize not in (4, 8)
-            or _devfast.numpy_dtype(values) != dt or _backend.backend() != "cuda" or statistic not in STATISTICS):
+            or _devfast.numpy_dtype(values) != dt or _backend.backend() != "cuda" or statistic not in STATISTICS
+            or not (nan_only() or index_bins(bins))):  # (SciPy 1.17 does not check x where bins is a float)
         return
     plan = _dispatch.last_plan()
     if plan is None or plan["engine"] != "cuda" or plan["strategy_used"] != "privatized":
@@ -455,7 +470,7 @@ def _binned_statistic_impl(x, values, statistic="mean", bins=10, range=None, str
 def _checks_finite(xv, bins):
     """Whether SciPy checks x for non-finite values (float x, non-empty; SciPy 1.18: for NaN whatever the
     bins; earlier: for NaN and inf where bins is a number)."""
-    return np.dtype(xv.dtype).kind == "f" and xv.shape[0] > 0 and (np.ndim(bins) == 0 or nan_only())
+    return np.dtype(xv.dtype).kind == "f" and xv.shape[0] > 0 and (nan_only() or index_bins(bins))
 
 
 # SciPy's error for a NaN in the sample where it checks that the sample is finite

@@ -28,7 +28,7 @@ import numpy as np
 from . import _arrays, _backend, _binstat_more, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 from ._binstat import (NAN_SAMPLE, _binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite,
-                       _edges, _edges_top, nan_only)
+                       _edges, _edges_top, index_bins, nan_only)
 from ._histdd import DEVICE_PLANS_MAX, _minmax_many, device_plan
 from ._histogram import _edges_for, _edges_formula
 
@@ -123,6 +123,13 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
     elif isinstance(bins, int) and host_cols and not all(
             np.isfinite(c).all() for c in cols if c.dtype.kind == "f"):
         raise ValueError(f"{sample!r} contains non-finite values.")
+    if not host_cols and previous is not None and (nan_only() or whole_int):
+        # device columns binned by an earlier result: no binning of them here to check them, so SciPy's
+        # check (which runs first) as one min / max pass over each float column
+        dcols = [_arrays.as_input(c, "sample") for c in cols]
+        fl = [c for c in dcols if np.dtype(c.dtype).kind == "f" and c.shape[0]]
+        for c, mm in zip(fl, _minmax_many(fl)):  # synchronize!
+            _check_finite(*mm, c.dtype)
     lib = _xp_of(cols[0])
     device = lib != "numpy"
     # values: (N,) or (V, N), kept as rows
@@ -226,8 +233,8 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib, whole_i
     # finite needs them, and that check runs after the kernels' launch (the pass and the wait overlap them)
     check = [k for k, c in enumerate(cvs) if _checks_finite(c, bins[k])]
     lohi = {}
-    if range is None:
-        want = [k for k, c in enumerate(cvs) if np.ndim(bins[k]) == 0 and n]
+    if range is None:  # (SciPy 1.18: explicit-edge dimensions' NaN check in the same pass)
+        want = [k for k, c in enumerate(cvs) if n and (np.ndim(bins[k]) == 0 or k in check)]
         lohi = dict(zip(want, _minmax_many([cvs[k] for k in want])))  # synchronize!
         check = []
 
@@ -279,8 +286,8 @@ def _fused(cols, rows, statistic, bins, range, input_shape, expand, lib, whole_i
         results.append(res)
     if check:
         bits = int(L.to_host(nf)[0])  # synchronize! (after the launches)
-        if bits and not whole_int:  # SciPy bins NaN / inf here (no check): the per-dimension pipeline does
-            return None  # (before the record: the plan is the pipeline's)
+        if bits and not whole_int and not nan_only():  # SciPy 1.17 bins NaN / inf here (no check): the
+            return None  # per-dimension pipeline does (before the record: the plan is the pipeline's)
         _check_nonfinite(bits, check)
     _dispatch.record("binned_statistic_dd", engine="cuda", strategy="auto", used="privatized", n=n,
                      dtype=work, place="device", notes=["one fused kernel over all dimensions per values row"])
@@ -369,7 +376,7 @@ def _remember2d(fast, y, values, bins, range):  # noqa: A002
     ne = np.array([len(e) for e, _ in et], np.int64)
     tops = np.array([t for _, t in et], np.float64)
     _fast2d[fast] = (dt, e_all, ne, tops, _core.STATISTICS[statistic], (len(et[0][0]) - 1, len(et[1][0]) - 1),
-                     [(f, e) for f, (e, _) in zip(formulas, et)], np.ndim(bins) == 0)
+                     [(f, e) for f, (e, _) in zip(formulas, et)], np.ndim(bins) == 0 and index_bins(bins))
     _dispatch.fast_ready()  # the device fast path on (not under a forced cpu backend; GPUSYNC_DEBUG per call)
 
 

@@ -193,8 +193,8 @@ def scipy_binned_statistic(x, values, statistic="mean", bins=10, range=None, **k
             edges = np.linspace(lo, hi, int(bins) + 1, dtype=xa.dtype)
             return scipy.stats.binned_statistic(x, values, statistic, edges, **kw)
         return scipy.stats.binned_statistic(x, values, statistic, bins, range, **kw)
-    # 1.17's rules on SciPy 1.18
-    if np.ndim(bins) == 0 and xa.size and not np.isfinite(xa).all():
+    # 1.17's rules on SciPy 1.18 (its check only where operator.index takes bins)
+    if np.ndim(bins) == 0 and _binstat.index_bins(bins) and xa.size and not np.isfinite(xa).all():
         raise ValueError(f"{xa!r} contains non-finite values.")
     if np.isnan(xa).any():
         xa = np.where(np.isnan(xa), np.inf, xa)

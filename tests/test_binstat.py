@@ -77,6 +77,13 @@ def test_dtypes_nan_and_edges(backend, stat, scipy_rules):
             gs.binned_statistic(np.array([np.inf, -np.inf]), np.ones(2), stat, bins=2)
     r = _check(np.array([0.0, np.nan, 0.5]), np.arange(3.0), stat, bins=[0, 1])
     assert (r is None) == scipy_rules  # 1.18: "... contains at least one NaN ..."
+    # a float number of bins: SciPy 1.17 checks x only where operator.index takes bins (NaN, inf: outliers)
+    xf = np.array([0.1, np.inf, 0.5, -np.inf, 0.7])
+    for b in (2.0, np.float64(3)):
+        r = _check(xf, np.arange(5.0), stat, bins=b, range=(0, 1))
+        assert r is not None and r.binnumber.tolist()[1] == int(b) + 1
+        r = _check(np.append(xf, np.nan), np.arange(6.0), stat, bins=b, range=(0, 1))
+        assert (r is None) == scipy_rules
     with pytest.raises(ValueError):
         gs.binned_statistic(np.array([0.0, np.nan]), np.ones(2), stat, bins=2)
 

@@ -105,3 +105,23 @@ def test_callable_and_bad_input(backend):
     bad[3] = np.nan
     with pytest.raises(ValueError, match="non-finite|NaN"):  # (SciPy 1.17: "non-finite", 1.18: "NaN")
         gs.binned_statistic_2d(bad, y, v, "mean", 3)
+
+
+def test_reused_result_checks_the_sample(kind, scipy_rules):
+    """binned_statistic_result reuses an earlier result's bins, but SciPy still checks the sample first:
+    NaN raises under 1.18's rules whatever the bins, NaN / inf under 1.17's where bins is one int -- for
+    device samples too (no binning of them to report it: one min / max pass)."""
+    rng = np.random.default_rng(4)
+    x, y, v = rng.random((3, 500))
+    first = gs.binned_statistic_dd([to_kind(x, kind), to_kind(y, kind)], to_kind(v, kind), "mean", 4)
+    for bad, bins in ((np.nan, 4), (np.nan, [4, 4]), (np.inf, 4)):
+        yb = y.copy()
+        yb[9] = bad
+        raises = (bad != bad and (scipy_rules or bins == 4)) or (bad == np.inf and not scipy_rules)
+        call = lambda: gs.binned_statistic_dd([to_kind(x, kind), to_kind(yb, kind)], to_kind(v, kind), "sum",  # noqa: E731
+                                              bins, binned_statistic_result=first)
+        if raises:
+            with pytest.raises(ValueError, match="NaN|non-finite"):
+                call()
+        else:
+            call()
