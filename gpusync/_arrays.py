@@ -502,7 +502,7 @@ _FTZ_SOURCES = {  # exact float32 <-> float64 by integer arithmetic on the bits 
 _ftz_kernels: dict = {}
 
 
-def _ftz_free_kernel(cp, src, dst):
+def _ftz_free_kernel(cp, src):
     """CuPy's kernel for an exact float32 <-> float64 conversion of a's bits (compiled once)."""
     key = "f32_f64" if src == np.float32 else "f64_f32"
     k = _ftz_kernels.get(key)
@@ -582,7 +582,7 @@ class _CuPy:
         src, dst = np.dtype(a.dtype), np.dtype(dtype)
         if (src, dst) in _FTZ_CASTS and a.size:
             with self.cp.cuda.Device(a.device.id):
-                return _ftz_free_kernel(self.cp, src, dst)(a.view(self.cp.uint32 if src == np.float32 else self.cp.uint64))
+                return _ftz_free_kernel(self.cp, src)(a.view(self.cp.uint32 if src == np.float32 else self.cp.uint64))
         return a.astype(dtype, copy=False)
 
     def ravel(self, a):

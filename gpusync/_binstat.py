@@ -524,7 +524,7 @@ def _edges_top(xv, bins, range, lohi=None, defer=False):  # noqa: A002
     if range is None and n == 0:  # SciPy reads x's min and max even when it does not need them
         raise ValueError("zero-size array to reduction operation minimum which has no identity")
     lo = hi = None
-    if n and np.ndim(bins) == 0 and range is None or (_checks_finite(xv, bins) and not defer):
+    if (n and np.ndim(bins) == 0 and range is None) or (_checks_finite(xv, bins) and not defer):
         # (explicit edges need the range of neither; the non-finite check only SciPy 1.18's NaN one; integers
         # are finite)
         lo, hi = lohi if lohi is not None else _minmax(xv)  # synchronize! (device input)

@@ -441,15 +441,10 @@ gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_
      * others); the strategies whose threads meet (grid's barrier, threadfence's ticket) keep one a thread */
     int ntasks = c.nthreads;
     if (!c.det && strategy == GS_STRATEGY_TWO_PASS && c.nthreads > 1) {
-        int64_t per = (int64_t)gs_env_number(GS_ENV_CPU_TASKS, GS_CPU_REDUCE_TASKS, NULL);
+        const int64_t per = (int64_t)gs_env_number(GS_ENV_CPU_TASKS, GS_CPU_REDUCE_TASKS, NULL);
         const int64_t fit = items / ((int64_t)c.nthreads * GS_CPU_CHUNK); /* slices of GS_CPU_CHUNK at least */
-        per = per < fit ? per : fit;
-        const int64_t want = per * c.nthreads;
-        ntasks = (int)(want < GS_CPU_MAX_THREADS ? want : GS_CPU_MAX_THREADS);
-        if (ntasks > items)
-            ntasks = (int)items;
-        if (ntasks < c.nthreads)
-            ntasks = c.nthreads;
+        if (per > 1 && fit > 1) /* (gs_cpu_parallel_tasks caps the slices: partials past its count stay 0) */
+            ntasks = (int)((per < fit ? per : fit) * c.nthreads);
     }
     c.nparts = c.det ? items : ntasks;
     void *parts = calloc((size_t)(c.nparts > 0 ? c.nparts : 1), 8);
@@ -457,7 +452,7 @@ gs_status gs_cpu_reduce(const gs_array *a, const gs_array *b, gs_array *out, gs_
         return gs_fail(GS_ERR_NO_MEMORY, "out of host memory for %lld partials", (long long)c.nparts);
     c.fpart = (double *)parts;
     c.ipart = (uint64_t *)parts;
-    const gs_status run = items > 0 ? gs_cpu_parallel_tasks(items, c.nthreads, c.det ? c.nthreads : ntasks, slice, &c)
+    const gs_status run = items > 0 ? gs_cpu_parallel_tasks(items, c.nthreads, ntasks, slice, &c)
                                     : GS_OK;
     if (run != GS_OK) {
         free(parts);
