@@ -5,7 +5,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/reduce_share benchmarks/probes/reduce_share.cu
 //   /tmp/reduce_share [reps]
 //
-// Kernels (256 threads, 16-byte loads, U in flight a thread, float64 accumulation, a pairwise tree over
+// Kernels (256 threads, 16-byte loads, U in flight a thread (4 unless the row says U8 / U16), float64 accumulation, a pairwise tree over
 // each load round of float32 as reduce.cu, one float64 atomic a block into a zeroed result):
 //   stride  -- the package's way: tiles of 256 x U vectors, block b takes tiles b, b + grid, ... (grid: the
 //              co-resident blocks, 8 an SM)
@@ -97,6 +97,7 @@ struct row {
     const char *name;
     int kind; /* 0 stride, 1 even, 2 cub */
     int per_sm;
+    int u; /* 16-byte loads in flight a thread (stride rows) */
     std::vector<float> t;
     double sum;
 };
@@ -129,8 +130,9 @@ template <class T> void run_size(int64_t n, int reps, int sms)
     size_t tb = 0;
     cub::DeviceReduce::Sum(nullptr, tb, d, cub_out, (int64_t)n);
     CK(cudaMalloc(&tmp, tb));
-    std::vector<row> rows = {{"stride 8/SM", 0, 8, {}, 0}, {"even 2/SM", 1, 2, {}, 0}, {"even 4/SM", 1, 4, {}, 0},
-                             {"even 8/SM", 1, 8, {}, 0},   {"cub", 2, 0, {}, 0}};
+    std::vector<row> rows = {{"stride 8/SM", 0, 8, 4, {}, 0},    {"stride U8 8/SM", 0, 8, 8, {}, 0},
+                             {"stride U8 4/SM", 0, 4, 8, {}, 0}, {"stride U16 4/SM", 0, 4, 16, {}, 0},
+                             {"even 4/SM", 1, 4, 4, {}, 0},      {"cub", 2, 0, 0, {}, 0}};
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     std::vector<cudaGraphExec_t> ex(rows.size());
@@ -143,7 +145,11 @@ template <class T> void run_size(int64_t n, int reps, int sms)
             else {
                 CK(cudaMemsetAsync(out, 0, sizeof(double), st));
                 const int grid = sms * rows[k].per_sm;
-                if (rows[k].kind == 0)
+                if (rows[k].kind == 0 && rows[k].u == 16)
+                    stride_kernel<T, 16><<<grid, THREADS, 0, st>>>((const int4 *)d, nv, out);
+                else if (rows[k].kind == 0 && rows[k].u == 8)
+                    stride_kernel<T, 8><<<grid, THREADS, 0, st>>>((const int4 *)d, nv, out);
+                else if (rows[k].kind == 0)
                     stride_kernel<T, 4><<<grid, THREADS, 0, st>>>((const int4 *)d, nv, out);
                 else
                     even_kernel<T, 4><<<grid, THREADS, 0, st>>>((const int4 *)d, nv, out);
