@@ -9,7 +9,11 @@ not powers of two).  Two input places:
   device  CuPy arrays (wall time per call, synchronized: what a notebook feels).
 Short cells (host below 10^4 elements, device below 10^6) time every
 implementation in 5 interleaved rounds and keep the median of the rounds'
-medians: a transient that slows one stretch of calls moves one round.
+medians: a transient that slows one stretch of calls moves one round.  Host
+cells of 10^7 elements and up take 3 interleaved rounds (each implementation
+after 0.3 s idle): the host's memory moves from round to round more than the
+implementations differ there (r266, H200 host: one 3.16e8 float64 dot took
+33-47 ms from round to round, gpusync, NumPy and torch alike).
 
 Implementations, each where installed: gpusync:auto (the default engine
 choice), gpusync:cpu and gpusync:cuda (forced with gs.use_backend), numpy,
@@ -77,6 +81,7 @@ def half_decades(max_n):
 # (numpy.dot of 10^5 float64: 8 ms right after torch.dot, 0.007 ms alone).
 QUIET_FROM = 10_000
 ROUNDS = 5  # interleaved rounds of a cell: host below QUIET_FROM, device below 10^6
+BIG_HOST_FROM, BIG_HOST_ROUNDS = 10**7, 3  # and host cells this large (the host memory's round-to-round spread)
 QUIET_S = 0.3  # above Intel OpenMP's 0.2 s block time (0.1 s left OpenBLAS / OpenMP threads spinning into the next row)
 
 
@@ -380,8 +385,11 @@ def main():
                 # round medians -- a transient (a timer tick, another tenant's burst) that slows one
                 # implementation's stretch of calls moves one of its rounds, not the cell.  Only where no
                 # idle gap is needed between implementations (host below QUIET_FROM, device), and where calls
-                # are short enough for one to matter (a device call of 10^6 elements and up is its kernel's)
-                rounds = ROUNDS if n < QUIET_FROM or (place == "device" and n < 10**6) else 1
+                # are short enough for one to matter (a device call of 10^6 elements and up is its kernel's);
+                # and host cells from BIG_HOST_FROM, where the host memory's spread between rounds (each
+                # implementation after QUIET_S idle) exceeds the implementations' differences
+                rounds = (ROUNDS if n < QUIET_FROM or (place == "device" and n < 10**6) else
+                          BIG_HOST_ROUNDS if place == "host" and n >= BIG_HOST_FROM else 1)
                 live = []
                 for cand in cands:
                     prev = last.get((place, cand[0]))
@@ -474,7 +482,7 @@ def report(out, rows, data, ceiling, ops, places, sizes):
     lines = [f"# Size sweep: {data['device']}, {data['date']}", "",
              "Host read ceiling (parallel NumPy reductions of 1 GiB, all cores: the fastest of a sum, a max and a "
              f"bitwise or): **{ceiling:.1f} GB/s**. "
-             f"Wall ms per call (median; below {QUIET_FROM:,} elements on the host and 10^6 on the device, the median of {ROUNDS} interleaved rounds' medians). ratio = best peer time / gpusync:auto time (>= 1: gpusync ahead).", ""]
+             f"Wall ms per call (median; below {QUIET_FROM:,} elements on the host and 10^6 on the device, the median of {ROUNDS} interleaved rounds' medians; from {BIG_HOST_FROM:,} on the host, of {BIG_HOST_ROUNDS}). ratio = best peer time / gpusync:auto time (>= 1: gpusync ahead).", ""]
     behind = []
     for place in places:
         for op in ops:
