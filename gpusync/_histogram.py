@@ -364,9 +364,22 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
         if _keep_slivers(np.dtype(fast[0]), edges, range):  # (the general path corrects these; the C one would not)
             return res
         edges.flags.writeable = False
-        # device input: the edges written on the device by their formula (no host copy)
-        _fast_plans[fast] = (edges, desc, _edges_formula(edges, desc) if uniform else None)
+        # device input: the edges written on the device by their formula (no host copy), by the counting (or
+        # zeroing) kernel itself when the description carries it (equal-width bins; unit or byte bins, below)
+        formula = _edges_formula(edges, desc) if uniform else None
+        if formula is not None and desc[0] in (_DIRECT, _LUT):
+            desc = formula = _carrying_formula(desc, formula)
+        _fast_plans[fast] = (edges, desc, formula)
     return res
+
+
+def _carrying_formula(desc, formula):
+    """A direct / lut bins description that carries its edges' formula (the
+    start, step, stop, arith_f32, edges_f32 of `formula`, a uniform
+    description of the same edges): the kernel that counts writes the edges
+    too, with no launch of their own (a device uint8 histogram of 32 MiB, 256
+    bins: three graph nodes a call became two).  Their binning ignores it."""
+    return desc[:5] + formula[5:8] + desc[8:10] + formula[10:12] + desc[12:]
 
 
 # (dtype, bins, range with its types) -> (edges, bins description) of calls

@@ -482,12 +482,41 @@ def test_counting_call_writes_the_edges_of_its_formula(dtype, bins, range_):
     if desc[0] != _histogram._UNIFORM:
         with pytest.raises(ValueError, match="equal-width"):
             _core.histogram("cpu", x, None, out, desc, "auto", 0, got)
-        return
+        # the same description carrying its edges' formula (what the device fast path's plans hold)
+        desc = _histogram._carrying_formula(desc, _histogram._edges_formula(edges))
     _core.histogram("cpu", x, None, out, desc, "auto", 0, got)
     np.testing.assert_array_equal(got, ref_e)
     np.testing.assert_array_equal(out, ref_c)
     with pytest.raises(ValueError, match="nbins \\+ 1"):
         _core.histogram("cpu", x, None, out, desc, "auto", 0, got[:-1])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int64])
+@pytest.mark.parametrize("bins,range_", [(256, (0, 256)), (10, (0, 256)), (16, (0, 16)), (300, (-20, 280)),
+                                         (7, (3, 10)), (5, (0.5, 5.5))])
+def test_fast_plans_carry_the_edges_formula(dtype, bins, range_):
+    """The device fast path's plans: a direct or lut description carries its edges' formula, so that the
+    counting call writes NumPy's edges (one C call, no uniform_edges launch); the counts are unchanged, and a
+    host call with the plan in place still matches NumPy."""
+    from gpusync import _core
+
+    x = np.random.default_rng(bins).integers(-30, 300, 5001).astype(dtype)
+    ref_c, ref_e = np.histogram(x, bins, range_)
+    gs.histogram(x, bins, range_, strategy="global")  # the general path makes the plan
+    key = _histogram._plan_key(x, bins, range_)
+    edges, desc, formula = _histogram._fast_plans[key]
+    np.testing.assert_array_equal(edges, ref_e)
+    if desc[0] in (_histogram._DIRECT, _histogram._LUT):
+        assert formula is desc
+    if formula is desc:
+        out = np.empty(bins, np.int64)
+        got = np.full(bins + 1, np.nan, ref_e.dtype)
+        _core.histogram("cpu", x, None, out, desc, "auto", 0, got)
+        np.testing.assert_array_equal(got, ref_e)
+        np.testing.assert_array_equal(out, ref_c)
+    c, e = gs.histogram(x, bins, range_)
+    np.testing.assert_array_equal(c, ref_c)
+    np.testing.assert_array_equal(e, ref_e)
 
 
 @pytest.mark.parametrize("bound", [object(), [0.0], np.zeros(1)])

@@ -4,6 +4,7 @@
 #include "binning.h"
 #include "convert.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +166,14 @@ int gs_bincount_min_to_max(int64_t lo, int64_t hi)
     return lo >= 0 && lo <= hi && hi >= GS_BINCOUNT_FIRST_BINS && lo > hi - lo;
 }
 
+int gs_hist_bins_have_formula(const gs_hist_bins *bins)
+{
+    if (bins->kind == GS_BINS_UNIFORM)
+        return 1;
+    return (bins->kind == GS_BINS_DIRECT || bins->kind == GS_BINS_LUT) && bins->step > 0 && bins->stop > bins->start &&
+           isfinite(bins->start) && isfinite(bins->stop);
+}
+
 gs_status gs_hist_bins_check(const gs_hist_bins *bins, const gs_array *x, const gs_array *out, const gs_array *edges)
 {
     if (gs_dtype_size(x->dtype) == 1 && bins->kind != GS_BINS_DIRECT && bins->kind != GS_BINS_LUT)
@@ -183,8 +192,9 @@ gs_status gs_hist_bins_check(const gs_hist_bins *bins, const gs_array *x, const 
     }
     if (!edges)
         return GS_OK;
-    if (bins->kind != GS_BINS_UNIFORM)
-        return gs_fail(GS_ERR_INVALID_ARGUMENT, "edges: only an equal-width (uniform) description has a formula");
+    if (!gs_hist_bins_have_formula(bins))
+        return gs_fail(GS_ERR_INVALID_ARGUMENT, "edges: only an equal-width (uniform) description, or a direct / "
+                                                "lut one carrying its edges' formula (step > 0), has a formula");
     if (edges->length != bins->nbins + 1 || edges->device != out->device ||
         (edges->dtype != GS_FLOAT32 && edges->dtype != GS_FLOAT64))
         return gs_fail(GS_ERR_INVALID_ARGUMENT, "edges must hold nbins + 1 float32 or float64 elements where out is");

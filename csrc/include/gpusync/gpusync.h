@@ -125,7 +125,9 @@ typedef struct gs_hist_bins {
     int closed_top;
     /* GS_BINS_LUT: 256 entries, host memory */
     const int32_t *lut;
-    /* GS_BINS_UNIFORM.  margin: a bound, in bins, on how far the estimate
+    /* GS_BINS_UNIFORM (and the edges' formula a GS_BINS_DIRECT / LUT
+     * description may carry for ops->histogram's `edges`: step > 0, else 0,
+     * see gs_hist_bins_have_formula).  margin: a bound, in bins, on how far the estimate
      * (x - e(0)) * scale (in float32 or float64) can be from an edge's true
      * position; an estimate farther than margin from an integer needs no
      * correction.  0.5 (or more) makes every estimate go through the edges. */
@@ -201,8 +203,9 @@ typedef struct gs_backend_ops {
      * one used is written to *used.  Work is enqueued on `stream`; the call
      * returns without waiting when every array is on the device.
      * edges: NULL, or nbins + 1 float32 / float64 elements where out lives,
-     * filled with a GS_BINS_UNIFORM description's edges (gs_uniform_edge;
-     * CUDA: by the kernel that zeroes the counts, no launch of its own). */
+     * filled with the edges of a description that has their formula
+     * (gs_hist_bins_have_formula; CUDA: by the kernel that zeroes the counts
+     * or the one that stores them, no launch of its own). */
     gs_status (*histogram)(const gs_array *x, const gs_array *weights, const gs_hist_bins *bins,
                            gs_array *out, gs_array *edges, gs_strategy strategy, void *stream, gs_strategy *used);
 
@@ -551,10 +554,17 @@ gs_status gs_bincount_first_check(const gs_array *x, const gs_array *out, int ho
 /* The checks of ops->histogram's bins and `edges`, one copy for both
  * engines: 8-bit x takes a GS_BINS_DIRECT or GS_BINS_LUT description (the
  * raw byte's bin), a GS_BINS_LUT description bins 8-bit x alone and every
- * entry is a bin (0 .. nbins - 1) or -1; `edges` (NULL passes): a GS_BINS_UNIFORM
- * description, nbins + 1 float32 / float64 elements where `out` lives. */
+ * entry is a bin (0 .. nbins - 1) or -1; `edges` (NULL passes): a
+ * description with a formula (gs_hist_bins_have_formula), nbins + 1 float32 /
+ * float64 elements where `out` lives. */
 gs_status gs_hist_bins_check(const gs_hist_bins *bins, const gs_array *x, const gs_array *out,
                              const gs_array *edges);
+/* Whether the description's start / step / stop / arith_f32 / edges_f32
+ * give its edges (gs_formula_edge): every GS_BINS_UNIFORM one, and a
+ * GS_BINS_DIRECT or GS_BINS_LUT one that carries them (step > 0, finite
+ * start < stop) -- unit bins of integers, or byte bins, whose edges NumPy
+ * made with np.linspace; their binning ignores the formula. */
+int gs_hist_bins_have_formula(const gs_hist_bins *bins);
 /* Fill host `edges` (checked) with the description's edges. */
 void gs_hist_edges_fill_host(const gs_hist_bins *bins, gs_array *edges);
 
