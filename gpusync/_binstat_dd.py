@@ -29,7 +29,7 @@ from . import _arrays, _backend, _binstat_more, _core, _devfast, _dispatch
 from ._arrays import DeviceArray, Lib
 from ._binstat import (NAN_SAMPLE, _binned_statistic_impl, _check_finite, _check_nonfinite, _checks_finite,
                        _edges, _edges_top, index_bins, nan_only)
-from ._histdd import DEVICE_PLANS_MAX, _minmax_many, device_plan
+from ._histdd import DEVICE_PLANS_MAX, ZERO_DIMS, _minmax_many, device_plan
 from ._histogram import _edges_for, _edges_formula
 
 BinnedStatisticddResult = namedtuple("BinnedStatisticddResult", ("statistic", "bin_edges", "binnumber"))
@@ -100,6 +100,8 @@ def _dd(sample, values, statistic, bins, range, expand, previous, strategy):  # 
         raise ValueError(f"invalid statistic {statistic!r}")
     cols = _columns(sample)
     d = len(cols)
+    if d == 0:  # an (N, 0) sample: SciPy's error (np.atleast_2d's)
+        raise ValueError(ZERO_DIMS)
     if callable(statistic) and statistic is not np.median:
         hosts = [Lib.of(_xp_of(c)).to_host(c) if _xp_of(c) != "numpy" else c for c in cols]
         import scipy.stats

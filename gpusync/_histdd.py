@@ -35,9 +35,20 @@ def _is_device(obj):
         hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] in (2, 13)))
 
 
+ZERO_DIMS = "object of too small depth for desired array"  # NumPy's error for an (N, 0) sample
+
+
 def _coords(sample):
     """NumPy's reading of `sample` -- an (N, D) array or a sequence of D
-    1-D arrays -- as D 1-D views of one dtype (host arrays or DeviceArrays)."""
+    1-D arrays -- as D 1-D views of one dtype (host arrays or DeviceArrays);
+    an (N, 0) sample raises NumPy's ValueError."""
+    cols, d = _coords_of(sample)
+    if d == 0:
+        raise ValueError(ZERO_DIMS)
+    return cols, d
+
+
+def _coords_of(sample):
     if _is_device(sample):
         x = _arrays.as_input(sample, "sample")
         if len(x.shape) != 2:

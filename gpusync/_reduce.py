@@ -129,6 +129,15 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         r = sum(np.asarray(a), axis, dtype, out, keepdims, initial, where, strategy=strategy,
                 deterministic=deterministic, stream=stream)
         return r if out is not None else _arrays.wrap_like(a, r)
+    if out is not None and type(a) is np.ndarray and type(out) is np.ndarray and out.dtype.kind in "biu" and (
+            a.dtype.kind == "f" if dtype is None else _float_loop(dtype)):
+        # float sums into an integer (or bool) out: NumPy truncates its float partial sum into `out` after each
+        # buffer of its iterator (np.getbufsize(), 8192 elements; after every outer step when out is larger), so
+        # from 8193 elements on its result is not the truncated sum -- its own call gives exactly its result
+        if strategy != "auto":
+            _dispatch.check_strategy("sum", strategy)
+        kw = {} if type(initial) is int and initial == 0 else {"initial": initial}  # (as NumPy: only when given)
+        return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where, **kw)
     if type(a) is np.ndarray:  # other spellings of the whole default sum
         if type(axis) is tuple and _all_axes(axis, a.ndim):
             axis = None  # every axis once
@@ -175,6 +184,15 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
             return _sum_impl(a, strategy=strategy, deterministic=deterministic)
         _dispatch.check_strategy("sum", strategy)  # NumPy's axis / dtype / out / ... rules: _axis.reduce
         return _axis.reduce("sum", _axis.SUM, a, axis, dtype, out, keepdims, initial, where)
+
+
+def _float_loop(dtype) -> bool:
+    """Whether a sum's `dtype` names a floating accumulator (False when it names none NumPy takes: its own
+    error comes from the general path)."""
+    try:
+        return np.dtype(dtype).kind == "f"
+    except TypeError:
+        return False
 
 
 def _sum_impl(a, strategy="auto", deterministic=False):

@@ -34,7 +34,8 @@ def test_cumsum_into_a_wider_float_keeps_every_prefix_wide(a, dtype):
 
 @pytest.mark.parametrize("case", ["int_into_float", "f16_into_f64", "f16_into_f32", "u64_axis_into_float",
                                   "cumsum_int_into_float", "cumsum_axis_int_into_float", "float_into_int",
-                                  "int8_into_int8", "int8_into_int16"])
+                                  "int8_into_int8", "int8_into_int16", "float_into_int_past_a_buffer",
+                                  "float_axis_into_int_past_a_buffer", "f32_into_int32_past_a_buffer"])
 def test_out_of_another_dtype_sets_the_accumulator(case):
     """NumPy's rule: without dtype=, the loop is the one it resolves for `out` (an int64 sum
     into a float64 out adds floats; a float16 sum into float32 adds float32)."""
@@ -51,6 +52,10 @@ def test_out_of_another_dtype_sets_the_accumulator(case):
         "float_into_int": (np.sum, np.ones((3, 4)) + .7, {"axis": 0}, np.zeros(4, np.int64)),
         "int8_into_int8": (np.sum, i8, {}, np.zeros((), np.int8)),
         "int8_into_int16": (np.sum, i8, {}, np.zeros((), np.int16)),
+        # NumPy truncates its float partial sums into an int out after each buffer (8192 elements): 5734, not 5735
+        "float_into_int_past_a_buffer": (np.sum, np.full(8193, .7), {}, np.zeros((), np.int64)),
+        "float_axis_into_int_past_a_buffer": (np.sum, np.full((5, 8193), .7), {"axis": 0}, np.zeros(8193, np.int64)),
+        "f32_into_int32_past_a_buffer": (np.sum, np.full(20000, .7, np.float32), {}, np.zeros((), np.int32)),
     }
     fn, a, kw, out = cases[case]
     want = fn(a, out=out.copy(), **kw)

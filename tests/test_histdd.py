@@ -691,3 +691,13 @@ def test_edges_kept_on_the_device_many_sets_and_after_empty_cache():
                 np.testing.assert_allclose(got, stats.binned_statistic(x, y, "mean", e).statistic, rtol=1e-12)
         if rnd == 1:
             gs.empty_cache()
+
+
+@pytest.mark.parametrize("shape", [(5, 0), (0, 0)])
+def test_a_sample_of_no_dimension_raises_like_numpy(shape, kind):
+    """An (N, 0) sample: NumPy's ValueError, and SciPy's type (gpusync indexed a first column it did not
+    have; SciPy's message for (0, 0) is its min's of an empty array)."""
+    s = to_kind(np.zeros(shape), kind)
+    assert_raises_like_numpy(lambda: np.histogramdd(np.zeros(shape), 3), lambda: gs.histogramdd(s, 3))
+    with pytest.raises(ValueError):
+        gs.binned_statistic_dd(s, to_kind(np.ones(shape[0]), kind), "sum", 3)

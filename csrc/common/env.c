@@ -156,6 +156,11 @@ static const gs_env_info table[GS_ENV_COUNT] = {
                          .meaning = "tests and benchmarks: the widest instruction set the CPU engine's run-time "
                                     "picked kernels may use (auto: what the CPU has; a wider one than the CPU "
                                     "has is the CPU's)"},
+    [GS_ENV_HIST_BYTES_STREAM] = {.name = "GPUSYNC_HIST_BYTES_STREAM", .type = "int", .fallback = "-1", .lo = -1,
+                                  .hi = 1,
+                                  .meaning = "tuning: the byte kernel's loads (hist_smem.cu) -- -1: evict-first "
+                                             "(streaming) where the input is larger than the L2, plain where it "
+                                             "fits (a reused input stays there); 0: plain; 1: evict-first"},
     [GS_ENV_CPU_TASKS] = {.name = "GPUSYNC_CPU_TASKS", .type = "int", .fallback = "", .lo = 1, .hi = 64,
                           .meaning = "tuning: slices a thread of the CPU engine's sum / dot (default "
                                      "GS_CPU_REDUCE_TASKS; more: threads that finish early take the slices of "

@@ -42,6 +42,10 @@ template <int N> __device__ __forceinline__ void gs_cp_async_wait()
  * gets each whole vector; fone(value, index, ok) gets the elements of a
  * misaligned head, the tail, and strided inputs.
  *
+ * stream: evict-first loads (the input is read once and is larger than the
+ * L2), else plain ones (an input that fits the L2 may stay there for the
+ * next call).
+ *
  * WARP = false: fvec is called for valid vectors only (ok == true), with no
  * warp vote per vector -- for callbacks without warp-wide intrinsics.  The
  * vote and the reconvergence around it cost the 8-bit histogram 7-9 % of
@@ -56,7 +60,7 @@ template <class T> union gs_vec {
 
 template <int U = GS_HIST_VEC_UNROLL, bool WARP = true, class T, class F1, class FV>
 __device__ __forceinline__ void gs_for_each_vec(const T *__restrict__ x, int64_t n, int64_t stride, F1 &&fone,
-                                                FV &&fvec)
+                                                FV &&fvec, bool stream = true)
 {
     constexpr int V = 16 / sizeof(T);
     const int lane = threadIdx.x & 31;
@@ -86,7 +90,7 @@ __device__ __forceinline__ void gs_for_each_vec(const T *__restrict__ x, int64_t
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t j = base + lane + (int64_t)u * nth;
-            r[u].v = j < nv ? __ldcs(xv + j) : make_int4(0, 0, 0, 0); /* streamed once: evict-first */
+            r[u].v = j < nv ? (stream ? __ldcs(xv + j) : __ldg(xv + j)) : make_int4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {

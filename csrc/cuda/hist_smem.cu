@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(GS_HIST_BLOCK_THREADS, GS_HIST_BLOCKS_PER_SM)
 constexpr size_t BYTES_SMEM = (size_t)256 * GS_HIST_BYTES_REPLICAS * sizeof(unsigned); /* the byte kernel's rows */
 template <int U, bool IDENT>
 __global__ void __launch_bounds__(GS_HIST_BYTES_THREADS, 1)
-    hist_bytes_kernel(gs_binner b, const uint8_t *__restrict__ x, int64_t n, void *out, gs_hist_fin fin)
+    hist_bytes_kernel(gs_binner b, const uint8_t *__restrict__ x, int64_t n, void *out, int stream, gs_hist_fin fin)
 {
     static_assert(GS_HIST_BYTES_REPLICAS == 64, "the byte offset below is 8 bits of byte, 6 of replica, 2 of word");
     extern __shared__ __align__(16) unsigned char smem[];
@@ -185,7 +185,8 @@ __global__ void __launch_bounds__(GS_HIST_BYTES_THREADS, 1)
 #pragma unroll
                 for (int j = 0; j < 4; j++) /* result bytes: mine, byte j of w, 0, 0 */
                     add(__byte_perm(w[q], mine, 0x5504u | (unsigned)j << 4));
-        });
+        },
+        stream != 0);
     if constexpr (IDENT)
         gs_hist_finish(h, 256, 6, (unsigned long long *)out, fin);
     else
@@ -225,7 +226,11 @@ static int bytes_try(const gs_hist_launch *l, gs_status *st, int *declined)
     if (*st != GS_OK)
         return 1;
     const int64_t grid = small_input_grid(l, gs_hist_grid(l, resident, threads), resident);
-    *st = gs_hist_launch_fin(l, kern, grid, threads, smem, declined, l->binner, (const uint8_t *)l->x, l->n, l->out);
+    /* evict-first loads only for inputs larger than the L2 (the sums' rule, reduce.cu) */
+    const int forced = (int)gs_env_number(GS_ENV_HIST_BYTES_STREAM, -1, NULL);
+    const int stream = forced >= 0 ? forced : l->n > l->dev->l2_cache_bytes;
+    *st = gs_hist_launch_fin(l, kern, grid, threads, smem, declined, l->binner, (const uint8_t *)l->x, l->n, l->out,
+                             stream);
     if (*st == GS_OK && !*declined && gs_env_number(GS_ENV_DEBUG, 0, NULL) != 0)
         fprintf(stderr, "[gpusync] histogram kernel: bytes%s (%lld blocks of %d)\n", ident ? "" : ", bins from a table",
                 (long long)grid, threads);

@@ -451,6 +451,7 @@ typedef enum gs_env_var {
     GS_ENV_HIST_PART,
     GS_ENV_CPU_SIMD, /* choice: auto | avx512 | avx2 | none (the CPU engine's run-time kernels) */
     GS_ENV_CPU_TASKS,
+    GS_ENV_HIST_BYTES_STREAM,
     GS_ENV_COUNT
 } gs_env_var;
 
