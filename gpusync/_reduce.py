@@ -76,7 +76,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
     summed as its (..., 2) float view (real and imaginary parts, the
     segmented kernel whatever the strategy), as is a real input with a
     complex `dtype` (in the float of that width); a real `dtype` or `out`
-    for complex input takes the real parts with NumPy's ComplexWarning.
+    for complex input takes the real parts with NumPy's ComplexWarning.  A
+    float sum of a NumPy array into an integer or bool `out` is NumPy's own
+    call: NumPy truncates its running float sum into `out` after each buffer
+    of its iterator (8192 elements), so its result is not the truncated sum
+    (8193 x 0.7 gives 5734), and gpusync returns exactly that.
 
     `strategy` picks how the blocks' partial sums are combined: ``"atomic"``,
     ``"mutex"`` (a spin lock), ``"two-pass"`` (second kernel), ``"threadfence"``
