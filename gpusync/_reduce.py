@@ -133,7 +133,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         r = sum(np.asarray(a), axis, dtype, out, keepdims, initial, where, strategy=strategy,
                 deterministic=deterministic, stream=stream)
         return r if out is not None else _arrays.wrap_like(a, r)
-    if out is not None and type(a) is np.ndarray and type(out) is np.ndarray and out.dtype.kind in "biu" and (
+    if out is not None and type(a) is np.ndarray and isinstance(out, np.ndarray) and out.dtype.kind in "biu" and (
             a.dtype.kind == "f" if dtype is None else _float_loop(dtype)):
         # float sums into an integer (or bool) out: NumPy truncates its float partial sum into `out` after each
         # buffer of its iterator (np.getbufsize(), 8192 elements; after every outer step when out is larger), so

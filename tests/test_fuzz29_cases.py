@@ -66,6 +66,20 @@ def test_out_of_another_dtype_sets_the_accumulator(case):
     np.testing.assert_allclose(o.astype(np.float64), np.asarray(want, np.float64), rtol=1e-12)
 
 
+def test_float_sum_into_an_int_subclass_or_memmap_out(tmp_path):
+    """The per-buffer truncation of NumPy's float sum into an int `out` holds for an out of any ndarray class."""
+    class Sub(np.ndarray):
+        pass
+
+    a = np.full((2, 8193), .7)
+    mm = np.memmap(tmp_path / "o.bin", np.int64, "w+", shape=(2,))
+    for out, kw in ((np.zeros((), np.int64).view(Sub), {}), (mm, {"axis": 1})):
+        want = np.sum(a, out=np.zeros(out.shape, out.dtype), **kw)
+        got = gs.sum(a, out=out, **kw)
+        np.testing.assert_array_equal(np.asarray(out), want)
+        assert got is out
+
+
 def test_where_broadcasts_to_a_not_a_to_where():
     a = np.ones(3)
     for kw in ({}, {"axis": 0}):
