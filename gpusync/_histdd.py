@@ -38,12 +38,21 @@ def _is_device(obj):
 ZERO_DIMS = "object of too small depth for desired array"  # NumPy's error for an (N, 0) sample
 
 
-def _coords(sample):
+def _coords(sample, bins=None, range=None):  # noqa: A002
     """NumPy's reading of `sample` -- an (N, D) array or a sequence of D
     1-D arrays -- as D 1-D views of one dtype (host arrays or DeviceArrays);
-    an (N, 0) sample raises NumPy's ValueError."""
+    an (N, 0) sample raises NumPy's ValueError, after its checks of `bins`
+    and `range` against the dimensions."""
     cols, d = _coords_of(sample)
     if d == 0:
+        try:
+            m = len(bins)
+        except TypeError:
+            m = 0
+        if m != 0:
+            raise ValueError("The dimension of bins must be equal to the dimension of the sample x.")
+        if range is not None and len(range) != 0:
+            raise ValueError("range argument must have one entry per dimension")
         raise ValueError(ZERO_DIMS)
     return cols, d
 
@@ -258,7 +267,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, stre
 
 
 def _histogramdd_impl(sample, bins, range, density, weights):  # noqa: A002
-    cols, d = _coords(sample)
+    cols, d = _coords(sample, bins, range)
     for c in cols:
         _arrays.check_dtype(c.dtype, "sample", "histogramdd")
     device = isinstance(cols[0], DeviceArray)

@@ -698,6 +698,8 @@ def test_a_sample_of_no_dimension_raises_like_numpy(shape, kind):
     """An (N, 0) sample: NumPy's ValueError, and SciPy's type (gpusync indexed a first column it did not
     have; SciPy's message for (0, 0) is its min's of an empty array)."""
     s = to_kind(np.zeros(shape), kind)
-    assert_raises_like_numpy(lambda: np.histogramdd(np.zeros(shape), 3), lambda: gs.histogramdd(s, 3))
+    for kw in ({"bins": 3}, {"bins": [3]}, {"bins": "auto"}, {"bins": 3, "range": [(0, 1)]}, {"bins": [], "range": []},
+               {"bins": 3, "density": True}):
+        assert_raises_like_numpy(lambda: np.histogramdd(np.zeros(shape), **kw), lambda: gs.histogramdd(s, **kw))
     with pytest.raises(ValueError):
         gs.binned_statistic_dd(s, to_kind(np.ones(shape[0]), kind), "sum", 3)
