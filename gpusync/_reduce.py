@@ -119,10 +119,10 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         if dtype is not None:  # (NumPy passes dtype only when given: a method may not take it)
             kw["dtype"] = dtype
         return own(axis=axis, out=out, **kw)
-    elif (type(a) is not np.ndarray or out is not None or where is not True) and \
-            _arrays.any_ufunc_override(a, out, where):  # (plain arrays and defaults: no call, the per-call cost)
-        # NumPy's sum is add.reduce, which a class of a, out or where takes over (astropy's units) or refuses:
-        # NumPy's own
+    elif ((type(a) is not np.ndarray or out is not None or where is not True) and
+          _arrays.any_ufunc_override(a, out, where)) or _truncates_into(a, out, dtype):
+        # NumPy's sum is add.reduce, which a class of a, out or where takes over (astropy's units) or refuses;
+        # or a float sum NumPy truncates into an integer out buffer by buffer: NumPy's own
         if strategy != "auto":
             _dispatch.check_strategy("sum", strategy)
         kw = {} if type(initial) is int and initial == 0 else {"initial": initial}  # (as NumPy: only when given)
@@ -133,15 +133,6 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         r = sum(np.asarray(a), axis, dtype, out, keepdims, initial, where, strategy=strategy,
                 deterministic=deterministic, stream=stream)
         return r if out is not None else _arrays.wrap_like(a, r)
-    if out is not None and type(a) is np.ndarray and isinstance(out, np.ndarray) and out.dtype.kind in "biu" and (
-            a.dtype.kind == "f" if dtype is None else _float_loop(dtype)):
-        # float sums into an integer (or bool) out: NumPy truncates its float partial sum into `out` after each
-        # buffer of its iterator (np.getbufsize(), 8192 elements; after every outer step when out is larger), so
-        # from 8193 elements on its result is not the truncated sum -- its own call gives exactly its result
-        if strategy != "auto":
-            _dispatch.check_strategy("sum", strategy)
-        kw = {} if type(initial) is int and initial == 0 else {"initial": initial}  # (as NumPy: only when given)
-        return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where, **kw)
     if type(a) is np.ndarray:  # other spellings of the whole default sum
         if type(axis) is tuple and _all_axes(axis, a.ndim):
             axis = None  # every axis once
@@ -190,11 +181,15 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
         return _axis.reduce("sum", _axis.SUM, a, axis, dtype, out, keepdims, initial, where)
 
 
-def _float_loop(dtype) -> bool:
-    """Whether a sum's `dtype` names a floating accumulator (False when it names none NumPy takes: its own
-    error comes from the general path)."""
+def _truncates_into(a, out, dtype) -> bool:
+    """Whether NumPy sums NumPy array `a` in floats into an integer (or bool) ndarray `out`: it truncates its
+    running float sum into `out` after each buffer of its iterator (np.getbufsize(), 8192 elements; after
+    every outer step when out is larger), so from 8193 elements on its result is not the truncated sum.
+    (A `dtype` NumPy takes for none: False, its own error comes from the general path.)"""
+    if out is None or type(a) is not np.ndarray or not isinstance(out, np.ndarray) or out.dtype.kind not in "biu":
+        return False
     try:
-        return np.dtype(dtype).kind == "f"
+        return (a.dtype if dtype is None else np.dtype(dtype)).kind == "f"
     except TypeError:
         return False
 
