@@ -95,10 +95,9 @@ def packbits(a, /, axis=None, bitorder="big", *, threshold=None, stream=None):
         r = _core.fast_packbits(a, little)  # the C fast path (_dispatch.py); NotImplemented: the general path
         if r is not NotImplemented:
             return r
-        if not little:
-            r = _devfast.packbits_(a)  # device arrays' fast path
-            if r is not NotImplemented:
-                return r
+        r = _devfast.packbits_(a, little)  # device arrays' fast path
+        if r is not NotImplemented:
+            return r
     elif (axis is None and stream is None and type(a) is np.ndarray and (bitorder == "big" or bitorder == "little")
           and a.dtype.kind in "biuf" and not (a.dtype.kind in "iu" and a.dtype.itemsize == 8)):
         # a > threshold on the C fast path: the float64 _threshold compares with (64-bit integer arrays
@@ -145,6 +144,9 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big", *, stream=None):
     """
     if axis is None and count is None and stream is None and (bitorder == "big" or bitorder == "little"):
         r = _core.fast_unpackbits(a, bitorder == "little")  # the C fast path (_dispatch.py)
+        if r is not NotImplemented:
+            return r
+        r = _devfast.unpackbits_(a, bitorder == "little")  # device arrays' fast path
         if r is not NotImplemented:
             return r
     if type(a) is not np.ndarray and _arrays.subclass(a):  # NumPy's result keeps the input's class
@@ -385,5 +387,5 @@ def _count_nonzero_impl(a, threshold=None):
 
 # the common calls' fast path straight from the call, no Python frame (_core.front; the functions above run the rest)
 packbits = _core.front("packbits", packbits, None, _devfast.packbits_)
-unpackbits = _core.front("unpackbits", unpackbits)
+unpackbits = _core.front("unpackbits", unpackbits, None, _devfast.unpackbits_)
 count_nonzero = _core.front("count_nonzero", count_nonzero, None, _devfast.count_nonzero_)

@@ -284,6 +284,7 @@ _I64_CODE = _arrays._DTYPE_CODES[_INT64]
 _AXIS_SUM = _core.AXIS_OPS["sum"]
 _AXIS_CUMSUM = _core.AXIS_OPS["cumsum"]
 _UINT8 = np.dtype(np.uint8)
+_U8_CODE = _arrays._DTYPE_CODES[_UINT8]
 
 
 def count_nonzero_(a):
@@ -377,8 +378,8 @@ def reduce_axis_(a, axis, op, out_dtype_of, name, out=None):
     return res
 
 
-def packbits_(a):
-    """gs.packbits(a) (axis None, big bit order) of a 1-D device array."""
+def packbits_(a, little=False):
+    """gs.packbits(a) (axis None; big bit order, or little) of a 1-D device array."""
     r = _ready(a)
     if r is None or getattr(a, "ndim", 0) != 1:
         return NotImplemented
@@ -387,9 +388,25 @@ def packbits_(a):
         return NotImplemented
     nbytes = (n + 7) // 8
     res, optr = h.out((nbytes,), _UINT8, dev)
-    _core.packbits("cuda", (ptr, n, 1, code, dev), None, False, (optr, nbytes, 1, _arrays._DTYPE_CODES[_UINT8], dev),
-                   h.stream(dev))
+    _core.packbits("cuda", (ptr, n, 1, code, dev), None, little, (optr, nbytes, 1, _U8_CODE, dev), h.stream(dev))
     _note("packbits", n, dt, dt.itemsize, nbytes, "ballot")
+    return res
+
+
+def unpackbits_(a, little=False):
+    """gs.unpackbits(a) (axis None, no count; big or little bit order) of a
+    C-contiguous device uint8 array, flattened as NumPy does: the kernel
+    straight into a new array of the input's library (the general path's
+    argument handling cost 35 us a call against CuPy's 14 us, r272)."""
+    r = _ready(a)
+    if r is None:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    if dt != _UINT8:  # (NumPy's TypeError: the general path)
+        return NotImplemented
+    res, optr = h.out((8 * n,), _UINT8, dev)
+    _core.unpackbits("cuda", (ptr, n, 1, code, dev), little, (optr, 8 * n, 1, _U8_CODE, dev), h.stream(dev))
+    _note("unpackbits", n, dt, n, 8 * n, "")
     return res
 
 
@@ -580,7 +597,6 @@ def _counts_cut(h, counts, hi, top, minlength, dev, copy_below=0):
 
 
 _FLOAT64 = np.dtype(np.float64)
-_UINT8 = np.dtype(np.uint8)
 
 
 def histogram2d_(x, y, plan):

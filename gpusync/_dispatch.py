@@ -131,6 +131,11 @@ def _fast_plan(rec):
     """The plan of a call the C fast path ran (the calling thread alone, or
     the CPU engine's pool)."""
     _seq, op, n, dtype, used, threads = rec
+    if threads < 0:  # NumPy's own call from the C fast path (complex dots: gpusync has no complex kernel)
+        return {"op": op, "place": "host", "n": n, "dtype": _dtype_name(dtype), "engine": "caller",
+                "strategy": "auto", "strategy_used": "numpy", "threads": 0, "split": None, "predicted_ms": {},
+                "forced": forced_backend(), "notes": [f"complex host input: NumPy's own np.{op} (gpusync has no "
+                                                      "complex kernel)"]}
     notes = ["the C fast path: a native NumPy array (C-contiguous, or one dimension with a positive stride) "
              "with default options, " + ("on the calling thread" if threads <= 1 else f"on {threads} pool threads")]
     in_bytes = np.dtype(dtype).itemsize * (2 if op == "dot" else 1)
@@ -194,11 +199,25 @@ def _record(plan: dict, used=None, threads=None) -> None:
               f"predicted ms: {pm}" + "".join(f"; {n}" for n in plan["notes"]), file=sys.stderr)
 
 
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(dtype) -> str:
+    """str(dtype), remembered per dtype (str of a NumPy dtype costs ~8 us: a third of a small complex dot)."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except KeyError:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+        return name
+    except TypeError:  # (unhashable: not a dtype)
+        return str(dtype)
+
+
 def record(op, *, engine, strategy, used, n=0, dtype="", place="host", threads=0, notes=(), predicted=None):
     """Plan record of a call that does not go through :func:`run` (barriers,
     histogramdd); `predicted`: the cost model's Choice.predicted (seconds per
     candidate) when the model chose the engine."""
-    _record({"op": op, "place": place, "n": int(n), "dtype": str(dtype), "engine": engine, "strategy": strategy,
+    _record({"op": op, "place": place, "n": int(n), "dtype": _dtype_name(dtype), "engine": engine, "strategy": strategy,
              "strategy_used": used, "threads": threads, "split": None,
              "predicted_ms": {k: v * 1e3 for k, v in predicted.items()} if predicted else {},
              "forced": forced_backend(), "notes": list(notes)})

@@ -3,6 +3,7 @@ GPU (or CPU threads) with a selectable inter-block finishing technique."""
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 
@@ -39,7 +40,6 @@ def _run(func, arrays, out_dtype, strategy, deterministic):
     return _dispatch.scalar(out)
 
 
-_F64 = np.dtype(np.float64)
 
 
 def _all_axes(axis: tuple, ndim: int) -> bool:
@@ -150,9 +150,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
             r = _devfast.sum_(a, _sum_dtype)  # device arrays' fast path
             if r is not NotImplemented:
                 return r
-    elif fast and not keepdims and axis is None and type(a) is np.ndarray and a.dtype.kind == "f" and (
-            isinstance(dtype, (str, type, np.dtype)) and _F64 == dtype):
-        r = _core.fast_sum(a, True)  # sum(a, dtype=float64) of a float array: the float64 accumulation itself
+            r = _complex.plain_sum(a)  # complex: one read of the real view on the host, the library's own on device
+            if r is not NotImplemented:
+                return r
+    elif fast and not keepdims and axis is None and isinstance(dtype, (str, type, np.dtype)):
+        r = _sum_as(a, dtype)  # sum(a, dtype=...) of a whole host or device array
         if r is not NotImplemented:
             return r
     elif fast and not keepdims and axis is not None and dtype is None:
@@ -179,6 +181,52 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=Tru
             return _sum_impl(a, strategy=strategy, deterministic=deterministic)
         _dispatch.check_strategy("sum", strategy)  # NumPy's axis / dtype / out / ... rules: _axis.reduce
         return _axis.reduce("sum", _axis.SUM, a, axis, dtype, out, keepdims, initial, where)
+
+
+def _sum_as(a, dtype):
+    """sum(a, dtype=dtype) of a whole NumPy, CuPy or CUDA PyTorch array, the
+    other arguments at their defaults, by NumPy's rule -- each element cast
+    to `dtype`, the sum taken in it -- or NotImplemented (the general path:
+    ~100 us of argument handling a call, 0.07-0.26x NumPy / CuPy at 10^3 to
+    10^7 int64 -> float64 in r272):
+
+    * integer `dtype`, integer or bool input: the 64-bit sum (exact modulo
+      2^64) cast to `dtype` -- NumPy's wrapping sum in `dtype` has the same
+      low bits;
+    * float `dtype` at least as wide as a float input: its float64
+      accumulation (float32 / float16 sums' own) rounded once to `dtype`;
+    * float `dtype` of an integer input, or narrower than the float input:
+      the input cast to `dtype` first (one copy, as NumPy's buffered cast),
+      then the sum of that."""
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        return NotImplemented
+    host = type(a) is np.ndarray
+    if host:
+        xdt = a.dtype
+        lib = None
+    else:
+        lib = type(a).__module__.split(".")[0]
+        if lib not in ("cupy", "torch") or (lib == "torch" and not getattr(a, "is_cuda", False)):
+            return NotImplemented
+        xdt = _complex._np_dtype(a)
+    k, dk = xdt.kind, d.kind
+    if not d.isnative or k not in "biuf" or dk not in "iuf":
+        return NotImplemented
+    if dk in "iu" and k == "f":  # (NumPy truncates each float to the integer first: the general path)
+        return NotImplemented
+    if dk == "f" and (k != "f" or d.itemsize < xdt.itemsize):  # NumPy's cast of each element, then its sum
+        if host:
+            b = a.astype(d)
+            r = _core.fast_sum(b)
+            return r if r is not NotImplemented else _sum_impl(b)  # (inf / NaN, overflow: the 1-D path's rules)
+        b = a.astype(d) if lib == "cupy" else a.to(getattr(sys.modules["torch"], d.name))
+        return _devfast.sum_(b, _sum_dtype)
+    if host:  # integers: the wrapping 64-bit sum; floats: the float64 accumulation
+        r = _core.fast_sum(a, dk == "f")
+        return r if r is NotImplemented else np.asarray(r).astype(d)[()]
+    return _devfast.sum_(a, lambda _dt: d)
 
 
 def _truncates_into(a, out, dtype) -> bool:
@@ -263,6 +311,9 @@ def dot(a, b, out=None, *, strategy="auto", deterministic=False, stream=None):
         if type(a) in _PY_SCALARS and type(b) in _PY_SCALARS:  # np.dot of two scalars: their product (3.7 -> 0.9 us)
             return np.multiply(np.asarray(a), np.asarray(b))  # as np.dot converts them (2**63: uint64; 2**64: object)
         r = _devfast.dot_(a, b, _dot_dtype)
+        if r is not NotImplemented:
+            return r
+        r = _complex.plain_dot(a, b)  # complex vectors: NumPy's (BLAS) / the device library's own dot
         if r is not NotImplemented:
             return r
     if (_arrays.subclass(a) or _arrays.subclass(b) or _arrays.subclass(out)) and (np.ndim(a) == 0 or np.ndim(b) == 0):

@@ -333,14 +333,17 @@ def test_clongdouble_is_refused(backend):
 
 
 def test_fast_paths_leave_complex_to_the_general_path():
+    """The C fast paths take complex sums of C-contiguous arrays and 1-D dots
+    (test_complex_fast_routes_match_numpy); the rest is the general path's."""
     from gpusync import _core
 
     for dt in CDTYPES:
         a = np.arange(12).astype(dt)
-        assert _core.fast_sum(a) is NotImplemented
+        assert _core.fast_sum(a[::2]) is NotImplemented
+        assert _core.fast_sum(a, True) is NotImplemented  # (the float64 accumulation of a float array)
         assert _core.fast_cumsum(a) is NotImplemented
         assert _core.fast_count_nonzero(a) is NotImplemented
-        assert _core.fast_dot(a, a) is NotImplemented
+        assert _core.fast_dot(a.reshape(3, 4), a.reshape(4, 3)) is NotImplemented
         assert _core.fast_reduce_axis(a.reshape(3, 4), 1, False) is NotImplemented
         assert _core.fast_reduce_axis(a.reshape(3, 4), 1, True) is NotImplemented
         assert _core.fast_reduce_axis(a.reshape(3, 4), 1, 2) is NotImplemented
@@ -407,3 +410,64 @@ def test_dot_of_2d_complex_is_refused_on_every_engine(backend):
     a = np.ones((2, 2), complex)
     with pytest.raises(ValueError):
         gs.dot(a, a)
+
+
+# ---- the fast routes with no engine forced (the `kind` fixture forces one: these run as a user calls) ----------
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", [1, 2, 31, 1000, 100_003])
+def test_complex_fast_routes_match_numpy(dtype, n):
+    """gs.sum of a C-contiguous complex array: the float sums of its (n, 2)
+    real view in one read (module.c fast_complex_sum); gs.dot of two complex
+    vectors: NumPy's own np.dot (BLAS), so its bits exactly; each call's plan
+    names what ran."""
+    rng = np.random.default_rng(n)
+    a, b = crandom(rng, dtype, n), crandom(rng, dtype, n)
+    for _ in range(2):  # (the first call may take the Python route that configures the fast paths)
+        got = gs.sum(a)
+        close(got, np.sum(a), a)
+        assert type(got) is np.dtype(dtype).type
+        plan = gs.last_plan()
+        assert plan["op"] == "sum" and plan["dtype"] == np.dtype(dtype).name and plan["n"] == n
+        assert plan["engine"] in ("caller", "cpu")
+        close(gs.sum(a.reshape(1, -1) if n % 2 else a.reshape(2, -1)), np.sum(a), a)
+        for other in (b, b.real, b.real.astype(np.int32), b.astype(np.complex64)):
+            assert gs.dot(a, other) == np.dot(a, other)
+            assert gs.dot(other, a) == np.dot(other, a)
+            assert type(gs.dot(a, other)) is type(np.dot(a, other))
+        plan = gs.last_plan()
+        assert plan["op"] == "dot" and plan["strategy_used"] == "numpy" and plan["n"] == n
+
+
+def test_complex_fast_sum_special_values():
+    """+0 for parts that are all -0.0 (NumPy's complex sums start from +0);
+    inf / NaN parts: NumPy's own result (the general path)."""
+    for dt in CDTYPES:
+        z = np.full(5, complex(-0.0, -0.0), dt)
+        for _ in range(2):
+            got = gs.sum(z)
+            assert not np.signbit(got.real) and not np.signbit(got.imag)
+        with np.errstate(invalid="ignore"):
+            for vals in ([complex(np.inf, 1), complex(-np.inf, 2)], [complex(np.nan, 0), 1], [complex(1, np.inf), 2]):
+                a = np.array(vals, dt)
+                np.testing.assert_array_equal(gs.sum(a), np.sum(a))
+    big = np.full(4, complex(1e38, -1e38), np.complex64)  # float64 accumulation, rounded once: inf as NumPy's
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(gs.sum(big), np.sum(big))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+@pytest.mark.parametrize("dtype", CDTYPES, ids=lambda d: np.dtype(d).name)
+def test_complex_device_routes_are_the_librarys_own(lib, dtype):
+    """Complex device sums and dots with no engine forced: the library's own
+    (CUB / cuBLAS), on the array's device, in its library and dtype."""
+    rng = np.random.default_rng(3)
+    a, b = crandom(rng, dtype, 100_003), crandom(rng, dtype, 100_003)
+    x, y = to_kind(a, lib), to_kind(b, lib)
+    got = gs.sum(x)
+    close(got, np.sum(a), a, lib)
+    assert gs.last_plan()["strategy_used"] == f"{lib}.sum"
+    got = gs.dot(x, y)
+    close(got, np.dot(a, b), [np.abs(a) @ np.abs(b)], lib)
+    assert gs.last_plan()["strategy_used"] == f"{lib}.dot"

@@ -1,5 +1,7 @@
 """gs.sum and gs.dot against NumPy: every dtype, strategy and awkward size,
 result dtypes, overflow, accuracy, determinism, bad input, lock time-out."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -285,3 +287,67 @@ def test_reduce_more_than_2_31_elements(cp):
     assert float(gs.dot(b, b, deterministic=True)) == pytest.approx(n * 0.25, rel=1e-7)
     del b
     cp.get_default_memory_pool().free_all_blocks()
+
+
+# ---- sum(a, dtype=...) of a whole array: the fast route (_reduce._sum_as) ---------------------------------
+
+_AS_INPUTS = {"bool": lambda r, n: r.integers(0, 2, n).astype(bool),
+              "int8": lambda r, n: r.integers(-128, 128, n).astype(np.int8),
+              "uint16": lambda r, n: r.integers(0, 2**16, n).astype(np.uint16),
+              "int32": lambda r, n: r.integers(-2**31, 2**31, n).astype(np.int32),
+              "int64": lambda r, n: r.integers(-2**62, 2**62, n),
+              "uint64": lambda r, n: r.integers(0, 2**63, n).astype(np.uint64),
+              "float16": lambda r, n: r.random(n).astype(np.float16),
+              "float32": lambda r, n: r.standard_normal(n).astype(np.float32),
+              "float64": lambda r, n: r.standard_normal(n) * 1e10}
+_AS_DTYPES = ["int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64", int,
+              float, "f4"]
+
+
+def _same_sum(got, ref, x):
+    """got == ref: exactly for integers; floats within the rounding of a sum in ref's dtype (eps * sum |x|)."""
+    assert type(got) is type(ref), (type(got), type(ref))
+    if np.dtype(type(ref)).kind == "f":
+        with np.errstate(over="ignore"):
+            scale = float(np.abs(np.asarray(x, np.float64)).sum())
+        atol = 4 * np.finfo(type(ref)).eps * scale
+        np.testing.assert_allclose(got, ref, rtol=np.finfo(type(ref)).eps, atol=atol, equal_nan=True)
+    else:
+        assert got == ref
+
+
+@pytest.mark.parametrize("xdt", list(_AS_INPUTS))
+@pytest.mark.parametrize("n", [0, 1, 7, 5000])
+def test_sum_with_a_dtype_is_numpys(xdt, n):
+    """NumPy's sum in `dtype` (each element cast to it): integers wrap in it, floats round as its sum;
+    inputs that overflow float16 give NumPy's inf / NaN."""
+    x = _AS_INPUTS[xdt](np.random.default_rng(n), n)
+    for d in _AS_DTYPES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                ref = np.sum(x, dtype=d)
+            except TypeError as e:
+                with pytest.raises(TypeError):
+                    gs.sum(x, dtype=d)
+                continue
+            _same_sum(gs.sum(x, dtype=d), ref, x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+@pytest.mark.parametrize("xdt", ["int8", "int32", "int64", "float16", "float32", "float64"])
+def test_sum_with_a_dtype_of_device_arrays(lib, xdt):
+    from conftest import to_host, to_kind
+
+    x = _AS_INPUTS[xdt](np.random.default_rng(4), 100_003)
+    dx = to_kind(x, lib)
+    for d in ["int8", "int32", "int64", "uint64", "float16", "float32", "float64"]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = np.sum(x, dtype=d)
+            if lib == "torch" and np.dtype(d) == np.uint64:
+                continue  # (torch has no CUDA uint64 result to compare)
+            got = gs.sum(dx, dtype=d)
+        assert type(got).__module__.split(".")[0] == lib
+        _same_sum(np.asarray(to_host(got))[()], ref, x)
