@@ -280,6 +280,7 @@ def dot_(a, b, out_dtype_of):
 
 
 _INT64 = np.dtype(np.int64)
+_FLOAT64 = np.dtype(np.float64)
 _I64_CODE = _arrays._DTYPE_CODES[_INT64]
 _AXIS_SUM = _core.AXIS_OPS["sum"]
 _AXIS_CUMSUM = _core.AXIS_OPS["cumsum"]
@@ -553,6 +554,49 @@ def bincount_(a, minlength, bins_desc_of):
     return counts
 
 
+_WEIGHT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def bincount_w_(a, w, minlength, bins_desc_of):
+    """gs.bincount(x, weights, minlength) of a 1-D device integer array and
+    1-D float32 / float64 weights of the same library, length and device:
+    one min / max read for NumPy's length (the call waits, as torch's), then
+    the weighted count into float64 sums -- lo .. hi alone where bincount_'s
+    rule says so.  (The general path: 99 us a call at 1,000 elements
+    against torch.bincount's 57 us, 262 against 223 us at 10^7, r272.)
+    Other weights (integers, bool: NumPy casts them to float64) and bool x
+    take the general path."""
+    ra = _ready(a)
+    if ra is None or getattr(a, "ndim", 0) != 1 or getattr(w, "ndim", 0) != 1:
+        return NotImplemented
+    rw = _ready(w)
+    if rw is None or rw[0] is not ra[0]:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = ra
+    pw, nw, dtw, codew, devw = rw[1]
+    if dt.kind not in "iu" or n == 0 or nw != n or devw != dev or dtw not in _WEIGHT_DTYPES:
+        return NotImplemented
+    stream = h.stream(dev)
+    src = (ptr, n, 1, code, dev)
+    lo, hi = np.frombuffer(_core.minmax("cuda", src, stream), dtype=dt)  # synchronize!
+    lo, hi = int(lo), int(hi)
+    if lo < 0 or hi >= 2**63:  # (uint64 past int64: NumPy 2 reads it as negative)
+        raise ValueError("'list' argument must have no negative elements")
+    nbins = max(hi + 1, minlength)
+    f64 = _arrays._DTYPE_CODES[_FLOAT64]
+    if min_to_max(lo, hi):
+        span = hi - lo + 1
+        sums, sptr = h.zeros((nbins,), _FLOAT64, dev)
+        used = _core.histogram("cuda", src, (pw, n, 1, codew, dev), (sptr + 8 * lo, span, 1, f64, dev),
+                               bins_desc_of(span, lo), "auto", stream)
+    else:
+        sums, sptr = h.out((nbins,), _FLOAT64, dev)  # (the count zeroes its output first)
+        used = _core.histogram("cuda", src, (pw, n, 1, codew, dev), (sptr, nbins, 1, f64, dev), bins_desc_of(nbins),
+                               "auto", stream)
+    _note("bincount", n, dt, dt.itemsize + dtw.itemsize, nbins * 8, used)
+    return sums
+
+
 def min_to_max(lo, hi):
     """Whether bincount counts the values lo .. hi alone (into that stretch of
     zeroed counts) rather than 0 .. hi: the C rule every engine asks
@@ -594,9 +638,6 @@ def _counts_cut(h, counts, hi, top, minlength, dev, copy_below=0):
     res[top:] = 0
     res[:top] = counts[:top]
     return res
-
-
-_FLOAT64 = np.dtype(np.float64)
 
 
 def histogram2d_(x, y, plan):

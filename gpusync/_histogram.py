@@ -671,8 +671,9 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="auto", stream=None):
         r = _core.fast_bincount(x, minlength) if weights is None else _core.fast_bincount(x, minlength, weights)
         if r is not NotImplemented:
             return r
-        if weights is None and type(x) is not np.ndarray and minlength >= 0:
-            r = _devfast.bincount_(x, minlength, _direct_bins)  # device arrays' fast path
+        if type(x) is not np.ndarray and minlength >= 0:  # device arrays' fast paths
+            r = (_devfast.bincount_(x, minlength, _direct_bins) if weights is None else
+                 _devfast.bincount_w_(x, weights, minlength, _direct_bins))
             if r is not NotImplemented:
                 return r
     with _arrays.call_stream(stream, x):

@@ -226,13 +226,14 @@ def test_axis_kernels_shapes(backend, kind, dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("shape", [(300, 4100), (257, 1030), (2, 70000), (40000, 2), (5000, 512), (6, 700, 12)],
-                         ids=str)
+@pytest.mark.parametrize("shape", [(300, 4100), (257, 1030), (2, 70000), (40000, 2), (5000, 512), (6, 700, 12),
+                                   (20001, 64), (2001, 130)], ids=str)
 def test_axis_kernels_long(backend, kind, dtype, shape):
     """Long rows (a block per row, 16-byte loads, a partial last tile), wide
     aligned columns (vector columns), few long rows or columns (the axis split
     into parts: sums, and scans whose parts start from the totals of the parts
-    before them), a middle axis."""
+    before them), a middle axis; many narrow rows (8 threads a row up to 1 KiB
+    of row, a warp past it)."""
     a = _small_values(np.random.default_rng(len(shape) + shape[0]), dtype, shape)
     axes = [None] + list(range(len(shape))) + [-1] + ([(0, 1), (1, 2)] if len(shape) == 3 else [(0, 1)])
     _check_all_axes(a, to_kind(a, kind), axes)

@@ -542,3 +542,25 @@ def test_many_bins_partition_sanitized(cuda, monkeypatch):
                   (300_000, np.sort(rng.integers(0, 300_000, n)))):
         got = gs.histogram(cp.asarray(x), bins=nb, range=(0, nb), strategy="global")[0].get()
         np.testing.assert_array_equal(got, unit_histogram(x, nb))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+@pytest.mark.parametrize("xdt", [np.int16, np.int32, np.int64, np.uint16])
+@pytest.mark.parametrize("wdt", [np.float32, np.float64])
+def test_weighted_device_fast_path(lib, xdt, wdt):
+    """Weighted bincount of device arrays with no engine forced (_devfast.bincount_w_): NumPy's float64 sums
+    and length, values from 0 or far from it (lo .. hi counted alone), minlength, negatives refused."""
+    rng = np.random.default_rng(7)
+    for lo, hi, n in [(0, 100, 1000), (0, 5000, 100_003), (30_000, 31_000, 50_001), (5, 6, 3)]:
+        x = rng.integers(lo, hi, n).astype(xdt)
+        w = rng.standard_normal(n).astype(wdt)
+        for minlength in (0, hi + 10):
+            got = gs.bincount(to_kind(x, lib), to_kind(w, lib), minlength=minlength)
+            ref = np.bincount(x, w, minlength=minlength)
+            assert type(got).__module__.split(".")[0] == lib
+            np.testing.assert_allclose(to_host(got), ref, rtol=1e-5 if wdt == np.float32 else 1e-12, atol=1e-4)
+            assert to_host(got).dtype == ref.dtype
+    if np.dtype(xdt).kind == "i":
+        with pytest.raises(ValueError, match="negative"):
+            gs.bincount(to_kind(np.array([3, -1, 2], xdt), lib), to_kind(np.ones(3, wdt), lib))
