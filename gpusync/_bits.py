@@ -388,4 +388,11 @@ def _count_nonzero_impl(a, threshold=None):
 # the common calls' fast path straight from the call, no Python frame (_core.front; the functions above run the rest)
 packbits = _core.front("packbits", packbits, None, _devfast.packbits_)
 unpackbits = _core.front("unpackbits", unpackbits, None, _devfast.unpackbits_)
-count_nonzero = _core.front("count_nonzero", count_nonzero, None, _devfast.count_nonzero_)
+def _count_nonzero_device(a, axis=None):
+    """The front's device hook: the whole array, or one int axis."""
+    if axis is None:
+        return _devfast.count_nonzero_(a)
+    return _devfast.reduce_axis_(a, axis, _axis.COUNT_NONZERO, _intp_of, "count_nonzero")
+
+
+count_nonzero = _core.front("count_nonzero", count_nonzero, None, _count_nonzero_device)

@@ -385,5 +385,12 @@ def _dot_impl(a, b, strategy="auto", deterministic=False):
 
 
 # the common calls' fast path straight from the call, no Python frame (_core.front; the functions above run the rest)
-sum = _core.front("sum", sum, None, functools.partial(_devfast.sum_, out_dtype_of=_sum_dtype))  # noqa: A001
+def _sum_device(a, axis=None):
+    """The front's device hook: the whole array, or one int axis."""
+    if axis is None:
+        return _devfast.sum_(a, _sum_dtype)
+    return _devfast.reduce_axis_(a, axis, _axis.SUM, _sum_dtype, "sum")
+
+
+sum = _core.front("sum", sum, None, _sum_device)  # noqa: A001
 dot = _core.front("dot", dot, None, functools.partial(_devfast.dot_, out_dtype_of=_dot_dtype))

@@ -2,7 +2,6 @@
 prefixes by decoupled look-back, a grid barrier or kernel relaunches."""
 from __future__ import annotations
 
-import functools
 import operator
 
 import numpy as np
@@ -160,4 +159,11 @@ def _cumsum_impl(x, strategy="auto", into=None):
 
 
 # the common calls' fast path straight from the call, no Python frame (_core.front; the function above runs the rest)
-cumsum = _core.front("cumsum", cumsum, None, functools.partial(_devfast.cumsum_, out_dtype_of=_cumsum_dtype))
+def _cumsum_device(a, axis=None):
+    """The front's device hook: the flattened scan, or one int axis."""
+    if axis is None:
+        return _devfast.cumsum_(a, _cumsum_dtype)
+    return _devfast.reduce_axis_(a, axis, _nd.CUMSUM, _cumsum_dtype, "cumsum")
+
+
+cumsum = _core.front("cumsum", cumsum, None, _cumsum_device)

@@ -203,6 +203,17 @@ def test_front_device_hook_gets_the_parameters():
     assert fh("dev", 5, weights=np.ones(2)) == "python" and fh("dev", density=True) == "python"
     assert fh(np.ones(3), 4) == "python" and fh([1.0], 4) == "python"
     assert len(seen) == n
+    def sum_(a, axis=None, dtype=None, *, strategy="auto"):
+        return "python"
+
+    fs = _core.front("sum", sum_, None, hook)  # (count_nonzero and cumsum alike: device(a) or device(a, axis))
+    assert fs("dev") == "device" and seen[-1] == ("dev",)
+    assert fs("dev", 1) == "device" and seen[-1] == ("dev", 1)
+    assert fs("dev", axis=-1) == "device" and seen[-1] == ("dev", -1)
+    n = len(seen)
+    assert fs("dev", (0, 1)) == "python" and fs("dev", np.int64(1)) == "python"
+    assert fs("dev", 1, np.float64) == "python" and fs("dev", 1, strategy="auto") == "python"
+    assert len(seen) == n
     fu = _core.front("unpackbits", gs.unpackbits.__wrapped__, None, hook)  # (bitorder "big" and no count only)
     assert fu("dev") == "device" and seen[-1] == ("dev",)
     with pytest.raises(TypeError, match="no device fast path"):

@@ -2051,10 +2051,10 @@ typedef struct {
     int required;                          /* how many of them a call must give */
 } front_spec;
 static const front_spec front_specs[FRONT_OPS] = {
-    [FRONT_SUM] = {.name = "sum", .params = {"a"}, .required = 1},
+    [FRONT_SUM] = {.name = "sum", .params = {"a", "axis"}, .required = 1},
     [FRONT_DOT] = {.name = "dot", .params = {"a", "b"}, .required = 2},
-    [FRONT_COUNT_NONZERO] = {.name = "count_nonzero", .params = {"a"}, .required = 1},
-    [FRONT_CUMSUM] = {.name = "cumsum", .params = {"a"}, .required = 1},
+    [FRONT_COUNT_NONZERO] = {.name = "count_nonzero", .params = {"a", "axis"}, .required = 1},
+    [FRONT_CUMSUM] = {.name = "cumsum", .params = {"a", "axis"}, .required = 1},
     [FRONT_PACKBITS] = {.name = "packbits", .params = {"a"}, .required = 1},
     [FRONT_UNPACKBITS] = {.name = "unpackbits", .params = {"a"}, .required = 1},
     [FRONT_BINCOUNT] = {.name = "bincount", .params = {"x", "weights", "minlength"}, .required = 1},
@@ -2076,13 +2076,29 @@ typedef struct {
 
 /* The fast path's answer for the parameters v (every one given or its
  * default): a new reference, NotImplemented, or NULL with an exception. */
+/* sum / count_nonzero / cumsum along an int axis (v: a, axis): the C fast path of one axis (mode 0 sum, 1
+ * count_nonzero, 2 cumsum); any other axis (a tuple, a NumPy integer): the Python function.  Through the
+ * Python function a device array's axis sum cost 23-25 us a call against torch's 17-19 us (r272, H200). */
+static PyObject *front_axis(PyObject *const *v, long mode)
+{
+    if (!PyLong_CheckExact(v[1]))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *m = PyLong_FromLong(mode);
+    if (!m)
+        return NULL;
+    PyObject *args[3] = {v[0], v[1], m};
+    PyObject *r = py_fast_reduce_axis(NULL, args, 3);
+    Py_DECREF(m);
+    return r;
+}
+
 static PyObject *front_fast(front_object *f, PyObject *const *v)
 {
     switch (f->op) {
-    case FRONT_SUM: return py_fast_sum(NULL, v, 1);
+    case FRONT_SUM: return v[1] == Py_None ? py_fast_sum(NULL, v, 1) : front_axis(v, 0);
     case FRONT_DOT: return py_fast_dot(NULL, v, 2);
-    case FRONT_COUNT_NONZERO: return py_fast_count_nonzero(NULL, v[0]);
-    case FRONT_CUMSUM: return py_fast_cumsum(NULL, v[0]);
+    case FRONT_COUNT_NONZERO: return v[1] == Py_None ? py_fast_count_nonzero(NULL, v[0]) : front_axis(v, 1);
+    case FRONT_CUMSUM: return v[1] == Py_None ? py_fast_cumsum(NULL, v[0]) : front_axis(v, 2);
     case FRONT_PACKBITS:
     case FRONT_UNPACKBITS: { /* bitorder "big" (the default) */
         PyObject *args[2] = {v[0], Py_False};
@@ -2134,6 +2150,14 @@ static PyObject *front_device(front_object *f, PyObject *const *v)
         return PyObject_Vectorcall(f->device, args, 2, NULL);
     }
     case FRONT_HISTOGRAM: return PyObject_Vectorcall(f->device, v, 3, NULL); /* device(a, bins, range) */
+    case FRONT_SUM:
+    case FRONT_COUNT_NONZERO:
+    case FRONT_CUMSUM: /* device(a) for axis None, device(a, axis) for an int axis */
+        if (v[1] == Py_None)
+            return PyObject_Vectorcall(f->device, v, 1, NULL);
+        if (!PyLong_CheckExact(v[1]))
+            Py_RETURN_NOTIMPLEMENTED;
+        return PyObject_Vectorcall(f->device, v, 2, NULL);
     default: return PyObject_Vectorcall(f->device, v, 1, NULL);
     }
 }
