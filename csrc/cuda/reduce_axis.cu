@@ -387,6 +387,26 @@ template <class A> __global__ void finish_kernel(ax_args r)
     }
 }
 
+/* The same with a warp an output, for many parts (FINISH_WARP_PARTS and up): lane l adds parts l, l + 32, ...
+ * in order, then the warp's fixed tree -- an order fixed by the part count, as the thread-an-output kernel's.
+ * One thread walking 1,056 parts (a column sum of (156250, 64) float64: the axis in 1,056 parts) waited on
+ * each few loads in turn: ~75 us of a 92 us call against torch's 80 (r272, H200). */
+constexpr int64_t FINISH_WARP_PARTS = 32;
+template <class A> __global__ void finish_warp_kernel(ax_args r)
+{
+    const int64_t n = r.outer * r.inner;
+    const int lane = threadIdx.x & 31;
+    const int64_t w0 = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5, nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t j = w0; j < n; j += nw) {
+        A s = std::is_same<A, double>::value ? (A)-0.0 : (A)0;
+        for (int64_t p = lane; p < r.kparts; p += 32)
+            s += ((const A *)r.part)[p * n + j];
+        s = warp_sum(s);
+        if (lane == 0)
+            store(r, j, s);
+    }
+}
+
 /* ---- cumsum along rows (inner == 1) -------------------------------------------------------------------- */
 
 /* Group g of G threads scans row o = blockIdx.x * (THREADS / G) + g in
@@ -914,11 +934,14 @@ template <class T> gs_status launch(ax_args &r, int op, const gs_device_info *de
     void *args[] = {&r};
     GS_CUDA_GOTO(cudaLaunchKernel(k, dim3((unsigned)blocks, (unsigned)r.kparts), dim3(THREADS), args, 0, s));
     if (r.kparts > 1) {
-        int64_t g = (cells + THREADS - 1) / THREADS;
+        const bool warps = r.kparts >= FINISH_WARP_PARTS;
+        int64_t g = (cells * (warps ? 32 : 1) + THREADS - 1) / THREADS;
         g = g < 65535 ? g : 65535;
-        const void *fk = (std::is_same<typename elem<T, false>::A, double>::value && !count)
-                             ? (const void *)finish_kernel<double>
-                             : (const void *)finish_kernel<unsigned long long>;
+        const bool dbl = std::is_same<typename elem<T, false>::A, double>::value && !count;
+        const void *fk = warps ? (dbl ? (const void *)finish_warp_kernel<double>
+                                      : (const void *)finish_warp_kernel<unsigned long long>)
+                               : (dbl ? (const void *)finish_kernel<double>
+                                      : (const void *)finish_kernel<unsigned long long>);
         GS_CUDA_GOTO(cudaLaunchKernel(fk, dim3((unsigned)g), dim3(THREADS), args, 0, s));
     }
 fail:
