@@ -348,6 +348,8 @@ def test_sum_with_a_dtype_of_device_arrays(lib, xdt):
             ref = np.sum(x, dtype=d)
             if lib == "torch" and np.dtype(d) == np.uint64:
                 continue  # (torch has no CUDA uint64 result to compare)
+            if x.dtype.kind == "f" and np.dtype(d).kind in "iu":
+                continue  # (out-of-range float -> int casts: x86's and the GPU's differ, both undefined in C)
             got = gs.sum(dx, dtype=d)
         assert type(got).__module__.split(".")[0] == lib
         _same_sum(np.asarray(to_host(got))[()], ref, x)
