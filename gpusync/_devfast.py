@@ -461,6 +461,49 @@ def histogram_(plans, a, bins, range, strategy="auto"):
     return counts, edges
 
 
+def histogram_w_(plans, a, w, bins, range, strategy="auto"):
+    """gs.histogram(a, bins, range, weights=w) of a device array and float64
+    weights of the same library, shape and device, planned as histogram_
+    (the plan does not depend on the weights): float64 sums (NumPy's dtype
+    for float64 weights) and the edges, written on the input's stream by one
+    C call -- the zeroing kernel writes the edges too.  Other weights (float32:
+    NumPy sums them into float32 block by block; integers) take the general
+    path, which cost 103 us a call at 1,000 float64 against CuPy's 74 (r273)."""
+    r = _ready(a)
+    if r is None or tuple(getattr(w, "shape", ())) != tuple(a.shape):
+        return NotImplemented
+    rw = _ready(w)
+    if rw is None or rw[0] is not r[0]:
+        return NotImplemented
+    h, (ptr, n, dt, code, dev) = r
+    pw, nw, dtw, codew, devw = rw[1]
+    if dtw != _FLOAT64 or nw != n or devw != dev or dt.kind == "b":
+        return NotImplemented
+    key = plan_key(dt, bins, range)
+    try:
+        hit = None if key is None else plans.get(key)
+    except TypeError:
+        return NotImplemented
+    if hit is None or hit[2] is None:
+        return NotImplemented
+    edges_host, bins_desc, edges_desc = hit
+    stream = h.stream(dev)
+    nedges = len(edges_host)
+    nb = nedges - 1
+    edt = edges_host.dtype
+    sums, sptr, edges, eptr = h.out2(nb, _FLOAT64, nedges, edt, dev)
+    edesc = (eptr, nedges, 1, _arrays._DTYPE_CODES[edt], dev)
+    sdesc = (sptr, nb, 1, codew, dev)
+    src, wdesc = (ptr, n, 1, code, dev), (pw, n, 1, codew, dev)
+    if edges_desc is bins_desc:  # the formula rides on the bins: the zeroing kernel writes the edges
+        used = _core.histogram("cuda", src, wdesc, sdesc, bins_desc, strategy, stream, edesc)
+    else:
+        used = _core.histogram("cuda", src, wdesc, sdesc, bins_desc, strategy, stream)
+        _core.uniform_edges("cuda", edges_desc, edesc, stream)
+    _note("histogram", n, dt, dt.itemsize + 8, nb * 8, used, strategy)
+    return sums, edges
+
+
 def cumsum_(a, out_dtype_of, strategy="auto"):
     """gs.cumsum(a) (axis None: the flattened scan) of a device array: a 1-D
     array of NumPy's cumsum dtype, on the input's stream, by `strategy`

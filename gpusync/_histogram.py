@@ -350,6 +350,13 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, strategy="a
             r = _devfast.histogram_(_fast_plans, a, bins, range, _dispatch.check_strategy("histogram", strategy))
             if r is not NotImplemented:
                 return r
+    elif stream is None and not density and type(a) is not np.ndarray and type(weights) is type(a):
+        fast = _plan_key(a, bins, range)  # float64 device weights: the same plans (made by any call below)
+        if fast is not None:
+            r = _devfast.histogram_w_(_fast_plans, a, weights, bins, range,
+                                      _dispatch.check_strategy("histogram", strategy))
+            if r is not NotImplemented:
+                return r
     with _arrays.call_stream(stream, a):
         res = _histogram_impl(a, bins, range, weights, density, strategy=strategy)
     if fast is not None and fast not in _fast_plans and fast[0] != np.bool_ and len(_fast_plans) < 1024:

@@ -601,3 +601,28 @@ def test_a_lookup_table_is_checked_at_the_c_entry(bad, backend):
     uniform = _histogram._bins_tuple(_histogram._UNIFORM, 5, start=0.0, step=1.0, stop=5.0, scale=1.0)
     with pytest.raises(ValueError, match="raw byte"):
         _core.histogram(backend, u8, None, out, uniform, "auto", 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+@pytest.mark.parametrize("dt,bins,rng_", [(np.float64, 100, (0.0, 1.0)), (np.float32, 37, (-0.5, 1.5)),
+                                          (np.int32, 50, (0, 50)), (np.uint8, 256, (0, 256)),
+                                          (np.uint8, 64, (0, 256)), (np.int16, 30, (-7, 23))])
+def test_weighted_device_fast_path(lib, dt, bins, rng_):
+    """float64 weights of a device array, no engine forced: the second call takes the planned fast path
+    (_devfast.histogram_w_: one C call, the edges written by the zeroing kernel or their own formula) --
+    NumPy's sums, dtype and edges."""
+    r = np.random.default_rng(bins)
+    x = (r.random(30_001) * 2 - 0.5).astype(dt) if np.dtype(dt).kind == "f" else \
+        r.integers(max(rng_[0] - 3, np.iinfo(dt).min), min(rng_[1] + 3, np.iinfo(dt).max), 30_001).astype(dt)
+    w = r.standard_normal(30_001)
+    ref, ref_e = np.histogram(x, bins, rng_, weights=w)
+    dx, dw = to_kind(x, lib), to_kind(w, lib)
+    for call in range(2):
+        got, e = gs.histogram(dx, bins, rng_, weights=dw)
+        assert type(got).__module__.split(".")[0] == lib
+        np.testing.assert_allclose(to_host(got), ref, rtol=1e-10, atol=1e-9)
+        assert to_host(got).dtype == ref.dtype
+        np.testing.assert_array_equal(to_host(e), ref_e)
+        assert to_host(e).dtype == ref_e.dtype
+    assert gs.last_plan()["notes"] == ["the device fast path"]
