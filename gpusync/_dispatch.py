@@ -136,8 +136,9 @@ def _fast_plan(rec):
                 "strategy": "auto", "strategy_used": "numpy", "threads": 0, "split": None, "predicted_ms": {},
                 "forced": forced_backend(), "notes": [f"complex host input: NumPy's own np.{op} (gpusync has no "
                                                       "complex kernel)"]}
-    notes = ["the C fast path: a native NumPy array (C-contiguous, or one dimension with a positive stride) "
-             "with default options, " + ("on the calling thread" if threads <= 1 else f"on {threads} pool threads")]
+    notes = ["the C fast path: a native NumPy array (C-contiguous, or one dimension with a positive stride; "
+             "sum / dot: of any sign) with default options, "
+             + ("on the calling thread" if threads <= 1 else f"on {threads} pool threads")]
     in_bytes = np.dtype(dtype).itemsize * (2 if op == "dot" else 1)
     shape = _costmodel.Shape(_COST_OP.get(op, op), n, in_bytes, 8, 0, True, "host")
     pred = _costmodel.choose(machine(), shape, _allowed(forced_backend())[0]).predicted
@@ -432,8 +433,11 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
         part_dtypes=None, n=None, into=None):
     """Run one op: route, choose the engine, allocate, call, record the plan.
 
-    ins     the inputs: flat host arrays (NumPy, native and aligned) or
-            DeviceArray views, all on one side; None entries pass through.
+    ins     the inputs: flat host arrays (NumPy, native and aligned; 1-D
+            views with a stride of whole elements, any sign, for the ops
+            whose CPU loops take strides: sum, dot -- the GPU engines get
+            C-contiguous copies) or DeviceArray views, all on one side; None
+            entries pass through.
     outs    [(length, dtype), ...] of the outputs to allocate.
     call    call(backend_name, ins, outs, strategy, stream) -> strategy used;
             ins / outs as the C core takes them (NumPy arrays or descriptors).
@@ -452,7 +456,8 @@ def run(op, ins, outs, call, *, strategy="auto", names=None, bins=0, in_bytes=No
     if n is None and all(type(a) is np.ndarray or a is None for a in ins):  # host input: the cached plan
         m = _override.machine or _machine["m"]
         key = (op, strategy, bins, merge, forced_backend(), env_engine(), _core.cpu_pool_warm(),
-               _stand_in["gpu"], id(m), tuple(None if a is None else (a.size, a.dtype) for a in ins))
+               _stand_in["gpu"], id(m),
+               tuple(None if a is None else (a.size, a.dtype, a.flags.c_contiguous) for a in ins))
         hit = _plans.get(key)
         if hit is not None and hit[3] is m:  # (the machine itself: a freed one's id may be reused)
             plan, threads, used_strategy, _ = hit
@@ -491,7 +496,8 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
     if in_bytes is None:
         in_bytes = sum(np.dtype(a.dtype).itemsize for a in ins if a is not None)
     out_bytes = sum(int(L) * np.dtype(d).itemsize for L, d in outs)
-    shape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, place,
+    contiguous = place == "device" or all(a is None or a.flags.c_contiguous for a in ins)  # strided: _host_view
+    shape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, contiguous, place,
                              place == "host" and _core.cpu_pool_warm())
     plan = {"op": op, "place": place, "n": n, "dtype": str(np.dtype(dtype)), "engine": None, "strategy": strategy,
             "strategy_used": None, "threads": 0, "split": None, "predicted_ms": {}, "forced": forced,
@@ -562,6 +568,9 @@ def _run_host(op, ins, outs, call, strategy, shape, allowed, plan, merge, part_d
     plan["predicted_ms"] = {k: v * 1e3 for k, v in choice.predicted.items()}
     engine = choice.engine
     if engine in ("cuda", "cpu+cuda"):
+        # the GPU backend stages host input as one block: a strided view (sum / dot read it in place on the
+        # CPU) goes as a C-contiguous copy, packed on the host (the model's price of a strided input's GPU run)
+        ins = [a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a) for a in ins]
         try:
             if engine == "cuda":
                 res = _alloc(outs, None, into)

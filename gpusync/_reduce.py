@@ -28,6 +28,20 @@ def _host_flat(x: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=dtype).reshape(-1)
 
 
+def _host_view(x: np.ndarray, dtype) -> np.ndarray:
+    """`x` itself when it is 1-D of `dtype` with a stride of whole elements,
+    of any sign (x[::2], x[::-3]; as_input made it native and aligned): the
+    CPU engine reads element i at i x stride in place, into the sums its
+    contiguous copy gives (the GPU engines get that copy: _dispatch); else
+    _host_flat's copy.  The general path (a strategy or deterministic given,
+    a size past the C fast path's limit) copied every strided input first:
+    10^7 float64 x[::2] . y[::2] with strategy="two-pass" took 69-71 ms on
+    the 2-core development host, 24-27 ms without the copy."""
+    if x.ndim == 1 and x.dtype == dtype and x.strides[0] % x.itemsize == 0:
+        return x
+    return _host_flat(x, dtype)
+
+
 def _run(func, arrays, out_dtype, strategy, deterministic):
     """Reduce host arrays or device views (all one kind) into one element."""
     acc = np.dtype(np.float64) if np.dtype(out_dtype).kind == "f" else np.dtype(out_dtype)
@@ -298,7 +312,7 @@ def _sum_impl(a, strategy="auto", deterministic=False):
     x = _arrays.checked_input(a, "a", "sum")
     _check_deterministic("sum", strategy, deterministic, x.dtype.kind)
     out_dtype = _sum_dtype(x.dtype)
-    arrays = [x if isinstance(x, DeviceArray) else _host_flat(x, x.dtype)]
+    arrays = [x if isinstance(x, DeviceArray) else _host_view(x, x.dtype)]
     total = _run("sum", arrays, out_dtype, strategy, deterministic)
     if out_dtype == np.float64 and not isinstance(x, DeviceArray) and not np.isfinite(total):
         total = _rescaled_sum(arrays[0], strategy, deterministic)
@@ -431,7 +445,7 @@ def _dot_impl(a, b, strategy="auto", deterministic=False):
                 v = _arrays.as_input(Lib.of(v.lib).astype(v.obj, rt), "a")
             arrays.append(v)
         else:
-            arrays.append(_host_flat(v, rt))
+            arrays.append(_host_view(v, rt))
     return _run("dot", arrays, rt, strategy, deterministic)
 
 

@@ -290,6 +290,58 @@ def test_pairwise_kernel_is_bit_exact_on_one_thread(monkeypatch, cpu, n, dtype):
         assert got_sum == np.float32(want_sum) and got_dot == np.float32(want_dot)
 
 
+def _accumulate(x, y):
+    """The CPU engine's float64 accumulation of sum(x) (y None) or x . y on the calling thread, before the
+    rounding to the input's dtype."""
+    out = np.empty(1, np.float64)
+    _core.cpu_threads(1)
+    try:
+        _core.reduce("cpu", x, y, out, "auto", False, 0)
+    finally:
+        _core.cpu_threads(0)
+    return out[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_pairwise_bits_at_every_simd_level(monkeypatch, cpu, dtype):
+    """GPUSYNC_CPU_SIMD caps the kernels the CPU engine picks (float16: AVX-512 + F16C, AVX2 + FMA + F16C,
+    or the software conversion; float32: AVX-512, AVX2 + FMA, the clones): each runs the pairwise algorithm
+    term for term, so at every level the float64 accumulation of a sum, a dot and a squared norm (x . x)
+    -- contiguous, or strided views x[::3] and x[::-2] (the strided kernels) -- has the bits of the
+    algorithm's reference, for every tail length; subnormal halves among the inputs.  gs.sum / gs.dot of a
+    million elements (pieces combined pairwise, on one thread or three) are then the same bits at every
+    level too."""
+    from gpusync import _calibrate
+
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    scale = 2.0 ** rng.integers(-30, 9, 200_000) if dtype == np.float16 else 10.0 ** rng.integers(-8, 9, 200_000)
+    base = (rng.standard_normal(200_000) * scale).astype(dtype)
+    other = rng.standard_normal(200_000).astype(dtype)
+    if dtype == np.float16:
+        assert (np.abs(base) < np.finfo(np.float16).tiny).sum() > 1000  # subnormals (and zeros)
+    cases = []
+    for n in (0, 1, 7, 255, 256, 257, 4097, 65_536):
+        for x, y in ((base[:n], other[:n]), (base[::3][:n], other[::-2][:n])):
+            x64, y64 = x.astype(np.float64), y.astype(np.float64)
+            cases.append((x, y, _pairwise_reference(x64), _pairwise_reference(x64 * y64),
+                          _pairwise_reference(x64 * x64)))
+    big = np.tile(base, 6)[:1_000_003]  # pieces of GS_CPU_CHUNK, on one thread or three
+    big2 = (np.tile(other, 6)[:1_000_003] / 16).astype(dtype)  # (big2 . big2 within float16's range)
+    seen = set()
+    for simd in ("auto", "avx512", "avx2", "none"):
+        monkeypatch.setenv("GPUSYNC_CPU_SIMD", simd)
+        for x, y, want_sum, want_dot, want_xx in cases:
+            for got, want in ((_accumulate(x, None), want_sum), (_accumulate(x, y), want_dot),
+                              (_accumulate(x, x), want_xx)):
+                assert got.tobytes() == np.float64(want).tobytes(), (simd, len(x), x.strides, got, want)
+        for threads in (1, 3):  # (the threads' slices set where pieces start: compared per thread count)
+            with _calibrate._forced("cpu" if threads > 1 else "caller", threads):
+                seen.add((threads, gs.sum(big).tobytes(), gs.dot(big, big2).tobytes(),
+                          gs.dot(big2, big2).tobytes()))
+                assert gs.last_plan()["threads"] == threads
+    assert len(seen) == 2, seen
+
+
 @pytest.mark.parametrize("threads", [2, 3, 4])
 @pytest.mark.parametrize("tasks", [1, 2, 4, 64])
 def test_sum_dot_slices_claimed_by_threads(threads, tasks, monkeypatch):

@@ -474,12 +474,15 @@ def test_fast_path_declines_what_it_cannot_take():
     with gs.use_backend("cpu"):
         gs.sum(np.ones(4))
         x = np.arange(20, dtype=np.float64)
-        for a in (x[::-1], x.reshape(4, 5).T):  # byte-swapped / unaligned: issue 12's fix (a list: converted first)
-            assert gs.sum(a) == np.sum(np.asarray(a))
-            assert not _fast_ran("sum")
+        a = x.reshape(4, 5).T  # N-D, not C-contiguous: the general path
+        assert gs.sum(a) == np.sum(np.asarray(a))
+        assert not _fast_ran("sum")
         for a in (x[::2], x[3::7]):  # one dimension, a positive stride: the fast path's strided loops
             assert gs.sum(a) == np.sum(a) and gs.dot(a, a) == np.dot(a, a)
             assert gs.count_nonzero(a) == np.count_nonzero(a) and _fast_ran("count_nonzero")
+        for a in (x[::-1], x[17::-3], np.broadcast_to(x[3], 9)):  # sum and dot: strides of any sign, zero too
+            assert gs.sum(a) == np.sum(a) and _fast_ran("sum")
+            assert gs.dot(a, a) == np.dot(a, a) and _fast_ran("dot")
         with pytest.raises(ValueError, match="negative"):
             gs.bincount(np.array([-1, 2], np.int64))
         np.testing.assert_array_equal(gs.bincount(np.array([0, 10**6])), np.bincount(np.array([0, 10**6])))

@@ -86,6 +86,130 @@ def test_strided_and_nd(backend):
     assert gs.dot(x[1:], x[:-1]) == np.float32(np.dot(x[1:].astype(np.float64), x[:-1].astype(np.float64)))
 
 
+def _exact_halves(rng, n, subnormals=True):
+    """float16 values whose sums and products-of-pairs sums are exact in float64 (multiples of 2^-24 below
+    4 in magnitude; products multiples of 2^-30, the sums of up to 10^6 of them below 2^23): normal halves
+    k/64, subnormals s x 2^-24 (s < 1024) where `subnormals`, and -0.0."""
+    x = (rng.integers(-256, 257, n) / 64.0).astype(np.float16)
+    k = rng.integers(0, 4, n)
+    if subnormals:
+        x[k == 1] = (rng.integers(-1023, 1024, int((k == 1).sum())) * 2.0**-24).astype(np.float16)
+    x[k == 2] = -0.0
+    return x
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 255, 256, 257, 4097, 100_003, 1_000_003])
+def test_float16_sum_and_dot_round_the_exact_sum_once(backend, n):
+    """float16 sums and dots accumulate in float64 and round once to float16 (the sum docstring's rule):
+    on values whose float64 accumulation is exact -- subnormals and -0.0 among them -- the result is the
+    exact sum (math.fsum) rounded to float16, with every strategy, deterministic or not, the squared norm
+    (x . x) too, and strided views alike (the contiguous kernels: F16C where the CPU has it)."""
+    import math
+
+    rng = np.random.default_rng(n + 16)
+    x, y = _exact_halves(rng, n), _exact_halves(rng, n, subnormals=False)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    with np.errstate(over="ignore"):  # (x . x of a million: beyond float16, inf)
+        want_sum, want_dot, want_xx = (np.float16(math.fsum(v)) for v in (x64, x64 * y64, x64 * x64))
+    for s in reduce_strategies(backend):
+        for det in (False, True) if s in ("auto", "two-pass") else (False,):
+            got = gs.sum(x, strategy=s, deterministic=det)
+            assert got.dtype == np.float16 and got == want_sum, (s, det, got, want_sum)
+            got = gs.dot(x, y, strategy=s, deterministic=det)
+            assert got.dtype == np.float16 and got == want_dot, (s, det, got, want_dot)
+            assert gs.dot(x, x, strategy=s, deterministic=det) == want_xx, (s, det)
+    big_x, big_y = np.repeat(x, 3), np.repeat(y, 3)[::-1].copy()  # the same values as strided views
+    assert gs.sum(big_x[1::3]) == want_sum and gs.dot(big_x[::3], big_y[::-3]) == want_dot
+    assert gs.dot(big_x[2::3], big_x[::3], strategy="two-pass") == want_xx
+
+
+@pytest.mark.parametrize("n", [1, 7, 4097, 100_003])
+def test_float16_inf_nan_and_overflow_like_numpy(backend, n):
+    """inf, -inf and NaN anywhere in a float16 sum or dot (the first element, inside a vector block, the
+    tail) give NumPy's float64 result rounded to float16: inf, NaN for inf - inf and 0 x inf; a finite
+    float64 sum beyond float16's range rounds to inf, as NumPy's float16 sum overflows."""
+    rng = np.random.default_rng(n)
+    base = (rng.standard_normal(n) * 4).astype(np.float16)
+    ones = np.ones(n, np.float16)
+    for where in sorted({0, n // 2, n - 1}):
+        for vals in ((np.inf,), (-np.inf,), (np.nan,), (np.inf, -np.inf), (np.inf, 0.0)):
+            x = base.copy()
+            y = ones.copy()
+            x[where] = vals[0]
+            if len(vals) > 1 and n > 1:
+                j = (where + n // 3 + 1) % n
+                (x if vals[1] != 0.0 else y)[j if vals[1] != 0.0 else where] = vals[1]
+            with np.errstate(invalid="ignore", over="ignore"):
+                want_sum = np.float16(np.sum(x.astype(np.float64)))
+                want_dot = np.float16(np.dot(x.astype(np.float64), y.astype(np.float64)))
+            for s in ("auto", "two-pass", "atomic"):
+                np.testing.assert_array_equal(gs.sum(x, strategy=s), want_sum)
+                np.testing.assert_array_equal(gs.dot(x, y, strategy=s), want_dot)
+            np.testing.assert_array_equal(gs.dot(x[::-1], y[::-1]), want_dot)
+    big = np.full(n + 2, 60000.0, np.float16)
+    with np.errstate(over="ignore"):
+        assert gs.sum(big) == np.float16(np.sum(big.astype(np.float64))) == np.sum(big) == np.inf
+        assert gs.dot(big, big) == np.inf
+
+
+_STRIDED_DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.uint64, np.float16, np.float32, np.float64]
+
+
+@pytest.mark.parametrize("dtype", _STRIDED_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", [0, 1, 7, 4097, 100_003])
+def test_strided_dot_matches_numpy_and_its_copy(backend, dtype, n):
+    """Strided 1-D views, negative steps and broadcast (zero-stride) ones too, go to the engine as they are
+    (no copy on the host; the GPU engines get contiguous copies): the result is np.dot's (dtype, integer
+    wrap-around, bool's "any pair"), and on the CPU engine for floats bit for bit that of the contiguous
+    copies (the same pairwise sums), on the fast path and the general one (a strategy, deterministic)."""
+    rng = np.random.default_rng(n * 7 + np.dtype(dtype).num)
+    big = random_array(rng, dtype, 7 * n + 5)
+    other = random_array(rng, dtype, 7 * n + 5)
+    if np.dtype(dtype) == np.float16:
+        big, other = (big / 8).astype(np.float16), (other / 8).astype(np.float16)
+    pairs = [(big[::2][:n], other[1::3][:n]), (big[::-3][:n], other[::-1][:n]), (big[::7][:n], other[5::7][:n]),
+             (big[:n], np.broadcast_to(other[3], (n,)))]
+    for x, y in pairs:
+        assert x.shape == y.shape == (n,)
+        with np.errstate(over="ignore"):
+            ref = np.dot(x, y)
+        xc, yc = x.copy(), y.copy()
+        for kw in ({}, {"strategy": "two-pass"}, {"deterministic": True}, {"strategy": "atomic"}):
+            got = gs.dot(x, y, **kw)
+            assert got.dtype == ref.dtype, (kw, got.dtype, ref.dtype)
+            if np.dtype(dtype).kind == "f":
+                if backend == "cpu" and kw.get("strategy") != "atomic":  # (atomic: partials in any order)
+                    assert got.tobytes() == gs.dot(xc, yc, **kw).tobytes(), kw
+                # NumPy accumulates float16 (float32: BLAS) in the input's dtype: the float64 dot, rounded
+                exact = np.dot(x.astype(np.float64), y.astype(np.float64)).astype(dtype)
+                _close(got, exact, dtype, n)
+            else:
+                assert got == ref, (kw, got, ref)
+        if np.dtype(dtype).kind in "iu":
+            assert gs.sum(x) == np.sum(x) and gs.sum(x, strategy="two-pass") == np.sum(x)
+
+
+def test_strided_host_dot_reads_the_views_in_place():
+    """The general path (a strategy given, or above the fast path's size limit) hands strided 1-D host views
+    to the CPU engine without the contiguous copy it made before (8 MB each here): the copy cost more than
+    the dot (1e7-element float64 x[::2] . y[::2], 16-core Xeon host: 6.89 ms, NumPy 2.31)."""
+    import tracemalloc
+
+    x, y = np.arange(2_000_000, dtype=np.float64), np.ones(3_000_000)
+    with gs.use_backend("cpu"):
+        want = gs.dot(x[::2].copy(), y[::-3].copy(), strategy="two-pass")
+        gs.dot(x[::2], y[::-3], strategy="two-pass")  # (the plan cached)
+        tracemalloc.start()
+        try:
+            got = gs.dot(x[::2], y[::-3], strategy="two-pass")
+            s = gs.sum(x[::-2], strategy="two-pass")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert got == want == np.dot(x[::2], y[::-3]) and s == np.sum(x[::-2])
+    assert peak < 1_000_000, peak
+
+
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 8191, 100_003, 1_000_003])
 def test_float32_squared_norm_is_the_dot_of_a_copy(n):
     """x . x converts each float32 term once (the same operand twice): its float64 accumulation -- before the

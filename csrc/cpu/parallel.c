@@ -41,6 +41,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 
 static int64_t now_ns(void)
 {
@@ -455,13 +458,16 @@ int gs_cpu_features(void)
             v |= GS_CPU_AVX2 | (__builtin_cpu_supports("fma") ? GS_CPU_FMA : 0);
         if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
             v |= GS_CPU_AVX512;
+        unsigned eax, ebx, ecx, edx; /* F16C: CPUID.1:ECX bit 29 (clang's __builtin_cpu_supports has no "f16c") */
+        if (__builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx >> 29 & 1))
+            v |= GS_CPU_F16C;
 #endif
         atomic_store_explicit(&f, v, memory_order_relaxed);
     }
     switch (atomic_load_explicit(&simd_cap, memory_order_relaxed)) { /* GPUSYNC_CPU_SIMD caps it (tests) */
-    case 1: return v;                                     /* avx512: what the CPU has */
-    case 2: return v & (GS_CPU_AVX2 | GS_CPU_FMA);        /* avx2 */
-    case 3: return 0;                                     /* none: baseline x86-64 */
-    default: return v;                                    /* auto, unset */
+    case 1: return v;                                            /* avx512: what the CPU has */
+    case 2: return v & (GS_CPU_AVX2 | GS_CPU_FMA | GS_CPU_F16C); /* avx2 */
+    case 3: return 0;                                            /* none: baseline x86-64 */
+    default: return v;                                           /* auto, unset */
     }
 }

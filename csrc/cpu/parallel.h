@@ -60,10 +60,12 @@ int gs_cpu_stop(int tid);
 
 /* Instruction sets the hand-written kernels pick at run time (the build
  * stays baseline x86-64), asked of the CPU once: GS_CPU_AVX2, GS_CPU_AVX512
- * (F and VL).  0 off x86-64.  GPUSYNC_CPU_SIMD caps the answer (avx2, none),
- * so that tests run every variant on one CPU; it is read when a job starts
- * (gs_cpu_parallel_for), so ask only inside a job. */
-enum { GS_CPU_AVX2 = 1, GS_CPU_AVX512 = 2, GS_CPU_FMA = 4 /* AVX2 and FMA */ };
+ * (F and VL), GS_CPU_FMA, GS_CPU_F16C (AVX and the half <-> float
+ * conversions: reduce.c's float16 sum and dot).  0 off x86-64.
+ * GPUSYNC_CPU_SIMD caps the answer (avx2, none), so that tests run every
+ * variant on one CPU; it is read when a job starts (gs_cpu_parallel_for), so
+ * ask only inside a job. */
+enum { GS_CPU_AVX2 = 1, GS_CPU_AVX512 = 2, GS_CPU_FMA = 4 /* AVX2 and FMA */, GS_CPU_F16C = 8 };
 int gs_cpu_features(void);
 
 /* AVX-512 and AVX2 clones of a hot loop beside the baseline one, the widest

@@ -1065,8 +1065,10 @@ static int fast_on(int op)
 /* The shapes a fast path takes: FAST_FLAT a C-contiguous array of any
  * number of dimensions (NumPy flattens it); FAST_1D one dimension with any
  * positive stride of whole aligned elements (a[::k]: ops whose CPU loops take
- * strides); FAST_FLAT_1D either. */
-enum { FAST_FLAT, FAST_1D, FAST_FLAT_1D };
+ * strides); FAST_FLAT_1D either; FAST_1D_ANY / FAST_FLAT_1D_ANY the same with
+ * strides of any sign, zero too (a[::-k], np.broadcast_to: sum and dot, whose
+ * loops read element i at i x stride from the first). */
+enum { FAST_FLAT, FAST_1D, FAST_FLAT_1D, FAST_1D_ANY, FAST_FLAT_1D_ANY };
 
 /* The input when the fast path can take it in `shapes`: 1 and its gs_array, else 0. */
 static int fast_input(PyObject *obj, int op, int shapes, gs_array *a)
@@ -1076,13 +1078,14 @@ static int fast_input(PyObject *obj, int op, int shapes, gs_array *a)
     PyArrayObject *arr = (PyArrayObject *)obj;
     const int64_t n = PyArray_SIZE(arr);
     const int nd = PyArray_NDIM(arr);
-    if (fast_limit[op] < 0 || n > fast_limit[op] || (shapes == FAST_1D && nd != 1) || !PyArray_ISNOTSWAPPED(arr) ||
-        !dtype_from_numpy(PyArray_TYPE(arr), &a->dtype))
+    if (fast_limit[op] < 0 || n > fast_limit[op] || ((shapes == FAST_1D || shapes == FAST_1D_ANY) && nd != 1) ||
+        !PyArray_ISNOTSWAPPED(arr) || !dtype_from_numpy(PyArray_TYPE(arr), &a->dtype))
         return 0;
     a->stride = 1;
     if (!PyArray_ISCARRAY_RO(arr)) {
         const npy_intp isz = PyArray_ITEMSIZE(arr), st = nd == 1 ? PyArray_STRIDE(arr, 0) : 0;
-        if (shapes == FAST_FLAT || !PyArray_ISALIGNED(arr) || st <= 0 || st % isz != 0)
+        const int any_sign = shapes == FAST_1D_ANY || shapes == FAST_FLAT_1D_ANY;
+        if (shapes == FAST_FLAT || nd != 1 || !PyArray_ISALIGNED(arr) || (st <= 0 && !any_sign) || st % isz != 0)
             return 0;
         a->stride = st / isz;
     }
@@ -1152,8 +1155,8 @@ static int fast_flag(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t i)
 static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op, int as_f64)
 {
     gs_array a, b, out;
-    if (!fast_on(op) || !fast_input(ao, op, op == FAST_DOT ? FAST_1D : FAST_FLAT_1D, &a) ||
-        (bo && (!fast_input(bo, op, FAST_1D, &b) || b.dtype != a.dtype || b.length != a.length)))
+    if (!fast_on(op) || !fast_input(ao, op, op == FAST_DOT ? FAST_1D_ANY : FAST_FLAT_1D_ANY, &a) ||
+        (bo && (!fast_input(bo, op, FAST_1D_ANY, &b) || b.dtype != a.dtype || b.length != a.length)))
         Py_RETURN_NOTIMPLEMENTED;
     if (as_f64 && a.dtype != GS_FLOAT16 && a.dtype != GS_FLOAT32 && a.dtype != GS_FLOAT64)
         Py_RETURN_NOTIMPLEMENTED;
