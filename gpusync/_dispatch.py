@@ -497,8 +497,9 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
         in_bytes = sum(np.dtype(a.dtype).itemsize for a in ins if a is not None)
     out_bytes = sum(int(L) * np.dtype(d).itemsize for L, d in outs)
     contiguous = place == "device" or all(a is None or a.flags.c_contiguous for a in ins)  # strided: _host_view
+    hist1d = op in ("histogram", "bincount")
     shape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, contiguous, place,
-                             place == "host" and _core.cpu_pool_warm())
+                             place == "host" and _core.cpu_pool_warm(), hist1d)
     plan = {"op": op, "place": place, "n": n, "dtype": str(np.dtype(dtype)), "engine": None, "strategy": strategy,
             "strategy_used": None, "threads": 0, "split": None, "predicted_ms": {}, "forced": forced,
             "notes": notes}
@@ -510,7 +511,7 @@ def _run(op, ins, outs, call, strategy, names, bins, in_bytes, merge, part_dtype
         if _backend.backend() == "cpu":  # the CPU engine, forced: copy, compute, copy back
             notes.append("device input copied to the host: the cpu backend is forced")
             host = [_to_host(a) for a in ins]
-            hshape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, "host", _core.cpu_pool_warm())
+            hshape = _costmodel.Shape(op, n, in_bytes, out_bytes, bins, True, "host", _core.cpu_pool_warm(), hist1d)
             res = _run_host(op, host, outs, call, strategy, hshape, ("caller", "cpu"), plan, merge, part_dtypes)
             plan["place"] = "device"
             _record(plan, None, _ran_threads(plan))

@@ -564,3 +564,60 @@ def test_weighted_device_fast_path(lib, xdt, wdt):
     if np.dtype(xdt).kind == "i":
         with pytest.raises(ValueError, match="negative"):
             gs.bincount(to_kind(np.array([3, -1, 2], xdt), lib), to_kind(np.ones(3, wdt), lib))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_few_values_into_many_bins(dtype, weighted):
+    """A count of few values into many bins (a large maximum, or minlength):
+    the CPU engine counts them in place on one thread, into a result it
+    zeroes on the threads that pays for -- in memory an earlier result
+    filled, NumPy's zeros and counts (sums) either way, on the C fast path
+    and the general one."""
+    from gpusync import _dispatch
+
+    rng = np.random.default_rng(30)
+    for n, top, minlength in ((1000, 10**6, 0), (1, 3 * 10**6, 0), (37, 10**5, 0), (1000, 1000, 10**6),
+                              (5000, 2 * 10**6, 2_500_000), (200, 40_000, 7)):
+        dirty = rng.integers(0, top, 200_000)  # results with counts everywhere, freed: reused memory
+        for _ in range(2):
+            gs.bincount(dirty, rng.random(dirty.size) if weighted else None, minlength=minlength)
+        x = rng.integers(0, top, n).astype(dtype)
+        x[0] = top - 1
+        w = rng.random(n) if weighted else None
+        ref = np.bincount(x, w, minlength=minlength)
+        for fast in (True, False):
+            was = _dispatch._core.fast_thread_off(not fast)
+            try:
+                got = gs.bincount(x, w, minlength=minlength)
+            finally:
+                _dispatch._core.fast_thread_off(was)
+            assert got.dtype == ref.dtype and got.shape == ref.shape
+            np.testing.assert_array_equal(got, ref, err_msg=f"n={n} top={top} minlength={minlength} fast={fast}")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_in_place_count_zeroes_on_requested_threads(threads):
+    """The engine's in-place count zeroes the result on the threads the
+    dispatcher asks for (the model prices the zeroing): every bin of a dirty
+    buffer is zero but the counted ones, weighted or not, with a large
+    maximum and with bins past the last value."""
+    from gpusync import _core, _histogram
+
+    rng = np.random.default_rng(31)
+    x = rng.integers(0, 3 * 10**6, 777)
+    for w in (None, rng.random(x.size)):
+        out = np.full(3 * 10**6 + 5, -7 if w is None else np.nan, np.int64 if w is None else np.float64)
+        _core.cpu_threads(threads)
+        try:
+            _core.histogram("cpu", x, w, out, _histogram._direct_bins(out.size), "auto", 0)
+        finally:
+            _core.cpu_threads(0)
+        np.testing.assert_array_equal(out, np.bincount(x, w, minlength=out.size))
+
+
+def test_huge_maximum_raises_like_numpy():
+    """A maximum whose result cannot be allocated: the fast path steps aside
+    and NumPy's own error comes from the general path."""
+    x = np.array([0, 2**50], dtype=np.int64)
+    assert_raises_like_numpy(lambda: np.bincount(x), lambda: gs.bincount(x))

@@ -312,3 +312,44 @@ def test_cpu_small_input_is_one_running_sum_as_scipy():
             with np.errstate(over="ignore", invalid="ignore"):
                 want = scipy.stats.binned_statistic(x, v, stat, bins=1).statistic
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [5, 1000, 100_003])
+def test_skewed_edge_arrays_match_scipy(n):
+    """binned_statistic bins through the CPU engine's edge index
+    (csrc/cpu/edge_index.h, histogram's mechanism): cubic, log-spaced and
+    random edges, values exactly on edges, on the last edge and past it --
+    SciPy's bin numbers exactly, with and without the guess table."""
+    rng = np.random.default_rng(40 + n)
+    for edges in (np.linspace(-3, 3, 51) ** 3 / 9, np.logspace(-3, 1, 41), np.sort(rng.standard_normal(500)),
+                  np.array([-2.0, -1, -0.999, 0, 1e-9, 2])):
+        x = np.concatenate([rng.standard_normal(n) * 2, rng.choice(edges, n), np.exp(rng.standard_normal(n))])
+        x = rng.permutation(x)[:n]
+        v = rng.standard_normal(n)
+        for stat in ("count", "mean", "max"):
+            for strategy in ("auto", "global"):
+                _check(x, v, stat, strategy=strategy, bins=edges)
+                _check(x.astype(np.float32), v.astype(np.float32), stat, strategy=strategy, bins=edges)
+
+
+def test_cpu_fused_dd_op_on_skewed_edges():
+    """ops->binned_statistic_dd of the CPU backend (binstat_dd.c) bins through
+    the same edge index: SciPy's bin numbers on cubic / log-spaced edges."""
+    from gpusync import _binstat, _core
+
+    rng = np.random.default_rng(41)
+    n = 30_001
+    ex, ey = np.linspace(-3, 3, 21) ** 3 / 9, np.logspace(-2, 1, 17)
+    x = np.concatenate([rng.standard_normal(n - 100), rng.choice(ex, 100)])
+    y = np.exp(rng.standard_normal(n))
+    y[::97] = rng.choice(ey, y[::97].size)
+    v = rng.standard_normal(n)
+    tops = np.array([_binstat._top(ex, np.dtype(np.float64)), _binstat._top(ey, np.dtype(np.float64))])
+    e_all = np.concatenate([ex, ey])
+    ne = np.array([len(ex), len(ey)], np.int64)
+    res = np.empty(20 * 16)
+    flat = np.empty(n, np.int64)
+    _core.binned_statistic_dd("cpu", [x, y], e_all, ne, tops, v, _core.STATISTICS["count"], res, flat, None, 0)
+    ref = scipy.stats.binned_statistic_2d(x, y, v, "count", [ex, ey])
+    np.testing.assert_array_equal(flat, ref.binnumber)
+    np.testing.assert_array_equal(res.reshape(20, 16), ref.statistic)

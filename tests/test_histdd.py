@@ -703,3 +703,24 @@ def test_a_sample_of_no_dimension_raises_like_numpy(shape, kind):
         assert_raises_like_numpy(lambda: np.histogramdd(np.zeros(shape), **kw), lambda: gs.histogramdd(s, **kw))
     with pytest.raises(ValueError):
         gs.binned_statistic_dd(s, to_kind(np.ones(shape[0]), kind), "sum", 3)
+
+
+@pytest.mark.parametrize("n", [3, 1000, 100_000])
+def test_skewed_and_repeated_edges_match_numpy(n):
+    """histogramdd bins each dimension through the CPU engine's edge index
+    (csrc/cpu/edge_index.h, histogram's mechanism): cubic, log-spaced and
+    repeated edges, values exactly on edges, on the last one, NaN."""
+    rng = np.random.default_rng(50 + n)
+    cub, lg, rep = np.linspace(-3, 3, 51) ** 3 / 9, np.logspace(-3, 1, 41), np.array([-2., -1, -1, 0, 0, 0, 1, 2, 2])
+    pts = rng.standard_normal((n, 3))
+    pts[:, 1] = np.exp(pts[:, 1] * 2)
+    pts[rng.random(n) < 0.1, 0] = rng.choice(cub)
+    pts[rng.random(n) < 0.1, 2] = rng.choice(rep)
+    pts[rng.random(n) < 0.02, 1] = np.nan
+    for bins in ([cub, lg, rep], [rep, cub, lg]):
+        for a in (pts, pts.astype(np.float32)):
+            h, e = gs.histogramdd(a, bins=bins)
+            rh, re_ = np.histogramdd(a, bins=bins)
+            np.testing.assert_array_equal(h, rh)
+            for g, r in zip(e, re_):
+                np.testing.assert_array_equal(g, r)

@@ -626,3 +626,117 @@ def test_weighted_device_fast_path(lib, dt, bins, rng_):
         np.testing.assert_array_equal(to_host(e), ref_e)
         assert to_host(e).dtype == ref_e.dtype
     assert gs.last_plan()["notes"] == ["the device fast path"]
+
+
+# ---- edge arrays: the CPU engine's edge index (csrc/cpu/edge_index.h)
+
+def _skewed_edge_sets():
+    """Edge arrays of every shape the edge index tells apart: near-uniform,
+    crowded near a point (cubic), spaced by ratios (log, negative log),
+    repeated edges (NumPy allows equal consecutive edges), infinite and
+    signed-zero outer edges, a span that overflows, a single bin."""
+    rng = np.random.default_rng(20)
+    return {
+        "uniform-looking": np.linspace(-3, 3, 51) + np.r_[0, 1e-12 * np.ones(49), 0],
+        "cubic": np.linspace(-3, 3, 51) ** 3 / 9,
+        "log": np.logspace(-3, 3, 201),
+        "geom": np.geomspace(1e-5, 1e5, 37),
+        "negative-log": -np.logspace(3, -3, 101),
+        "repeated": np.array([-2.0, -1, -1, -1, 0, 0, 0.5, 2, 2]),
+        "repeated-top": np.array([0.0, 1, 2, 2]),
+        "random-1001": np.sort(rng.standard_normal(1001)),
+        "rounded-unique": np.unique(np.round(rng.standard_normal(300), 1)),
+        "two-clusters": np.concatenate([np.linspace(0, 1e-9, 50), np.linspace(1, 2, 50)]),
+        "infinite": np.array([-np.inf, -1, 0, 1, np.inf]),
+        "signed-zeros": np.array([-1.0, -0.0, 0.0, 1.0]),
+        "huge-span": np.array([-1e308, -1.0, 0.0, 1e308]),
+        "one-bin": np.array([-0.5, 0.5]),
+    }
+
+
+def _values_for(rng, edges, n):
+    """Values that hit every edge exactly, fall between, below, above, NaN, +-inf, -0.0."""
+    fin = edges[np.isfinite(edges)]
+    lo, hi = fin.min(), fin.max()
+    spread = rng.standard_normal(n) * (min(hi - lo, 1e300) / 4 + 1) + (lo / 2 + hi / 2)
+    x = np.concatenate([spread, rng.choice(edges, n), np.exp(rng.standard_normal(n) * 3),
+                        [np.nan, np.inf, -np.inf, -0.0, 0.0, lo, hi, np.nextafter(hi, np.inf),
+                         np.nextafter(lo, -np.inf)]])
+    return rng.permutation(x)[:max(n, 9)]
+
+
+@pytest.mark.parametrize("name", sorted(_skewed_edge_sets()))
+@pytest.mark.parametrize("n", [1, 40, 1000, 30_001, 300_001])
+def test_edge_arrays_match_numpy_exactly(name, n):
+    """Skewed, repeated and on-edge cases, float64 / float32 / integer input:
+    the same bins as np.histogram, with the guess table (inputs long enough
+    to pay for it, with one or several threads) and without it (short
+    inputs: the branchless binary search), every strategy."""
+    edges = _skewed_edge_sets()[name]
+    rng = np.random.default_rng(n)
+    x = _values_for(rng, edges, n)
+    with np.errstate(all="ignore"):
+        ints = np.nan_to_num(np.clip(x, -2**62, 2**62), posinf=0, neginf=0).astype(np.int64)
+    for a in (x, x.astype(np.float32), ints, ints.astype(np.int32)):
+        for s in ["auto"] if n > 30_001 else strategies_for("cpu"):
+            got = gs.histogram(a, edges, strategy=s)[0]
+            with np.errstate(all="ignore"):
+                ref = np.histogram(a, edges)[0]
+            np.testing.assert_array_equal(got, ref, err_msg=f"{name} n={n} {a.dtype} strategy={s}")
+
+
+@pytest.mark.parametrize("name", ["cubic", "log", "repeated", "random-1001"])
+def test_edge_arrays_weighted(name):
+    """Weighted sums on edge arrays land in NumPy's bins (NumPy adds them as
+    differences of a sorted cumulative sum: equal up to rounding)."""
+    edges = _skewed_edge_sets()[name]
+    rng = np.random.default_rng(21)
+    for n in (50, 30_001):
+        x = _values_for(rng, edges, n)
+        for w in (rng.random(x.size), rng.random(x.size).astype(np.float32), rng.integers(0, 5, x.size)):
+            with np.errstate(all="ignore"):
+                ref = np.histogram(x, edges, weights=w)[0]
+            got = gs.histogram(x, edges, weights=w)[0]
+            assert got.dtype == ref.dtype
+            # (float32: NumPy's float32 running sum rounds at its total's scale)
+            tol = 1e-5 * float(w.sum()) if w.dtype == np.float32 else 1e-9
+            np.testing.assert_allclose(got, ref, rtol=1e-12, atol=tol)
+            # the bins that got weight are NumPy's: compare with the counts
+            cnt = np.histogram(x, edges, weights=(w != 0).astype(np.int64))[0]
+            np.testing.assert_array_equal(gs.histogram(x, edges, weights=(w != 0).astype(np.int64))[0], cnt)
+
+
+def test_edge_arrays_of_64_bit_integers_past_2_53():
+    """int64 / uint64 data against integer edges NumPy compares exactly
+    (GS_BINS_EDGES_INT): the edge index's key cells on the integers."""
+    rng = np.random.default_rng(22)
+    for e in (np.array([-2**62, -2**60, -5, 0, 2**55, 2**55, 2**55 + 1, 2**62], dtype=np.int64),
+              np.sort(rng.integers(-2**62, 2**62, 300, dtype=np.int64)),
+              np.array([0, 2**60, 2**63 - 1], dtype=np.int64)):
+        for n in (10, 1000, 30_001):
+            x = rng.choice(np.concatenate([rng.integers(-2**63, 2**63 - 1, n, dtype=np.int64), rng.choice(e, n),
+                                           rng.choice(e, n) + rng.integers(-2, 3, n)]), n)
+            np.testing.assert_array_equal(gs.histogram(x, e)[0], np.histogram(x, e)[0])
+            xu, eu = x.view(np.uint64), np.sort(e.view(np.uint64))
+            np.testing.assert_array_equal(gs.histogram(xu, eu)[0], np.histogram(xu, eu)[0])
+
+
+def test_edge_arrays_on_cpu_threads():
+    """The table is built once and read by every thread: the counts of a
+    pool-sized input equal NumPy's at 1 and 2 threads."""
+    from gpusync import _core
+
+    rng = np.random.default_rng(23)
+    for name in ("cubic", "log", "repeated"):
+        edges = _skewed_edge_sets()[name]
+        x = _values_for(rng, edges, 400_000)
+        ref = np.histogram(x, edges)[0]
+        for threads in (1, 2):
+            _core.cpu_threads(threads)
+            try:
+                out = np.empty(len(edges) - 1, np.int64)
+                bins = _histogram._describe_bins(x.dtype, np.asarray(edges, np.float64), False)
+                _core.histogram("cpu", x, None, out, bins, "auto", 0)
+            finally:
+                _core.cpu_threads(0)
+            np.testing.assert_array_equal(out, ref, err_msg=f"{name} threads={threads}")

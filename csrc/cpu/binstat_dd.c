@@ -7,26 +7,26 @@
  * inputs through the per-dimension path on the CPU pool; this is the
  * reference the CUDA kernel (csrc/cuda/binstat_priv.cu) is checked against
  * and what the contract's "every backend fills every slot" asks. */
+#include "edge_index.h"
 #include "gpusync/gpusync.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* SciPy's bin of x in one dimension: 0 below, 1..nb, nb + 1 above or NaN. */
-static int64_t dd_bin(const double *e, int64_t nb, double top, double x)
+/* SciPy's bin of x in one dimension: 0 below, 1..nb, nb + 1 above or NaN --
+ * between the outer edges 1 + the edge index's bin (edge_index.h, the
+ * mechanism of every CPU edge array). */
+static int64_t dd_bin(const gs_edge_index *ix, double top, double x)
 {
+    const int64_t nb = ix->nbins;
     if (x != x)
         return nb + 1;
-    int64_t lo = 0, hi = nb + 1; /* the first edge > x */
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (e[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (lo == nb + 1 && x <= top) ? nb : lo;
+    if (x < ix->lo)
+        return 0;
+    if (x >= ix->hi)
+        return x <= top ? nb : nb + 1;
+    return 1 + gs_eidx_inner(ix, x);
 }
 
 static double dd_ld(const gs_array *a, int64_t i)
@@ -81,11 +81,14 @@ gs_status gs_cpu_binned_statistic_dd(const gs_array *coords, int ndim, const dou
         free(cnt), free(acc), free(flag), free(inner);
         return gs_fail(GS_ERR_NO_MEMORY, "binned_statistic_dd: %lld bins", (long long)nb);
     }
+    gs_edge_index ix[GS_HISTDD_MAX_DIMS];
+    for (int d = 0; d < ndim; d++)
+        gs_eidx_init(&ix[d], edges + eoff[d], nedges[d] - 1, (double)n); /* (one thread) */
     for (int64_t i = 0; i < n; i++) {
         int64_t flat = 0, in = 0;
         for (int d = 0; d < ndim; d++) {
             const int64_t m = nedges[d] - 1;
-            const int64_t b = dd_bin(edges + eoff[d], m, tops[d], dd_ld(&coords[d], i));
+            const int64_t b = dd_bin(&ix[d], tops[d], dd_ld(&coords[d], i));
             flat += b * fstride[d];
             in = (in >= 0 && b >= 1 && b <= m) ? in + (b - 1) * istride[d] : -1;
         }
@@ -110,6 +113,8 @@ gs_status gs_cpu_binned_statistic_dd(const gs_array *coords, int ndim, const dou
             acc[in] += v;
         }
     }
+    for (int d = 0; d < ndim; d++)
+        gs_eidx_free(&ix[d]);
     double *out = (double *)result->data;
     const double nan = NAN;
     if (statistic == GS_STAT_STD || statistic == GS_STAT_VAR) { /* SciPy: sum of (v - mean)^2 */
