@@ -135,7 +135,7 @@ def _fast_plan(rec):
         return {"op": op, "place": "host", "n": n, "dtype": _dtype_name(dtype), "engine": "caller",
                 "strategy": "auto", "strategy_used": "numpy", "threads": 0, "split": None, "predicted_ms": {},
                 "forced": forced_backend(), "notes": [f"complex host input: NumPy's own np.{op} (gpusync has no "
-                                                      "complex kernel)"]}
+                                                      "complex kernel; sums: where its one thread is the faster)"]}
     notes = ["the C fast path: a native NumPy array (C-contiguous, or one dimension with a positive stride; "
              "sum / dot: of any sign) with default options, "
              + ("on the calling thread" if threads <= 1 else f"on {threads} pool threads")]

@@ -1223,13 +1223,49 @@ static PyObject *fast_reduce(PyObject *ao, PyObject *bo, int op, int as_f64)
 }
 
 /* Complex NumPy input (complex64 / complex128; gpusync has no complex
- * kernel).  sum: the float sums of the C-contiguous array's (n, 2) real view
- * along axis 0 -- one read, the CPU engine's segmented sum -- plus +0 (NumPy's
- * complex sums start from +0, so an all -0.0 part sums to +0); a part that is
- * not finite: NotImplemented, and the general path gives NumPy's own result.
- * NumPy's own loop is one thread: 10^7 complex128 took 19.7 ms on the H200
- * host against torch's 0.92 ms (r272), and a Python route to it cost
- * 11 us a call at 1,000 elements against NumPy's 2 us. */
+ * kernel).  sum: the float sums of the C-contiguous array's real parts and of
+ * its imaginary parts -- two strided pairwise sums of the float view (the
+ * strided kernel's bits are its contiguous copy's), +0 (NumPy's complex sums
+ * start from +0, so an all -0.0 part sums to +0); a part that is not finite:
+ * NumPy's own sum (its inf / NaN), as for arrays this route does not take.  NumPy's own
+ * loop is one thread (10^7 complex128: 19.7 ms on the H200 host against
+ * torch's 0.92 ms, r272) but a fast one: on a 2-core box it beat both our
+ * two strided sums and the (n, 2) view's axis-0 sum from 3*10^4 elements on
+ * (10^5: 0.059 ms against 0.106 and 0.445).  So this route takes short
+ * arrays (FAST_COMPLEX_ALONE, the calling thread: 1,000 elements 4.0 us
+ * against NumPy's 6.8 there; a Python route cost 11 us against 2 on the H200
+ * host) and, past them, machines whose pool has FAST_COMPLEX_POOL threads. */
+#define FAST_COMPLEX_ALONE 2048
+#define FAST_COMPLEX_POOL 8
+static int gs_fast_complex_takes(int64_t n) { return n <= FAST_COMPLEX_ALONE || gs_cpu_max_threads() >= FAST_COMPLEX_POOL; }
+
+/* fast_complex_takes(n): whether a complex host sum of n elements takes gpusync's route (its Python twin) */
+static PyObject *py_fast_complex_takes(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const long long n = PyLong_AsLongLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    return PyBool_FromLong(gs_fast_complex_takes(n));
+}
+
+#ifdef NPY_RAVEL_AXIS
+#define GS_NPY_RAVEL NPY_RAVEL_AXIS
+#else
+#define GS_NPY_RAVEL NPY_MAXDIMS
+#endif
+/* NumPy's own sum of the whole array (its complex loop; its inf / NaN), noted as NumPy's call (threads -1). */
+static PyObject *fast_numpy_sum(PyArrayObject *arr, int t, int64_t n)
+{
+    PyObject *r = PyArray_Sum(arr, GS_NPY_RAVEL, NPY_NOTYPE, NULL);
+    if (!r)
+        return NULL;
+    gs_array a = {.length = n};
+    fast_threads = -1;
+    fast_note(FAST_SUM, &a, t, GS_STRATEGY_AUTO);
+    return r;
+}
+
 static PyObject *fast_complex_sum(PyObject *ao)
 {
     if (!PyArray_CheckExact(ao))
@@ -1240,30 +1276,42 @@ static PyObject *fast_complex_sum(PyObject *ao)
     if ((t != NPY_CDOUBLE && t != NPY_CFLOAT) || !PyArray_ISCARRAY_RO(arr) || !PyArray_ISNOTSWAPPED(arr) || n == 0 ||
         !fast_on(FAST_SUM) || 2 * n > fast_limit[FAST_SUM])
         Py_RETURN_NOTIMPLEMENTED;
-    gs_array a = {.data = PyArray_DATA(arr), .length = 2 * n, .stride = 1,
-                  .dtype = t == NPY_CDOUBLE ? GS_FLOAT64 : GS_FLOAT32, .device = GS_HOST};
+    if (!gs_fast_complex_takes(n)) /* NumPy's own loop, called from here: through Python it cost 14 us more */
+        return fast_numpy_sum(arr, t, n);
+    const gs_dtype fdt = t == NPY_CDOUBLE ? GS_FLOAT64 : GS_FLOAT32;
+    const size_t fsz = t == NPY_CDOUBLE ? 8 : 4;
+    gs_array re = {.data = PyArray_DATA(arr), .length = n, .stride = 2, .dtype = fdt, .device = GS_HOST};
+    gs_array im = re;
+    im.data = (char *)PyArray_DATA(arr) + fsz;
+    union {
+        double d;
+        float f;
+    } br = {0}, bi = {0};
+    gs_array ore = {.data = &br, .length = 1, .stride = 1, .dtype = fdt, .device = GS_HOST};
+    gs_array oim = ore;
+    oim.data = &bi;
+    gs_status st;
+    gs_strategy used = GS_STRATEGY_AUTO;
+    const gs_backend_ops *ops = gs_cpu_backend();
+    FAST_RUN(FAST_SUM, 2 * n, st, ops->reduce(&re, NULL, &ore, GS_STRATEGY_AUTO, 0, NULL, &used));
+    if (gs_done(st))
+        FAST_RUN(FAST_SUM, 2 * n, st, ops->reduce(&im, NULL, &oim, GS_STRATEGY_AUTO, 0, NULL, &used));
+    if (!gs_done(st))
+        return NULL;
     union {
         double d[2];
         float f[2];
-    } buf = {{0, 0}};
-    gs_array out = {.data = &buf, .length = 2, .stride = 1, .dtype = a.dtype, .device = GS_HOST};
-    const int64_t shape3[3] = {1, n, 2}, strides3[3] = {2 * n, 2, 1};
-    gs_status st;
-    const gs_backend_ops *ops = gs_cpu_backend();
-    FAST_RUN(FAST_SUM, a.length, st, ops->reduce_axis(&a, shape3, strides3, GS_AXIS_SUM, &out, NULL));
-    if (!gs_done(st))
-        return NULL;
+    } buf;
     if (t == NPY_CDOUBLE) {
-        if (!isfinite(buf.d[0]) || !isfinite(buf.d[1]))
-            Py_RETURN_NOTIMPLEMENTED;
-        buf.d[0] += 0.0, buf.d[1] += 0.0;
+        if (!isfinite(br.d) || !isfinite(bi.d))
+            return fast_numpy_sum(arr, t, n);
+        buf.d[0] = br.d + 0.0, buf.d[1] = bi.d + 0.0;
     } else {
-        if (!isfinite(buf.f[0]) || !isfinite(buf.f[1]))
-            Py_RETURN_NOTIMPLEMENTED;
-        buf.f[0] += 0.0f, buf.f[1] += 0.0f;
+        if (!isfinite(br.f) || !isfinite(bi.f))
+            return fast_numpy_sum(arr, t, n);
+        buf.f[0] = br.f + 0.0f, buf.f[1] = bi.f + 0.0f;
     }
-    a.length = n;
-    fast_note(FAST_SUM, &a, t, GS_STRATEGY_AUTO);
+    fast_note(FAST_SUM, &re, t, used);
     PyArray_Descr *descr = PyArray_DescrFromType(t);
     if (!descr)
         return NULL;
@@ -2464,6 +2512,8 @@ static PyMethodDef methods[] = {
      "NotImplemented"},
     {"fast_unpackbits", (PyCFunction)(void (*)(void))py_fast_unpackbits, METH_FASTCALL,
      "fast path: unpackbits(a, little), or NotImplemented"},
+    {"fast_complex_takes", py_fast_complex_takes, METH_O,
+     "fast_complex_takes(n) -> whether a complex host sum of n elements takes gpusync's route (module.c)"},
     {"fast_sum", (PyCFunction)(void (*)(void))py_fast_sum, METH_FASTCALL,
      "fast path: sum(a[, as_f64]) (as_f64: dtype=float64 of a float array), or NotImplemented"},
     {"fast_dot", (PyCFunction)(void (*)(void))py_fast_dot, METH_FASTCALL, "fast path: dot(a, b) on the calling thread, or NotImplemented"},
