@@ -280,7 +280,7 @@ def _sum_as(a, dtype):
             b = a.astype(d)
             r = _core.fast_sum(b)
             return r if r is not NotImplemented else _sum_impl(b)  # (inf / NaN, overflow: the 1-D path's rules)
-        if k != "f":
+        if k != "f" and d.itemsize >= 4:  # (float16: the libraries add in float32, past NumPy's inf / NaN)
             return a.sum(dtype=d) if lib == "cupy" else a.sum(dtype=_torch_dtype(d))
         b = a.astype(d) if lib == "cupy" else a.to(_torch_dtype(d))
         return _devfast.sum_(b, _sum_dtype)
