@@ -436,29 +436,7 @@ def histogram_(plans, a, bins, range, strategy="auto"):
     r = _ready(a)
     if r is None:
         return NotImplemented
-    h, (ptr, n, dt, code, dev) = r
-    key = plan_key(dt, bins, range)
-    try:
-        hit = None if key is None else plans.get(key)
-    except TypeError:  # unhashable bounds: the general path says what is wrong with them
-        return NotImplemented
-    if hit is None or hit[2] is None or dt.kind == "b":  # (bool: NumPy's warning and uint8 view, the general path)
-        return NotImplemented
-    edges_host, bins_desc, edges_desc = hit
-    stream = h.stream(dev)
-    nedges = len(edges_host)
-    nb = nedges - 1
-    edt = edges_host.dtype
-    counts, cptr, edges, eptr = h.out2(nb, _INT64, nedges, edt, dev)
-    edesc = (eptr, nedges, 1, _arrays._DTYPE_CODES[edt], dev)
-    cdesc = (cptr, nb, 1, _I64_CODE, dev)
-    if edges_desc is bins_desc:  # equal-width counting: the counting (or zeroing) kernel writes the edges too
-        used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, cdesc, bins_desc, strategy, stream, edesc)
-    else:  # (integer bins counted another way: the edges' formula is a description of its own)
-        used = _core.histogram("cuda", (ptr, n, 1, code, dev), None, cdesc, bins_desc, strategy, stream)
-        _core.uniform_edges("cuda", edges_desc, edesc, stream)
-    _note("histogram", n, dt, dt.itemsize, nb * 8, used, strategy)
-    return counts, edges
+    return _planned_histogram(plans, r, None, bins, range, strategy)
 
 
 def histogram_w_(plans, a, w, bins, range, strategy="auto"):
@@ -475,33 +453,43 @@ def histogram_w_(plans, a, w, bins, range, strategy="auto"):
     rw = _ready(w)
     if rw is None or rw[0] is not r[0]:
         return NotImplemented
-    h, (ptr, n, dt, code, dev) = r
     pw, nw, dtw, codew, devw = rw[1]
-    if dtw != _FLOAT64 or nw != n or devw != dev or dt.kind == "b":
+    if dtw != _FLOAT64 or nw != r[1][1] or devw != r[1][4]:
         return NotImplemented
+    return _planned_histogram(plans, r, (pw, nw, 1, codew, devw), bins, range, strategy)
+
+
+def _planned_histogram(plans, r, wdesc, bins, range, strategy):
+    """histogram_ / histogram_w_ once their inputs are read (r: _ready's;
+    wdesc: the float64 weights' descriptor, or None): the plan, the outputs
+    (int64 counts or float64 sums, and the edges) from one allocation, one C
+    call -- the kernel that counts or zeroes writes the edges where the
+    formula rides on the bins -- or NotImplemented."""
+    h, (ptr, n, dt, code, dev) = r
     key = plan_key(dt, bins, range)
     try:
         hit = None if key is None else plans.get(key)
-    except TypeError:
+    except TypeError:  # unhashable bounds: the general path says what is wrong with them
         return NotImplemented
-    if hit is None or hit[2] is None:
+    if hit is None or hit[2] is None or dt.kind == "b":  # (bool: NumPy's warning and uint8 view, the general path)
         return NotImplemented
     edges_host, bins_desc, edges_desc = hit
     stream = h.stream(dev)
     nedges = len(edges_host)
     nb = nedges - 1
     edt = edges_host.dtype
-    sums, sptr, edges, eptr = h.out2(nb, _FLOAT64, nedges, edt, dev)
+    odt = _INT64 if wdesc is None else _FLOAT64
+    counts, cptr, edges, eptr = h.out2(nb, odt, nedges, edt, dev)
     edesc = (eptr, nedges, 1, _arrays._DTYPE_CODES[edt], dev)
-    sdesc = (sptr, nb, 1, codew, dev)
-    src, wdesc = (ptr, n, 1, code, dev), (pw, n, 1, codew, dev)
-    if edges_desc is bins_desc:  # the formula rides on the bins: the zeroing kernel writes the edges
-        used = _core.histogram("cuda", src, wdesc, sdesc, bins_desc, strategy, stream, edesc)
-    else:
-        used = _core.histogram("cuda", src, wdesc, sdesc, bins_desc, strategy, stream)
+    cdesc = (cptr, nb, 1, _arrays._DTYPE_CODES[odt], dev)
+    src = (ptr, n, 1, code, dev)
+    if edges_desc is bins_desc:  # equal-width counting: the counting (or zeroing) kernel writes the edges too
+        used = _core.histogram("cuda", src, wdesc, cdesc, bins_desc, strategy, stream, edesc)
+    else:  # (integer bins counted another way: the edges' formula is a description of its own)
+        used = _core.histogram("cuda", src, wdesc, cdesc, bins_desc, strategy, stream)
         _core.uniform_edges("cuda", edges_desc, edesc, stream)
-    _note("histogram", n, dt, dt.itemsize + 8, nb * 8, used, strategy)
-    return sums, edges
+    _note("histogram", n, dt, dt.itemsize + (0 if wdesc is None else 8), nb * 8, used, strategy)
+    return counts, edges
 
 
 def cumsum_(a, out_dtype_of, strategy="auto"):
